@@ -1,0 +1,300 @@
+"""The SQL catalog: namespaces and tables over the JDBC-compatible pointer store.
+
+A table's state is the metadata tree in the warehouse; the catalog only holds each table's
+current metadata location and swaps it atomically (:mod:`lakecat.catalog.sql_store`). Tables
+created here are visible to Iceberg Java's ``JdbcCatalog`` and pyiceberg's ``SqlCatalog``
+configured with the same database and catalog name, and the other way round.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lakecat.catalog.identifiers import (
+    namespace_to_string,
+    parse_namespace,
+    parse_table_identifier,
+)
+from lakecat.catalog.reachable import reachable_files
+from lakecat.catalog.sql_store import SqlCatalogStore
+from lakecat.catalog.table import Table
+from lakecat.metadata import properties as P
+from lakecat.metadata.arrow_schema import arrow_to_schema
+from lakecat.metadata.errors import (
+    CommitFailed,
+    CorruptMetadata,
+    StorageError,
+    TableAlreadyExists,
+    ValidationError,
+)
+from lakecat.metadata.fileio import FileIO, file_io_for, join, to_uri
+from lakecat.metadata.metadata_files import new_metadata_location, read_metadata, write_metadata
+from lakecat.metadata.new_table import new_table_metadata
+from lakecat.metadata.partitioning import PartitionField, PartitionSpec
+from lakecat.metadata.schema import Schema
+from lakecat.metadata.sorting import SortField, SortOrder
+from lakecat.metadata.table_metadata import TableMetadata
+from lakecat.metadata.transforms import default_partition_field_name, parse_transform
+
+Namespace = tuple[str, ...]
+PartitionBy = Sequence[str | tuple[str, str]]
+SortBy = Sequence[str | tuple[str, str]]
+
+
+@dataclass
+class _TableOps:
+    """Per-table operations for the commit loop (``lakecat.catalog.commit.TableOperations``)."""
+
+    store: SqlCatalogStore
+    namespace: Namespace
+    table: str
+    io: FileIO
+
+    @property
+    def name(self) -> str:
+        return f"{namespace_to_string(self.namespace)}.{self.table}"
+
+    def refresh(self) -> tuple[TableMetadata, str]:
+        location = self.store.get_metadata_location(self.namespace, self.table)
+        return load_metadata(self.io, location), location
+
+    def swap(self, *, expected: str, new: str) -> None:
+        self.store.swap_metadata_location(self.namespace, self.table, expected=expected, new=new)
+
+
+def load_metadata(io: FileIO, location: str) -> TableMetadata:
+    """Read a metadata file; a missing or unreadable one is :class:`CorruptMetadata`."""
+    return read_metadata(io, location)
+
+
+class Catalog:
+    """A lakecat catalog: a SQL database for pointers plus a warehouse for files.
+
+    ``Catalog("sqlite:///lake/catalog.db", warehouse="lake/warehouse")`` is the embedded
+    default; ``Catalog("postgresql+psycopg://user@host/db", warehouse="s3://bucket/wh")``
+    shares the catalog between machines.
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        warehouse: str,
+        name: str = "lakecat",
+        io: FileIO | None = None,
+        engine_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not warehouse:
+            raise ValidationError("a warehouse location is required")
+        self.name = name
+        self.uri = uri
+        self.warehouse = to_uri(warehouse)
+        self.io = io or file_io_for(self.warehouse)
+        self.store = SqlCatalogStore(uri, catalog_name=name, engine_kwargs=engine_kwargs)
+
+    @staticmethod
+    def embedded(folder: str | os.PathLike[str], *, name: str = "lakecat") -> Catalog:
+        """The embedded default: ``<folder>/catalog.db`` (SQLite) and ``<folder>/warehouse``."""
+        root = os.path.abspath(os.fspath(folder))
+        os.makedirs(root, exist_ok=True)
+        return Catalog(
+            f"sqlite:///{os.path.join(root, 'catalog.db')}",
+            warehouse=os.path.join(root, "warehouse"),
+            name=name,
+        )
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.name!r}, uri={self.store.safe_url!r}, warehouse={self.warehouse!r})"
+
+    # ---- namespaces -------------------------------------------------------------------------
+    def create_namespace(
+        self, namespace: str | Sequence[str], properties: Mapping[str, str] | None = None
+    ) -> None:
+        self.store.create_namespace(parse_namespace(namespace), dict(properties or {}))
+
+    def create_namespace_if_not_exists(
+        self, namespace: str | Sequence[str], properties: Mapping[str, str] | None = None
+    ) -> None:
+        ns = parse_namespace(namespace)
+        if not self.store.namespace_exists(ns):
+            self.store.create_namespace(ns, dict(properties or {}))
+
+    def list_namespaces(self, parent: str | Sequence[str] = ()) -> list[Namespace]:
+        return self.store.list_namespaces(parse_namespace(parent) if parent else ())
+
+    def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
+        return self.store.namespace_exists(parse_namespace(namespace))
+
+    def namespace_properties(self, namespace: str | Sequence[str]) -> dict[str, str]:
+        return self.store.load_namespace_properties(parse_namespace(namespace))
+
+    def update_namespace_properties(
+        self,
+        namespace: str | Sequence[str],
+        *,
+        updates: Mapping[str, str] | None = None,
+        removals: Iterable[str] = (),
+    ) -> None:
+        self.store.update_namespace_properties(
+            parse_namespace(namespace), removals=tuple(removals), updates=dict(updates or {})
+        )
+
+    def drop_namespace(self, namespace: str | Sequence[str]) -> None:
+        self.store.drop_namespace(parse_namespace(namespace))
+
+    # ---- tables -----------------------------------------------------------------------------
+    def list_tables(self, namespace: str | Sequence[str]) -> list[tuple[Namespace, str]]:
+        ns = parse_namespace(namespace)
+        return [(ns, t) for t in self.store.list_tables(ns)]
+
+    def table_exists(self, identifier: str | Sequence[str]) -> bool:
+        ns, name = parse_table_identifier(identifier)
+        return self.store.table_exists(ns, name)
+
+    def default_location(self, namespace: Namespace, name: str) -> str:
+        return join(self.warehouse, *namespace, name)
+
+    def create_table(
+        self,
+        identifier: str | Sequence[str],
+        schema: Schema | pa.Schema,
+        *,
+        partition_by: PartitionSpec | PartitionBy = (),
+        sort_by: SortOrder | SortBy = (),
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+    ) -> Table:
+        """Create a table. ``partition_by`` takes a spec or ``["region", ("ts", "day"),
+        ("id", "bucket[16]")]``; ``sort_by`` a sort order or ``["id", ("ts", "desc")]``.
+
+        New tables get lakecat's defaults written explicitly as properties (isolation levels,
+        metadata-file pruning) so that other engines apply the same behaviour.
+        """
+        ns, name = parse_table_identifier(identifier)
+        if self.store.table_exists(ns, name):
+            raise TableAlreadyExists(f"table {namespace_to_string(ns)}.{name} already exists")
+        iceberg_schema = arrow_to_schema(schema) if isinstance(schema, pa.Schema) else schema
+        spec = (
+            partition_by
+            if isinstance(partition_by, PartitionSpec)
+            else build_spec(iceberg_schema, partition_by)
+        )
+        order = (
+            sort_by if isinstance(sort_by, SortOrder) else build_sort_order(iceberg_schema, sort_by)
+        )
+        props = {**P.CREATE_DEFAULTS, **(properties or {})}
+        table_location = (to_uri(location) if location else self.default_location(ns, name)).rstrip(
+            "/"
+        )
+        metadata = new_table_metadata(
+            schema=iceberg_schema,
+            spec=spec,
+            sort_order=order,
+            location=table_location,
+            properties=props,
+        )
+        metadata_location = new_metadata_location(table_location, None, metadata.properties)
+        write_metadata(self.io, metadata_location, metadata)
+        try:
+            self.store.create_table_row(ns, name, metadata_location)
+        except Exception:
+            self.io.delete(metadata_location)
+            raise
+        return Table(self._ops(ns, name), metadata, metadata_location)
+
+    def load_table(self, identifier: str | Sequence[str]) -> Table:
+        ns, name = parse_table_identifier(identifier)
+        ops = self._ops(ns, name)
+        metadata, location = ops.refresh()
+        return Table(ops, metadata, location)
+
+    def register_table(self, identifier: str | Sequence[str], metadata_location: str) -> Table:
+        """Add an existing table (its metadata file) to the catalog."""
+        ns, name = parse_table_identifier(identifier)
+        metadata_location = to_uri(metadata_location)
+        metadata = load_metadata(self.io, metadata_location)
+        self.store.create_table_row(ns, name, metadata_location)
+        return Table(self._ops(ns, name), metadata, metadata_location)
+
+    def rename_table(self, source: str | Sequence[str], destination: str | Sequence[str]) -> None:
+        src_ns, src = parse_table_identifier(source)
+        dst_ns, dst = parse_table_identifier(destination)
+        self.store.rename_table(src_ns, src, dst_ns, dst)
+
+    def drop_table(self, identifier: str | Sequence[str], *, purge: bool = False) -> None:
+        """Remove a table from the catalog; with ``purge`` also delete all its files.
+
+        Purging deletes every file the table's metadata tree references and everything under
+        the table location; without it the files stay (they can be registered again).
+        """
+        ns, name = parse_table_identifier(identifier)
+        location = self.store.drop_table_row(ns, name)
+        if purge:
+            self._purge(location)
+
+    def _purge(self, metadata_location: str) -> None:
+        try:
+            metadata = load_metadata(self.io, metadata_location)
+        except CorruptMetadata:
+            return
+        for path in sorted(reachable_files(self.io, metadata, metadata_location)):
+            self.io.delete(path)
+        try:
+            for info in self.io.list_prefix(metadata.location):
+                self.io.delete(info.location)
+        except StorageError:
+            pass
+
+    def _ops(self, namespace: Namespace, name: str) -> _TableOps:
+        return _TableOps(self.store, namespace, name, self.io)
+
+
+def build_spec(schema: Schema, partition_by: PartitionBy) -> PartitionSpec:
+    """A partition spec from ``["region", ("ts", "day"), ("id", "bucket[16]")]``."""
+    fields = []
+    for i, item in enumerate(partition_by):
+        column, transform_text = (item, "identity") if isinstance(item, str) else item
+        source = schema.find_field(column)
+        transform = parse_transform(transform_text)
+        fields.append(
+            PartitionField(
+                source_id=source.field_id,
+                field_id=1000 + i,
+                transform=str(transform),
+                name=default_partition_field_name(source.name, transform),
+            )
+        )
+    return PartitionSpec(0, tuple(fields))
+
+
+def build_sort_order(schema: Schema, sort_by: SortBy) -> SortOrder:
+    """A sort order from ``["id", ("ts", "desc")]`` (nulls first for asc, last for desc)."""
+    if not sort_by:
+        return SortOrder(0, ())
+    fields = []
+    for item in sort_by:
+        column, direction = (item, "asc") if isinstance(item, str) else item
+        if direction not in ("asc", "desc"):
+            raise ValidationError(f"sort direction must be 'asc' or 'desc', not {direction!r}")
+        null_order = "nulls-first" if direction == "asc" else "nulls-last"
+        fields.append(
+            SortField(schema.find_field(column).field_id, "identity", direction, null_order)
+        )  # type: ignore[arg-type]
+    return SortOrder(1, tuple(fields))
+
+
+__all__ = ["Catalog", "CommitFailed", "build_sort_order", "build_spec"]

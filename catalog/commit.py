@@ -1,0 +1,430 @@
+"""The commit pipeline: optimistic concurrency with re-apply and retry.
+
+Every write goes through :func:`commit_intent` (data changes) or :func:`commit_updates`
+(metadata-only changes). One attempt is:
+
+1. **validate**: check the intent against every commit that landed on the branch since the
+   operation's starting snapshot (:mod:`lakecat.catalog.conflicts`); a conflict raises a typed
+   :class:`CommitConflict` after deleting every file this operation wrote;
+2. **produce**: write what this base needs (manifest list, rewritten or merged manifests; new
+   data files and their manifests were written once and are reused), then the new metadata.json
+   from the pure ``apply(base, updates)``;
+3. **swap**: the catalog's compare-and-swap of the metadata pointer, whose contract is
+
+   * returns: committed;
+   * :class:`CommitFailed` / :class:`CatalogUnavailable`: definitely not committed. This
+     attempt's manifest list and metadata.json are deleted, the base refreshed, and after a
+     jittered exponential backoff (``commit.retry.*`` table properties) the loop re-applies;
+   * :class:`CommitStateUnknown`: may have landed. Nothing is deleted. The pointer is re-read:
+     if the table now contains this operation's snapshot id (stable across attempts) the commit
+     succeeded; if it can be read and does not, the loop retries; if it cannot be read,
+     ``CommitStateUnknown`` is raised to the caller.
+
+Nothing fallible that could change the outcome runs after a successful swap: cleanup of
+superseded files is best effort and only logged.
+
+Blind appends cannot conflict, so they retry on lost swaps until
+``commit.retry.total-timeout-ms`` regardless of ``commit.retry.num-retries``: an append never
+fails because of other writers.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from lakecat.catalog.conflicts import (
+    ATTEMPTS_KEY,
+    WAIT_MS_KEY,
+    ConcurrentCommit,
+    MetadataDelta,
+    app_versions,
+    check_all,
+    check_transaction,
+)
+from lakecat.catalog.intent import Intent, OpKind
+from lakecat.catalog.producer import SnapshotProducer
+from lakecat.metadata import properties as P
+from lakecat.metadata.apply import apply
+from lakecat.metadata.datafile import DataFile, Status
+from lakecat.metadata.errors import (
+    CatalogUnavailable,
+    CommitConflict,
+    CommitFailed,
+    CommitStateUnknown,
+    LakecatError,
+    RetriesExhausted,
+    StorageError,
+)
+from lakecat.metadata.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
+from lakecat.metadata.expressions import bind
+from lakecat.metadata.fileio import FileIO
+from lakecat.metadata.manifest import read_manifest, read_manifest_list
+from lakecat.metadata.metadata_files import new_metadata_location, write_metadata
+from lakecat.metadata.parquet import partition_path
+from lakecat.metadata.table_metadata import TableMetadata
+from lakecat.metadata.updates import TableRequirement, TableUpdate
+
+log = logging.getLogger("lakecat.commit")
+
+
+class TableOperations(Protocol):
+    """What the commit loop needs from a catalog for one table."""
+
+    io: FileIO
+
+    @property
+    def name(self) -> str: ...
+
+    def refresh(self) -> tuple[TableMetadata, str]:
+        """The current metadata and its location, read from the catalog."""
+        ...
+
+    def swap(self, *, expected: str, new: str) -> None:
+        """Compare-and-swap the metadata pointer (contract in the module docstring)."""
+        ...
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    num_retries: int = P.COMMIT_NUM_RETRIES_DEFAULT
+    min_wait_ms: int = P.COMMIT_MIN_RETRY_WAIT_MS_DEFAULT
+    max_wait_ms: int = P.COMMIT_MAX_RETRY_WAIT_MS_DEFAULT
+    total_timeout_ms: int = P.COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT
+
+    @staticmethod
+    def from_properties(props: Mapping[str, str]) -> RetryPolicy:
+        return RetryPolicy(
+            num_retries=P.get_int(props, P.COMMIT_NUM_RETRIES, P.COMMIT_NUM_RETRIES_DEFAULT),
+            min_wait_ms=P.get_int(
+                props, P.COMMIT_MIN_RETRY_WAIT_MS, P.COMMIT_MIN_RETRY_WAIT_MS_DEFAULT
+            ),
+            max_wait_ms=P.get_int(
+                props, P.COMMIT_MAX_RETRY_WAIT_MS, P.COMMIT_MAX_RETRY_WAIT_MS_DEFAULT
+            ),
+            total_timeout_ms=P.get_int(
+                props, P.COMMIT_TOTAL_RETRY_TIME_MS, P.COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT
+            ),
+        )
+
+    def backoff_ms(self, attempt: int) -> float:
+        """Full-jitter exponential backoff for the wait after failed attempt ``attempt``."""
+        ceiling = min(self.max_wait_ms, self.min_wait_ms * (2 ** (attempt - 1)))
+        return random.uniform(self.min_wait_ms / 2, max(self.min_wait_ms, ceiling))
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    metadata: TableMetadata
+    metadata_location: str
+    snapshot_id: int | None
+    attempts: int
+    wait_ms: int
+    skipped: bool = False  # an (app id, version) already committed and the caller chose to skip
+
+
+@dataclass
+class _Clock:
+    policy: RetryPolicy
+    unbounded_retries: bool
+    start: float = field(default_factory=time.monotonic)
+    waited_ms: float = 0.0
+
+    def may_retry(self, attempt: int) -> bool:
+        elapsed_ms = (time.monotonic() - self.start) * 1000
+        if elapsed_ms >= self.policy.total_timeout_ms:
+            return False
+        return self.unbounded_retries or attempt <= self.policy.num_retries
+
+    def wait(self, attempt: int) -> float:
+        ms = self.policy.backoff_ms(attempt)
+        time.sleep(ms / 1000)
+        self.waited_ms += ms
+        return ms
+
+
+def commit_intent(
+    ops: TableOperations, intent: Intent, *, start: TableMetadata | None
+) -> CommitResult:
+    """Commit one operation's intent with validate / re-apply / retry. See module docstring."""
+    base, base_location = ops.refresh()
+    policy = RetryPolicy.from_properties(base.properties)
+    clock = _Clock(policy, unbounded_retries=intent.kind is OpKind.APPEND)
+    producer = SnapshotProducer(ops.io, intent)
+    window = _CommitWindow(ops.io, intent)
+    attempt = 0
+    try:
+        while True:
+            attempt += 1
+            already = _already_committed(intent, base)
+            if already is not None:
+                _delete(ops.io, intent_files(intent) + producer.written)
+                return CommitResult(
+                    base, base_location, already, attempt, int(clock.waited_ms), True
+                )
+            window.validate(start or base, base)
+            extra = {ATTEMPTS_KEY: str(attempt), WAIT_MS_KEY: str(int(clock.waited_ms))}
+            produced = producer.produce(base, attempt=attempt, extra_summary=extra)
+            new, new_location = _write_new_metadata(ops.io, base, base_location, produced.updates)
+            attempt_files = [*produced.attempt_files, new_location]
+            _log_attempt(ops, intent, base, attempt, clock)
+            outcome = _swap(ops, base_location, new_location, intent.snapshot_id)
+            if outcome is _Outcome.COMMITTED:
+                _after_commit(ops.io, base, base_location, new, producer)
+                return CommitResult(
+                    new, new_location, intent.snapshot_id, attempt, int(clock.waited_ms)
+                )
+            if outcome is _Outcome.LOST:
+                _delete(ops.io, attempt_files)
+            # _Outcome.UNKNOWN_NOT_LANDED: keep this attempt's files (orphan removal takes them)
+            if not clock.may_retry(attempt):
+                raise RetriesExhausted(
+                    f"{ops.name}: lost the commit race {attempt} time(s) in "
+                    f"{int((time.monotonic() - clock.start) * 1000)} ms; raise "
+                    f"{P.COMMIT_NUM_RETRIES} or {P.COMMIT_TOTAL_RETRY_TIME_MS} for this table"
+                )
+            clock.wait(attempt)
+            base, base_location = ops.refresh()
+    except CommitConflict:
+        _delete(ops.io, intent_files(intent) + producer.written)
+        raise
+    except RetriesExhausted:
+        _delete(ops.io, intent_files(intent) + producer.written)
+        raise
+
+
+def commit_updates(
+    ops: TableOperations,
+    build: Callable[[TableMetadata], tuple[Sequence[TableUpdate], Sequence[TableRequirement]]],
+) -> CommitResult:
+    """Commit a metadata-only change, rebuilt from each refreshed base.
+
+    ``build`` returns the update records and the requirements they rely on; a requirement that
+    no longer holds on a refreshed base raises its typed error (``RequirementFailed``, or the
+    ``MetadataChanged`` the builder chose) and nothing is retried.
+    """
+    base, base_location = ops.refresh()
+    clock = _Clock(RetryPolicy.from_properties(base.properties), unbounded_retries=False)
+    attempt = 0
+    while True:
+        attempt += 1
+        updates, requirements = build(base)
+        for requirement in requirements:
+            requirement.validate(base)
+        new = apply(base, list(updates), base_location=base_location)
+        if new is base:  # nothing to change: no commit
+            return CommitResult(base, base_location, None, attempt, int(clock.waited_ms))
+        new_location = new_metadata_location(base.location, base_location, new.properties)
+        write_metadata(ops.io, new_location, new)
+        outcome = _swap(ops, base_location, new_location, None)
+        if outcome is _Outcome.COMMITTED:
+            _prune_metadata_files(ops.io, base, base_location, new)
+            return CommitResult(new, new_location, None, attempt, int(clock.waited_ms))
+        if outcome is _Outcome.LOST:
+            ops.io.delete(new_location)
+        if not clock.may_retry(attempt):
+            raise RetriesExhausted(f"{ops.name}: lost the commit race {attempt} time(s)")
+        clock.wait(attempt)
+        base, base_location = ops.refresh()
+
+
+# ---- validation window ------------------------------------------------------------------
+class _CommitWindow:
+    """The commits between the intent's starting snapshot and a base, read once each."""
+
+    def __init__(self, io: FileIO, intent: Intent) -> None:
+        self.io = io
+        self.intent = intent
+        self._seen: dict[int, ConcurrentCommit] = {}
+
+    def validate(self, start: TableMetadata, base: TableMetadata) -> None:
+        intent = self.intent
+        delta = metadata_delta(start, base)
+        if intent.kind is OpKind.APPEND:
+            return  # blind appends read nothing and never conflict
+        concurrent = self._concurrent(base)
+        schema = start.schema()
+        bound = bind(schema, intent.read_filter)
+        metrics = InclusiveMetricsEvaluator(schema, bound)
+        partition_evals: dict[int, PartitionEvaluator] = {}
+        specs = base.specs_by_id()
+
+        def may_match(f: DataFile) -> bool:
+            if intent.read_partitions is not None:
+                spec_ids = {spec_id for spec_id, _ in intent.read_partitions}
+                if f.spec_id in spec_ids and (f.spec_id, f.partition) not in intent.read_partitions:
+                    return False
+            ev = partition_evals.get(f.spec_id)
+            if ev is None:
+                ev = partition_evals[f.spec_id] = PartitionEvaluator(
+                    specs[f.spec_id], schema, bound
+                )
+            return ev.eval(f.partition) and metrics.eval(f)
+
+        def describe(f: DataFile) -> str:
+            return partition_path(specs[f.spec_id], base.schema(), f.partition)
+
+        check_all(intent, concurrent, delta, may_match_read=may_match, describe_partition=describe)
+
+    def _concurrent(self, base: TableMetadata) -> list[ConcurrentCommit]:
+        head = base.refs.get(self.intent.branch)
+        out: list[ConcurrentCommit] = []
+        for snap in base.ancestors(head.snapshot_id if head else None):
+            if snap.snapshot_id == self.intent.starting_snapshot_id:
+                break
+            found = self._seen.get(snap.snapshot_id)
+            if found is None:
+                found = self._read(base, snap.snapshot_id)
+                self._seen[snap.snapshot_id] = found
+            out.append(found)
+        return out
+
+    def _read(self, base: TableMetadata, snapshot_id: int) -> ConcurrentCommit:
+        snap = base.snapshot_by_id(snapshot_id)
+        added: list[DataFile] = []
+        removed: set[str] = set()
+        specs = base.specs_by_id()
+        for manifest in read_manifest_list(self.io, snap.manifest_list):
+            if manifest.added_snapshot_id != snapshot_id:
+                continue
+            if not (manifest.has_added_files or manifest.has_deleted_files):
+                continue
+            for e in read_manifest(self.io, manifest, specs=specs, schema=base.schema()):
+                if e.snapshot_id != snapshot_id:
+                    continue
+                if e.status is Status.ADDED:
+                    added.append(e.data_file)
+                elif e.status is Status.DELETED:
+                    removed.add(e.data_file.file_path)
+        return ConcurrentCommit(
+            snapshot_id, snap.operation, snap.summary, tuple(added), frozenset(removed)
+        )
+
+
+def metadata_delta(start: TableMetadata, base: TableMetadata) -> MetadataDelta:
+    if start is base:
+        return MetadataDelta()
+    keys = set(start.properties) | set(base.properties)
+    changed = tuple(sorted(k for k in keys if start.properties.get(k) != base.properties.get(k)))
+    return MetadataDelta(
+        format_upgraded=start.format_version != base.format_version,
+        schema_changed=start.current_schema_id != base.current_schema_id,
+        spec_changed=start.default_spec_id != base.default_spec_id,
+        sort_order_changed=start.default_sort_order_id != base.default_sort_order_id,
+        changed_properties=changed,
+    )
+
+
+def _already_committed(intent: Intent, base: TableMetadata) -> int | None:
+    if intent.app_id is None:
+        return None
+    head = base.refs.get(intent.branch)
+    history = base.ancestors(head.snapshot_id if head else None)
+    return check_transaction(intent, app_versions((s.snapshot_id, s.summary) for s in history))
+
+
+# ---- the swap and its outcomes ------------------------------------------------------------
+class _Outcome:
+    COMMITTED = object()
+    LOST = object()
+    UNKNOWN_NOT_LANDED = object()
+
+
+def _swap(
+    ops: TableOperations,
+    expected: str,
+    new: str,
+    snapshot_id: int | None,
+) -> object:
+    try:
+        ops.swap(expected=expected, new=new)
+        return _Outcome.COMMITTED
+    except (CommitFailed, CatalogUnavailable) as exc:
+        log.info("commit lost the swap", extra={"table": ops.name, "reason": str(exc)})
+        return _Outcome.LOST
+    except CommitStateUnknown:
+        log.warning("commit state unknown; checking the pointer", extra={"table": ops.name})
+        try:
+            current, location = ops.refresh()
+        except LakecatError as exc:
+            raise CommitStateUnknown(
+                f"{ops.name}: the catalog failed after the swap was sent and cannot be read "
+                f"back ({exc}); the commit may or may not have landed. Check whether "
+                f"snapshot {snapshot_id} is in the table before re-running"
+            ) from exc
+        if location == new:
+            return _Outcome.COMMITTED
+        if snapshot_id is not None and current.has_snapshot(snapshot_id):
+            return _Outcome.COMMITTED
+        return _Outcome.UNKNOWN_NOT_LANDED
+
+
+def _write_new_metadata(
+    io: FileIO, base: TableMetadata, base_location: str, updates: Sequence[TableUpdate]
+) -> tuple[TableMetadata, str]:
+    new = apply(base, list(updates), base_location=base_location)
+    location = new_metadata_location(base.location, base_location, new.properties)
+    write_metadata(io, location, new)
+    return new, location
+
+
+# ---- cleanup ------------------------------------------------------------------------------
+def intent_files(intent: Intent) -> list[str]:
+    return [f.file_path for f in intent.added_files]
+
+
+def _delete(io: FileIO, locations: Sequence[str]) -> None:
+    for location in locations:
+        try:
+            io.delete(location)
+        except StorageError as exc:  # best effort: orphan removal collects what is left
+            log.warning("could not delete %s: %s", location, exc)
+
+
+def _after_commit(
+    io: FileIO,
+    base: TableMetadata,
+    base_location: str,
+    new: TableMetadata,
+    producer: SnapshotProducer,
+) -> None:
+    try:
+        _delete(io, producer.unused_manifests())
+        _prune_metadata_files(io, base, base_location, new)
+    except LakecatError as exc:  # the commit has landed; cleanup must not change that
+        log.warning("post-commit cleanup failed: %s", exc)
+
+
+def _prune_metadata_files(
+    io: FileIO, base: TableMetadata, base_location: str, new: TableMetadata
+) -> None:
+    """Delete metadata files that fell off the metadata log, when the table asks for it."""
+    if not P.get_bool(
+        new.properties,
+        P.METADATA_DELETE_AFTER_COMMIT_ENABLED,
+        P.METADATA_DELETE_AFTER_COMMIT_ENABLED_DEFAULT,
+    ):
+        return
+    before = {e.metadata_file for e in base.metadata_log} | {base_location}
+    after = {e.metadata_file for e in new.metadata_log}
+    _delete(io, sorted(before - after))
+
+
+def _log_attempt(
+    ops: TableOperations, intent: Intent, base: TableMetadata, attempt: int, clock: _Clock
+) -> None:
+    log.debug(
+        "commit attempt",
+        extra={
+            "table": ops.name,
+            "operation": intent.kind.value,
+            "snapshot_id": intent.snapshot_id,
+            "base_snapshot_id": base.current_snapshot_id,
+            "attempt": attempt,
+            "wait_ms": int(clock.waited_ms),
+        },
+    )

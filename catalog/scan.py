@@ -1,0 +1,186 @@
+"""Scans: plan the data files of one snapshot that may hold matching rows, then read them.
+
+Planning prunes in three steps, each cheaper than the next: manifests by their partition
+summaries, entries by their partition tuple (the filter projected through the partition
+transforms), and files by their column bounds and counts. Reading resolves columns by field id
+(so renamed, added, dropped and promoted columns read correctly) and filters rows exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from lakecat.metadata.arrow_schema import schema_to_arrow
+from lakecat.metadata.datafile import DataFile, ManifestFile, Status
+from lakecat.metadata.evaluators import (
+    InclusiveMetricsEvaluator,
+    ManifestEvaluator,
+    PartitionEvaluator,
+    to_arrow_filter,
+)
+from lakecat.metadata.expression_parser import parse
+from lakecat.metadata.expressions import (
+    AlwaysTrue,
+    BoundExpression,
+    Expression,
+    bind,
+    referenced_field_ids,
+)
+from lakecat.metadata.fileio import FileIO
+from lakecat.metadata.manifest import read_manifest, read_manifest_list
+from lakecat.metadata.parquet import read_data_file
+from lakecat.metadata.partitioning import PartitionSpec
+from lakecat.metadata.schema import Schema
+from lakecat.metadata.snapshots import Snapshot
+from lakecat.metadata.table_metadata import TableMetadata
+
+RowFilter = Expression | str | None
+_READ_THREADS = 4
+
+
+def to_expression(row_filter: RowFilter) -> Expression:
+    """A filter given as an expression, a SQL-like string, or ``None`` (all rows)."""
+    if row_filter is None:
+        return AlwaysTrue()
+    if isinstance(row_filter, str):
+        return parse(row_filter)
+    return row_filter
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    files: tuple[DataFile, ...]
+    manifests_total: int
+    manifests_scanned: int
+    files_total: int
+
+    @property
+    def record_count(self) -> int:
+        return sum(f.record_count for f in self.files)
+
+
+class Scan:
+    """A read of one snapshot, with a row filter and a column projection."""
+
+    def __init__(
+        self,
+        io: FileIO,
+        metadata: TableMetadata,
+        snapshot: Snapshot | None,
+        schema: Schema,
+        *,
+        row_filter: RowFilter = None,
+        columns: Sequence[str] | None = None,
+        case_sensitive: bool = True,
+    ) -> None:
+        self.io = io
+        self.metadata = metadata
+        self.snapshot = snapshot
+        self.schema = schema
+        self.expression = to_expression(row_filter)
+        self.bound: BoundExpression = bind(schema, self.expression, case_sensitive=case_sensitive)
+        self.projected = (
+            schema.select(list(columns), case_sensitive=case_sensitive)
+            if columns is not None
+            else schema
+        )
+
+    # ---- planning -----------------------------------------------------------------------------
+    def plan(self) -> ScanPlan:
+        if self.snapshot is None:
+            return ScanPlan((), 0, 0, 0)
+        manifests = read_manifest_list(self.io, self.snapshot.manifest_list)
+        specs = self.metadata.specs_by_id()
+        manifest_evals: dict[int, ManifestEvaluator] = {}
+        partition_evals: dict[int, PartitionEvaluator] = {}
+        metrics = InclusiveMetricsEvaluator(self.schema, self.bound)
+        files: list[DataFile] = []
+        scanned = 0
+        total = 0
+        for manifest in manifests:
+            spec = specs[manifest.partition_spec_id]
+            if not manifest.has_added_files and not manifest.has_existing_files:
+                continue
+            if not _eval_manifest(manifest_evals, spec, self.schema, self.bound, manifest):
+                total += manifest.live_files_count
+                continue
+            scanned += 1
+            pev = partition_evals.get(spec.spec_id)
+            if pev is None:
+                pev = partition_evals[spec.spec_id] = PartitionEvaluator(
+                    spec, self.schema, self.bound
+                )
+            for entry in read_manifest(self.io, manifest, specs=specs, schema=self.schema):
+                if entry.status is Status.DELETED:
+                    continue
+                total += 1
+                f = entry.data_file
+                if pev.eval(f.partition) and metrics.eval(f):
+                    files.append(f)
+        return ScanPlan(tuple(files), len(manifests), scanned, total)
+
+    def plan_files(self) -> list[DataFile]:
+        return list(self.plan().files)
+
+    # ---- reading ------------------------------------------------------------------------------
+    def _read_schema(self) -> Schema:
+        """The projection plus the columns the filter needs."""
+        needed = {f.field_id for f in self.projected.fields} | {
+            self._top_level(fid) for fid in referenced_field_ids(self.bound)
+        }
+        return Schema(
+            tuple(f for f in self.schema.fields if f.field_id in needed), self.schema.schema_id
+        )
+
+    def _top_level(self, field_id: int) -> int:
+        parent = self.schema.parent_id(field_id)
+        while parent is not None:
+            field_id = parent
+            parent = self.schema.parent_id(field_id)
+        return field_id
+
+    def _read_one(self, f: DataFile, read_schema: Schema, arrow_filter: object) -> pa.Table:
+        table = read_data_file(self.io, f, projected=read_schema, row_filter=arrow_filter)  # type: ignore[arg-type]
+        if read_schema is not self.projected:
+            table = table.select([fld.name for fld in self.projected.fields])
+        return table
+
+    def to_batches(self) -> Iterator[pa.Table]:
+        """Matching rows, one Arrow table per data file, in planning order."""
+        read_schema = self._read_schema()
+        arrow_filter = (
+            None if isinstance(self.expression, AlwaysTrue) else to_arrow_filter(self.bound)
+        )
+        files = self.plan().files
+        with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
+            yield from pool.map(lambda f: self._read_one(f, read_schema, arrow_filter), files)
+
+    def to_arrow(self) -> pa.Table:
+        target = schema_to_arrow(self.projected)
+        tables = [t for t in self.to_batches() if t.num_rows]
+        if not tables:
+            return target.empty_table()
+        return pa.concat_tables(tables).cast(target) if len(tables) > 1 else tables[0]
+
+    def count(self) -> int:
+        """Matching row count; files fully inside the filter are counted from metadata."""
+        if isinstance(self.expression, AlwaysTrue):
+            return self.plan().record_count
+        return sum(t.num_rows for t in self.to_batches())
+
+
+def _eval_manifest(
+    cache: dict[int, ManifestEvaluator],
+    spec: PartitionSpec,
+    schema: Schema,
+    bound: BoundExpression,
+    m: ManifestFile,
+) -> bool:
+    ev = cache.get(spec.spec_id)
+    if ev is None:
+        ev = cache[spec.spec_id] = ManifestEvaluator(spec, schema, bound)
+    return ev.eval(m)

@@ -1,0 +1,528 @@
+"""The Python table API: read, time-travel, write, evolve.
+
+A :class:`Table` holds the table's latest known metadata (immutable) and the operations object
+that commits through the catalog. Every write records an :class:`~lakecat.catalog.intent.Intent`
+and commits it with :func:`~lakecat.catalog.commit.commit_intent`; after a commit the table
+holds the committed metadata. ``refresh()`` re-reads the catalog.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from lakecat.catalog.commit import CommitResult, commit_intent, commit_updates
+from lakecat.catalog.intent import Intent, OpKind
+from lakecat.catalog.row_ops import plan_delete
+from lakecat.catalog.scan import RowFilter, Scan, to_expression
+from lakecat.catalog.writer import Data, conform, write_files
+from lakecat.metadata import properties as P
+from lakecat.metadata.errors import (
+    InvalidUpdate,
+    MetadataChanged,
+    NoSuchRef,
+    RequirementFailed,
+    ValidationError,
+)
+from lakecat.metadata.expressions import AlwaysTrue, Expression
+from lakecat.metadata.partitioning import PartitionSpec
+from lakecat.metadata.schema import Schema
+from lakecat.metadata.schema_evolution import SchemaUpdate
+from lakecat.metadata.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
+from lakecat.metadata.sorting import SortOrder
+from lakecat.metadata.spec_evolution import SpecUpdate
+from lakecat.metadata.table_metadata import TableMetadata
+from lakecat.metadata.timetravel import schema_for, snapshot_at
+from lakecat.metadata.updates import (
+    AssertCurrentSchemaId,
+    AssertDefaultSpecId,
+    AssertLastAssignedFieldId,
+    AssertLastAssignedPartitionId,
+    AssertTableUUID,
+    RemoveProperties,
+    RemoveSnapshotRef,
+    SetProperties,
+    SetSnapshotRef,
+    TableRequirement,
+    TableUpdate,
+)
+
+if TYPE_CHECKING:
+    from lakecat.catalog.commit import TableOperations
+
+Timestamp = int | dt.datetime | dt.date | str
+
+
+def to_timestamp_ms(value: Timestamp) -> int:
+    """Milliseconds since the epoch from ms, a datetime (naive = UTC), a date or ISO text."""
+    if isinstance(value, bool):
+        raise ValidationError(f"not a timestamp: {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationError(f"not an ISO-8601 timestamp: {value!r}") from None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        return int(value.timestamp() * 1000)
+    if isinstance(value, dt.date):
+        return int(
+            dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp() * 1000
+        )
+    raise ValidationError(f"not a timestamp: {value!r}")
+
+
+class Table:
+    """One table of a catalog."""
+
+    def __init__(
+        self, ops: TableOperations, metadata: TableMetadata, metadata_location: str
+    ) -> None:
+        self._ops = ops
+        self.metadata = metadata
+        self.metadata_location = metadata_location
+
+    # ---- identity and state ---------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._ops.name
+
+    @property
+    def io(self) -> Any:
+        return self._ops.io
+
+    @property
+    def location(self) -> str:
+        return self.metadata.location
+
+    @property
+    def properties(self) -> Mapping[str, str]:
+        return self.metadata.properties
+
+    def schema(self) -> Schema:
+        return self.metadata.schema()
+
+    def spec(self) -> PartitionSpec:
+        return self.metadata.spec()
+
+    def sort_order(self) -> SortOrder:
+        return self.metadata.sort_order()
+
+    def current_snapshot(self) -> Snapshot | None:
+        return self.metadata.current_snapshot
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self.metadata.snapshot_by_id(snapshot_id)
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every snapshot the metadata still holds, oldest first."""
+        return sorted(self.metadata.snapshots, key=lambda s: (s.sequence_number, s.timestamp_ms))
+
+    def history(self) -> list[tuple[int, int, bool]]:
+        """(timestamp ms, snapshot id, is current ancestor) per snapshot-log entry."""
+        ancestors = {
+            s.snapshot_id for s in self.metadata.ancestors(self.metadata.current_snapshot_id)
+        }
+        return [
+            (e.timestamp_ms, e.snapshot_id, e.snapshot_id in ancestors)
+            for e in self.metadata.snapshot_log
+        ]
+
+    def refs(self) -> Mapping[str, SnapshotRef]:
+        return dict(self.metadata.refs)
+
+    def refresh(self) -> Table:
+        self.metadata, self.metadata_location = self._ops.refresh()
+        return self
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, snapshot={self.metadata.current_snapshot_id})"
+
+    # ---- reads --------------------------------------------------------------------------
+    def scan(
+        self,
+        row_filter: RowFilter = None,
+        *,
+        columns: Sequence[str] | None = None,
+        snapshot_id: int | None = None,
+        as_of: Timestamp | None = None,
+        ref: str | None = None,
+        case_sensitive: bool = True,
+    ) -> Scan:
+        """A scan of the current snapshot, or of one chosen by id, time (``as_of``) or ref."""
+        snapshot = snapshot_at(
+            self.metadata,
+            snapshot_id=snapshot_id,
+            as_of_timestamp_ms=None if as_of is None else to_timestamp_ms(as_of),
+            ref=ref,
+        )
+        time_travel = snapshot_id is not None or as_of is not None
+        if time_travel or ref is not None:
+            schema = schema_for(self.metadata, snapshot, ref=ref)
+        else:
+            schema = self.schema()  # the current state reads with the current schema
+        return Scan(
+            self.io,
+            self.metadata,
+            snapshot,
+            schema,
+            row_filter=row_filter,
+            columns=columns,
+            case_sensitive=case_sensitive,
+        )
+
+    def to_arrow(self, row_filter: RowFilter = None, **kwargs: Any) -> pa.Table:
+        """Shortcut for ``scan(...).to_arrow()``."""
+        return self.scan(row_filter, **kwargs).to_arrow()
+
+    # ---- writes -------------------------------------------------------------------------
+    def append(
+        self, data: Data, *, branch: str = MAIN_BRANCH, **commit_options: Any
+    ) -> CommitResult:
+        """Append rows (a blind append: never conflicts, retried until it lands).
+
+        ``commit_options``: ``app_id`` and ``app_version`` make the commit idempotent;
+        ``skip_if_committed=True`` turns a repeat into a no-op instead of
+        :class:`ConcurrentTransaction`; ``snapshot_properties`` adds summary entries.
+        """
+        start = self.metadata
+        files = write_files(self.io, start, conform(start, data))
+        intent = self._intent(OpKind.APPEND, branch, start, added=files, **commit_options)
+        return self._commit(intent, start)
+
+    def delete(
+        self,
+        row_filter: RowFilter,
+        *,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+        **commit_options: Any,
+    ) -> CommitResult | None:
+        """Delete the rows matching a filter; ``None`` when no row matched (no commit).
+
+        Whole files inside the filter are dropped without being read; files with some matching
+        rows are rewritten without them (copy-on-write).
+        """
+        expression = to_expression(row_filter)
+        return self._rewrite(
+            OpKind.DELETE, expression, None, branch, case_sensitive, commit_options
+        )
+
+    def overwrite(
+        self,
+        data: Data,
+        row_filter: RowFilter = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+        **commit_options: Any,
+    ) -> CommitResult | None:
+        """Replace the rows matching ``row_filter`` (default: the whole table) with ``data``."""
+        expression = to_expression(row_filter)
+        return self._rewrite(
+            OpKind.OVERWRITE, expression, data, branch, case_sensitive, commit_options
+        )
+
+    def dynamic_partition_overwrite(
+        self, data: Data, *, branch: str = MAIN_BRANCH, **commit_options: Any
+    ) -> CommitResult:
+        """Replace every partition that ``data`` has rows for; other partitions stay."""
+        start = self.metadata
+        if start.spec().is_unpartitioned:
+            raise ValidationError(
+                f"{self.name} is not partitioned; use overwrite() to replace the whole table"
+            )
+        files = write_files(self.io, start, conform(start, data))
+        partitions = frozenset((f.spec_id, f.partition) for f in files)
+        head = self._head(start, branch)
+        removed = [
+            f
+            for f in Scan(self.io, start, head, start.schema()).plan_files()
+            if (f.spec_id, f.partition) in partitions
+        ]
+        intent = self._intent(
+            OpKind.DYNAMIC_OVERWRITE,
+            branch,
+            start,
+            added=files,
+            removed=removed,
+            read_partitions=partitions,
+            isolation=self._isolation(start, P.DELETE_ISOLATION_LEVEL),
+            **commit_options,
+        )
+        return self._commit(intent, start)
+
+    def _rewrite(
+        self,
+        kind: OpKind,
+        expression: Expression,
+        data: Data | None,
+        branch: str,
+        case_sensitive: bool,
+        commit_options: dict[str, Any],
+    ) -> CommitResult | None:
+        start = self.metadata
+        new_rows = conform(start, data) if data is not None else []
+        plan = plan_delete(
+            self.io, start, self._head(start, branch), expression, case_sensitive=case_sensitive
+        )
+        if not plan.changes_anything and not any(t.num_rows for t in new_rows):
+            return None
+        files = write_files(self.io, start, plan.kept_rows + new_rows)
+        intent = self._intent(
+            kind,
+            branch,
+            start,
+            added=files,
+            removed=plan.removed,
+            read_files=plan.read_files,
+            read_filter=expression,
+            isolation=self._isolation(start, P.DELETE_ISOLATION_LEVEL),
+            **commit_options,
+        )
+        return self._commit(intent, start)
+
+    def _head(self, metadata: TableMetadata, branch: str) -> Snapshot | None:
+        if branch not in metadata.refs:
+            if branch == MAIN_BRANCH:
+                return None
+            raise NoSuchRef(f"{self.name} has no branch {branch!r}")
+        return metadata.ref_snapshot(branch)
+
+    @staticmethod
+    def _isolation(metadata: TableMetadata, key: str) -> str:
+        level = metadata.properties.get(key, P.ISOLATION_LEVEL_DEFAULT)
+        if level not in P.ISOLATION_LEVELS:
+            raise ValidationError(
+                f"table property {key}={level!r}: use one of {P.ISOLATION_LEVELS}"
+            )
+        return level
+
+    def _intent(
+        self,
+        kind: OpKind,
+        branch: str,
+        start: TableMetadata,
+        *,
+        added: Sequence[Any] = (),
+        removed: Sequence[Any] = (),
+        read_files: Sequence[str] = (),
+        read_filter: Expression | None = None,
+        read_partitions: frozenset[tuple[int, tuple[object, ...]]] | None = None,
+        isolation: str = P.ISOLATION_LEVEL_DEFAULT,
+        app_id: str | None = None,
+        app_version: int | None = None,
+        skip_if_committed: bool = False,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Intent:
+        if (app_id is None) != (app_version is None):
+            raise ValidationError("app_id and app_version go together")
+        head = self._head(start, branch)
+        return Intent(
+            kind=kind,
+            branch=branch,
+            starting_snapshot_id=head.snapshot_id if head else None,
+            added_files=tuple(added),
+            removed_files=tuple(removed),
+            read_files=tuple(read_files),
+            read_filter=read_filter if read_filter is not None else AlwaysTrue(),
+            read_partitions=read_partitions,
+            isolation=isolation,
+            app_id=app_id,
+            app_version=app_version,
+            skip_if_committed=skip_if_committed,
+            extra_summary=tuple(sorted((snapshot_properties or {}).items())),
+        )
+
+    def _commit(self, intent: Intent, start: TableMetadata) -> CommitResult:
+        result = commit_intent(self._ops, intent, start=start)
+        self.metadata, self.metadata_location = result.metadata, result.metadata_location
+        return result
+
+    def commit_intent(self, intent: Intent) -> CommitResult:
+        """Commit an intent built elsewhere (maintenance jobs, Spark) against this table."""
+        return self._commit(intent, self.metadata)
+
+    # ---- metadata changes ---------------------------------------------------------------
+    def _commit_updates(
+        self,
+        build: Callable[[TableMetadata], tuple[Sequence[TableUpdate], Sequence[TableRequirement]]],
+    ) -> CommitResult:
+        result = commit_updates(self._ops, build)
+        self.metadata, self.metadata_location = result.metadata, result.metadata_location
+        return result
+
+    def set_properties(
+        self, updates: Mapping[str, str] | None = None, **kwargs: str
+    ) -> CommitResult:
+        props = {**(updates or {}), **kwargs}
+        for key, value in props.items():
+            if key.endswith("isolation-level") and value not in P.ISOLATION_LEVELS:
+                raise ValidationError(f"{key} must be one of {P.ISOLATION_LEVELS}, not {value!r}")
+        return self._commit_updates(lambda base: ([SetProperties(props)], ()))
+
+    def remove_properties(self, *keys: str) -> CommitResult:
+        return self._commit_updates(lambda base: ([RemoveProperties(tuple(keys))], ()))
+
+    @contextmanager
+    def update_schema(self, *, case_sensitive: bool = True) -> Iterator[SchemaUpdate]:
+        """Evolve the schema: ``with table.update_schema() as u: u.add_column("x", LongType())``.
+
+        The changes are recorded and committed on exit, re-applied on a refreshed base if
+        another writer committed meanwhile; a concurrent schema change raises MetadataChanged.
+        """
+        recorder = _Recorder(SchemaUpdate(self.metadata, case_sensitive=case_sensitive))
+        yield recorder  # type: ignore[misc]
+        start = self.metadata
+
+        def build(base: TableMetadata) -> tuple[Sequence[TableUpdate], Sequence[TableRequirement]]:
+            _require_same(start, base, "schema", lambda m: (m.current_schema_id, m.last_column_id))
+            update = recorder.replay(SchemaUpdate(base, case_sensitive=case_sensitive))
+            return update.updates(), (
+                AssertTableUUID(base.table_uuid),
+                AssertCurrentSchemaId(start.current_schema_id),
+                AssertLastAssignedFieldId(start.last_column_id),
+            )
+
+        self._commit_updates(build)
+
+    @contextmanager
+    def update_spec(self) -> Iterator[SpecUpdate]:
+        """Evolve the partition spec: ``with table.update_spec() as u: u.add_field("ts")``."""
+        recorder = _Recorder(SpecUpdate(self.metadata))
+        yield recorder  # type: ignore[misc]
+        start = self.metadata
+
+        def build(base: TableMetadata) -> tuple[Sequence[TableUpdate], Sequence[TableRequirement]]:
+            _require_same(
+                start, base, "partition spec", lambda m: (m.default_spec_id, m.last_partition_id)
+            )
+            update = recorder.replay(SpecUpdate(base))
+            return update.updates(), (
+                AssertTableUUID(base.table_uuid),
+                AssertDefaultSpecId(start.default_spec_id),
+                AssertLastAssignedPartitionId(start.last_partition_id),
+            )
+
+        self._commit_updates(build)
+
+    # ---- refs ---------------------------------------------------------------------------
+    def create_tag(
+        self, name: str, snapshot_id: int | None = None, *, max_ref_age_ms: int | None = None
+    ) -> CommitResult:
+        return self._set_ref(name, snapshot_id, "tag", create=True, max_ref_age_ms=max_ref_age_ms)
+
+    def replace_tag(
+        self, name: str, snapshot_id: int, *, max_ref_age_ms: int | None = None
+    ) -> CommitResult:
+        return self._set_ref(name, snapshot_id, "tag", create=False, max_ref_age_ms=max_ref_age_ms)
+
+    def create_branch(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        *,
+        max_ref_age_ms: int | None = None,
+        max_snapshot_age_ms: int | None = None,
+        min_snapshots_to_keep: int | None = None,
+    ) -> CommitResult:
+        return self._set_ref(
+            name,
+            snapshot_id,
+            "branch",
+            create=True,
+            max_ref_age_ms=max_ref_age_ms,
+            max_snapshot_age_ms=max_snapshot_age_ms,
+            min_snapshots_to_keep=min_snapshots_to_keep,
+        )
+
+    def replace_branch(self, name: str, snapshot_id: int) -> CommitResult:
+        return self._set_ref(name, snapshot_id, "branch", create=False)
+
+    def remove_ref(self, name: str) -> CommitResult:
+        if name == MAIN_BRANCH:
+            raise ValidationError("the main branch cannot be removed")
+
+        def build(base: TableMetadata) -> tuple[Sequence[TableUpdate], Sequence[TableRequirement]]:
+            if name not in base.refs:
+                raise NoSuchRef(f"{self.name} has no branch or tag {name!r}")
+            return [RemoveSnapshotRef(name)], ()
+
+        return self._commit_updates(build)
+
+    def _set_ref(
+        self,
+        name: str,
+        snapshot_id: int | None,
+        ref_type: str,
+        *,
+        create: bool,
+        **retention: int | None,
+    ) -> CommitResult:
+        if not name or name.strip() != name:
+            raise ValidationError(f"invalid ref name {name!r}")
+        if create and name in self.metadata.refs:
+            raise ValidationError(f"{self.name} already has a ref named {name!r}")
+        target = snapshot_id if snapshot_id is not None else self.metadata.current_snapshot_id
+        if target is None:
+            raise ValidationError(f"{self.name} has no snapshot to point {name!r} at")
+        self.metadata.snapshot_by_id(target)  # NoSuchSnapshot for an unknown id
+
+        def build(base: TableMetadata) -> tuple[Sequence[TableUpdate], Sequence[TableRequirement]]:
+            existing = base.refs.get(name)
+            if create and existing is not None:
+                raise InvalidUpdate(
+                    f"{self.name}: a concurrent commit created a ref named {name!r}"
+                )
+            if not create and existing is None:
+                raise NoSuchRef(f"{self.name} has no {ref_type} {name!r}")
+            if existing is not None and existing.ref_type != ref_type:
+                raise InvalidUpdate(f"{name!r} is a {existing.ref_type}, not a {ref_type}")
+            return [SetSnapshotRef(name, target, ref_type, **retention)], ()  # type: ignore[arg-type]
+
+        return self._commit_updates(build)
+
+
+class _Recorder:
+    """Records calls on a builder so they can be replayed on a refreshed base."""
+
+    def __init__(self, builder: Any) -> None:
+        self._builder = builder
+        self._calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._builder, name)
+        if not callable(attr) or name in ("apply", "updates"):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> _Recorder:
+            attr(*args, **kwargs)  # validate now, against the metadata the caller saw
+            self._calls.append((name, args, kwargs))
+            return self
+
+        return call
+
+    def replay(self, builder: Any) -> Any:
+        for name, args, kwargs in self._calls:
+            getattr(builder, name)(*args, **kwargs)
+        return builder
+
+
+def _require_same(
+    start: TableMetadata, base: TableMetadata, what: str, key: Callable[[TableMetadata], object]
+) -> None:
+    if key(start) != key(base):
+        raise MetadataChanged(
+            f"a concurrent commit changed the {what} after this change started; "
+            f"re-read the table and apply the change again"
+        )
+
+
+__all__ = ["RequirementFailed", "Table", "to_timestamp_ms"]

@@ -1,0 +1,194 @@
+"""The one exception tree of lakecat.
+
+Every error lakecat raises on purpose derives from :class:`LakecatError`. Third-party errors
+(SQLAlchemy, pyarrow, fastavro, OS) are translated where they occur, at the boundary that
+calls the library, so callers never need to catch a library's own exception types.
+
+::
+
+    LakecatError
+    ├── ValidationError            bad input; nothing was changed
+    │   ├── InvalidIdentifier      empty parts, path separators, "..", control characters
+    │   ├── SchemaMismatch         data whose schema does not fit the table's
+    │   ├── NullInRequiredColumn   nulls written into a required column
+    │   ├── UnknownColumn          a column name a filter, projection or change refers to
+    │   └── InvalidUpdate          a metadata change that the spec does not allow
+    ├── NotFound
+    │   ├── NoSuchNamespace
+    │   ├── NoSuchTable
+    │   ├── NoSuchSnapshot         unknown snapshot id, or a timestamp before the first snapshot
+    │   └── NoSuchRef              unknown branch or tag
+    ├── AlreadyExists
+    │   ├── NamespaceAlreadyExists
+    │   └── TableAlreadyExists
+    ├── NamespaceNotEmpty
+    ├── CorruptMetadata            a metadata, manifest or data file that cannot be read as the spec says
+    ├── StorageError               the file-IO seam failed (OS / object-store error)
+    ├── CatalogUnavailable         the catalog database cannot be reached or answered an error
+    └── CommitError
+        ├── CommitFailed           the change definitely did not land (lost compare-and-swap)
+        │   └── RequirementFailed  a requirement record did not hold against the base
+        ├── CommitStateUnknown     the change may or may not have landed
+        ├── RetriesExhausted       lost the swap on every attempt the retry policy allowed
+        └── CommitConflict         a concurrent commit conflicts with this one (typed below)
+            ├── ConcurrentAppend
+            ├── ConcurrentDeleteRead
+            ├── ConcurrentDeleteDelete
+            ├── MetadataChanged
+            ├── ProtocolChanged
+            └── ConcurrentTransaction
+"""
+
+from __future__ import annotations
+
+
+class LakecatError(Exception):
+    """Root of every error lakecat raises on purpose."""
+
+
+class ValidationError(LakecatError, ValueError):
+    """Bad input. Raised before anything is written; the table is unchanged."""
+
+
+class InvalidIdentifier(ValidationError):
+    """A namespace or table name that lakecat refuses (empty, path separators, '..')."""
+
+
+class SchemaMismatch(ValidationError):
+    """Data whose schema does not fit the table's schema."""
+
+
+class NullInRequiredColumn(ValidationError):
+    """Null values written into a column the schema declares required."""
+
+
+class UnknownColumn(ValidationError, KeyError):
+    """A column name that does not exist in the schema it is resolved against."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidUpdate(ValidationError):
+    """A metadata change the Iceberg spec does not allow (e.g. narrowing a type)."""
+
+
+class NotFound(LakecatError, LookupError):
+    """Something that was asked for does not exist."""
+
+
+class NoSuchNamespace(NotFound):
+    pass
+
+
+class NoSuchTable(NotFound):
+    pass
+
+
+class NoSuchSnapshot(NotFound):
+    pass
+
+
+class NoSuchRef(NotFound):
+    pass
+
+
+class AlreadyExists(LakecatError):
+    pass
+
+
+class NamespaceAlreadyExists(AlreadyExists):
+    pass
+
+
+class TableAlreadyExists(AlreadyExists):
+    pass
+
+
+class NamespaceNotEmpty(LakecatError):
+    pass
+
+
+class CorruptMetadata(LakecatError):
+    """A metadata.json, manifest list, manifest or data file that cannot be read per the spec."""
+
+
+class StorageError(LakecatError, OSError):
+    """The file-IO seam failed."""
+
+
+class CatalogUnavailable(LakecatError):
+    """The catalog database could not be reached or answered with an error."""
+
+
+class CommitError(LakecatError):
+    """A commit did not complete."""
+
+
+class CommitFailed(CommitError):
+    """The commit definitely did not land: the compare-and-swap found another pointer.
+
+    Safe to retry after refreshing; the files this attempt wrote may be deleted.
+    """
+
+
+class RequirementFailed(CommitFailed):
+    """A requirement record (e.g. 'the current snapshot is X') did not hold against the base."""
+
+
+class CommitStateUnknown(CommitError):
+    """The commit may or may not have landed (e.g. the connection dropped after the UPDATE).
+
+    Nothing must be deleted: the files may already be part of the table.
+    """
+
+
+class RetriesExhausted(CommitFailed):
+    """Every attempt that the table's retry policy allows lost the compare-and-swap."""
+
+
+class CommitConflict(CommitError):
+    """A concurrent commit conflicts with this operation; this attempt's files were deleted.
+
+    Attributes name the concurrent snapshot and what overlapped, so that the message can say
+    how to avoid the conflict.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        snapshot_id: int | None = None,
+        operation: str | None = None,
+        partitions: tuple[str, ...] = (),
+        files: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.snapshot_id = snapshot_id
+        self.operation = operation
+        self.partitions = partitions
+        self.files = files
+
+
+class ConcurrentAppend(CommitConflict):
+    """A concurrent commit added files where this operation read."""
+
+
+class ConcurrentDeleteRead(CommitConflict):
+    """A concurrent commit removed a file this operation read."""
+
+
+class ConcurrentDeleteDelete(CommitConflict):
+    """A concurrent commit removed a file this operation also removes."""
+
+
+class MetadataChanged(CommitConflict):
+    """A concurrent commit changed the schema, partitioning, sort order or properties."""
+
+
+class ProtocolChanged(CommitConflict):
+    """A concurrent format upgrade, or a concurrent create/replace of the same table."""
+
+
+class ConcurrentTransaction(CommitConflict):
+    """The same (application id, version) was already committed."""

@@ -1,0 +1,248 @@
+"""The file-IO seam: the only place in ``lakecat.metadata`` that touches storage.
+
+Locations are URIs (``file:///abs/path``, ``s3://bucket/key``) or absolute local paths. Local
+files go through the OS directly (fast, and exclusive creation is atomic); any other scheme goes
+through a pyarrow filesystem. OS and pyarrow errors are translated to :class:`StorageError`
+here, and a missing file to :class:`FileNotFoundStorageError`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow.fs as pafs
+
+from lakecat.metadata.errors import StorageError
+
+
+class FileNotFoundStorageError(StorageError, FileNotFoundError):
+    """The file does not exist."""
+
+
+class FileExistsStorageError(StorageError, FileExistsError):
+    """Exclusive creation found a file already there."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    location: str
+    size: int
+    mtime_ms: int
+
+
+class FileIO:
+    """Storage operations lakecat needs. Subclass to inject faults in tests."""
+
+    def read(self, location: str) -> bytes:
+        raise NotImplementedError
+
+    def write(self, location: str, data: bytes, *, exclusive: bool = False) -> None:
+        """Write a whole file. ``exclusive``: fail if the file exists (metadata files)."""
+        raise NotImplementedError
+
+    def open_input(self, location: str) -> Any:
+        """A binary file-like object or a pyarrow NativeFile for reading."""
+        raise NotImplementedError
+
+    def open_output(self, location: str) -> IO[bytes]:
+        raise NotImplementedError
+
+    def delete(self, location: str) -> None:
+        """Delete a file; a file that is already gone is not an error."""
+        raise NotImplementedError
+
+    def exists(self, location: str) -> bool:
+        raise NotImplementedError
+
+    def list_prefix(self, location: str) -> Iterator[FileInfo]:
+        """Every file below a folder location, recursively."""
+        raise NotImplementedError
+
+    def arrow_filesystem(self, location: str) -> tuple[pafs.FileSystem, str]:
+        """A pyarrow filesystem and the path in it, for pyarrow readers and writers."""
+        raise NotImplementedError
+
+
+def local_path(location: str) -> str | None:
+    """The OS path of a local location, or ``None`` for a remote one."""
+    if location.startswith("file:"):
+        parsed = urlparse(location)
+        return unquote(parsed.path)
+    if "://" not in location:
+        return location
+    return None
+
+
+def to_uri(path: str) -> str:
+    """A local absolute path as a ``file://`` URI."""
+    if "://" in path or path.startswith("file:"):
+        return path
+    return "file://" + os.path.abspath(path)
+
+
+def join(location: str, *parts: str) -> str:
+    out = location.rstrip("/")
+    for p in parts:
+        out += "/" + p.strip("/")
+    return out
+
+
+class LocalFileIO(FileIO):
+    """Local files through the OS. Directories are created on demand."""
+
+    def _path(self, location: str) -> str:
+        path = local_path(location)
+        if path is None:
+            raise StorageError(f"not a local location: {location}")
+        return path
+
+    def read(self, location: str) -> bytes:
+        path = self._path(location)
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError as exc:
+            raise FileNotFoundStorageError(f"file not found: {location}") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot read {location}: {exc}") from exc
+
+    def write(self, location: str, data: bytes, *, exclusive: bool = False) -> None:
+        path = self._path(location)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if exclusive:
+                with open(path, "xb") as f:
+                    f.write(data)
+            else:
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)
+        except FileExistsError as exc:
+            raise FileExistsStorageError(f"file already exists: {location}") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot write {location}: {exc}") from exc
+
+    def open_input(self, location: str) -> Any:
+        path = self._path(location)
+        try:
+            return open(path, "rb")
+        except FileNotFoundError as exc:
+            raise FileNotFoundStorageError(f"file not found: {location}") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot open {location}: {exc}") from exc
+
+    def open_output(self, location: str) -> IO[bytes]:
+        path = self._path(location)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            return open(path, "xb")
+        except OSError as exc:
+            raise StorageError(f"cannot create {location}: {exc}") from exc
+
+    def delete(self, location: str) -> None:
+        try:
+            os.remove(self._path(location))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StorageError(f"cannot delete {location}: {exc}") from exc
+
+    def exists(self, location: str) -> bool:
+        return os.path.exists(self._path(location))
+
+    def list_prefix(self, location: str) -> Iterator[FileInfo]:
+        root = self._path(location)
+        prefix_is_uri = location.startswith("file:")
+        for dirpath, _dirs, files in os.walk(root):
+            for name in files:
+                full = os.path.join(dirpath, name)
+                try:
+                    st = os.stat(full)
+                except FileNotFoundError:
+                    continue
+                loc = to_uri(full) if prefix_is_uri else full
+                yield FileInfo(loc, st.st_size, int(st.st_mtime * 1000))
+
+    def arrow_filesystem(self, location: str) -> tuple[pafs.FileSystem, str]:
+        return pafs.LocalFileSystem(), self._path(location)
+
+
+class ArrowFileIO(FileIO):
+    """Any filesystem pyarrow supports (s3://, gs://, abfs://, hdfs://)."""
+
+    def arrow_filesystem(self, location: str) -> tuple[pafs.FileSystem, str]:
+        try:
+            fs, path = pafs.FileSystem.from_uri(location)
+        except (OSError, ValueError) as exc:
+            raise StorageError(f"unsupported location {location}: {exc}") from exc
+        return fs, path
+
+    def read(self, location: str) -> bytes:
+        fs, path = self.arrow_filesystem(location)
+        try:
+            with fs.open_input_stream(path) as f:
+                return bytes(f.read())
+        except FileNotFoundError as exc:
+            raise FileNotFoundStorageError(f"file not found: {location}") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot read {location}: {exc}") from exc
+
+    def write(self, location: str, data: bytes, *, exclusive: bool = False) -> None:
+        fs, path = self.arrow_filesystem(location)
+        try:
+            if exclusive and fs.get_file_info(path).type != pafs.FileType.NotFound:
+                raise FileExistsStorageError(f"file already exists: {location}")
+            with fs.open_output_stream(path) as f:
+                f.write(data)
+        except OSError as exc:
+            if isinstance(exc, StorageError):
+                raise
+            raise StorageError(f"cannot write {location}: {exc}") from exc
+
+    def open_input(self, location: str) -> Any:
+        fs, path = self.arrow_filesystem(location)
+        try:
+            return fs.open_input_file(path)
+        except FileNotFoundError as exc:
+            raise FileNotFoundStorageError(f"file not found: {location}") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot open {location}: {exc}") from exc
+
+    def open_output(self, location: str) -> IO[bytes]:
+        fs, path = self.arrow_filesystem(location)
+        try:
+            return fs.open_output_stream(path)  # type: ignore[no-any-return]
+        except OSError as exc:
+            raise StorageError(f"cannot create {location}: {exc}") from exc
+
+    def delete(self, location: str) -> None:
+        fs, path = self.arrow_filesystem(location)
+        try:
+            fs.delete_file(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StorageError(f"cannot delete {location}: {exc}") from exc
+
+    def exists(self, location: str) -> bool:
+        fs, path = self.arrow_filesystem(location)
+        return bool(fs.get_file_info(path).type != pafs.FileType.NotFound)
+
+    def list_prefix(self, location: str) -> Iterator[FileInfo]:
+        fs, path = self.arrow_filesystem(location)
+        scheme = location.split("://", 1)[0]
+        selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+        for info in fs.get_file_info(selector):
+            if info.type == pafs.FileType.File:
+                mtime = int(info.mtime.timestamp() * 1000) if info.mtime else 0
+                yield FileInfo(f"{scheme}://{info.path}", info.size or 0, mtime)
+
+
+def file_io_for(location: str) -> FileIO:
+    """The FileIO that serves a location."""
+    return LocalFileIO() if local_path(location) is not None else ArrowFileIO()

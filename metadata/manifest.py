@@ -1,0 +1,564 @@
+"""Reading and writing Iceberg v2 manifests and manifest lists (Avro, through fastavro).
+
+Sequence numbers and snapshot ids follow the spec's "Sequence Number Inheritance": a writer
+may leave an entry's ``snapshot_id``, ``sequence_number`` and ``file_sequence_number`` null
+for ADDED entries, and readers fill them in from the manifest's row in the manifest list. A
+manifest written that way does not depend on the commit it ends up in, so a commit retry can
+reuse it and only rewrite the manifest list. :func:`write_manifest` therefore returns a
+:class:`ManifestFile` with ``sequence_number == -1`` ("assigned when the manifest list is
+written"), and :func:`write_manifest_list` replaces it with the commit's sequence number.
+
+Everything goes through :class:`FileIO`. Files that fastavro cannot decode raise
+:class:`CorruptMetadata` naming the file; a missing file raises the FileIO's
+``FileNotFoundStorageError``.
+"""
+
+from __future__ import annotations
+
+import io as _io
+import json
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from operator import itemgetter
+from typing import Any
+
+import fastavro
+from fastavro.schema import SchemaParseException
+
+from lakecat.metadata.conversions import to_bytes
+from lakecat.metadata.datafile import (
+    Content,
+    DataFile,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+    PartitionFieldSummary,
+    Status,
+)
+from lakecat.metadata.errors import CorruptMetadata, LakecatError, ValidationError
+from lakecat.metadata.fileio import FileIO
+from lakecat.metadata.manifest_schemas import (
+    FORMAT_VERSION,
+    PartitionEncoder,
+    avro_reader,
+    parsed_manifest_entry_schema,
+    parsed_manifest_list_schema,
+    partition_encoder,
+    partition_fields_of,
+)
+from lakecat.metadata.partitioning import PartitionSpec
+from lakecat.metadata.schema import Schema
+from lakecat.metadata.transforms import parse_transform
+from lakecat.metadata.types import DoubleType, FloatType, NestedField, PrimitiveType, StructType
+
+UNASSIGNED_SEQ = -1
+"""A manifest's sequence number before the manifest list of its commit assigns one."""
+
+DEFAULT_CODEC = "deflate"  # what Iceberg's default "gzip" Avro codec means in Avro terms
+
+# What fastavro (and zlib under it) raise on bytes that are not a valid Avro file of the
+# expected shape. Translated to CorruptMetadata where files are decoded.
+_DECODE_ERRORS = (
+    ValueError,
+    EOFError,
+    KeyError,
+    IndexError,
+    TypeError,
+    OverflowError,
+    StopIteration,
+    zlib.error,
+    SchemaParseException,
+)
+
+
+def partition_type(spec: PartitionSpec, schema: Schema) -> StructType:
+    """The partition struct of ``spec``: one optional field per partition field, with the
+    partition field's id and name and the type its transform produces from its source."""
+    fields = []
+    for pf in spec.fields:
+        source = schema.find_type(pf.source_id)
+        result = parse_transform(pf.transform, strict=False).result_type(source)
+        fields.append(NestedField(pf.field_id, pf.name, result, required=False))
+    return StructType(tuple(fields))
+
+
+# ---- manifests ---------------------------------------------------------------------------
+def write_manifest(
+    io: FileIO,
+    location: str,
+    *,
+    spec: PartitionSpec,
+    schema: Schema,
+    entries: Iterable[ManifestEntry],
+    added_snapshot_id: int,
+    content: ManifestContent = ManifestContent.DATA,
+    codec: str = DEFAULT_CODEC,
+) -> ManifestFile:
+    """Write one manifest (exclusive create) and return its manifest-list row.
+
+    Entries are written as given: ``None`` snapshot ids and sequence numbers stay null so
+    they are inherited. Only ADDED entries may leave sequence numbers null. The returned row
+    has ``sequence_number == -1``; ``min_sequence_number`` is the smallest explicit data
+    sequence number of a live entry, or -1 when there is none (as Iceberg Java does).
+    """
+    ptype = partition_type(spec, schema)
+    encode_partition = partition_encoder(ptype)
+    stats = _ManifestStats(ptype)
+    records = []
+    for entry in entries:
+        _check_entry(entry, spec=spec, content=content, added_snapshot_id=added_snapshot_id)
+        stats.add(entry)
+        records.append(_entry_record(entry, encode_partition))
+    metadata = {
+        "schema": json.dumps(schema.to_json(), separators=(",", ":")),
+        "schema-id": str(schema.schema_id),
+        "partition-spec": json.dumps([f.to_json() for f in spec.fields], separators=(",", ":")),
+        "partition-spec-id": str(spec.spec_id),
+        "format-version": FORMAT_VERSION,
+        "content": "deletes" if content == ManifestContent.DELETES else "data",
+    }
+    data = _encode(parsed_manifest_entry_schema(ptype), records, metadata, codec)
+    io.write(location, data, exclusive=True)
+    return stats.manifest_file(
+        location,
+        length=len(data),
+        spec_id=spec.spec_id,
+        content=content,
+        added_snapshot_id=added_snapshot_id,
+    )
+
+
+def read_manifest(
+    io: FileIO, manifest: ManifestFile, *, specs: Mapping[int, PartitionSpec], schema: Schema
+) -> list[ManifestEntry]:
+    """Every entry of a manifest (DELETED ones too), with inheritance applied.
+
+    Null snapshot ids inherit ``manifest.added_snapshot_id``; null sequence numbers of ADDED
+    entries inherit ``manifest.sequence_number`` (and stay ``None`` while that is still -1,
+    i.e. before a manifest list assigned it). A null sequence number on an EXISTING or
+    DELETED entry of a v2 manifest is corrupt metadata. Manifests from v1 (sequence number 0
+    in the list) inherit 0 for every entry, as the spec's upgrade rules say.
+    """
+    location = manifest.manifest_path
+    spec = specs.get(manifest.partition_spec_id)
+    if spec is None:
+        raise CorruptMetadata(
+            f"{location}: partition spec {manifest.partition_spec_id} is not in the table"
+        )
+    ptype = partition_type(spec, schema)
+    data = io.read(location)
+    try:
+        reader = fastavro.reader(_io.BytesIO(data))
+        read_partition = _partition_reader(
+            partition_fields_of(reader.writer_schema, location), ptype
+        )
+        return [_entry(rec, manifest, read_partition) for rec in reader]  # type: ignore[arg-type]
+    except LakecatError:
+        raise
+    except _DECODE_ERRORS as exc:
+        raise CorruptMetadata(f"cannot read manifest {location}: {exc!r}") from exc
+
+
+# ---- manifest lists ----------------------------------------------------------------------
+def write_manifest_list(
+    io: FileIO,
+    location: str,
+    manifests: Iterable[ManifestFile],
+    *,
+    snapshot_id: int,
+    parent_snapshot_id: int | None,
+    sequence_number: int,
+    codec: str = DEFAULT_CODEC,
+) -> None:
+    """Write a snapshot's manifest list (exclusive create).
+
+    Manifests whose (min) sequence number is still -1 were written for this commit: they get
+    ``sequence_number``. Such a manifest must name this commit's snapshot as its
+    ``added_snapshot_id``, otherwise an older manifest would silently be re-sequenced.
+    """
+    records = [_manifest_file_record(m, snapshot_id, sequence_number) for m in manifests]
+    metadata = {
+        "snapshot-id": str(snapshot_id),
+        "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
+        "sequence-number": str(sequence_number),
+        "format-version": FORMAT_VERSION,
+    }
+    data = _encode(parsed_manifest_list_schema(), records, metadata, codec)
+    io.write(location, data, exclusive=True)
+
+
+def read_manifest_list(io: FileIO, location: str) -> list[ManifestFile]:
+    """The rows of a manifest list. v1 lists read with sequence numbers 0 and DATA content."""
+    data = io.read(location)
+    try:
+        records = fastavro.reader(_io.BytesIO(data))
+        return [_manifest_file(rec) for rec in records]  # type: ignore[arg-type]
+    except LakecatError:
+        raise
+    except _DECODE_ERRORS as exc:
+        raise CorruptMetadata(f"cannot read manifest list {location}: {exc!r}") from exc
+
+
+# ---- encoding ----------------------------------------------------------------------------
+def _encode(
+    parsed_schema: Any, records: list[dict[str, Any]], metadata: dict[str, str], codec: str
+) -> bytes:
+    buf = _io.BytesIO()
+    try:
+        fastavro.writer(buf, parsed_schema, records, codec=codec, metadata=metadata)
+    except (ValueError, TypeError, OverflowError) as exc:
+        # fastavro rejects values that do not fit the schema (wrong type, out of range)
+        # and unknown codecs; both are bad input from the caller.
+        raise ValidationError(f"cannot encode Avro records: {exc}") from exc
+    return buf.getvalue()
+
+
+def _primitive(field: NestedField) -> PrimitiveType:
+    t = field.field_type
+    if not isinstance(t, PrimitiveType):
+        raise ValidationError(f"partition field {field.name!r} must have a primitive type")
+    return t
+
+
+def _check_entry(
+    entry: ManifestEntry, *, spec: PartitionSpec, content: ManifestContent, added_snapshot_id: int
+) -> None:
+    df = entry.data_file
+    if len(df.partition) != len(spec.fields):
+        raise ValidationError(
+            f"{df.file_path}: partition {df.partition!r} has {len(df.partition)} values, "
+            f"spec {spec.spec_id} has {len(spec.fields)} fields"
+        )
+    if df.spec_id != spec.spec_id:
+        raise ValidationError(f"{df.file_path}: written for spec {df.spec_id}, not {spec.spec_id}")
+    if (df.content == Content.DATA) != (content == ManifestContent.DATA):
+        raise ValidationError(
+            f"{df.file_path}: {df.content.name} file in a {content.name} manifest"
+        )
+    if entry.sequence_number is None or entry.file_sequence_number is None:
+        # Mirrors Iceberg Java's V2 writer: only this commit's new files may inherit.
+        if entry.status != Status.ADDED:
+            raise ValidationError(
+                f"{df.file_path}: only ADDED entries may leave sequence numbers to inheritance"
+            )
+        if entry.snapshot_id is not None and entry.snapshot_id != added_snapshot_id:
+            raise ValidationError(
+                f"{df.file_path}: unassigned sequence number for an entry of snapshot "
+                f"{entry.snapshot_id}, not of {added_snapshot_id}"
+            )
+
+
+# Optional values are handed to fastavro in its tuple notation, ``(branch name, value)``, so
+# that it writes the union branch directly instead of validating the value against each one.
+def _opt(branch: str, value: Any) -> Any:
+    return None if value is None else (branch, value)
+
+
+def _kv(m: Mapping[int, Any] | None) -> Any:
+    return None if m is None else ("array", [{"key": k, "value": v} for k, v in m.items()])
+
+
+def _array(values: tuple[int, ...] | None) -> Any:
+    return None if values is None else ("array", list(values))
+
+
+def _entry_record(entry: ManifestEntry, encode_partition: PartitionEncoder) -> dict[str, Any]:
+    df = entry.data_file
+    return {
+        "status": int(entry.status),
+        "snapshot_id": _opt("long", entry.snapshot_id),
+        "sequence_number": _opt("long", entry.sequence_number),
+        "file_sequence_number": _opt("long", entry.file_sequence_number),
+        "data_file": {
+            "content": int(df.content),
+            "file_path": df.file_path,
+            "file_format": df.file_format,
+            "partition": encode_partition(df.partition),
+            "record_count": df.record_count,
+            "file_size_in_bytes": df.file_size_in_bytes,
+            "column_sizes": _kv(df.column_sizes),
+            "value_counts": _kv(df.value_counts),
+            "null_value_counts": _kv(df.null_value_counts),
+            "nan_value_counts": _kv(df.nan_value_counts),
+            "lower_bounds": _kv(df.lower_bounds),
+            "upper_bounds": _kv(df.upper_bounds),
+            "key_metadata": _opt("bytes", df.key_metadata),
+            "split_offsets": _array(df.split_offsets),
+            "equality_ids": _array(df.equality_ids),
+            "sort_order_id": _opt("int", df.sort_order_id),
+        },
+    }
+
+
+class _FieldStats:
+    """Running summary of one partition field (Iceberg Java's PartitionFieldStats)."""
+
+    __slots__ = ("contains_nan", "contains_null", "lower", "type", "upper")
+
+    def __init__(self, t: PrimitiveType) -> None:
+        self.type = t
+        self.contains_null = False
+        self.contains_nan = False
+        self.lower: Any = None
+        self.upper: Any = None
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            self.contains_null = True
+        elif isinstance(self.type, FloatType | DoubleType) and value != value:
+            self.contains_nan = True
+        elif self.lower is None:
+            self.lower = self.upper = value
+        elif value < self.lower:
+            self.lower = value
+        elif value > self.upper:
+            self.upper = value
+
+    def summary(self) -> PartitionFieldSummary:
+        return PartitionFieldSummary(
+            contains_null=self.contains_null,
+            # Java always writes the flag (false for types that have no NaN).
+            contains_nan=self.contains_nan,
+            lower_bound=None if self.lower is None else to_bytes(self.type, self.lower),
+            upper_bound=None if self.upper is None else to_bytes(self.type, self.upper),
+        )
+
+
+class _ManifestStats:
+    """Counts and partition summaries of the entries written to one manifest.
+
+    Like Java, partition summaries cover every entry written, DELETED ones included.
+    """
+
+    def __init__(self, ptype: StructType) -> None:
+        self.fields = [_FieldStats(_primitive(f)) for f in ptype.fields]
+        self.files = {Status.ADDED: 0, Status.EXISTING: 0, Status.DELETED: 0}
+        self.rows = {Status.ADDED: 0, Status.EXISTING: 0, Status.DELETED: 0}
+        self.min_sequence_number: int | None = None
+
+    def add(self, entry: ManifestEntry) -> None:
+        status = Status(entry.status)
+        self.files[status] += 1
+        self.rows[status] += entry.data_file.record_count
+        for stats, value in zip(self.fields, entry.data_file.partition, strict=True):
+            stats.add(value)
+        seq = entry.sequence_number
+        if (
+            status != Status.DELETED
+            and seq is not None
+            and (self.min_sequence_number is None or seq < self.min_sequence_number)
+        ):
+            self.min_sequence_number = seq
+
+    def manifest_file(
+        self,
+        location: str,
+        *,
+        length: int,
+        spec_id: int,
+        content: ManifestContent,
+        added_snapshot_id: int,
+    ) -> ManifestFile:
+        # An inherited (null) data sequence number of an ADDED entry will be the commit's,
+        # which is above every explicit one, so the explicit minimum stays correct; with no
+        # explicit one the minimum is the commit's own and is left to the manifest list.
+        min_seq = UNASSIGNED_SEQ if self.min_sequence_number is None else self.min_sequence_number
+        return ManifestFile(
+            manifest_path=location,
+            manifest_length=length,
+            partition_spec_id=spec_id,
+            content=content,
+            sequence_number=UNASSIGNED_SEQ,
+            min_sequence_number=min_seq,
+            added_snapshot_id=added_snapshot_id,
+            added_files_count=self.files[Status.ADDED],
+            existing_files_count=self.files[Status.EXISTING],
+            deleted_files_count=self.files[Status.DELETED],
+            added_rows_count=self.rows[Status.ADDED],
+            existing_rows_count=self.rows[Status.EXISTING],
+            deleted_rows_count=self.rows[Status.DELETED],
+            partitions=tuple(f.summary() for f in self.fields),
+        )
+
+
+def _manifest_file_record(
+    m: ManifestFile, snapshot_id: int, sequence_number: int
+) -> dict[str, Any]:
+    seq, min_seq = m.sequence_number, m.min_sequence_number
+    if UNASSIGNED_SEQ in (seq, min_seq) and m.added_snapshot_id != snapshot_id:
+        raise ValidationError(
+            f"{m.manifest_path}: unassigned sequence number for a manifest of snapshot "
+            f"{m.added_snapshot_id}, not of the committing snapshot {snapshot_id}"
+        )
+    return {
+        "manifest_path": m.manifest_path,
+        "manifest_length": m.manifest_length,
+        "partition_spec_id": m.partition_spec_id,
+        "content": int(m.content),
+        "sequence_number": sequence_number if seq == UNASSIGNED_SEQ else seq,
+        "min_sequence_number": sequence_number if min_seq == UNASSIGNED_SEQ else min_seq,
+        "added_snapshot_id": m.added_snapshot_id,
+        "added_files_count": m.added_files_count,
+        "existing_files_count": m.existing_files_count,
+        "deleted_files_count": m.deleted_files_count,
+        "added_rows_count": m.added_rows_count,
+        "existing_rows_count": m.existing_rows_count,
+        "deleted_rows_count": m.deleted_rows_count,
+        "partitions": None
+        if m.partitions is None
+        else (
+            "array",
+            [
+                {
+                    "contains_null": p.contains_null,
+                    "contains_nan": _opt("boolean", p.contains_nan),
+                    "lower_bound": _opt("bytes", p.lower_bound),
+                    "upper_bound": _opt("bytes", p.upper_bound),
+                }
+                for p in m.partitions
+            ],
+        ),
+        "key_metadata": _opt("bytes", m.key_metadata),
+    }
+
+
+# ---- decoding ----------------------------------------------------------------------------
+# Dicts, not tuples: a negative code in a corrupt file must fail the lookup (KeyError).
+_STATUS = {int(s): s for s in Status}
+_CONTENT = {int(c): c for c in Content}
+_MANIFEST_CONTENT = {int(c): c for c in ManifestContent}
+
+
+def _count(rec: dict[str, Any], name: str) -> int:
+    value = rec.get(name)
+    if value is None:
+        raise CorruptMetadata(f"manifest list row {rec.get('manifest_path')!r} has no {name}")
+    return int(value)
+
+
+def _manifest_file(rec: dict[str, Any]) -> ManifestFile:
+    partitions = rec.get("partitions")
+    return ManifestFile(
+        manifest_path=rec["manifest_path"],
+        manifest_length=rec["manifest_length"],
+        partition_spec_id=rec["partition_spec_id"],
+        content=_MANIFEST_CONTENT[rec.get("content", 0)],
+        # v1 lists have no sequence numbers: the spec's upgrade rules read them as 0.
+        sequence_number=rec.get("sequence_number", 0),
+        min_sequence_number=rec.get("min_sequence_number", 0),
+        added_snapshot_id=rec["added_snapshot_id"],
+        added_files_count=_count(rec, "added_files_count"),
+        existing_files_count=_count(rec, "existing_files_count"),
+        deleted_files_count=_count(rec, "deleted_files_count"),
+        added_rows_count=_count(rec, "added_rows_count"),
+        existing_rows_count=_count(rec, "existing_rows_count"),
+        deleted_rows_count=_count(rec, "deleted_rows_count"),
+        partitions=None
+        if partitions is None
+        else tuple(
+            PartitionFieldSummary(
+                p["contains_null"],
+                p.get("contains_nan"),
+                p.get("lower_bound"),
+                p.get("upper_bound"),
+            )
+            for p in partitions
+        ),
+        key_metadata=rec.get("key_metadata"),
+    )
+
+
+PartitionReader = Callable[[dict[str, Any]], tuple[Any, ...]]
+
+
+@lru_cache(maxsize=256)
+def _partition_reader(
+    file_fields: tuple[tuple[str, int | None], ...], ptype: StructType
+) -> PartitionReader:
+    """How to turn a fastavro partition record of this file shape into a partition tuple.
+
+    Fields are matched by field id (by position if the file carries no ids); a partition
+    field the file does not have reads as null.
+    """
+    by_id = {fid: name for name, fid in file_fields if fid is not None}
+    names: list[str | None] = []
+    for i, f in enumerate(ptype.fields):
+        if by_id:
+            names.append(by_id.get(f.field_id))
+        else:
+            names.append(file_fields[i][0] if i < len(file_fields) else None)
+    readers = [avro_reader(_primitive(f)) for f in ptype.fields]
+    if not names:
+        return lambda record: ()
+    present = [n for n in names if n is not None]
+    if len(present) == len(names) and all(r is None for r in readers):
+        if len(present) == 1:
+            only = present[0]
+            return lambda record: (record[only],)
+        getter: PartitionReader = itemgetter(*present)
+        return getter
+    plan = tuple(zip(names, readers, strict=True))
+
+    def read(record: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(
+            None if name is None else (record[name] if conv is None else conv(record[name]))
+            for name, conv in plan
+        )
+
+    return read
+
+
+_KEY_VALUE = itemgetter("key", "value")
+
+
+def _map(pairs: Any) -> dict[Any, Any] | None:
+    if pairs is None:
+        return None
+    if isinstance(pairs, dict):  # a writer that used an Avro map with string keys
+        return {int(k): v for k, v in pairs.items()}
+    return dict(map(_KEY_VALUE, pairs))
+
+
+def _entry(
+    rec: dict[str, Any], manifest: ManifestFile, read_partition: PartitionReader
+) -> ManifestEntry:
+    df = rec["data_file"]
+    status = _STATUS[rec["status"]]
+    snapshot_id = rec.get("snapshot_id")
+    if snapshot_id is None:
+        snapshot_id = manifest.added_snapshot_id
+    seq = rec.get("sequence_number")
+    file_seq = rec.get("file_sequence_number")
+    if seq is None or file_seq is None:
+        inherited = manifest.sequence_number
+        if status != Status.ADDED and inherited != 0:
+            raise CorruptMetadata(
+                f"{manifest.manifest_path}: {status.name} entry {df['file_path']} "
+                "has no sequence number"
+            )
+        if inherited != UNASSIGNED_SEQ:
+            seq = inherited if seq is None else seq
+            file_seq = inherited if file_seq is None else file_seq
+    split_offsets = df.get("split_offsets")
+    equality_ids = df.get("equality_ids")
+    data_file = DataFile(
+        df["file_path"],
+        df["file_format"],
+        read_partition(df["partition"]),
+        df["record_count"],
+        df["file_size_in_bytes"],
+        manifest.partition_spec_id,
+        _CONTENT[df.get("content", 0)],
+        _map(df.get("column_sizes")),
+        _map(df.get("value_counts")),
+        _map(df.get("null_value_counts")),
+        _map(df.get("nan_value_counts")),
+        _map(df.get("lower_bounds")),
+        _map(df.get("upper_bounds")),
+        df.get("key_metadata"),
+        None if split_offsets is None else tuple(split_offsets),
+        None if equality_ids is None else tuple(equality_ids),
+        df.get("sort_order_id"),
+    )
+    return ManifestEntry(status, data_file, snapshot_id, seq, file_seq)

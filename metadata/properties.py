@@ -1,0 +1,94 @@
+"""Table property keys and their defaults (Iceberg's names), in one leaf module."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# --- commit retry (Iceberg TableProperties) ---------------------------------------------
+COMMIT_NUM_RETRIES = "commit.retry.num-retries"
+COMMIT_NUM_RETRIES_DEFAULT = 4
+COMMIT_MIN_RETRY_WAIT_MS = "commit.retry.min-wait-ms"
+COMMIT_MIN_RETRY_WAIT_MS_DEFAULT = 100
+COMMIT_MAX_RETRY_WAIT_MS = "commit.retry.max-wait-ms"
+COMMIT_MAX_RETRY_WAIT_MS_DEFAULT = 60_000
+COMMIT_TOTAL_RETRY_TIME_MS = "commit.retry.total-timeout-ms"
+COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT = 1_800_000
+
+# --- manifest merging ---------------------------------------------------------------------
+MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
+MANIFEST_MERGE_ENABLED_DEFAULT = True
+MANIFEST_MIN_MERGE_COUNT = "commit.manifest.min-count-to-merge"
+MANIFEST_MIN_MERGE_COUNT_DEFAULT = 100
+MANIFEST_TARGET_SIZE_BYTES = "commit.manifest.target-size-bytes"
+MANIFEST_TARGET_SIZE_BYTES_DEFAULT = 8 * 1024 * 1024
+
+# --- metadata files -----------------------------------------------------------------------
+METADATA_PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
+METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT = 100
+METADATA_DELETE_AFTER_COMMIT_ENABLED = "write.metadata.delete-after-commit.enabled"
+METADATA_DELETE_AFTER_COMMIT_ENABLED_DEFAULT = False  # Iceberg's default; lakecat writes "true"
+METADATA_COMPRESSION = "write.metadata.compression-codec"
+METADATA_COMPRESSION_DEFAULT = "none"
+
+# --- data files ---------------------------------------------------------------------------
+WRITE_TARGET_FILE_SIZE_BYTES = "write.target-file-size-bytes"
+WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT = 512 * 1024 * 1024
+PARQUET_COMPRESSION = "write.parquet.compression-codec"
+PARQUET_COMPRESSION_DEFAULT = "zstd"
+PARQUET_ROW_GROUP_SIZE_BYTES = "write.parquet.row-group-size-bytes"
+PARQUET_ROW_GROUP_SIZE_BYTES_DEFAULT = 128 * 1024 * 1024
+WRITE_DATA_PATH = "write.data.path"
+WRITE_METADATA_PATH = "write.metadata.path"
+METRICS_MODE_DEFAULT = "write.metadata.metrics.default"
+METRICS_MODE_DEFAULT_DEFAULT = "truncate(16)"
+METRICS_MODE_COLUMN_PREFIX = "write.metadata.metrics.column."
+
+# --- isolation ----------------------------------------------------------------------------
+DELETE_ISOLATION_LEVEL = "write.delete.isolation-level"
+UPDATE_ISOLATION_LEVEL = "write.update.isolation-level"
+MERGE_ISOLATION_LEVEL = "write.merge.isolation-level"
+SERIALIZABLE = "serializable"
+SNAPSHOT = "snapshot"
+ISOLATION_LEVEL_DEFAULT = SNAPSHOT  # write-serializable, Delta's default (spec section 2)
+ISOLATION_LEVELS = (SERIALIZABLE, SNAPSHOT)
+
+# --- snapshot expiry ----------------------------------------------------------------------
+MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
+MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 24 * 60 * 60 * 1000
+MIN_SNAPSHOTS_TO_KEEP = "history.expire.min-snapshots-to-keep"
+MIN_SNAPSHOTS_TO_KEEP_DEFAULT = 1
+MAX_REF_AGE_MS = "history.expire.max-ref-age-ms"
+
+# --- format -------------------------------------------------------------------------------
+FORMAT_VERSION = "format-version"
+
+# Written explicitly on every table lakecat creates, so that other Iceberg engines (whose
+# defaults differ) apply the same behaviour.
+CREATE_DEFAULTS: Mapping[str, str] = {
+    DELETE_ISOLATION_LEVEL: ISOLATION_LEVEL_DEFAULT,
+    UPDATE_ISOLATION_LEVEL: ISOLATION_LEVEL_DEFAULT,
+    MERGE_ISOLATION_LEVEL: ISOLATION_LEVEL_DEFAULT,
+    METADATA_DELETE_AFTER_COMMIT_ENABLED: "true",
+    METADATA_PREVIOUS_VERSIONS_MAX: str(METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT),
+    PARQUET_COMPRESSION: PARQUET_COMPRESSION_DEFAULT,
+}
+
+# Keys that are part of the format rather than properties: never stored in "properties".
+RESERVED = frozenset({FORMAT_VERSION, "uuid", "snapshot-count", "current-snapshot-id"})
+
+
+def get_int(props: Mapping[str, str], key: str, default: int) -> int:
+    value = props.get(key)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        return default
+
+
+def get_bool(props: Mapping[str, str], key: str, default: bool) -> bool:
+    value = props.get(key)
+    if value is None:
+        return default
+    return value.strip().lower() == "true"

@@ -1,0 +1,105 @@
+"""Snapshots, refs and the two logs of a table's history."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+RefType = Literal["branch", "tag"]
+MAIN_BRANCH = "main"
+
+# Snapshot operations (spec: "Snapshots").
+APPEND = "append"
+REPLACE = "replace"
+OVERWRITE = "overwrite"
+DELETE = "delete"
+OPERATIONS = (APPEND, REPLACE, OVERWRITE, DELETE)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    snapshot_id: int
+    sequence_number: int
+    timestamp_ms: int
+    manifest_list: str
+    operation: str
+    summary: Mapping[str, str] = field(default_factory=dict)
+    parent_snapshot_id: int | None = None
+    schema_id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "snapshot-id": self.snapshot_id,
+        }
+        if self.parent_snapshot_id is not None:
+            out["parent-snapshot-id"] = self.parent_snapshot_id
+        out["sequence-number"] = self.sequence_number
+        out["timestamp-ms"] = self.timestamp_ms
+        out["manifest-list"] = self.manifest_list
+        out["summary"] = {"operation": self.operation, **self.summary}
+        if self.schema_id is not None:
+            out["schema-id"] = self.schema_id
+        return out
+
+    @staticmethod
+    def from_json(obj: dict[str, Any]) -> Snapshot:
+        summary = dict(obj.get("summary") or {})
+        operation = summary.pop("operation", APPEND)
+        return Snapshot(
+            snapshot_id=obj["snapshot-id"],
+            parent_snapshot_id=obj.get("parent-snapshot-id"),
+            sequence_number=obj.get("sequence-number", 0),
+            timestamp_ms=obj["timestamp-ms"],
+            manifest_list=obj["manifest-list"],
+            operation=operation,
+            summary=summary,
+            schema_id=obj.get("schema-id"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotRef:
+    snapshot_id: int
+    ref_type: RefType = "branch"
+    min_snapshots_to_keep: int | None = None
+    max_snapshot_age_ms: int | None = None
+    max_ref_age_ms: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"snapshot-id": self.snapshot_id, "type": self.ref_type}
+        if self.min_snapshots_to_keep is not None:
+            out["min-snapshots-to-keep"] = self.min_snapshots_to_keep
+        if self.max_snapshot_age_ms is not None:
+            out["max-snapshot-age-ms"] = self.max_snapshot_age_ms
+        if self.max_ref_age_ms is not None:
+            out["max-ref-age-ms"] = self.max_ref_age_ms
+        return out
+
+    @staticmethod
+    def from_json(obj: dict[str, Any]) -> SnapshotRef:
+        return SnapshotRef(
+            snapshot_id=obj["snapshot-id"],
+            ref_type=obj["type"],
+            min_snapshots_to_keep=obj.get("min-snapshots-to-keep"),
+            max_snapshot_age_ms=obj.get("max-snapshot-age-ms"),
+            max_ref_age_ms=obj.get("max-ref-age-ms"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotLogEntry:
+    timestamp_ms: int
+    snapshot_id: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"timestamp-ms": self.timestamp_ms, "snapshot-id": self.snapshot_id}
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataLogEntry:
+    timestamp_ms: int
+    metadata_file: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"timestamp-ms": self.timestamp_ms, "metadata-file": self.metadata_file}

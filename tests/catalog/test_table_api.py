@@ -1,0 +1,362 @@
+"""The table API contract, run against every catalog backend (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+
+import pyarrow as pa
+import pytest
+
+from lakecat.catalog import Catalog
+from lakecat.metadata.errors import (
+    CorruptMetadata,
+    InvalidIdentifier,
+    NoSuchRef,
+    NoSuchSnapshot,
+    NoSuchTable,
+    NullInRequiredColumn,
+    SchemaMismatch,
+    TableAlreadyExists,
+    UnknownColumn,
+    ValidationError,
+)
+from lakecat.metadata.types import LongType, StringType
+
+UTC = dt.UTC
+
+
+def rows(ids: range, region: str, day: int = 1) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(list(ids), pa.int64()),
+            "ts": pa.array(
+                [dt.datetime(2024, 1, day, 10, tzinfo=UTC) + dt.timedelta(seconds=i) for i in ids],
+                pa.timestamp("us", tz="UTC"),
+            ),
+            "region": pa.array([region] * len(ids)),
+            "amount": pa.array([i * 0.5 for i in ids]),
+        }
+    )
+
+
+SCHEMA = rows(range(1), "eu").schema
+
+
+@pytest.fixture
+def catalog(catalog_url: str, warehouse: str) -> Catalog:
+    c = Catalog(catalog_url, warehouse=warehouse)
+    c.create_namespace("db")
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def table(catalog: Catalog):
+    return catalog.create_table("db.events", SCHEMA, partition_by=[("ts", "day"), "region"])
+
+
+def ids(t: pa.Table) -> list[int]:
+    return sorted(t.column("id").to_pylist())
+
+
+def metadata_state(catalog: Catalog, name: str) -> str:
+    ns, table = name.split(".")
+    return catalog.store.get_metadata_location((ns,), table)
+
+
+# ---- create / load / list -----------------------------------------------------------------
+def test_created_table_is_listed_and_loads_with_same_schema(catalog: Catalog, table) -> None:
+    assert catalog.list_tables("db") == [(("db",), "events")]
+    loaded = catalog.load_table("db.events")
+    assert loaded.schema() == table.schema()
+    assert [f.transform for f in loaded.spec().fields] == ["day", "identity"]
+    assert loaded.current_snapshot() is None
+    assert loaded.to_arrow().num_rows == 0
+
+
+def test_new_tables_write_isolation_and_metadata_pruning_defaults(table) -> None:
+    props = table.properties
+    assert props["write.delete.isolation-level"] == "snapshot"
+    assert props["write.update.isolation-level"] == "snapshot"
+    assert props["write.merge.isolation-level"] == "snapshot"
+    assert props["write.metadata.delete-after-commit.enabled"] == "true"
+
+
+def test_creating_an_existing_table_fails_and_keeps_the_first(catalog: Catalog, table) -> None:
+    before = metadata_state(catalog, "db.events")
+    with pytest.raises(TableAlreadyExists):
+        catalog.create_table("db.events", SCHEMA)
+    assert metadata_state(catalog, "db.events") == before
+
+
+@pytest.mark.parametrize("name", ["db.a/b", "db...", "db.a\\b", "db.", ".t", "db..t"])
+def test_names_with_path_separators_or_dots_are_refused(catalog: Catalog, name: str) -> None:
+    with pytest.raises(InvalidIdentifier):
+        catalog.create_table(name, SCHEMA)
+    assert catalog.list_tables("db") == []
+
+
+def test_loading_a_missing_table_raises_no_such_table(catalog: Catalog) -> None:
+    with pytest.raises(NoSuchTable):
+        catalog.load_table("db.nope")
+
+
+def test_rename_and_drop(catalog: Catalog, table) -> None:
+    table.append(rows(range(5), "eu"))
+    catalog.rename_table("db.events", "db.renamed")
+    assert catalog.list_tables("db") == [(("db",), "renamed")]
+    assert ids(catalog.load_table("db.renamed").to_arrow()) == list(range(5))
+    catalog.drop_table("db.renamed")
+    assert not catalog.table_exists("db.renamed")
+
+
+def test_drop_with_purge_deletes_the_files(catalog: Catalog, table) -> None:
+    table.append(rows(range(5), "eu"))
+    location = table.location.removeprefix("file://")
+    assert os.listdir(location)
+    catalog.drop_table("db.events", purge=True)
+    remaining = [f for _, _, files in os.walk(location) for f in files]
+    assert remaining == []
+
+
+def test_drop_without_purge_keeps_files_and_register_brings_the_table_back(catalog: Catalog, table) -> None:
+    table.append(rows(range(5), "eu"))
+    metadata_location = table.metadata_location
+    catalog.drop_table("db.events")
+    registered = catalog.register_table("db.again", metadata_location)
+    assert ids(registered.to_arrow()) == list(range(5))
+
+
+def test_corrupt_metadata_file_gives_a_typed_error(catalog: Catalog, table) -> None:
+    path = table.metadata_location.removeprefix("file://")
+    with open(path, "wb") as f:
+        f.write(b"{not json")
+    with pytest.raises(CorruptMetadata):
+        catalog.load_table("db.events")
+
+
+def test_missing_metadata_file_gives_a_typed_error(catalog: Catalog, table) -> None:
+    os.remove(table.metadata_location.removeprefix("file://"))
+    with pytest.raises(CorruptMetadata):
+        catalog.load_table("db.events")
+
+
+# ---- writes ---------------------------------------------------------------------------------
+def test_append_then_read_returns_the_rows(table) -> None:
+    table.append(rows(range(10), "eu"))
+    table.append(rows(range(10, 15), "us", day=2))
+    got = table.to_arrow()
+    assert ids(got) == list(range(15))
+    summary = table.current_snapshot().summary
+    assert summary["total-records"] == "15"
+    assert summary["added-records"] == "5"
+
+
+def test_append_writes_one_file_per_partition(table) -> None:
+    data = pa.concat_tables([rows(range(3), "eu"), rows(range(3, 6), "us"), rows(range(6, 9), "us", day=2)])
+    table.append(data)
+    files = table.scan().plan_files()
+    assert len(files) == 3
+    assert {f.partition[1] for f in files} == {"eu", "us"}
+    assert all("/data/ts_day=2024-01-0" in f.file_path for f in files)
+
+
+def test_append_of_a_record_batch_reader_streams(table) -> None:
+    data = rows(range(100), "eu")
+    reader = pa.RecordBatchReader.from_batches(data.schema, data.to_batches(max_chunksize=10))
+    table.append(reader)
+    assert table.scan().count() == 100
+
+
+def test_append_with_wrong_schema_fails_and_changes_nothing(catalog: Catalog, table) -> None:
+    before = metadata_state(catalog, "db.events")
+    bad = pa.table({"id": pa.array(["x"]), "ts": pa.array([None], pa.timestamp("us", tz="UTC"))})
+    with pytest.raises(SchemaMismatch):
+        table.append(bad)
+    with pytest.raises(SchemaMismatch):
+        table.append(rows(range(2), "eu").append_column("extra", pa.array([1, 2])))
+    assert metadata_state(catalog, "db.events") == before
+    data_dir = table.location.removeprefix("file://") + "/data"
+    assert not os.path.exists(data_dir) or not any(files for _, _, files in os.walk(data_dir))
+
+
+def test_nulls_in_a_required_column_are_refused(catalog: Catalog) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+    t = catalog.create_table("db.req", schema)
+    with pytest.raises(NullInRequiredColumn):
+        t.append(pa.table({"id": pa.array([1, None], pa.int64()), "v": ["a", "b"]}))
+    assert t.refresh().current_snapshot() is None
+
+
+def test_delete_whole_partition_is_metadata_only(table) -> None:
+    table.append(pa.concat_tables([rows(range(5), "eu"), rows(range(5, 9), "us")]))
+    result = table.delete("region = 'us'")
+    snap = result.metadata.current_snapshot
+    assert snap.operation == "delete"
+    assert "added-data-files" not in snap.summary
+    assert ids(table.to_arrow()) == list(range(5))
+
+
+def test_delete_part_of_a_file_rewrites_it(table) -> None:
+    table.append(rows(range(10), "eu"))
+    table.delete("id >= 7")
+    assert ids(table.to_arrow()) == list(range(7))
+    summary = table.current_snapshot().summary
+    assert summary["deleted-data-files"] == "1"
+    assert summary["added-data-files"] == "1"
+    assert summary["total-records"] == "7"
+
+
+def test_delete_that_matches_nothing_makes_no_commit(table) -> None:
+    table.append(rows(range(3), "eu"))
+    before = table.current_snapshot().snapshot_id
+    assert table.delete("id > 100") is None
+    assert table.refresh().current_snapshot().snapshot_id == before
+
+
+def test_delete_keeps_rows_where_the_filter_is_null(catalog: Catalog) -> None:
+    t = catalog.create_table("db.nulls", pa.schema([("id", pa.int64()), ("v", pa.int64())]))
+    t.append(pa.table({"id": [1, 2, 3], "v": [1, None, 5]}))
+    t.delete("v > 2")
+    assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]
+
+
+def test_delete_with_unknown_column_is_a_typed_error(catalog: Catalog, table) -> None:
+    table.append(rows(range(3), "eu"))
+    before = metadata_state(catalog, "db.events")
+    with pytest.raises(UnknownColumn):
+        table.delete("nope = 1")
+    assert metadata_state(catalog, "db.events") == before
+
+
+def test_overwrite_whole_table(table) -> None:
+    table.append(rows(range(10), "eu"))
+    table.overwrite(rows(range(100, 103), "us"))
+    assert ids(table.to_arrow()) == [100, 101, 102]
+    assert table.current_snapshot().operation == "overwrite"
+
+
+def test_overwrite_by_filter_replaces_only_matching_rows(table) -> None:
+    table.append(pa.concat_tables([rows(range(5), "eu"), rows(range(5, 10), "us")]))
+    table.overwrite(rows(range(50, 52), "eu"), "region = 'eu'")
+    assert ids(table.to_arrow()) == [5, 6, 7, 8, 9, 50, 51]
+
+
+def test_dynamic_partition_overwrite_replaces_touched_partitions(table) -> None:
+    table.append(pa.concat_tables([rows(range(5), "eu"), rows(range(5, 10), "us")]))
+    table.dynamic_partition_overwrite(rows(range(20, 22), "eu"))
+    assert ids(table.to_arrow()) == [5, 6, 7, 8, 9, 20, 21]
+
+
+# ---- reads ----------------------------------------------------------------------------------
+def test_filter_prunes_files_by_partition_and_bounds(table) -> None:
+    table.append(rows(range(0, 10), "eu"))
+    table.append(rows(range(10, 20), "us"))
+    table.append(rows(range(20, 30), "eu", day=3))
+    assert len(table.scan("region = 'us'").plan_files()) == 1
+    assert len(table.scan("id >= 25").plan_files()) == 1
+    assert len(table.scan("ts >= '2024-01-03T00:00:00+00:00'").plan_files()) == 1
+    assert ids(table.to_arrow("id >= 25")) == list(range(25, 30))
+
+
+def test_projection_returns_only_the_columns_asked_for(table) -> None:
+    table.append(rows(range(5), "eu"))
+    got = table.to_arrow("amount > 1", columns=["id"])
+    assert got.column_names == ["id"]
+    assert ids(got) == [3, 4]
+
+
+def test_projection_of_unknown_column_is_a_typed_error(table) -> None:
+    with pytest.raises(UnknownColumn):
+        table.to_arrow(columns=["nope"])
+
+
+# ---- time travel ----------------------------------------------------------------------------
+def test_time_travel_by_id_timestamp_tag_and_branch(table) -> None:
+    first = table.append(rows(range(3), "eu"))
+    time.sleep(0.005)
+    second = table.append(rows(range(3, 6), "eu"))
+    time.sleep(0.005)
+    table.delete("id < 2")
+    assert ids(table.to_arrow(snapshot_id=first.snapshot_id)) == [0, 1, 2]
+    ts = second.metadata.current_snapshot.timestamp_ms
+    assert ids(table.to_arrow(as_of=ts)) == list(range(6))
+    assert ids(table.to_arrow(as_of=dt.datetime.fromtimestamp(ts / 1000, tz=UTC))) == list(range(6))
+    table.create_tag("v1", first.snapshot_id)
+    assert ids(table.to_arrow(ref="v1")) == [0, 1, 2]
+    table.create_branch("dev", second.snapshot_id)
+    assert ids(table.to_arrow(ref="dev")) == list(range(6))
+
+
+def test_unknown_snapshot_and_early_timestamp_are_typed_errors(table) -> None:
+    table.append(rows(range(3), "eu"))
+    with pytest.raises(NoSuchSnapshot):
+        table.to_arrow(snapshot_id=12345)
+    with pytest.raises(NoSuchSnapshot):
+        table.to_arrow(as_of="2000-01-01T00:00:00+00:00")
+    with pytest.raises(NoSuchRef):
+        table.to_arrow(ref="nope")
+
+
+def test_branch_writes_do_not_move_main(table) -> None:
+    table.append(rows(range(3), "eu"))
+    table.create_branch("audit")
+    table.append(rows(range(3, 5), "eu"), branch="audit")
+    assert ids(table.to_arrow()) == [0, 1, 2]
+    assert ids(table.to_arrow(ref="audit")) == [0, 1, 2, 3, 4]
+
+
+def test_tags_can_be_replaced_and_removed(table) -> None:
+    a = table.append(rows(range(1), "eu"))
+    b = table.append(rows(range(1, 2), "eu"))
+    table.create_tag("t", a.snapshot_id)
+    table.replace_tag("t", b.snapshot_id)
+    assert table.refs()["t"].snapshot_id == b.snapshot_id
+    table.remove_ref("t")
+    assert "t" not in table.refs()
+    with pytest.raises(ValidationError):
+        table.remove_ref("main")
+
+
+# ---- evolution ------------------------------------------------------------------------------
+def test_schema_evolution_reads_old_files_by_field_id(table) -> None:
+    table.append(rows(range(3), "eu"))
+    with table.update_schema() as u:
+        u.add_column("channel", StringType())
+        u.rename_column("amount", "total")
+    table.append(rows(range(3, 4), "us").rename_columns(["id", "ts", "region", "total"]).append_column("channel", pa.array(["web"])))
+    got = table.to_arrow().sort_by("id")
+    assert got.column_names == ["id", "ts", "region", "total", "channel"]
+    assert got.column("channel").to_pylist() == [None, None, None, "web"]
+    assert got.column("total").to_pylist() == [0.0, 0.5, 1.0, 1.5]
+
+
+def test_schema_evolution_type_widening(catalog: Catalog) -> None:
+    t = catalog.create_table("db.narrow", pa.schema([("n", pa.int32())]))
+    t.append(pa.table({"n": pa.array([1, 2], pa.int32())}))
+    with t.update_schema() as u:
+        u.update_column("n", field_type=LongType())
+    got = t.to_arrow()
+    assert got.schema.field("n").type == pa.int64()
+    assert got.column("n").to_pylist() == [1, 2]
+
+
+def test_partition_spec_evolution_keeps_old_files_readable(table) -> None:
+    table.append(rows(range(3), "eu"))
+    with table.update_spec() as u:
+        u.add_field("id", "bucket[4]")
+    table.append(rows(range(3, 6), "us"))
+    assert ids(table.to_arrow()) == list(range(6))
+    assert ids(table.to_arrow("region = 'eu'")) == [0, 1, 2]
+    assert {f.spec_id for f in table.scan().plan_files()} == {0, 1}
+
+
+def test_set_and_remove_properties(table) -> None:
+    table.set_properties({"owner": "data-eng"})
+    assert table.refresh().properties["owner"] == "data-eng"
+    table.remove_properties("owner")
+    assert "owner" not in table.refresh().properties
+    with pytest.raises(ValidationError):
+        table.set_properties({"write.delete.isolation-level": "nope"})
