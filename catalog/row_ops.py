@@ -79,7 +79,7 @@ def plan_delete(
             plan.deleted_rows += f.record_count
             continue
         rows = read_data_file(io, f, projected=schema)
-        keep = rows.filter(_not_true(arrow_filter))
+        keep = rows.filter(not_true(arrow_filter))
         deleted = rows.num_rows - keep.num_rows
         if deleted == 0:
             plan.read_files.append(f.file_path)
@@ -95,7 +95,7 @@ def matching_rows(rows: pa.Table, bound: BoundExpression) -> pa.Table:
     return rows.filter(to_arrow_filter(bound))
 
 
-def _not_true(expr: pc.Expression) -> pc.Expression:
+def not_true(expr: pc.Expression) -> pc.Expression:
     """Rows where ``expr`` is false or null."""
     return pc.invert(pc.coalesce(expr, pc.scalar(False)))
 

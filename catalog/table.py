@@ -17,9 +17,10 @@ import pyarrow as pa
 
 from lakecat.catalog.commit import CommitResult, commit_intent, commit_updates
 from lakecat.catalog.intent import Intent, OpKind
+from lakecat.catalog.row_level import MergeClauses, RowLevelPlan, SetValue, plan_merge, plan_update
 from lakecat.catalog.row_ops import plan_delete
 from lakecat.catalog.scan import RowFilter, Scan, to_expression
-from lakecat.catalog.writer import Data, conform, write_files
+from lakecat.catalog.writer import Data, as_tables, conform, write_files
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import (
     InvalidUpdate,
@@ -255,6 +256,111 @@ class Table:
             removed=removed,
             read_partitions=partitions,
             isolation=self._isolation(start, P.DELETE_ISOLATION_LEVEL),
+            **commit_options,
+        )
+        return self._commit(intent, start)
+
+    def update(
+        self,
+        set: Mapping[str, SetValue],
+        where: RowFilter = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        **commit_options: Any,
+    ) -> CommitResult | None:
+        """``UPDATE ... SET col = value WHERE ...`` (copy-on-write); ``None`` if no row matched.
+
+        A value is a constant, a pyarrow compute expression over the row
+        (``pc.field("amount") * 2``) or a function of the file's rows returning an array.
+        """
+        start = self.metadata
+        where_expr = to_expression(where)
+        plan = plan_update(
+            self.io, start, self._head(start, branch), set_values=set, where=where_expr
+        )
+        isolation = self._isolation(start, P.UPDATE_ISOLATION_LEVEL)
+        return self._commit_plan(OpKind.UPDATE, plan, start, branch, isolation, commit_options)
+
+    def merge(
+        self,
+        source: Data,
+        on: Sequence[str] | str,
+        *,
+        when_matched_update: bool | Mapping[str, Any] = False,
+        when_matched_delete: bool = False,
+        when_matched_delete_if: RowFilter = None,
+        when_not_matched_insert: bool = False,
+        target_filter: RowFilter = None,
+        branch: str = MAIN_BRANCH,
+        **commit_options: Any,
+    ) -> CommitResult | None:
+        """``MERGE INTO table USING source ON keys`` (copy-on-write), one commit.
+
+        ``target_filter`` narrows the target rows considered (put the partition predicate here
+        to keep merges on disjoint partitions from conflicting). Inserted keys count as read,
+        so two concurrent merges inserting the same key cannot both commit.
+        """
+        start = self.metadata
+        keys = [on] if isinstance(on, str) else list(on)
+        tables = list(as_tables(source))
+        source_table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        clauses = MergeClauses(
+            matched_update=when_matched_update,
+            matched_delete=when_matched_delete or when_matched_delete_if is not None,
+            matched_delete_if=None
+            if when_matched_delete_if is None
+            else to_expression(when_matched_delete_if),
+            not_matched_insert=when_not_matched_insert,
+        )
+        plan = plan_merge(
+            self.io,
+            start,
+            self._head(start, branch),
+            source=source_table,
+            on=keys,
+            clauses=clauses,
+            target_filter=None if target_filter is None else to_expression(target_filter),
+        )
+        isolation = self._isolation(start, P.MERGE_ISOLATION_LEVEL)
+        return self._commit_plan(OpKind.MERGE, plan, start, branch, isolation, commit_options)
+
+    def upsert(
+        self, data: Data, on: Sequence[str] | str | None = None, **options: Any
+    ) -> CommitResult | None:
+        """Update rows whose key exists, insert the others. Keys default to the schema's
+        identifier fields."""
+        if on is None:
+            schema = self.schema()
+            if not schema.identifier_field_ids:
+                raise ValidationError(
+                    f"{self.name} has no identifier fields; pass the key columns with on=[...]"
+                )
+            on = [schema.column_name(i) for i in schema.identifier_field_ids]
+        return self.merge(
+            data, on, when_matched_update=True, when_not_matched_insert=True, **options
+        )
+
+    def _commit_plan(
+        self,
+        kind: OpKind,
+        plan: RowLevelPlan,
+        start: TableMetadata,
+        branch: str,
+        isolation: str,
+        commit_options: dict[str, Any],
+    ) -> CommitResult | None:
+        if not plan.changes_anything:
+            return None
+        files = write_files(self.io, start, plan.rewritten_rows + plan.inserted_rows)
+        intent = self._intent(
+            kind,
+            branch,
+            start,
+            added=files,
+            removed=plan.removed,
+            read_files=plan.read_files,
+            read_filter=plan.read_filter,
+            isolation=isolation,
             **commit_options,
         )
         return self._commit(intent, start)

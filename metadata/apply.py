@@ -257,6 +257,7 @@ def _set_snapshot_ref(m: TableMetadata, u: SetSnapshotRef, changes: _ChangeSet) 
         raise InvalidUpdate(f"ref type must be 'branch' or 'tag', not {u.ref_type!r}")
     if u.ref_name == MAIN_BRANCH and u.ref_type != "branch":
         raise InvalidUpdate(f"{MAIN_BRANCH!r} is the table's current state and must be a branch")
+    _check_retention(u)
     new_ref = u.ref
     if m.refs.get(u.ref_name) == new_ref:
         return m
@@ -360,6 +361,23 @@ def _resolve_last_added(requested: int, last_added: int | None, what: str) -> in
     if last_added is None:
         raise InvalidUpdate(f"cannot use the last added {what} (-1): no {what} was added")
     return last_added
+
+
+def _check_retention(u: SetSnapshotRef) -> None:
+    if u.ref_type == "tag" and (
+        u.min_snapshots_to_keep is not None or u.max_snapshot_age_ms is not None
+    ):
+        raise InvalidUpdate(
+            f"tag {u.ref_name!r} cannot keep snapshots: min-snapshots-to-keep and "
+            "max-snapshot-age-ms are for branches"
+        )
+    for name, value in (
+        ("min-snapshots-to-keep", u.min_snapshots_to_keep),
+        ("max-snapshot-age-ms", u.max_snapshot_age_ms),
+        ("max-ref-age-ms", u.max_ref_age_ms),
+    ):
+        if value is not None and value <= 0:
+            raise InvalidUpdate(f"{name} of {u.ref_name!r} must be positive, not {value}")
 
 
 def _refuse_reserved(keys: Any) -> None:

@@ -23,12 +23,12 @@ Every Arrow field, including list elements and map keys and values, carries its 
 id as the metadata ``PARQUET:field_id``, which pyarrow writes as the Parquet field id; a field
 is nullable exactly when it is optional.
 
-uuid uses ``pa.uuid()``, as pyiceberg 0.12 does, because pyarrow then writes the Parquet
-``UUID`` logical type, as Iceberg Java does, and reads it back as ``pa.uuid()`` with
-``uuid.UUID`` values. A plain ``fixed_size_binary(16)`` would be read by pyiceberg as
-``fixed[16]`` and fail to resolve against a uuid column. The cost: pyarrow has few compute
-kernels for extension types, so filter on ``array.storage`` (the 16 bytes) rather than on the
-uuid column itself.
+uuid uses ``pa.uuid()``, as pyiceberg 0.12 does: pyarrow then writes the Parquet ``UUID``
+logical type, as Iceberg Java does (a plain ``fixed_size_binary(16)`` is written as an
+unannotated 16-byte fixed column, which other engines see as ``fixed[16]``), reads it back
+as ``pa.uuid()``, and its values are ``uuid.UUID``, lakecat's in-memory form. The cost:
+pyarrow has few compute kernels for extension types, so filter and sort on
+``array.storage`` (the 16 bytes) rather than on the uuid column itself.
 
 Streaming: :func:`conform_batches` conforms a stream batch by batch; each result batch has
 the schema of :func:`schema_to_arrow`.

@@ -233,7 +233,11 @@ def _arrow_predicate(pred: BoundPredicate) -> pc.Expression:
         return valid & ~pc.starts_with(field, pattern=pred.literal)
     arrow_type = _arrow_type(ref.type)
     if op in (Op.IN, Op.NOT_IN):
-        values = pa.array([_arrow_value(ref.type, v) for v in pred.literals], type=arrow_type)
+        literals = set(pred.literals)
+        if _is_float(ref.type) and 0.0 in literals:
+            # is_in hashes bits, so 0.0 and -0.0 differ there while they compare equal.
+            literals |= {0.0, -0.0}
+        values = pa.array([_arrow_value(ref.type, v) for v in literals], type=arrow_type)
         member = field.isin(values)
         return valid & (member if op is Op.IN else ~member)
     scalar = pa.scalar(_arrow_value(ref.type, pred.literal), type=arrow_type)
@@ -674,6 +678,7 @@ def _make_set(part: _PartitionSource, op: Operation, values: frozenset[Any]) -> 
 
 
 _TIME_TRANSFORMS = (YearTransform, MonthTransform, DayTransform, HourTransform)
+_ORDERED = (TruncateTransform, *_TIME_TRANSFORMS)
 # Transforms that map null to null and every other value to a non-null value.
 _NULL_PRESERVING = (BucketTransform, TruncateTransform, *_TIME_TRANSFORMS)
 _UNARY_KEPT = (Op.IS_NULL, Op.NOT_NULL)
@@ -705,7 +710,7 @@ def _project_inclusive(part: _PartitionSource, pred: BoundPredicate) -> BoundPre
         return None
     if isinstance(transform, TruncateTransform) and isinstance(st, StringType | BinaryType):
         return _truncate_array_inclusive(part, pred, apply)
-    if isinstance(transform, TruncateTransform | _TIME_TRANSFORMS):
+    if isinstance(transform, _ORDERED):
         if op is Op.IN:
             return _make_set(part, Op.IN, frozenset(apply(v) for v in pred.literals))
         lit = pred.literal
@@ -761,11 +766,11 @@ def _project_strict(part: _PartitionSource, pred: BoundPredicate) -> BoundPredic
         if op is Op.NOT_IN:
             return _make_set(part, Op.NOT_IN, frozenset(apply(v) for v in pred.literals))
         return None
-    if op is Op.NOT_IN and isinstance(transform, TruncateTransform | _TIME_TRANSFORMS):
+    if op is Op.NOT_IN and isinstance(transform, _ORDERED):
         return _make_set(part, Op.NOT_IN, frozenset(apply(v) for v in pred.literals))
     if isinstance(transform, TruncateTransform) and isinstance(st, StringType | BinaryType):
         return _truncate_array_strict(part, pred, apply)
-    if isinstance(transform, TruncateTransform | _TIME_TRANSFORMS):
+    if isinstance(transform, _ORDERED):
         lit = pred.literal
         if op is Op.LT:
             return _make(part, Op.LT, apply(lit))
@@ -972,10 +977,11 @@ def _manifest_leaf(pred: BoundPredicate, pos: int) -> Callable[[_Summaries], boo
                 return False
             if len(lits) > IN_PREDICATE_LIMIT or _is_nan(lower):
                 return True
-            if all(lower > v for v in lits):
+            candidates = [v for v in lits if lower <= v]
+            if not candidates:
                 return False
             upper = s.upper(pos, t)
-            return upper is None or not all(upper < v for v in lits)
+            return upper is None or _is_nan(upper) or any(upper >= v for v in candidates)
 
         return member
     if op is Op.STARTS_WITH:

@@ -18,8 +18,7 @@ from __future__ import annotations
 import io as _io
 import json
 import zlib
-from collections.abc import Callable, Iterable, Mapping
-from functools import lru_cache
+from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import Any
 
@@ -40,12 +39,14 @@ from lakecat.metadata.errors import CorruptMetadata, LakecatError, ValidationErr
 from lakecat.metadata.fileio import FileIO
 from lakecat.metadata.manifest_schemas import (
     FORMAT_VERSION,
+    PartitionDecoder,
     PartitionEncoder,
-    avro_reader,
     parsed_manifest_entry_schema,
     parsed_manifest_list_schema,
+    partition_decoder,
     partition_encoder,
     partition_fields_of,
+    primitive_of,
 )
 from lakecat.metadata.partitioning import PartitionSpec
 from lakecat.metadata.schema import Schema
@@ -150,7 +151,7 @@ def read_manifest(
     data = io.read(location)
     try:
         reader = fastavro.reader(_io.BytesIO(data))
-        read_partition = _partition_reader(
+        read_partition = partition_decoder(
             partition_fields_of(reader.writer_schema, location), ptype
         )
         return [_entry(rec, manifest, read_partition) for rec in reader]  # type: ignore[arg-type]
@@ -212,13 +213,6 @@ def _encode(
         # and unknown codecs; both are bad input from the caller.
         raise ValidationError(f"cannot encode Avro records: {exc}") from exc
     return buf.getvalue()
-
-
-def _primitive(field: NestedField) -> PrimitiveType:
-    t = field.field_type
-    if not isinstance(t, PrimitiveType):
-        raise ValidationError(f"partition field {field.name!r} must have a primitive type")
-    return t
 
 
 def _check_entry(
@@ -332,7 +326,7 @@ class _ManifestStats:
     """
 
     def __init__(self, ptype: StructType) -> None:
-        self.fields = [_FieldStats(_primitive(f)) for f in ptype.fields]
+        self.fields = [_FieldStats(primitive_of(f)) for f in ptype.fields]
         self.files = {Status.ADDED: 0, Status.EXISTING: 0, Status.DELETED: 0}
         self.rows = {Status.ADDED: 0, Status.EXISTING: 0, Status.DELETED: 0}
         self.min_sequence_number: int | None = None
@@ -469,46 +463,6 @@ def _manifest_file(rec: dict[str, Any]) -> ManifestFile:
     )
 
 
-PartitionReader = Callable[[dict[str, Any]], tuple[Any, ...]]
-
-
-@lru_cache(maxsize=256)
-def _partition_reader(
-    file_fields: tuple[tuple[str, int | None], ...], ptype: StructType
-) -> PartitionReader:
-    """How to turn a fastavro partition record of this file shape into a partition tuple.
-
-    Fields are matched by field id (by position if the file carries no ids); a partition
-    field the file does not have reads as null.
-    """
-    by_id = {fid: name for name, fid in file_fields if fid is not None}
-    names: list[str | None] = []
-    for i, f in enumerate(ptype.fields):
-        if by_id:
-            names.append(by_id.get(f.field_id))
-        else:
-            names.append(file_fields[i][0] if i < len(file_fields) else None)
-    readers = [avro_reader(_primitive(f)) for f in ptype.fields]
-    if not names:
-        return lambda record: ()
-    present = [n for n in names if n is not None]
-    if len(present) == len(names) and all(r is None for r in readers):
-        if len(present) == 1:
-            only = present[0]
-            return lambda record: (record[only],)
-        getter: PartitionReader = itemgetter(*present)
-        return getter
-    plan = tuple(zip(names, readers, strict=True))
-
-    def read(record: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(
-            None if name is None else (record[name] if conv is None else conv(record[name]))
-            for name, conv in plan
-        )
-
-    return read
-
-
 _KEY_VALUE = itemgetter("key", "value")
 
 
@@ -521,7 +475,7 @@ def _map(pairs: Any) -> dict[Any, Any] | None:
 
 
 def _entry(
-    rec: dict[str, Any], manifest: ManifestFile, read_partition: PartitionReader
+    rec: dict[str, Any], manifest: ManifestFile, read_partition: PartitionDecoder
 ) -> ManifestEntry:
     df = rec["data_file"]
     status = _STATUS[rec["status"]]

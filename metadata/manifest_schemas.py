@@ -6,9 +6,10 @@ null default, lists carry ``element-id``, and maps with int keys are arrays of k
 records marked ``logicalType: map``. Record names follow Iceberg Java (``r<field id>``,
 ``k<key id>_v<value id>``) so files look the same as the ones Java and pyiceberg write.
 
-Named Avro types (records, fixed) must have unique names within one schema. Java reuses a
-named type by reference when two partition fields share a type; pyiceberg's reader cannot
-follow such references, so a repeated name gets the partition field id as suffix instead.
+Named Avro types (records, fixed) must have unique names within one schema. Avro lets a
+later field refer to an earlier definition by name, but pyiceberg's reader cannot follow such
+references, so a repeated name (two ``decimal(9,2)`` partition fields) gets the partition
+field id as suffix instead.
 
 Partition values travel through fastavro in two directions:
 
@@ -27,6 +28,7 @@ import uuid
 from collections.abc import Callable
 from decimal import Decimal
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 import fastavro
@@ -43,6 +45,7 @@ from lakecat.metadata.types import (
     FloatType,
     IntegerType,
     LongType,
+    NestedField,
     PrimitiveType,
     StringType,
     StructType,
@@ -156,12 +159,10 @@ def partition_record(partition_type: StructType) -> AvroSchema:
     names: set[str] = {"r102"}
     fields = []
     for f in partition_type.fields:
-        if not isinstance(f.field_type, PrimitiveType):
-            raise ValidationError(f"partition field {f.name!r} must have a primitive type")
         name = avro_name(f.name)
         field: AvroSchema = {
             "name": name,
-            "type": ["null", _avro_primitive(f.field_type, f.field_id, names)],
+            "type": ["null", _avro_primitive(primitive_of(f), f.field_id, names)],
             "default": None,
             "field-id": f.field_id,
         }
@@ -356,9 +357,8 @@ def partition_encoder(partition_type: StructType) -> PartitionEncoder:
     """
     record = partition_record(partition_type)
     plan = tuple(
-        (avro["name"], union_branch(avro["type"][1]), avro_writer(f.field_type))
+        (avro["name"], union_branch(avro["type"][1]), avro_writer(primitive_of(f)))
         for f, avro in zip(partition_type.fields, record["fields"], strict=True)
-        if isinstance(f.field_type, PrimitiveType)
     )
 
     def encode(values: tuple[Any, ...]) -> dict[str, Any]:
@@ -431,6 +431,14 @@ def avro_reader(t: PrimitiveType) -> Converter | None:
     return None
 
 
+def primitive_of(field: NestedField) -> PrimitiveType:
+    """The type of a partition field, which the spec requires to be primitive."""
+    t = field.field_type
+    if not isinstance(t, PrimitiveType):
+        raise ValidationError(f"partition field {field.name!r} must have a primitive type")
+    return t
+
+
 def partition_fields_of(writer_schema: Any, location: str) -> tuple[tuple[str, int | None], ...]:
     """(Avro name, field id) of each partition field in a manifest file's own schema."""
     try:
@@ -449,3 +457,43 @@ def _field_type(record: Any, name: str) -> Any:
                 t = next(b for b in t if b != "null")
             return t
     raise KeyError(name)
+
+
+PartitionDecoder = Callable[[dict[str, Any]], tuple[Any, ...]]
+
+
+@lru_cache(maxsize=256)
+def partition_decoder(
+    file_fields: tuple[tuple[str, int | None], ...], ptype: StructType
+) -> PartitionDecoder:
+    """Turns the partition record fastavro reads from a file of this shape into a tuple.
+
+    Fields are matched by field id (by position if the file carries no ids); a partition
+    field the file does not have reads as null.
+    """
+    by_id = {fid: name for name, fid in file_fields if fid is not None}
+    names: list[str | None] = []
+    for i, f in enumerate(ptype.fields):
+        if by_id:
+            names.append(by_id.get(f.field_id))
+        else:
+            names.append(file_fields[i][0] if i < len(file_fields) else None)
+    readers = [avro_reader(primitive_of(f)) for f in ptype.fields]
+    if not names:
+        return lambda record: ()
+    present = [n for n in names if n is not None]
+    if len(present) == len(names) and all(r is None for r in readers):
+        if len(present) == 1:
+            only = present[0]
+            return lambda record: (record[only],)
+        getter: PartitionDecoder = itemgetter(*present)
+        return getter
+    plan = tuple(zip(names, readers, strict=True))
+
+    def read(record: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(
+            None if name is None else (record[name] if conv is None else conv(record[name]))
+            for name, conv in plan
+        )
+
+    return read

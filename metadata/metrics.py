@@ -216,6 +216,9 @@ def file_metrics(
         raise CorruptMetadata(
             f"the Parquet file has {metadata.num_columns} columns, the schema {len(columns)} leaves"
         )
+    schema_columns = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+    if schema_columns != [leaf.parquet_path for leaf in columns]:
+        raise CorruptMetadata(f"Parquet columns {schema_columns} do not follow the schema")
     acc = _Accumulator(properties)
     for r in range(metadata.num_row_groups):
         row_group = metadata.row_group(r)

@@ -211,7 +211,7 @@ def partition_and_split(
     the rows' order. The Parquet size of a chunk is estimated as its Arrow ``nbytes`` divided
     by :data:`ARROW_TO_PARQUET_RATIO`; each group is cut into equal-row chunks so that every
     chunk's estimate stays under the target. An unpartitioned spec gives one group whose
-    tuple has a ``None`` per void field (``()`` without fields).
+    tuple has a ``None`` per void field (``()`` without fields); empty data gives no groups.
     """
     if data.num_rows == 0:
         return []

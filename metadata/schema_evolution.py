@@ -309,6 +309,17 @@ class SchemaUpdate:
         self._identifier_ids = tuple(dict.fromkeys(ids))
         return self
 
+    def union_by_name(self, new_schema: Schema) -> SchemaUpdate:
+        """Make the table schema accept data of ``new_schema``, matching columns by name.
+
+        Missing columns (also nested ones) are added as optional, types are widened where the
+        spec allows it (a narrower incoming type is fine as it is), and columns that are
+        optional in ``new_schema`` become optional. Nothing is deleted. Incompatible types
+        raise :class:`InvalidUpdate`.
+        """
+        self._union_struct(self._schema.fields, new_schema.fields, ())
+        return self
+
     # ---- results ------------------------------------------------------------------------
     def apply(self) -> Schema:
         """The evolved schema (a preview; nothing is committed)."""
@@ -451,6 +462,50 @@ class SchemaUpdate:
                 value.required,
             )
         return t
+
+    def _union_struct(
+        self,
+        existing: tuple[NestedField, ...],
+        incoming: tuple[NestedField, ...],
+        path: tuple[str, ...],
+    ) -> None:
+        by_name = {self._normalize(f.name): f for f in existing}
+        for new in incoming:
+            old = by_name.get(self._normalize(new.name))
+            if old is None:
+                # Java's UnionByNameVisitor adds every missing column as optional.
+                self.add_column((*path, new.name), new.field_type, doc=new.doc)
+            else:
+                self._union_field(old, new, (*path, old.name))
+
+    def _union_field(self, old: NestedField, new: NestedField, path: tuple[str, ...]) -> None:
+        full_name = self._schema.column_name(old.field_id)
+        old_type, new_type = old.field_type, new.field_type
+        if isinstance(old_type, StructType) and isinstance(new_type, StructType):
+            self._union_struct(old_type.fields, new_type.fields, path)
+        elif isinstance(old_type, ListType) and isinstance(new_type, ListType):
+            self._union_field(old_type.element_field, new_type.element_field, (*path, "element"))
+        elif isinstance(old_type, MapType) and isinstance(new_type, MapType):
+            if old_type.key_type != new_type.key_type:
+                raise InvalidUpdate(
+                    f"cannot change the key type of map {full_name!r} from {old_type.key_type} "
+                    f"to {new_type.key_type}"
+                )
+            self._union_field(old_type.value_field, new_type.value_field, (*path, "value"))
+        elif old_type.is_primitive and new_type.is_primitive:
+            if can_promote(old_type, new_type):
+                self.update_column(full_name, field_type=new_type)
+            elif not can_promote(new_type, old_type):
+                raise InvalidUpdate(
+                    f"cannot change {full_name!r} from {old_type} to {new_type}: the types are "
+                    "incompatible"
+                )
+        else:
+            raise InvalidUpdate(f"cannot change {full_name!r} from {old_type} to {new_type}")
+        if old.required and not new.required:
+            self.update_column(full_name, required=False)
+        if new.doc is not None and new.doc != old.doc:
+            self.update_column(full_name, doc=new.doc)
 
     def _schema_id_for(self, schema: Schema) -> int:
         for existing in self._metadata.schemas:

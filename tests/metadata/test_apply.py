@@ -319,6 +319,14 @@ def test_set_ref_refuses_unknown_snapshots_and_main_as_a_tag() -> None:
         apply(base, [SetSnapshotRef("x", 1, "label")])  # type: ignore[arg-type]
 
 
+def test_tags_refuse_branch_retention_and_retention_must_be_positive() -> None:
+    base = _with_history(1)
+    with pytest.raises(InvalidUpdate, match="for branches"):
+        apply(base, [SetSnapshotRef("v1", 1, "tag", min_snapshots_to_keep=1)])
+    with pytest.raises(InvalidUpdate, match="must be positive"):
+        apply(base, [SetSnapshotRef("dev", 1, "branch", max_ref_age_ms=0)])
+
+
 def test_intermediate_snapshots_of_one_change_leave_no_log_entry() -> None:
     base = _with_history(1)
     new = apply(

@@ -227,13 +227,17 @@ def rows(draw: st.DrawFn, min_size: int = 0, max_size: int = 12) -> list[dict[st
 
 
 @st.composite
-def predicates(draw: st.DrawFn) -> Expression:
-    name = draw(st.sampled_from(sorted(LEAVES)))
+def predicates(
+    draw: st.DrawFn, names: Sequence[str] = tuple(sorted(LEAVES)), cross_check: bool = False
+) -> Expression:
+    name = draw(st.sampled_from(names))
     t = LEAVES[name][1]
     ops = [Op.EQ, Op.NOT_EQ, Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ, Op.IN, Op.NOT_IN]
-    ops += [Op.IS_NULL, Op.NOT_NULL, Op.IS_NAN, Op.NOT_NAN]
+    ops += [Op.IS_NULL, Op.NOT_NULL]
+    if not cross_check or name in FLOATS:
+        ops += [Op.IS_NAN, Op.NOT_NAN]
     if isinstance(t, StringType):
-        ops += [Op.STARTS_WITH, Op.NOT_STARTS_WITH] * 3
+        ops += [Op.STARTS_WITH] * 3 if cross_check else [Op.STARTS_WITH, Op.NOT_STARTS_WITH] * 3
     op = draw(st.sampled_from(ops))
     if op in (Op.IS_NULL, Op.NOT_NULL, Op.IS_NAN, Op.NOT_NAN):
         return predicate(op, name)
@@ -253,8 +257,11 @@ expressions = st.recursive(
 )
 
 PROPERTY = settings(
-    max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example],
 )
+CROSS_CHECK = settings(PROPERTY, max_examples=80)
 
 
 # ---- Arrow ----------------------------------------------------------------------------------
@@ -455,7 +462,7 @@ RANGE_FILE = _file(
         ("i < 30 OR i = 31", True),
         ("i >= 30 AND i < 30", False),
         ("NOT (i >= 30)", False),
-        ("unknown_col = 1" if False else "b = true", True),  # no stats: might match
+        ("b = true", True),  # no stats: might match
     ],
 )
 def test_inclusive_metrics_cases(text: str, expected: bool) -> None:
@@ -719,10 +726,10 @@ def _projected(project: Callable[..., Expression], spec: PartitionSpec, text: st
     ("fields", "text", "inclusive_form", "strict_form"),
     [
         (("i", "identity"), "i < 5", "i_identity_0 < 5", "i_identity_0 < 5"),
-        (("i", "identity"), "i NOT LIKE 'x%'" if False else "i != 5", "i_identity_0 != 5", "i_identity_0 != 5"),
-        (("l", "bucket[3]"), "l = 4", "l_bucket_0 = 1", "false"),
-        (("l", "bucket[3]"), "l IN (1, 4)", "l_bucket_0 = 1", "false"),
-        (("l", "bucket[3]"), "l != 4", "true", "l_bucket_0 != 1"),
+        (("i", "identity"), "i != 5", "i_identity_0 != 5", "i_identity_0 != 5"),
+        (("l", "bucket[3]"), "l = 4", "l_bucket_0 = 0", "false"),
+        (("l", "bucket[3]"), "l IN (1, 4)", "l_bucket_0 IN (0, 2)", "false"),
+        (("l", "bucket[3]"), "l != 4", "true", "l_bucket_0 != 0"),
         (("l", "bucket[3]"), "l < 4", "true", "false"),
         (("i", "truncate[10]"), "i < 10", "i_truncate_0 <= 0", "i_truncate_0 < 10"),
         (("i", "truncate[10]"), "i <= 9", "i_truncate_0 <= 0", "i_truncate_0 < 10"),
@@ -770,10 +777,10 @@ def test_projection_combines_fields_of_one_column() -> None:
     spec = _spec(0, ("ts", "day"), ("ts", "hour"))
     text = "ts > '2024-01-01T01:00:00'"
     assert _projected(inclusive_projection, spec, text) == (
-        "ts_day_0 >= DATE '2024-01-01' AND ts_hour_1 >= 473065"
+        "ts_day_0 >= DATE '2024-01-01' AND ts_hour_1 >= 473353"
     )
     assert _projected(strict_projection, spec, text) == (
-        "ts_day_0 > DATE '2024-01-01' OR ts_hour_1 > 473065"
+        "ts_day_0 > DATE '2024-01-01' OR ts_hour_1 > 473353"
     )
 
 
@@ -819,6 +826,7 @@ def test_manifest_evaluator_cases() -> None:
 
     assert not ev("i < 10") and ev("i < 11") and not ev("i > 20") and ev("i >= 20")
     assert not ev("i = 21") and ev("i = 15") and not ev("i IN (1, 2, 21)") and ev("i IN (1, 20)")
+    assert not ev("i IN (1, 21)")  # Java filters the values by both bounds; pyiceberg does not
     assert not ev("i IS NULL") and ev("d IS NULL") and ev("d IS NAN") and ev("i != 10")
     assert not ev("s LIKE 'b%'") and ev("s LIKE 'abd%'") and not ev("s NOT LIKE 'ab%'")
     assert ev("b = true")  # not a partition column
@@ -860,20 +868,11 @@ def _to_pyiceberg(expr: Expression) -> Any:
 _CROSS_NAMES = ["i", "l", "d", "f", "s", "dt", "ts", "dec"]
 
 
-@st.composite
-def cross_predicates(draw: st.DrawFn) -> Expression:
-    while True:
-        pred = draw(predicates())
-        assert isinstance(pred, UnboundPredicate)
-        if pred.term not in _CROSS_NAMES or pred.op is Op.NOT_STARTS_WITH:
-            continue
-        if pred.op in (Op.IS_NAN, Op.NOT_NAN) and pred.term not in FLOATS:
-            continue
-        return pred
+cross_predicates = predicates(names=_CROSS_NAMES, cross_check=True)
 
 
 cross_expressions = st.recursive(
-    cross_predicates(),
+    cross_predicates,
     lambda children: st.builds(And, children, children) | st.builds(Or, children, children),
     max_leaves=3,
 )
@@ -899,7 +898,7 @@ def _pyiceberg_file(data_file: DataFile) -> Any:
     )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@CROSS_CHECK
 @given(data_files(), cross_expressions)
 def test_inclusive_metrics_agree_with_pyiceberg(
     case: tuple[list[dict[str, Any]], DataFile], expr: Expression
@@ -924,7 +923,7 @@ _CROSS_SPECS = [
 ]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@CROSS_CHECK
 @given(rows(min_size=1, max_size=6), cross_expressions)
 def test_inclusive_projection_agrees_with_pyiceberg(
     data: list[dict[str, Any]], expr: Expression
@@ -955,7 +954,7 @@ def test_inclusive_projection_agrees_with_pyiceberg(
             )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@CROSS_CHECK
 @given(rows(min_size=1, max_size=6), cross_expressions)
 def test_manifest_evaluator_agrees_with_pyiceberg(
     data: list[dict[str, Any]], expr: Expression
@@ -980,11 +979,19 @@ def test_manifest_evaluator_agrees_with_pyiceberg(
             ],
         )
         py_spec = PySpec.model_validate(spec.to_json())
-        theirs = pyiceberg_visitors.manifest_evaluator(py_spec, py_schema, _to_pyiceberg(expr))(
+        py_projected = pyiceberg_visitors.inclusive_projection(py_schema, py_spec)(
+            _to_pyiceberg(expr)
+        )
+        theirs = pyiceberg_visitors.manifest_evaluator(py_spec, py_schema, py_projected)(
             py_manifest
         )
         ours = ManifestEvaluator(spec, SCHEMA, bind(SCHEMA, expr)).eval(_manifest(summaries))
-        assert ours == theirs, (spec.spec_id, str(expr))
+        if " IN (" in str(expr):
+            # Like Java, lakecat drops IN values below the lower bound before checking the
+            # upper bound; pyiceberg 0.12 checks each bound against all values.
+            assert theirs or not ours, (spec.spec_id, str(expr))
+        else:
+            assert ours == theirs, (spec.spec_id, str(expr))
 
 
 def test_type_annotations_used_here_are_iceberg_types() -> None:

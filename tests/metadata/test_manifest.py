@@ -45,7 +45,11 @@ from lakecat.metadata.manifest import (
     write_manifest,
     write_manifest_list,
 )
-from lakecat.metadata.manifest_schemas import decimal_required_bytes, manifest_entry_schema
+from lakecat.metadata.manifest_schemas import (
+    decimal_required_bytes,
+    manifest_entry_schema,
+    primitive_of,
+)
 from lakecat.metadata.partitioning import PartitionField, PartitionSpec
 from lakecat.metadata.schema import Schema
 from lakecat.metadata.types import (
@@ -133,6 +137,7 @@ SPEC = PartitionSpec(
         PartitionField(13, 1015, "identity", "blob"),
         PartitionField(14, 1016, "identity", "at"),
         PartitionField(15, 1017, "identity", "n"),
+        PartitionField(8, 1018, "void", "name_void"),
     ),
 )
 PTYPE = partition_type(SPEC, SCHEMA)
@@ -174,9 +179,7 @@ def _values(t: PrimitiveType) -> st.SearchStrategy[Any]:
 
 
 def _partitions(ptype: StructType) -> st.SearchStrategy[tuple[Any, ...]]:
-    return st.tuples(
-        *(st.none() | _values(f.field_type) for f in ptype.fields)  # type: ignore[arg-type]
-    )
+    return st.tuples(*(st.none() | _values(primitive_of(f)) for f in ptype.fields))
 
 
 _counts = st.none() | st.dictionaries(st.integers(1, 200), st.integers(0, 2**63 - 1), max_size=4)
@@ -557,6 +560,41 @@ def test_manifest_length_is_the_file_size(tmp_path: Path) -> None:
 
 
 # ---- Avro schema details -----------------------------------------------------------------
+def test_partition_type_uses_partition_field_ids_names_and_transform_result_types() -> None:
+    by_name = {f.name: f for f in PTYPE.fields}
+    assert [f.field_id for f in PTYPE.fields] == [f.field_id for f in SPEC.fields]
+    assert not any(f.required for f in PTYPE.fields)
+    assert by_name["id_bucket"].field_type == IntegerType()
+    assert by_name["tstz_day"].field_type == DateType()
+    assert by_name["ts_hour"].field_type == IntegerType()
+    assert by_name["name_trunc"].field_type == StringType()
+    assert by_name["big"].field_type == DecimalType(38, 10)
+    assert by_name["tstz"].field_type == TimestamptzType()
+
+
+def test_partition_values_are_matched_by_field_id_not_position() -> None:
+    schema = Schema.of(NestedField(1, "a", LongType()), NestedField(2, "b", StringType()))
+    written_spec = PartitionSpec(
+        0, (PartitionField(1, 1000, "identity", "a"), PartitionField(2, 1001, "identity", "b"))
+    )
+    io = MemoryFileIO()
+    entry = ManifestEntry(Status.ADDED, DataFile("s3://b/x", "PARQUET", (7, "x"), 1, 1))
+    written = write_manifest(
+        io, "mem://m", spec=written_spec, schema=schema, entries=[entry], added_snapshot_id=1
+    )
+    # A reader whose spec lists the fields in another order, plus one the file lacks.
+    read_spec = PartitionSpec(
+        0,
+        (
+            PartitionField(2, 1001, "identity", "b"),
+            PartitionField(1, 1002, "bucket[4]", "a_bucket"),
+            PartitionField(1, 1000, "identity", "a"),
+        ),
+    )
+    (got,) = read_manifest(io, written, specs={0: read_spec}, schema=schema)
+    assert got.data_file.partition == ("x", None, 7)
+
+
 def test_decimal_fixed_size_is_the_minimum_for_the_precision() -> None:
     assert [decimal_required_bytes(p) for p in (1, 2, 3, 9, 10, 18, 19, 38)] == [
         1,
@@ -732,6 +770,7 @@ def _sample_partition(i: int) -> tuple[Any, ...]:
         bytes([i]),  # blob
         3_600_000_000 * i,  # at
         -i,  # n
+        None,  # name_void
     )
 
 

@@ -320,11 +320,14 @@ def table_metadata(draw: st.DrawFn) -> TableMetadata:
         if draw(st.booleans()):
             refs["main"] = SnapshotRef(draw(st.sampled_from(snapshot_ids)), "branch")
         for name in draw(st.lists(_text.filter(lambda n: n != "main"), max_size=3, unique=True)):
+            is_branch = draw(st.booleans())
+            # Snapshot retention is for branches only (spec: "Snapshot References").
+            retention = st.none() | st.integers(1, 2**40) if is_branch else st.none()
             refs[name] = SnapshotRef(
                 draw(st.sampled_from(snapshot_ids)),
-                draw(st.sampled_from(["branch", "tag"])),
-                min_snapshots_to_keep=draw(st.none() | st.integers(1, 100)),
-                max_snapshot_age_ms=draw(st.none() | st.integers(1, 2**40)),
+                "branch" if is_branch else "tag",
+                min_snapshots_to_keep=draw(retention),
+                max_snapshot_age_ms=draw(retention),
                 max_ref_age_ms=draw(st.none() | st.integers(1, 2**40)),
             )
     statistics = (
