@@ -53,7 +53,6 @@ from lakecat.metadata.apply import apply
 from lakecat.metadata.datafile import DataFile, Status
 from lakecat.metadata.errors import (
     CatalogUnavailable,
-    CommitConflict,
     CommitFailed,
     CommitStateUnknown,
     LakecatError,
@@ -157,9 +156,11 @@ def commit_intent(
     producer = SnapshotProducer(ops.io, intent)
     window = _CommitWindow(ops.io, intent)
     attempt = 0
+    pending: list[str] = []  # this attempt's manifest list and metadata file
     try:
         while True:
             attempt += 1
+            pending = []
             already = _already_committed(intent, base)
             if already is not None:
                 _delete(ops.io, intent_files(intent) + producer.written)
@@ -169,8 +170,11 @@ def commit_intent(
             window.validate(start or base, base)
             extra = {ATTEMPTS_KEY: str(attempt), WAIT_MS_KEY: str(int(clock.waited_ms))}
             produced = producer.produce(base, attempt=attempt, extra_summary=extra)
-            new, new_location = _write_new_metadata(ops.io, base, base_location, produced.updates)
-            attempt_files = [*produced.attempt_files, new_location]
+            pending.extend(produced.attempt_files)
+            new = apply(base, list(produced.updates), base_location=base_location)
+            new_location = new_metadata_location(base.location, base_location, new.properties)
+            pending.append(new_location)
+            write_metadata(ops.io, new_location, new)
             _log_attempt(ops, intent, base, attempt, clock)
             outcome = _swap(ops, base_location, new_location, intent.snapshot_id)
             if outcome is _Outcome.COMMITTED:
@@ -179,8 +183,9 @@ def commit_intent(
                     new, new_location, intent.snapshot_id, attempt, int(clock.waited_ms)
                 )
             if outcome is _Outcome.LOST:
-                _delete(ops.io, attempt_files)
-            # _Outcome.UNKNOWN_NOT_LANDED: keep this attempt's files (orphan removal takes them)
+                _delete(ops.io, pending)
+            # UNKNOWN_NOT_LANDED: this attempt's files are kept (orphan removal takes them)
+            pending = []
             if not clock.may_retry(attempt):
                 raise RetriesExhausted(
                     f"{ops.name}: lost the commit race {attempt} time(s) in "
@@ -189,11 +194,12 @@ def commit_intent(
                 )
             clock.wait(attempt)
             base, base_location = ops.refresh()
-    except CommitConflict:
-        _delete(ops.io, intent_files(intent) + producer.written)
-        raise
-    except RetriesExhausted:
-        _delete(ops.io, intent_files(intent) + producer.written)
+    except CommitStateUnknown:
+        raise  # may have landed: delete nothing
+    except BaseException:
+        # Definitely not committed (conflict, exhausted retries, a failed write, an error
+        # before the swap): every file this operation wrote goes, data files included.
+        _delete(ops.io, [*intent_files(intent), *producer.written, *pending])
         raise
 
 
@@ -361,15 +367,6 @@ def _swap(
         if snapshot_id is not None and current.has_snapshot(snapshot_id):
             return _Outcome.COMMITTED
         return _Outcome.UNKNOWN_NOT_LANDED
-
-
-def _write_new_metadata(
-    io: FileIO, base: TableMetadata, base_location: str, updates: Sequence[TableUpdate]
-) -> tuple[TableMetadata, str]:
-    new = apply(base, list(updates), base_location=base_location)
-    location = new_metadata_location(base.location, base_location, new.properties)
-    write_metadata(io, location, new)
-    return new, location
 
 
 # ---- cleanup ------------------------------------------------------------------------------
