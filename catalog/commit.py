@@ -147,10 +147,22 @@ class _Clock:
 
 
 def commit_intent(
-    ops: TableOperations, intent: Intent, *, start: TableMetadata | None
+    ops: TableOperations,
+    intent: Intent,
+    *,
+    start: TableMetadata | None,
+    start_location: str | None = None,
 ) -> CommitResult:
-    """Commit one operation's intent with validate / re-apply / retry. See module docstring."""
-    base, base_location = ops.refresh()
+    """Commit one operation's intent with validate / re-apply / retry. See module docstring.
+
+    With ``start_location`` (the location ``start`` was read from) the first attempt builds on
+    ``start`` without re-reading the catalog: if another writer moved the pointer meanwhile,
+    the swap fails and the loop refreshes, so nothing is lost and one read is saved.
+    """
+    if start is not None and start_location is not None:
+        base, base_location = start, start_location
+    else:
+        base, base_location = ops.refresh()
     policy = RetryPolicy.from_properties(base.properties)
     clock = _Clock(policy, unbounded_retries=intent.kind is OpKind.APPEND)
     producer = SnapshotProducer(ops.io, intent)

@@ -448,7 +448,8 @@ class Table:
         )
 
     def _commit(self, intent: Intent, start: TableMetadata) -> CommitResult:
-        result = commit_intent(self._ops, intent, start=start)
+        location = self.metadata_location if start is self.metadata else None
+        result = commit_intent(self._ops, intent, start=start, start_location=location)
         self.metadata, self.metadata_location = result.metadata, result.metadata_location
         return result
 
