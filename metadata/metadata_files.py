@@ -72,7 +72,7 @@ def write_metadata(io: FileIO, location: str, metadata: TableMetadata) -> None:
 def serialize_metadata(metadata: TableMetadata, *, gzipped: bool = False) -> bytes:
     """The bytes of a metadata.json file."""
     try:
-        data = orjson.dumps(metadata.to_json())
+        data = orjson.dumps(metadata.to_json(fragments=True))
     except orjson.JSONEncodeError as exc:
         raise ValidationError(f"table metadata cannot be written as JSON: {exc}") from exc
     # mtime=0 keeps the bytes a function of the content.

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import orjson
+
 RefType = Literal["branch", "tag"]
 MAIN_BRANCH = "main"
 
@@ -27,6 +29,16 @@ class Snapshot:
     summary: Mapping[str, str] = field(default_factory=dict)
     parent_snapshot_id: int | None = None
     schema_id: int | None = None
+    # The JSON bytes of this snapshot, made once: a table's metadata.json repeats every live
+    # snapshot on every commit, and a snapshot never changes.
+    _json: bytes | None = field(default=None, init=False, compare=False, repr=False)
+
+    def json_bytes(self) -> bytes:
+        cached = self._json
+        if cached is None:
+            cached = orjson.dumps(self.to_json())
+            object.__setattr__(self, "_json", cached)
+        return cached
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import orjson
+
 from lakecat.metadata.errors import CorruptMetadata, NoSuchRef, NoSuchSnapshot
 from lakecat.metadata.partitioning import PartitionSpec
 from lakecat.metadata.schema import Schema
@@ -119,7 +121,9 @@ class TableMetadata:
         return self.properties.get(key, default)
 
     # ---- JSON ---------------------------------------------------------------------------
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, fragments: bool = False) -> dict[str, Any]:
+        """The metadata.json object. With ``fragments`` the snapshots are embedded as
+        pre-serialized ``orjson.Fragment`` values (for writing; not for comparing)."""
         out: dict[str, Any] = {
             "format-version": self.format_version,
             "table-uuid": self.table_uuid,
@@ -142,7 +146,10 @@ class TableMetadata:
             -1 if self.current_snapshot_id is None else self.current_snapshot_id
         )
         out["refs"] = {name: ref.to_json() for name, ref in self.refs.items()}
-        out["snapshots"] = [s.to_json() for s in self.snapshots]
+        if fragments:
+            out["snapshots"] = [orjson.Fragment(s.json_bytes()) for s in self.snapshots]
+        else:
+            out["snapshots"] = [s.to_json() for s in self.snapshots]
         out["statistics"] = [dict(s) for s in self.statistics]
         out["partition-statistics"] = [dict(s) for s in self.partition_statistics]
         out["snapshot-log"] = [e.to_json() for e in self.snapshot_log]
