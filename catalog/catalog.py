@@ -288,12 +288,13 @@ def build_sort_order(schema: Schema, sort_by: SortBy) -> SortOrder:
     fields = []
     for item in sort_by:
         column, direction = (item, "asc") if isinstance(item, str) else item
-        if direction not in ("asc", "desc"):
+        field_id = schema.find_field(column).field_id
+        if direction == "asc":
+            fields.append(SortField(field_id, "identity", "asc", "nulls-first"))
+        elif direction == "desc":
+            fields.append(SortField(field_id, "identity", "desc", "nulls-last"))
+        else:
             raise ValidationError(f"sort direction must be 'asc' or 'desc', not {direction!r}")
-        null_order = "nulls-first" if direction == "asc" else "nulls-last"
-        fields.append(
-            SortField(schema.find_field(column).field_id, "identity", direction, null_order)
-        )  # type: ignore[arg-type]
     return SortOrder(1, tuple(fields))
 
 

@@ -9,9 +9,9 @@ side counts as a read: two concurrent upserts of the same new key cannot both co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,7 +40,7 @@ from lakecat.metadata.table_metadata import TableMetadata
 
 # A value for SET: a constant, a pyarrow compute expression over the row's columns, or a
 # function of the file's rows (a pyarrow Table) returning an array.
-SetValue = Any | pc.Expression | Callable[[pa.Table], pa.Array]
+SetValue: TypeAlias = Any
 
 # Above this many distinct keys, MERGE reads with a key range instead of an IN list.
 _MAX_IN_KEYS = 10_000

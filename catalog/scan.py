@@ -144,7 +144,7 @@ class Scan:
         return field_id
 
     def _read_one(self, f: DataFile, read_schema: Schema, arrow_filter: object) -> pa.Table:
-        table = read_data_file(self.io, f, projected=read_schema, row_filter=arrow_filter)  # type: ignore[arg-type]
+        table = read_data_file(self.io, f, projected=read_schema, row_filter=arrow_filter)
         if read_schema is not self.projected:
             table = table.select([fld.name for fld in self.projected.fields])
         return table

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import TypeAlias
 
 import pyarrow as pa
 
@@ -20,7 +21,7 @@ from lakecat.metadata.fileio import FileIO, join
 from lakecat.metadata.parquet import partition_and_split, partition_path, write_data_file
 from lakecat.metadata.table_metadata import TableMetadata
 
-Data = pa.Table | pa.RecordBatchReader | pa.RecordBatch
+Data: TypeAlias = pa.Table | pa.RecordBatchReader | pa.RecordBatch
 
 # A RecordBatchReader is consumed in slices of about this many bytes (in memory) at a time.
 _READER_SLICE_BYTES = 256 * 1024 * 1024

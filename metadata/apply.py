@@ -15,7 +15,8 @@ Semantics follow Iceberg Java's ``TableMetadata.Builder``:
 * when the change is complete, the snapshot log loses entries of snapshots that were only
   intermediate in this change, and, when snapshots were removed, the history up to the last
   removed entry (so the log never has gaps that would make time travel wrong);
-* ``last-updated-ms`` becomes ``now_ms`` (or the newest added snapshot's timestamp if later),
+* ``last-updated-ms`` becomes ``now_ms`` (or the newest added snapshot's timestamp, or the
+  base's last-updated-ms, if later),
   and the previous metadata file is appended to the metadata log, trimmed to
   ``write.metadata.previous-versions-max`` entries.
 
@@ -88,13 +89,18 @@ def apply(
 ) -> TableMetadata:
     """Apply ``updates`` to ``base`` and return the new metadata (``base`` itself if no-op).
 
-    Pure: no I/O, and no clock when ``now_ms`` is given. ``base_location`` is where ``base``
-    was read from; it is appended to the metadata log. ``max_previous_versions`` overrides
-    the table property ``write.metadata.previous-versions-max``.
+    Pure: no I/O, and no clock when ``now_ms`` is given. The change happens at ``now_ms``,
+    or at ``base.last_updated_ms`` if that is later. ``base_location`` is where ``base`` was
+    read from; it is appended to the metadata log. ``max_previous_versions`` overrides the
+    table property ``write.metadata.previous-versions-max``.
 
     Raises :class:`InvalidUpdate` for a change the spec does not allow.
     """
-    changes = _ChangeSet(now_ms=int(time.time() * 1000) if now_ms is None else now_ms)
+    clock = int(time.time() * 1000) if now_ms is None else now_ms
+    # Time never runs backwards in the metadata: Java refuses to read a file whose
+    # last-updated-ms or snapshot log goes back by more than a minute (e.g. clock skew
+    # between two committers), so a late clock is treated as the base's time.
+    changes = _ChangeSet(now_ms=max(clock, base.last_updated_ms))
     current = base
     for update in updates:
         handler = _HANDLERS.get(type(update))

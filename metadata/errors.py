@@ -22,7 +22,7 @@ calls the library, so callers never need to catch a library's own exception type
     │   ├── NamespaceAlreadyExists
     │   └── TableAlreadyExists
     ├── NamespaceNotEmpty
-    ├── CorruptMetadata            a metadata, manifest or data file that cannot be read as the spec says
+    ├── CorruptMetadata            a metadata, manifest or data file unreadable per the spec
     ├── StorageError               the file-IO seam failed (OS / object-store error)
     ├── CatalogUnavailable         the catalog database cannot be reached or answered an error
     └── CommitError

@@ -233,10 +233,11 @@ def _arrow_predicate(pred: BoundPredicate) -> pc.Expression:
         return valid & ~pc.starts_with(field, pattern=pred.literal)
     arrow_type = _arrow_type(ref.type)
     if op in (Op.IN, Op.NOT_IN):
-        literals = set(pred.literals)
-        if _is_float(ref.type) and 0.0 in literals:
-            # is_in hashes bits, so 0.0 and -0.0 differ there while they compare equal.
-            literals |= {0.0, -0.0}
+        literals = list(pred.literals)
+        if _is_float(ref.type) and 0.0 in pred.literals:
+            # is_in hashes bits, so 0.0 and -0.0 differ there while they compare equal (and
+            # are one element of a Python set).
+            literals = [v for v in literals if v != 0.0] + [0.0, -0.0]
         values = pa.array([_arrow_value(ref.type, v) for v in literals], type=arrow_type)
         member = field.isin(values)
         return valid & (member if op is Op.IN else ~member)
@@ -577,29 +578,26 @@ def _strict_leaf(pred: BoundPredicate) -> FileTest:
 
 
 class _PartitionSource:
-    """A partition field with its transform, source type and partition-side reference."""
+    """A partition field's transform, source type and partition-side reference."""
 
-    __slots__ = ("field", "position", "ref", "source_type", "transform")
+    __slots__ = ("ref", "source_type", "transform")
 
-    def __init__(self, field: PartitionField, position: int, schema: Schema) -> None:
-        self.field = field
-        self.position = position
+    def __init__(self, field: PartitionField, source_type: PrimitiveType) -> None:
         self.transform: Transform = parse_transform(field.transform, strict=False)
-        source_type = schema.find_type(field.source_id)
-        assert isinstance(source_type, PrimitiveType)
-        self.source_type: PrimitiveType = source_type
+        self.source_type = source_type
         result = self.transform.result_type(source_type)
         self.ref = BoundReference(field.field_id, field.name, result, (field.name,))
 
 
 def _partition_sources(spec: PartitionSpec, schema: Schema) -> dict[int, list[_PartitionSource]]:
     by_source: dict[int, list[_PartitionSource]] = {}
-    for position, field in enumerate(spec.fields):
+    for field in spec.fields:
         # A partition field whose source column was dropped cannot be filtered on.
-        if schema.has_field(field.source_id) and isinstance(
-            schema.find_type(field.source_id), PrimitiveType
-        ):
-            part = _PartitionSource(field, position, schema)
+        if not schema.has_field(field.source_id):
+            continue
+        source_type = schema.find_type(field.source_id)
+        if isinstance(source_type, PrimitiveType):
+            part = _PartitionSource(field, source_type)
             by_source.setdefault(field.source_id, []).append(part)
     return by_source
 
@@ -731,6 +729,7 @@ def _truncate_array_inclusive(
     part: _PartitionSource, pred: BoundPredicate, apply: Callable[[Any], Any]
 ) -> BoundPredicate | None:
     op, lit = pred.op, pred.literal
+    assert isinstance(part.transform, TruncateTransform)  # only called for truncate
     width = part.transform.width
     if op is Op.IN:
         return _make_set(part, Op.IN, frozenset(apply(v) for v in pred.literals))
@@ -789,6 +788,7 @@ def _truncate_array_strict(
     part: _PartitionSource, pred: BoundPredicate, apply: Callable[[Any], Any]
 ) -> BoundPredicate | None:
     op, lit = pred.op, pred.literal
+    assert isinstance(part.transform, TruncateTransform)  # only called for truncate
     width = part.transform.width
     if op in (Op.LT, Op.LT_EQ):
         return _make(part, Op.LT, apply(lit))

@@ -601,18 +601,17 @@ def _convert_literal(t: PrimitiveType, value: Any, pred: UnboundPredicate) -> An
         raise ValidationError(
             f"cannot compare with null in {pred}: use IS NULL / IS NOT NULL (is_null())"
         )
-    if isinstance(value, float) and math.isnan(value):
-        raise ValidationError(f"cannot compare with NaN in {pred}: use IS NAN / IS NOT NAN")
     if isinstance(value, bool) != isinstance(t, BooleanType) and not isinstance(value, str):
         raise ValidationError(f"{value!r} is not a valid {t} value for {pred.term!r} in {pred}")
-    if isinstance(t, FloatType | DoubleType) and isinstance(value, Decimal):
-        value = float(value)
     try:
         # from_python rejects values that do not fit exactly (1.234 for a decimal(9, 2)) and
         # rounds float literals to 32 bits for float columns, as the data is stored.
-        return conversions.from_python(t, value)
+        converted = conversions.from_python(t, value)
     except ValidationError as exc:
         raise ValidationError(f"{exc} (in filter {pred})") from None
+    if isinstance(converted, float) and math.isnan(converted):
+        raise ValidationError(f"cannot compare with NaN in {pred}: use IS NAN / IS NOT NAN")
+    return converted
 
 
 # ---- inspection -------------------------------------------------------------------------

@@ -232,6 +232,8 @@ def _group_by_partition(
     result_types: list[PrimitiveType] = []
     for pf in spec.fields:
         source = schema.find_field(pf.source_id)
+        if not isinstance(source.field_type, PrimitiveType):
+            raise SchemaMismatch(f"partition source {source.name!r} is not a primitive column")
         transform = parse_transform(pf.transform)
         column = _source_column(data, schema, pf.source_id)
         keys.append(transform.apply_arrow(source.field_type, column))

@@ -46,16 +46,18 @@ class PartitionSpec:
 
     def compatible_with(self, other: PartitionSpec) -> bool:
         """Same fields in the same order (spec ids may differ)."""
-        return tuple(
-            (f.source_id, f.transform, f.name) for f in self.fields
-        ) == tuple((f.source_id, f.transform, f.name) for f in other.fields)
+        return tuple((f.source_id, f.transform, f.name) for f in self.fields) == tuple(
+            (f.source_id, f.transform, f.name) for f in other.fields
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {"spec-id": self.spec_id, "fields": [f.to_json() for f in self.fields]}
 
     @staticmethod
     def from_json(obj: dict[str, Any]) -> PartitionSpec:
-        return PartitionSpec(obj["spec-id"], tuple(PartitionField.from_json(f) for f in obj["fields"]))
+        return PartitionSpec(
+            obj["spec-id"], tuple(PartitionField.from_json(f) for f in obj["fields"])
+        )
 
 
 UNPARTITIONED = PartitionSpec(0, ())

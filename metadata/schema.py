@@ -27,7 +27,9 @@ class Schema:
 
     # ---- construction -------------------------------------------------------------------
     @staticmethod
-    def of(*fields: NestedField, schema_id: int = 0, identifier_field_ids: tuple[int, ...] = ()) -> Schema:
+    def of(
+        *fields: NestedField, schema_id: int = 0, identifier_field_ids: tuple[int, ...] = ()
+    ) -> Schema:
         return Schema(tuple(fields), schema_id, identifier_field_ids)
 
     @property
@@ -155,10 +157,15 @@ class Schema:
 
     def same_structure(self, other: Schema) -> bool:
         """Equal ignoring the schema id (used to reuse an existing schema on evolution)."""
-        return self.fields == other.fields and self.identifier_field_ids == other.identifier_field_ids
+        return (
+            self.fields == other.fields and self.identifier_field_ids == other.identifier_field_ids
+        )
 
     def __str__(self) -> str:
-        lines = [f"  {f.field_id}: {f.name}: {'required' if f.required else 'optional'} {f.field_type}" for f in self.fields]
+        lines = [
+            f"  {f.field_id}: {f.name}: {'required' if f.required else 'optional'} {f.field_type}"
+            for f in self.fields
+        ]
         return "table {\n" + "\n".join(lines) + "\n}"
 
 

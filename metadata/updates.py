@@ -422,7 +422,7 @@ def requirements_for(base: TableMetadata, updates: Sequence[TableUpdate]) -> lis
     # Keyed so that each requirement appears once, in the order of the first update needing it.
     found: dict[str, TableRequirement] = {"uuid": AssertTableUUID(base.table_uuid)}
     for update in updates:
-        if isinstance(update, SetSnapshotRef | RemoveSnapshotRef):
+        if isinstance(update, SetSnapshotRef):
             current = base.refs.get(update.ref_name)
             found.setdefault(
                 "ref:" + update.ref_name,

@@ -61,7 +61,9 @@ def op_update(t: Table, p: str) -> None:
 
 
 def op_merge(t: Table, p: str) -> None:
-    source = pa.table({"id": pa.array([1, 1000], pa.int64()), "region": [p, p], "v": pa.array([7, 8], pa.int64())})
+    source = pa.table(
+        {"id": pa.array([1, 1000], pa.int64()), "region": [p, p], "v": pa.array([7, 8], pa.int64())}
+    )
     t.merge(
         source,
         on=["region", "id"],
@@ -104,7 +106,9 @@ EARLIER = {"append": op_append, **READERS, "compact": op_compact, "schema": op_s
 LATER = {"append": op_append, **READERS, "compact": op_compact}
 
 
-def expected(later: str, earlier: str, same_partition: bool, isolation: str) -> type[CommitConflict] | None:
+def expected(
+    later: str, earlier: str, same_partition: bool, isolation: str
+) -> type[CommitConflict] | None:
     """The matrix: which error the later committer gets, or None when both land."""
     if later == "append":
         return None  # blind appends never conflict
@@ -152,7 +156,10 @@ def referenced(t: Table) -> set[str]:
 
 
 def run_cell(
-    catalog: Catalog, later: Callable[[Table, str], None], earlier: Callable[[Table, str], None], same: bool
+    catalog: Catalog,
+    later: Callable[[Table, str], None],
+    earlier: Callable[[Table, str], None],
+    same: bool,
 ) -> Exception | None:
     late = catalog.load_table("db.m")  # planned on v0
     early = catalog.load_table("db.m")
@@ -181,7 +188,9 @@ def test_conflict_matrix_cell(
     if want is None:
         assert error is None, f"{later} after {earlier}: unexpected {error!r}"
     else:
-        assert isinstance(error, want), f"{later} after {earlier}: got {error!r}, want {want.__name__}"
+        assert isinstance(error, want), (
+            f"{later} after {earlier}: got {error!r}, want {want.__name__}"
+        )
         assert str(error)  # the message names the concurrent snapshot and what overlapped
         if earlier != "schema":
             assert str(error.snapshot_id) in str(error) or error.snapshot_id is None
@@ -207,7 +216,9 @@ def test_spec_example_delete_after_insert_serializable_fails(catalog: Catalog) -
     assert catalog.load_table("db.m").scan().count() == 25
 
 
-def test_spec_example_delete_after_insert_snapshot_isolation_keeps_inserted_rows(catalog: Catalog) -> None:
+def test_spec_example_delete_after_insert_snapshot_isolation_keeps_inserted_rows(
+    catalog: Catalog,
+) -> None:
     """Section 2, write-serializable: both land, and the inserted rows survive the DELETE."""
     make_table(catalog, "snapshot")
     deleter = catalog.load_table("db.m")
@@ -224,7 +235,9 @@ def test_two_concurrent_upserts_of_the_same_new_key_cannot_both_commit(catalog: 
     make_table(catalog, "snapshot")
     first = catalog.load_table("db.m")
     second = catalog.load_table("db.m")
-    new_key = pa.table({"id": pa.array([777], pa.int64()), "region": ["eu"], "v": pa.array([1], pa.int64())})
+    new_key = pa.table(
+        {"id": pa.array([777], pa.int64()), "region": ["eu"], "v": pa.array([1], pa.int64())}
+    )
     first.upsert(new_key, on=["region", "id"])
     with pytest.raises(ConcurrentAppend):
         second.upsert(new_key.set_column(2, "v", pa.array([2], pa.int64())), on=["region", "id"])

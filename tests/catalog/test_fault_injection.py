@@ -142,7 +142,9 @@ def test_storage_failure_in_a_delete_changes_nothing(setup, kind: str) -> None:
     assert_consistent(catalog, list(range(5)))
 
 
-def faulty_table(catalog: Catalog, mode: str, *, refresh_fails: bool = False) -> tuple[Table, FaultyOps]:
+def faulty_table(
+    catalog: Catalog, mode: str, *, refresh_fails: bool = False
+) -> tuple[Table, FaultyOps]:
     plain = catalog.load_table("db.f")
     ops = FaultyOps(plain._ops, mode=mode, refresh_fails=refresh_fails)
     return Table(ops, plain.metadata, plain.metadata_location), ops  # type: ignore[arg-type]

@@ -29,7 +29,9 @@ def table(catalog: Catalog):
         identifier_field_ids=(1,),
     )
     t = catalog.create_table("db.kv", schema, partition_by=["region"])
-    t.append(pa.table({"id": [1, 2, 3, 4], "region": ["eu", "eu", "us", "us"], "v": [10, 20, 30, 40]}))
+    t.append(
+        pa.table({"id": [1, 2, 3, 4], "region": ["eu", "eu", "us", "us"], "v": [10, 20, 30, 40]})
+    )
     return t
 
 
@@ -38,7 +40,10 @@ def state(table) -> dict[int, tuple[str, int | None]]:
     return {
         i: (r, v)
         for i, r, v in zip(
-            got.column("id").to_pylist(), got.column("region").to_pylist(), got.column("v").to_pylist(), strict=True
+            got.column("id").to_pylist(),
+            got.column("region").to_pylist(),
+            got.column("v").to_pylist(),
+            strict=True,
         )
     }
 
@@ -88,7 +93,11 @@ def test_upsert_uses_identifier_fields(table) -> None:
 
 def test_merge_with_duplicate_source_keys_is_refused(table) -> None:
     with pytest.raises(ValidationError):
-        table.merge(pa.table({"id": [1, 1], "region": ["eu", "eu"], "v": [1, 2]}), on="id", when_matched_update=True)
+        table.merge(
+            pa.table({"id": [1, 1], "region": ["eu", "eu"], "v": [1, 2]}),
+            on="id",
+            when_matched_update=True,
+        )
 
 
 def test_merge_with_unknown_source_column_is_refused(table) -> None:

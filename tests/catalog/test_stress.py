@@ -87,12 +87,16 @@ def test_eight_writers_keep_the_table_correct(catalog_url: str, warehouse: str) 
     catalog = Catalog(catalog_url, warehouse=warehouse)
     catalog.create_namespace("db")
     catalog.create_table(
-        "db.stress", _rows(0, "x", [0]).schema, partition_by=["part"], properties={"commit.retry.num-retries": "20"}
+        "db.stress",
+        _rows(0, "x", [0]).schema,
+        partition_by=["part"],
+        properties={"commit.retry.num-retries": "20"},
     )
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     procs = [
-        ctx.Process(target=_writer, args=(catalog_url, warehouse, w, 1000 + w, queue)) for w in range(WRITERS)
+        ctx.Process(target=_writer, args=(catalog_url, warehouse, w, 1000 + w, queue))
+        for w in range(WRITERS)
     ]
     for p in procs:
         p.start()

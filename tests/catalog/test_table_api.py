@@ -121,7 +121,9 @@ def test_drop_with_purge_deletes_the_files(catalog: Catalog, table) -> None:
     assert remaining == []
 
 
-def test_drop_without_purge_keeps_files_and_register_brings_the_table_back(catalog: Catalog, table) -> None:
+def test_drop_without_purge_keeps_files_and_register_brings_the_table_back(
+    catalog: Catalog, table
+) -> None:
     table.append(rows(range(5), "eu"))
     metadata_location = table.metadata_location
     catalog.drop_table("db.events")
@@ -155,7 +157,9 @@ def test_append_then_read_returns_the_rows(table) -> None:
 
 
 def test_append_writes_one_file_per_partition(table) -> None:
-    data = pa.concat_tables([rows(range(3), "eu"), rows(range(3, 6), "us"), rows(range(6, 9), "us", day=2)])
+    data = pa.concat_tables(
+        [rows(range(3), "eu"), rows(range(3, 6), "us"), rows(range(6, 9), "us", day=2)]
+    )
     table.append(data)
     files = table.scan().plan_files()
     assert len(files) == 3
@@ -326,7 +330,11 @@ def test_schema_evolution_reads_old_files_by_field_id(table) -> None:
     with table.update_schema() as u:
         u.add_column("channel", StringType())
         u.rename_column("amount", "total")
-    table.append(rows(range(3, 4), "us").rename_columns(["id", "ts", "region", "total"]).append_column("channel", pa.array(["web"])))
+    table.append(
+        rows(range(3, 4), "us")
+        .rename_columns(["id", "ts", "region", "total"])
+        .append_column("channel", pa.array(["web"]))
+    )
     got = table.to_arrow().sort_by("id")
     assert got.column_names == ["id", "ts", "region", "total", "channel"]
     assert got.column("channel").to_pylist() == [None, None, None, "web"]

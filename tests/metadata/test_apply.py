@@ -293,6 +293,14 @@ def test_last_updated_ms_is_never_before_an_added_snapshot() -> None:
     assert new.last_updated_ms == T0 + 50_000
 
 
+def test_time_never_runs_backwards_in_the_metadata() -> None:
+    base = _with_history(2)
+    late_clock = base.last_updated_ms - 3_600_000
+    new = apply(base, [SetSnapshotRef("main", 1, "branch")], now_ms=late_clock)
+    assert new.last_updated_ms == base.last_updated_ms
+    assert new.snapshot_log[-1].timestamp_ms == base.last_updated_ms
+
+
 def test_branches_and_tags_do_not_move_the_current_snapshot() -> None:
     base = _with_history(2)
     new = apply(

@@ -397,14 +397,11 @@ _SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[Hea
 
 @_SETTINGS
 @given(table_metadata())
-def test_json_round_trip_gives_back_equal_metadata(m: TableMetadata) -> None:
-    assert TableMetadata.from_json(orjson.loads(orjson.dumps(m.to_json()))) == m
-
-
-@_SETTINGS
-@given(table_metadata())
-def test_pyiceberg_reads_what_lakecat_writes(m: TableMetadata) -> None:
-    py = TableMetadataUtil.parse_raw(orjson.dumps(m.to_json()))
+def test_random_metadata_round_trips_and_pyiceberg_reads_it_the_same(m: TableMetadata) -> None:
+    # One test for both properties: generating the metadata is the expensive part.
+    written = orjson.dumps(m.to_json())
+    assert TableMetadata.from_json(orjson.loads(written)) == m
+    py = TableMetadataUtil.parse_raw(written)
     assert py.format_version == 2
     assert str(py.table_uuid) == m.table_uuid
     assert (py.location, py.last_updated_ms, py.last_column_id) == (

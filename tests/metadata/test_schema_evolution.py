@@ -435,3 +435,31 @@ def test_a_sequence_of_changes_gives_the_schema_pyiceberg_gives() -> None:
         ._apply()
     )
     assert Schema.from_json(json.loads(theirs.model_dump_json())).same_structure(ours)
+
+
+# ---- union by name ---------------------------------------------------------------------------
+def test_union_by_name_adds_missing_columns_widens_types_and_relaxes_required() -> None:
+    incoming = Schema.of(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "code", LongType()),  # int -> long, required -> optional
+        NestedField(3, "ratio", FloatType()),
+        NestedField(4, "loc", StructType((NestedField(5, "alt", IntegerType()),))),
+        NestedField(6, "points", ListType(7, StructType((NestedField(8, "z", IntegerType()),)))),
+        NestedField(9, "note", StringType(), doc="new"),
+    )
+    schema = SchemaUpdate(_table()).union_by_name(incoming).apply()
+    assert schema.find_field("code") == NestedField(8, "code", LongType())
+    assert schema.find_field("loc.alt").field_id > 16
+    assert schema.find_field("points.element.z").field_id > 16
+    assert schema.find_field("note") == NestedField(19, "note", StringType(), doc="new")
+    assert schema.find_field("ratio").field_type == FloatType()
+    assert schema.has_field("price")  # nothing is deleted
+
+
+def test_union_by_name_keeps_a_wider_table_type_and_refuses_incompatible_ones() -> None:
+    narrower = Schema.of(NestedField(1, "id", IntegerType(), required=True))
+    assert SchemaUpdate(_table()).union_by_name(narrower).updates() == []
+    with pytest.raises(InvalidUpdate, match="incompatible"):
+        SchemaUpdate(_table()).union_by_name(Schema.of(NestedField(1, "id", StringType())))
+    with pytest.raises(InvalidUpdate, match="cannot change 'loc'"):
+        SchemaUpdate(_table()).union_by_name(Schema.of(NestedField(1, "loc", StringType())))
