@@ -27,6 +27,8 @@ from lakecat.metadata import properties as P
 from lakecat.metadata.arrow_schema import arrow_to_schema
 from lakecat.metadata.errors import (
     CommitFailed,
+    CommitStateUnknown,
+    ConcurrentCreate,
     CorruptMetadata,
     StorageError,
     TableAlreadyExists,
@@ -211,7 +213,15 @@ class Catalog:
         write_metadata(self.io, metadata_location, metadata)
         try:
             self.store.create_table_row(ns, name, metadata_location)
-        except Exception:
+        except CommitStateUnknown:
+            raise  # the row may exist and point at this file: keep it
+        except TableAlreadyExists as exc:
+            self.io.delete(metadata_location)
+            raise ConcurrentCreate(
+                f"table {namespace_to_string(ns)}.{name} was created by another writer at the "
+                "same time; load it instead"
+            ) from exc
+        except BaseException:
             self.io.delete(metadata_location)
             raise
         return Table(self._ops(ns, name), metadata, metadata_location)

@@ -6,9 +6,9 @@ The store keeps rows in the two tables of Iceberg's JDBC catalog (see
 tables. It knows nothing about metadata files: a table is a name and a pointer (the location of
 its current ``metadata.json``); the catalog built on top writes the files and moves the pointer.
 
-Namespaces follow the JDBC catalog: a nested namespace is stored as its parts joined with dots,
-and a namespace exists if any property row or any table row has that namespace or one nested
-inside it. Creating one inserts its properties plus the reserved ``exists = 'true'`` row.
+Namespaces follow the JDBC catalog (:mod:`lakecat.catalog.sql_namespaces`): a nested namespace
+is stored as its levels joined with dots, and exists if any property or table row has it or one
+nested inside it. Creating one inserts its properties plus the reserved ``exists = 'true'`` row.
 
 The compare-and-swap contract (:meth:`SqlCatalogStore.swap_metadata_location`)
     One transaction runs ``UPDATE iceberg_tables SET metadata_location = :new,
@@ -35,9 +35,10 @@ The compare-and-swap contract (:meth:`SqlCatalogStore.swap_metadata_location`)
     exponential backoff) instead of surfacing as a conflict. A success costs one transaction
     and no SELECT.
 
-Other writes follow the same classification but report the unsure case as CatalogUnavailable,
-except :meth:`SqlCatalogStore.create_table_row`, whose unsure COMMIT is a CommitStateUnknown
-(the caller must not delete the new table's metadata file when the row may exist).
+Other writes follow the same classification (:mod:`lakecat.catalog.sql_transactions`) but
+report the unsure case as CatalogUnavailable, except :meth:`SqlCatalogStore.create_table_row`,
+whose unsure COMMIT is a CommitStateUnknown: the caller must not delete the new table's
+metadata file while the row may exist.
 
 The constructor does no I/O: the catalog tables are created (when ``create_schema``) and
 inspected on first use, or when :meth:`SqlCatalogStore.initialize` is called. A store is safe
@@ -49,28 +50,18 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
-from sqlalchemy import ColumnElement, Connection, Engine, delete, exists, insert, or_, select, union
-from sqlalchemy import update as sql_update
-from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy import ColumnElement, Connection, Engine, delete, exists, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
-from lakecat.catalog.db import (
-    DEFAULT_BUSY_TIMEOUT_MS,
-    backoff_seconds,
-    create_catalog_engine,
-    is_connection_lost,
-    is_retryable,
-    is_unique_violation,
-    write_engine,
-)
+from lakecat.catalog import sql_namespaces as ns_rows
+from lakecat.catalog.db import DEFAULT_BUSY_TIMEOUT_MS, create_catalog_engine, is_unique_violation
 from lakecat.catalog.identifiers import (
     MAX_ENCODED_LENGTH,
     Identifier,
-    namespace_from_string,
     namespace_to_string,
     parse_namespace,
     validate_name,
@@ -78,18 +69,15 @@ from lakecat.catalog.identifiers import (
 from lakecat.catalog.sql_tables import (
     ICEBERG_TABLES,
     MAX_LOCATION_LENGTH,
-    MAX_PROPERTY_KEY_LENGTH,
-    MAX_PROPERTY_VALUE_LENGTH,
     NAMESPACE_EXISTS_PROPERTY,
-    NAMESPACE_PROPERTIES,
     TABLE_RECORD_TYPE,
     TableLayout,
     prepare_tables,
 )
+from lakecat.catalog.sql_transactions import RetryTransaction, TransactionRunner
 from lakecat.metadata.errors import (
     CatalogUnavailable,
     CommitFailed,
-    CommitStateUnknown,
     CorruptMetadata,
     NamespaceAlreadyExists,
     NamespaceNotEmpty,
@@ -112,7 +100,6 @@ T = TypeVar("T")
 DEFAULT_MAX_STATEMENT_ATTEMPTS = 5
 
 _TABLES = ICEBERG_TABLES.c
-_PROPS = NAMESPACE_PROPERTIES.c
 
 
 @dataclass(frozen=True)
@@ -132,10 +119,6 @@ class PropertiesUpdateSummary:
     missing: tuple[str, ...]
 
 
-class _RetryableFailure(Exception):
-    """The database rolled the transaction back (busy, serialization failure): run it again."""
-
-
 class _SwapMissed(Exception):
     """The compare-and-swap UPDATE changed ``rowcount`` rows instead of one; rolled back."""
 
@@ -147,10 +130,13 @@ class _SwapMissed(Exception):
 class SqlCatalogStore:
     """Namespaces and table pointers in a SQL database shared with Iceberg's JDBC catalog.
 
-    ``url`` is a SQLAlchemy URL: ``sqlite:///path/catalog.db`` or
+    ``url`` is a SQLAlchemy URL: ``sqlite:///path/catalog.db`` (a file: an in-memory SQLite
+    database would be private to each pooled connection) or
     ``postgresql+psycopg://user@host:port/db``. ``engine_kwargs`` go to
     :func:`sqlalchemy.create_engine`. With ``create_schema`` false, missing catalog tables are
-    an error instead of being created.
+    an error instead of being created. ``busy_timeout_ms`` is how long a SQLite writer waits
+    for the lock; ``max_statement_attempts`` bounds the runs of a transaction the database
+    rolled back (busy, serialization failure).
     """
 
     def __init__(
@@ -171,11 +157,10 @@ class SqlCatalogStore:
             raise ValidationError(f"max_statement_attempts must be >= 1: {max_statement_attempts}")
         self._catalog_name = catalog_name
         self._create_schema = create_schema
-        self._max_attempts = max_statement_attempts
-        self._engine = create_catalog_engine(
+        self._engine: Engine = create_catalog_engine(
             url, busy_timeout_ms=busy_timeout_ms, engine_kwargs=engine_kwargs
         )
-        self._write_engine = write_engine(self._engine)
+        self._runner = TransactionRunner(self._engine, max_attempts=max_statement_attempts)
         self._layout_lock = threading.Lock()
         self._layout: TableLayout | None = None
 
@@ -193,7 +178,8 @@ class SqlCatalogStore:
     @property
     def safe_url(self) -> str:
         """The database URL with any password masked, for messages and logs."""
-        return self._engine.url.render_as_string(hide_password=True)
+        url: str = self._engine.url.render_as_string(hide_password=True)
+        return url
 
     def initialize(self) -> None:
         """Create missing catalog tables and detect their layout now instead of on first use."""
@@ -219,14 +205,13 @@ class SqlCatalogStore:
     ) -> None:
         """Create a namespace with ``properties``; NamespaceAlreadyExists if it exists."""
         encoded = namespace_to_string(namespace)
-        rows = _checked_properties(properties or {})
+        rows = ns_rows.checked_properties(properties or {})
         rows[NAMESPACE_EXISTS_PROPERTY] = "true"
 
         def work(connection: Connection, _layout: TableLayout) -> None:
-            if self._namespace_exists(connection, encoded):
-                raise NamespaceAlreadyExists(f"namespace {encoded!r} already exists")
+            self._require_absent_namespace(connection, encoded)
             try:
-                self._insert_properties(connection, encoded, rows)
+                ns_rows.insert_properties(connection, self._catalog_name, encoded, rows)
             except IntegrityError as exc:
                 if is_unique_violation(exc):  # created concurrently
                     raise NamespaceAlreadyExists(f"namespace {encoded!r} already exists") from exc
@@ -236,52 +221,40 @@ class SqlCatalogStore:
 
     def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
         encoded = namespace_to_string(namespace)
-        return self._transaction(
-            lambda connection, _layout: self._namespace_exists(connection, encoded),
-            write=False,
-            action=f"check namespace {encoded!r}",
-        )
+
+        def work(connection: Connection, _layout: TableLayout) -> bool:
+            found: bool = ns_rows.namespace_exists(connection, self._catalog_name, encoded)
+            return found
+
+        return self._transaction(work, write=False, action=f"check namespace {encoded!r}")
 
     def list_namespaces(self, parent: str | Sequence[str] = ()) -> list[Identifier]:
         """The direct children of ``parent`` (top-level namespaces for ``()``), sorted.
 
         Like the JDBC catalog, namespaces are derived from both property rows and table rows.
-        Stored namespaces with an empty level (possible from other writers) are skipped.
         NoSuchNamespace if ``parent`` is given and does not exist.
         """
         parent_parts: Identifier = () if len(parent) == 0 else parse_namespace(parent)
-        parent_encoded = ".".join(parent_parts)
-        depth = len(parent_parts) + 1
 
         def work(connection: Connection, _layout: TableLayout) -> list[Identifier]:
-            if parent_parts and not self._namespace_exists(connection, parent_encoded):
-                raise NoSuchNamespace(f"namespace {parent_encoded!r} does not exist")
-            table_query = select(_TABLES.table_namespace).where(
-                _TABLES.catalog_name == self._catalog_name
-            )
-            property_query = select(_PROPS.namespace).where(
-                _PROPS.catalog_name == self._catalog_name
-            )
             if parent_parts:
-                table_query = table_query.where(_nested_in(_TABLES.table_namespace, parent_encoded))
-                property_query = property_query.where(_nested_in(_PROPS.namespace, parent_encoded))
-            children: set[Identifier] = set()
-            for encoded in connection.execute(union(table_query, property_query)).scalars():
-                parts = namespace_from_string(encoded)[:depth]
-                if len(parts) == depth and parts[:-1] == parent_parts and all(parts):
-                    children.add(parts)
-            return sorted(children)
+                self._require_namespace(connection, ".".join(parent_parts))
+            children: list[Identifier] = ns_rows.child_namespaces(
+                connection, self._catalog_name, parent_parts
+            )
+            return children
 
-        return self._transaction(work, write=False, action=f"list namespaces in {parent_encoded!r}")
+        return self._transaction(work, write=False, action=f"list namespaces in {parent_parts}")
 
     def load_namespace_properties(self, namespace: str | Sequence[str]) -> dict[str, str]:
         """The namespace's properties, without the reserved ``exists`` key."""
         encoded = namespace_to_string(namespace)
 
         def work(connection: Connection, _layout: TableLayout) -> dict[str, str]:
-            if not self._namespace_exists(connection, encoded):
-                raise NoSuchNamespace(f"namespace {encoded!r} does not exist")
-            properties = self._fetch_properties(connection, encoded)
+            self._require_namespace(connection, encoded)
+            properties: dict[str, str] = ns_rows.fetch_properties(
+                connection, self._catalog_name, encoded
+            )
             properties.pop(NAMESPACE_EXISTS_PROPERTY, None)
             return properties
 
@@ -302,39 +275,31 @@ class SqlCatalogStore:
         encoded = namespace_to_string(namespace)
         removal_keys = tuple(dict.fromkeys(removals))
         for key in removal_keys:
-            _check_property_key(key)
-        new_values = _checked_properties(updates or {})
+            ns_rows.check_property_key(key)
+        new_values = ns_rows.checked_properties(updates or {})
         if overlap := set(removal_keys) & set(new_values):
             raise ValidationError(f"properties both removed and updated: {sorted(overlap)}")
+        catalog = self._catalog_name
 
         def work(connection: Connection, _layout: TableLayout) -> PropertiesUpdateSummary:
-            if not self._namespace_exists(connection, encoded):
-                raise NoSuchNamespace(f"namespace {encoded!r} does not exist")
-            current = self._fetch_properties(connection, encoded)
+            self._require_namespace(connection, encoded)
+            current = ns_rows.fetch_properties(connection, catalog, encoded)
             removed = [key for key in removal_keys if key in current]
             if removed:
-                connection.execute(
-                    delete(NAMESPACE_PROPERTIES).where(
-                        *self._properties_of(encoded), _PROPS.property_key.in_(removed)
-                    )
-                )
+                ns_rows.delete_properties(connection, catalog, encoded, removed)
             for key, value in new_values.items():
                 if key in current:
-                    connection.execute(
-                        sql_update(NAMESPACE_PROPERTIES)
-                        .where(*self._properties_of(encoded), _PROPS.property_key == key)
-                        .values(property_value=value)
-                    )
+                    ns_rows.update_property(connection, catalog, encoded, key, value)
             inserts = {k: v for k, v in new_values.items() if k not in current}
             # Namespaces made by pyiceberg with properties have no `exists` row; add it so the
             # namespace survives the removal of its last property.
             if NAMESPACE_EXISTS_PROPERTY not in current:
                 inserts[NAMESPACE_EXISTS_PROPERTY] = "true"
             try:
-                self._insert_properties(connection, encoded, inserts)
+                ns_rows.insert_properties(connection, catalog, encoded, inserts)
             except IntegrityError as exc:
                 if is_unique_violation(exc):  # a concurrent writer set the same key: redo
-                    raise _RetryableFailure() from exc
+                    raise RetryTransaction() from exc
                 raise
             return PropertiesUpdateSummary(
                 removed=tuple(sorted(removed)),
@@ -347,22 +312,16 @@ class SqlCatalogStore:
     def drop_namespace(self, namespace: str | Sequence[str]) -> None:
         """Drop an empty namespace: NamespaceNotEmpty if it has tables or child namespaces."""
         encoded = namespace_to_string(namespace)
+        catalog = self._catalog_name
 
         def work(connection: Connection, _layout: TableLayout) -> None:
-            if not self._namespace_exists(connection, encoded):
-                raise NoSuchNamespace(f"namespace {encoded!r} does not exist")
+            self._require_namespace(connection, encoded)
             # Any row counts, views included: dropping would orphan them.
-            has_tables = select(
-                exists().where(
-                    _TABLES.catalog_name == self._catalog_name,
-                    _TABLES.table_namespace == encoded,
-                )
-            )
-            if connection.execute(has_tables).scalar():
+            if ns_rows.has_table_rows(connection, catalog, encoded):
                 raise NamespaceNotEmpty(f"namespace {encoded!r} still has tables")
-            if self._exists_in_either_table(connection, encoded, include_self=False):
+            if ns_rows.has_child_namespaces(connection, catalog, encoded):
                 raise NamespaceNotEmpty(f"namespace {encoded!r} still has child namespaces")
-            connection.execute(delete(NAMESPACE_PROPERTIES).where(*self._properties_of(encoded)))
+            ns_rows.delete_properties(connection, catalog, encoded)
 
         self._transaction(work, write=True, action=f"drop namespace {encoded!r}")
 
@@ -382,8 +341,7 @@ class SqlCatalogStore:
         _check_location(metadata_location, what="metadata_location")
 
         def work(connection: Connection, layout: TableLayout) -> None:
-            if not self._namespace_exists(connection, encoded):
-                raise NoSuchNamespace(f"namespace {encoded!r} does not exist")
+            self._require_namespace(connection, encoded)
             row = {
                 "catalog_name": self._catalog_name,
                 "table_namespace": encoded,
@@ -409,12 +367,10 @@ class SqlCatalogStore:
         encoded = namespace_to_string(namespace)
         validate_name(name)
 
+        params = {"catalog": self._catalog_name, "namespace": encoded, "name": name}
+
         def work(connection: Connection, layout: TableLayout) -> TablePointer:
-            row = connection.execute(
-                select(_TABLES.metadata_location, _TABLES.previous_metadata_location).where(
-                    *self._table_row(encoded, name, layout)
-                )
-            ).first()
+            row = connection.execute(layout.pointer_statement, params).first()
             if row is None:
                 raise NoSuchTable(f"table {encoded}.{name} does not exist")
             return TablePointer(
@@ -446,8 +402,7 @@ class SqlCatalogStore:
         encoded = namespace_to_string(namespace)
 
         def work(connection: Connection, layout: TableLayout) -> list[str]:
-            if not self._namespace_exists(connection, encoded):
-                raise NoSuchNamespace(f"namespace {encoded!r} does not exist")
+            self._require_namespace(connection, encoded)
             names = connection.execute(
                 select(_TABLES.table_name).where(
                     _TABLES.catalog_name == self._catalog_name,
@@ -480,13 +435,12 @@ class SqlCatalogStore:
             source_row = self._table_row(source, source_name, layout)
             if not connection.execute(select(exists().where(*source_row))).scalar():
                 raise NoSuchTable(f"table {source}.{source_name} does not exist")
-            if not self._namespace_exists(connection, target):
-                raise NoSuchNamespace(f"namespace {target!r} does not exist")
+            self._require_namespace(connection, target)
             if (source, source_name) == (target, target_name):
                 return
             try:
                 result = connection.execute(
-                    sql_update(ICEBERG_TABLES)
+                    update(ICEBERG_TABLES)
                     .where(*source_row)
                     .values(table_namespace=target, table_name=target_name)
                 )
@@ -506,7 +460,11 @@ class SqlCatalogStore:
         )
 
     def drop_table_row(self, namespace: str | Sequence[str], name: str) -> str:
-        """Delete the table's row and return the metadata location it pointed at."""
+        """Delete the table's row and return the metadata location it pointed at.
+
+        NoSuchTable if there is no such table. A row without a metadata location (never
+        written by lakecat or pyiceberg) is left in place and raises CorruptMetadata.
+        """
         encoded = namespace_to_string(namespace)
         validate_name(name)
 
@@ -553,37 +511,38 @@ class SqlCatalogStore:
         def work(connection: Connection, layout: TableLayout) -> None:
             rowcount = connection.execute(layout.swap_statement, params).rowcount
             if rowcount != 1:
-                raise _SwapMissed(rowcount)  # rolled back by _attempt, never committed
+                raise _SwapMissed(rowcount)  # the runner rolls back: never committed
 
         action = f"commit table {encoded}.{name}"
         try:
             self._transaction(work, write=True, action=action, ambiguous_commit=True)
         except _SwapMissed as missed:
-            raise self._lost_swap(encoded, name, expected, missed.rowcount) from None
+            self._raise_lost_swap(encoded, name, expected, missed.rowcount)
         logger.debug(
             "swapped metadata pointer",
             extra={"table": f"{encoded}.{name}", "expected": expected, "new": new},
         )
 
-    def _lost_swap(self, encoded: str, name: str, expected: str, rowcount: int) -> Exception:
+    def _raise_lost_swap(self, encoded: str, name: str, expected: str, rowcount: int) -> NoReturn:
+        """Raise the right 'definitely not committed' error for an UPDATE that missed."""
         if rowcount > 1:
-            return CatalogUnavailable(
+            raise CatalogUnavailable(
                 f"the commit of {encoded}.{name} matched {rowcount} rows; the catalog table's "
                 "primary key is broken (rolled back, nothing committed)"
-            )
+            ) from None
         try:
             current = self.get_metadata_location(encoded, name)
         except NoSuchTable as exc:
-            return exc
+            raise exc from None
         except (CatalogUnavailable, CorruptMetadata) as exc:
-            return CommitFailed(
+            raise CommitFailed(
                 f"commit of {encoded}.{name} lost: its metadata location is no longer "
                 f"{expected!r} (reading the current one failed: {exc})"
-            )
-        return CommitFailed(
+            ) from exc
+        raise CommitFailed(
             f"commit of {encoded}.{name} lost: expected metadata location {expected!r}, "
             f"the catalog has {current!r}"
-        )
+        ) from None
 
     # -- transactions ----------------------------------------------------------------------
 
@@ -600,12 +559,13 @@ class SqlCatalogStore:
         def work(connection: Connection) -> TableLayout:
             return prepare_tables(connection, create=self._create_schema)
 
+        action = "prepare the catalog tables"
         try:
-            return self._run(work, write=True, action="prepare the catalog tables")
+            return self._runner.run(work, write=True, action=action)
         except CatalogUnavailable:
             # Another process may have created the tables at the same moment (PostgreSQL
             # reports the loser's CREATE as an error); one more look settles it.
-            return self._run(work, write=True, action="prepare the catalog tables")
+            return self._runner.run(work, write=True, action=action)
 
     def _transaction(
         self,
@@ -616,94 +576,23 @@ class SqlCatalogStore:
         ambiguous_commit: bool = False,
     ) -> T:
         layout = self._table_layout()
-        return self._run(
+        result: T = self._runner.run(
             lambda connection: work(connection, layout),
             write=write,
             action=action,
             ambiguous_commit=ambiguous_commit,
         )
-
-    def _run(
-        self,
-        work: Callable[[Connection], T],
-        *,
-        write: bool,
-        action: str,
-        ambiguous_commit: bool = False,
-    ) -> T:
-        """Run ``work`` in a transaction, re-running it while the database rolls it back."""
-        engine = self._write_engine if write else self._engine
-        attempt = 1
-        while True:
-            try:
-                return self._attempt(engine, work, action=action, ambiguous_commit=ambiguous_commit)
-            except _RetryableFailure as failure:
-                if attempt >= self._max_attempts:
-                    raise CatalogUnavailable(
-                        f"{action}: the database stayed busy through {attempt} attempts "
-                        f"({_describe(failure.__cause__)}); nothing was committed"
-                    ) from failure.__cause__
-                wait = backoff_seconds(attempt)
-                logger.info(
-                    "catalog transaction rolled back by the database; retrying",
-                    extra={"action": action, "attempt": attempt, "wait_s": round(wait, 4)},
-                )
-                time.sleep(wait)
-                attempt += 1
-
-    def _attempt(
-        self,
-        engine: Engine,
-        work: Callable[[Connection], T],
-        *,
-        action: str,
-        ambiguous_commit: bool,
-    ) -> T:
-        """One transaction, each failure classified by the phase it happened in."""
-        try:
-            connection = engine.connect()
-        except SQLAlchemyError as exc:
-            raise _not_sent(exc, action) from exc
-        with connection:
-            try:
-                connection.begin()  # on SQLite this runs BEGIN [IMMEDIATE]
-            except SQLAlchemyError as exc:
-                raise _not_sent(exc, action) from exc
-            try:
-                result = work(connection)
-            except SQLAlchemyError as exc:
-                _rollback_after_failure(connection)
-                if is_retryable(exc):
-                    raise _RetryableFailure() from exc
-                if ambiguous_commit and is_connection_lost(exc):
-                    raise CommitStateUnknown(
-                        f"{action}: the connection was lost during the statement; the change "
-                        f"may or may not have been committed ({_describe(exc)})"
-                    ) from exc
-                raise CatalogUnavailable(
-                    f"{action}: the database refused the statement; nothing was committed "
-                    f"({_describe(exc)})"
-                ) from exc
-            except BaseException:
-                _rollback_after_failure(connection)
-                raise
-            try:
-                connection.commit()
-            except SQLAlchemyError as exc:
-                if is_retryable(exc):
-                    raise _RetryableFailure() from exc
-                if ambiguous_commit:
-                    raise CommitStateUnknown(
-                        f"{action}: COMMIT failed; the change may or may not have been "
-                        f"committed ({_describe(exc)})"
-                    ) from exc
-                raise CatalogUnavailable(f"{action}: COMMIT failed ({_describe(exc)})") from exc
-            return result
+        return result
 
     # -- statement helpers -----------------------------------------------------------------
 
-    def _properties_of(self, encoded: str) -> tuple[ColumnElement[bool], ...]:
-        return (_PROPS.catalog_name == self._catalog_name, _PROPS.namespace == encoded)
+    def _require_namespace(self, connection: Connection, encoded: str) -> None:
+        if not ns_rows.namespace_exists(connection, self._catalog_name, encoded):
+            raise NoSuchNamespace(f"namespace {encoded!r} does not exist")
+
+    def _require_absent_namespace(self, connection: Connection, encoded: str) -> None:
+        if ns_rows.namespace_exists(connection, self._catalog_name, encoded):
+            raise NamespaceAlreadyExists(f"namespace {encoded!r} already exists")
 
     def _table_row(
         self, encoded: str, name: str, layout: TableLayout
@@ -714,84 +603,6 @@ class SqlCatalogStore:
             _TABLES.table_name == name,
             *layout.table_filters,
         )
-
-    def _namespace_exists(self, connection: Connection, encoded: str) -> bool:
-        return self._exists_in_either_table(connection, encoded, include_self=True)
-
-    def _exists_in_either_table(
-        self, connection: Connection, encoded: str, *, include_self: bool
-    ) -> bool:
-        """True if a table or property row has namespace ``encoded`` or one nested in it."""
-
-        def matching(column: Any) -> ColumnElement[bool]:
-            nested = _nested_in(column, encoded)
-            return or_(column == encoded, nested) if include_self else nested
-
-        query = select(
-            or_(
-                exists().where(
-                    _TABLES.catalog_name == self._catalog_name, matching(_TABLES.table_namespace)
-                ),
-                exists().where(
-                    _PROPS.catalog_name == self._catalog_name, matching(_PROPS.namespace)
-                ),
-            )
-        )
-        return bool(connection.execute(query).scalar())
-
-    def _fetch_properties(self, connection: Connection, encoded: str) -> dict[str, str]:
-        rows = connection.execute(
-            select(_PROPS.property_key, _PROPS.property_value).where(*self._properties_of(encoded))
-        )
-        # Java's schema allows NULL values; pyiceberg's does not. Read NULL as "".
-        return {key: value if value is not None else "" for key, value in rows}
-
-    def _insert_properties(
-        self, connection: Connection, encoded: str, properties: Mapping[str, str]
-    ) -> None:
-        if not properties:
-            return
-        connection.execute(
-            insert(NAMESPACE_PROPERTIES),
-            [
-                {
-                    "catalog_name": self._catalog_name,
-                    "namespace": encoded,
-                    "property_key": key,
-                    "property_value": value,
-                }
-                for key, value in properties.items()
-            ],
-        )
-
-
-def _nested_in(column: Any, encoded: str) -> ColumnElement[bool]:
-    """``column`` names a namespace nested (at any depth) in namespace ``encoded``."""
-    escaped = encoded.replace("!", "!!").replace("_", "!_").replace("%", "!%")
-    clause: ColumnElement[bool] = column.like(escaped + ".%", escape="!")
-    return clause
-
-
-def _not_sent(exc: SQLAlchemyError, action: str) -> Exception:
-    """Classify a failure before any statement of the transaction reached the database."""
-    if is_retryable(exc):
-        return _RetryableFailure()
-    return CatalogUnavailable(f"{action}: cannot reach the catalog database ({_describe(exc)})")
-
-
-def _rollback_after_failure(connection: Connection) -> None:
-    try:
-        connection.rollback()
-    except SQLAlchemyError:
-        # Nothing was committed, so a failed rollback changes no outcome: the pool discards the
-        # connection and the database drops the open transaction with it.
-        logger.debug("rollback after a failed catalog statement failed too", exc_info=True)
-
-
-def _describe(exc: BaseException | None) -> str:
-    if isinstance(exc, DBAPIError) and exc.orig is not None:
-        return f"{type(exc.orig).__name__}: {exc.orig}".strip()
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _present_location(location: str | None, encoded: str, name: str) -> str:
@@ -808,25 +619,3 @@ def _check_location(location: str, *, what: str) -> None:
             f"{what} is {len(location)} characters long; the catalog stores at most "
             f"{MAX_LOCATION_LENGTH}"
         )
-
-
-def _check_property_key(key: str) -> None:
-    if not isinstance(key, str) or not key or len(key) > MAX_PROPERTY_KEY_LENGTH:
-        raise ValidationError(
-            f"property keys must be 1 to {MAX_PROPERTY_KEY_LENGTH} characters: {key!r}"
-        )
-    if key == NAMESPACE_EXISTS_PROPERTY:
-        raise ValidationError(f"{key!r} is a reserved namespace property")
-
-
-def _checked_properties(properties: Mapping[str, str]) -> dict[str, str]:
-    checked: dict[str, str] = {}
-    for key, value in properties.items():
-        _check_property_key(key)
-        if not isinstance(value, str) or len(value) > MAX_PROPERTY_VALUE_LENGTH:
-            raise ValidationError(
-                f"property {key!r} must be a string of at most {MAX_PROPERTY_VALUE_LENGTH} "
-                f"characters"
-            )
-        checked[key] = value
-    return checked

@@ -21,12 +21,14 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     MetaData,
+    Select,
     String,
     Table,
     Update,
     bindparam,
     inspect,
     or_,
+    select,
     update,
 )
 
@@ -77,7 +79,11 @@ NAMESPACE_PROPERTIES = Table(
 
 @dataclass(frozen=True)
 class TableLayout:
-    """What this database's ``iceberg_tables`` looks like, and the statements built for it."""
+    """What this database's ``iceberg_tables`` looks like, and the statements built for it.
+
+    The two statements on every commit's path (read the pointer, swap it) are built once with
+    bind parameters, so a commit spends no time constructing SQL.
+    """
 
     has_iceberg_type: bool
 
@@ -88,6 +94,17 @@ class TableLayout:
             return ()
         column = ICEBERG_TABLES.c.iceberg_type
         return (or_(column == TABLE_RECORD_TYPE, column.is_(None)),)
+
+    @cached_property
+    def pointer_statement(self) -> Select[str | None, str | None]:
+        """SELECT of a table's two locations, parameters ``catalog, namespace, name``."""
+        t = ICEBERG_TABLES.c
+        return select(t.metadata_location, t.previous_metadata_location).where(
+            t.catalog_name == bindparam("catalog"),
+            t.table_namespace == bindparam("namespace"),
+            t.table_name == bindparam("name"),
+            *self.table_filters,
+        )
 
     @cached_property
     def swap_statement(self) -> Update:

@@ -36,6 +36,7 @@ calls the library, so callers never need to catch a library's own exception type
             ├── ConcurrentDeleteDelete
             ├── MetadataChanged
             ├── ProtocolChanged
+            │   └── ConcurrentCreate   (also a TableAlreadyExists)
             └── ConcurrentTransaction
 """
 
@@ -188,6 +189,10 @@ class MetadataChanged(CommitConflict):
 
 class ProtocolChanged(CommitConflict):
     """A concurrent format upgrade, or a concurrent create/replace of the same table."""
+
+
+class ConcurrentCreate(ProtocolChanged, TableAlreadyExists):
+    """Another writer created the same table between this writer's check and its insert."""
 
 
 class ConcurrentTransaction(CommitConflict):

@@ -2,8 +2,8 @@
 
 Backends
     ``catalog_url`` is parametrized over ``sqlite`` and ``postgres``: every contract test that
-    takes it runs against a fresh SQLite file and against a fresh database on a real
-    PostgreSQL server. The ``postgres`` cases carry the ``postgres`` marker, so
+    takes it runs against a fresh SQLite file and against a fresh schema (see ``postgres_url``)
+    on a real PostgreSQL server. The ``postgres`` cases carry the ``postgres`` marker, so
     ``pytest -m "not postgres"`` runs SQLite only.
 
 PostgreSQL
@@ -13,8 +13,8 @@ PostgreSQL
     authentication, listening on 127.0.0.1 only, on a free port, with its unix socket inside the
     temp folder. PostgreSQL refuses to run as root, so as root the server runs as the
     ``postgres`` OS user (which Debian's ``postgresql`` package creates; ``.ci/run`` installs it).
-    Set ``LAKECAT_TEST_POSTGRES_URL`` (a SQLAlchemy URL to a database of a server on which the
-    user may CREATE DATABASE) to use an existing server instead.
+    Set ``LAKECAT_TEST_POSTGRES_URL`` (a SQLAlchemy URL to a database in which the user may
+    CREATE SCHEMA) to use an existing server instead.
 
     Without PostgreSQL binaries the postgres cases are skipped, except under ``CI=true``, where
     they fail: CI must run them.
@@ -29,7 +29,7 @@ import socket
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +43,7 @@ _POSTGRES_OS_USER = "postgres"
 _POSTGRES_SUPERUSER = "postgres"
 _POSTGRES_PROGRAMS = ("initdb", "pg_ctl", "postgres")
 _START_ATTEMPTS = 3
+_TEST_DATABASE = "lakecat_tests"
 
 
 # -- backends ------------------------------------------------------------------------------
@@ -56,20 +57,24 @@ def sqlite_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
-    """A SQLAlchemy URL to a new, empty PostgreSQL database (dropped afterwards).
+    """A SQLAlchemy URL to a new, empty PostgreSQL schema (dropped afterwards).
 
-    Tests using it directly should carry ``@pytest.mark.postgres``.
+    Each test gets its own schema in the session's test database, selected through the URL
+    (``options=-csearch_path=<schema>``), so catalog tables created through the URL land in
+    it. A schema costs well under a millisecond; a database costs about half a second, which
+    the suite would pay once per PostgreSQL test. Tests using this fixture directly should
+    carry ``@pytest.mark.postgres``.
     """
-    name = postgres_server.create_database()
+    schema = postgres_server.create_schema()
     try:
-        yield postgres_server.url_for(name)
+        yield postgres_server.url_for_schema(schema)
     finally:
-        postgres_server.drop_database(name)
+        postgres_server.drop_schema(schema)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def catalog_url(request: pytest.FixtureRequest) -> str:
-    """A fresh catalog database on each backend: a new SQLite file, a new PostgreSQL database."""
+    """A fresh catalog database on each backend: a new SQLite file, a new PostgreSQL schema."""
     url: str = request.getfixturevalue(f"{request.param}_url")
     return url
 
@@ -87,28 +92,29 @@ def warehouse(tmp_path: Path) -> str:
 
 @dataclass
 class PostgresServer:
-    """A PostgreSQL server the tests may create and drop databases on."""
+    """A PostgreSQL database in which the tests may create and drop schemas."""
 
-    admin_url: str
+    url: str
 
-    def url_for(self, database: str) -> str:
-        url = make_url(self.admin_url).set(database=database)
+    def url_for_schema(self, schema: str) -> str:
+        url = make_url(self.url).update_query_dict({"options": f"-csearch_path={schema}"})
         return url.render_as_string(hide_password=False)
 
-    def create_database(self) -> str:
+    def create_schema(self) -> str:
         name = f"lakecat_test_{uuid.uuid4().hex[:16]}"
-        self._run_admin(f'CREATE DATABASE "{name}"')
+        self._run_admin(f'CREATE SCHEMA "{name}"')
         return name
 
-    def drop_database(self, name: str) -> None:
-        # FORCE: a test may leave pooled connections open; they must not keep the drop waiting.
-        self._run_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    def drop_schema(self, name: str) -> None:
+        # A bounded wait: a connection a test leaked inside a transaction must not hang the suite.
+        self._run_admin("SET lock_timeout = '30s'", f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
-    def _run_admin(self, statement: str) -> None:
-        engine = sa.create_engine(self.admin_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    def _run_admin(self, *statements: str) -> None:
+        engine = sa.create_engine(self.url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
         try:
             with engine.connect() as connection:
-                connection.exec_driver_sql(statement)
+                for statement in statements:
+                    connection.exec_driver_sql(statement)
         finally:
             engine.dispose()
 
@@ -118,7 +124,7 @@ def postgres_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server for the session: ``$LAKECAT_TEST_POSTGRES_URL`` or a local one."""
     external = os.environ.get(POSTGRES_URL_ENV)
     if external:
-        yield PostgresServer(admin_url=external)
+        yield PostgresServer(url=external)
         return
     bindir = find_postgres_bindir()
     if bindir is None:
@@ -132,9 +138,9 @@ def postgres_server() -> Iterator[PostgresServer]:
     server = _LocalPostgres(bindir)
     try:
         port = server.start()
-        yield PostgresServer(
-            admin_url=f"postgresql+psycopg://{_POSTGRES_SUPERUSER}@127.0.0.1:{port}/postgres"
-        )
+        base = f"postgresql+psycopg://{_POSTGRES_SUPERUSER}@127.0.0.1:{port}"
+        PostgresServer(url=f"{base}/postgres")._run_admin(f"CREATE DATABASE {_TEST_DATABASE}")
+        yield PostgresServer(url=f"{base}/{_TEST_DATABASE}")
     finally:
         server.stop()
 
@@ -172,8 +178,8 @@ class _LocalPostgres:
     def start(self) -> int:
         self._command(
             "initdb",
-            ["-D", str(self._data), "-U", _POSTGRES_SUPERUSER, "--auth=trust"]
-            + ["-E", "UTF8", "--locale=C", "--no-sync"],
+            *("-D", str(self._data), "-U", _POSTGRES_SUPERUSER, "--auth=trust"),
+            *("-E", "UTF8", "--locale=C", "--no-sync"),
         )
         failures: list[str] = []
         for _ in range(_START_ATTEMPTS):  # the free port may be taken before the server binds
@@ -192,8 +198,8 @@ class _LocalPostgres:
             )
             result = self._command(
                 "pg_ctl",
-                ["-D", str(self._data), "-l", str(self._log), "-w", "-t", "60"]
-                + ["-o", options, "start"],
+                *("-D", str(self._data), "-l", str(self._log), "-w", "-t", "60"),
+                *("-o", options, "start"),
                 check=False,
             )
             if result.returncode == 0:
@@ -206,13 +212,13 @@ class _LocalPostgres:
         try:
             if self._started:
                 self._command(
-                    "pg_ctl", ["-D", str(self._data), "-m", "immediate", "-w", "stop"], check=False
+                    "pg_ctl", "-D", str(self._data), "-m", "immediate", "-w", "stop", check=False
                 )
         finally:
             shutil.rmtree(self._base, ignore_errors=True)
 
     def _command(
-        self, program: str, arguments: Sequence[str], *, check: bool = True
+        self, program: str, *arguments: str, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
         command = [str(self._bindir / program), *arguments]
         if self._run_as is not None:

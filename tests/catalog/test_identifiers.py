@@ -78,11 +78,15 @@ INVALID_TABLE_IDENTIFIERS = [
 
 
 @pytest.mark.parametrize(("given", "parsed"), VALID_NAMESPACES)
-def test_parse_namespace_accepts_strings_and_sequences(given: object, parsed: tuple[str, ...]) -> None:
+def test_parse_namespace_accepts_strings_and_sequences(
+    given: object, parsed: tuple[str, ...]
+) -> None:
     assert parse_namespace(given) == parsed  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("given", "why"), INVALID_NAMESPACES, ids=[w for _, w in INVALID_NAMESPACES])
+@pytest.mark.parametrize(
+    ("given", "why"), INVALID_NAMESPACES, ids=[w for _, w in INVALID_NAMESPACES]
+)
 def test_parse_namespace_refuses_bad_namespaces(given: object, why: str) -> None:
     with pytest.raises(InvalidIdentifier):
         parse_namespace(given)  # type: ignore[arg-type]

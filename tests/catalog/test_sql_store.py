@@ -10,10 +10,12 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import psycopg.errors
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
 
+from lakecat.catalog.db import is_connection_lost, is_retryable, is_unique_violation
 from lakecat.catalog.sql_store import PropertiesUpdateSummary, SqlCatalogStore, TablePointer
 from lakecat.metadata.errors import (
     CatalogUnavailable,
@@ -100,7 +102,8 @@ def test_namespace_with_only_a_table_row_exists(catalog_url: str, store: SqlCata
     store.initialize()
     raw_execute(
         catalog_url,
-        "INSERT INTO iceberg_tables VALUES ('lakecat', 'loose.ns', 't', 'file:///m.json', NULL, 'TABLE')",
+        "INSERT INTO iceberg_tables VALUES "
+        "('lakecat', 'loose.ns', 't', 'file:///m.json', NULL, 'TABLE')",
     )
     assert store.namespace_exists("loose")
     assert store.namespace_exists("loose.ns")
@@ -143,7 +146,9 @@ def test_update_namespace_properties_removes_updates_and_reports(store: SqlCatal
     summary = store.update_namespace_properties(
         "db", removals=["a", "missing"], updates={"b": "20", "c": "3"}
     )
-    assert summary == PropertiesUpdateSummary(removed=("a",), updated=("b", "c"), missing=("missing",))
+    assert summary == PropertiesUpdateSummary(
+        removed=("a",), updated=("b", "c"), missing=("missing",)
+    )
     assert store.load_namespace_properties("db") == {"b": "20", "c": "3"}
 
 
@@ -403,8 +408,9 @@ def test_the_store_creates_the_jdbc_catalog_tables(catalog_url: str) -> None:
 
 
 def test_missing_tables_are_an_error_when_schema_creation_is_off(catalog_url: str) -> None:
-    with SqlCatalogStore(catalog_url, create_schema=False) as store, pytest.raises(
-        CatalogUnavailable
+    with (
+        SqlCatalogStore(catalog_url, create_schema=False) as store,
+        pytest.raises(CatalogUnavailable),
     ):
         store.list_namespaces()
 
@@ -482,8 +488,6 @@ class InjectedError:
             busy = sqlite3.OperationalError("database is locked")
             busy.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
             return busy
-        import psycopg.errors
-
         return psycopg.errors.SerializationFailure("injected serialization failure")
 
     def treat_as_disconnect(self, monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
@@ -705,3 +709,52 @@ def test_backend_killed_between_update_and_commit_is_unknown(postgres_url: str) 
         # The store recovers: the next swap works on a fresh connection.
         store.swap_metadata_location("db", "events", expected=V0, new=V1)
     killer.dispose()
+
+
+def sqlite_error(code: int) -> sqlite3.Error:
+    error = sqlite3.OperationalError("sqlite error")
+    error.sqlite_errorcode = code  # type: ignore[attr-defined]
+    return error
+
+
+def classification_cases() -> list[Any]:
+    return [
+        pytest.param(sqlite_error(sqlite3.SQLITE_BUSY), False, True, id="sqlite-busy"),
+        pytest.param(
+            sqlite_error(sqlite3.SQLITE_BUSY_SNAPSHOT), False, True, id="sqlite-busy-snap"
+        ),
+        pytest.param(sqlite_error(sqlite3.SQLITE_LOCKED), False, True, id="sqlite-locked"),
+        pytest.param(sqlite_error(sqlite3.SQLITE_IOERR), False, False, id="sqlite-ioerr"),
+        pytest.param(sqlite_error(sqlite3.SQLITE_BUSY), True, False, id="sqlite-busy-lost-conn"),
+        pytest.param(psycopg.errors.SerializationFailure("x"), False, True, id="pg-40001"),
+        pytest.param(psycopg.errors.DeadlockDetected("x"), False, True, id="pg-40P01"),
+        pytest.param(psycopg.errors.QueryCanceled("x"), False, False, id="pg-57014"),
+        pytest.param(psycopg.errors.AdminShutdown("x"), True, False, id="pg-57P01-lost-conn"),
+        pytest.param(psycopg.OperationalError("x"), False, False, id="pg-no-sqlstate"),
+    ]
+
+
+@pytest.mark.parametrize(("driver_error", "connection_lost", "retryable"), classification_cases())
+def test_retryable_errors_are_classified_by_type_and_code(
+    driver_error: Exception, connection_lost: bool, retryable: bool
+) -> None:
+    wrapped = sa.exc.OperationalError(
+        "UPDATE ...", {}, driver_error, connection_invalidated=connection_lost
+    )
+    assert is_retryable(wrapped) is retryable
+    assert is_connection_lost(wrapped) is connection_lost
+
+
+def test_unique_violations_are_recognised_by_code() -> None:
+    primary_key = sqlite3.IntegrityError("UNIQUE constraint failed")
+    primary_key.sqlite_errorcode = sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY  # type: ignore[attr-defined]
+    not_null = sqlite3.IntegrityError("NOT NULL constraint failed")
+    not_null.sqlite_errorcode = sqlite3.SQLITE_CONSTRAINT_NOTNULL  # type: ignore[attr-defined]
+    cases = [
+        (primary_key, True),
+        (not_null, False),
+        (psycopg.errors.UniqueViolation("x"), True),
+        (psycopg.errors.NotNullViolation("x"), False),
+    ]
+    for error, expected in cases:
+        assert is_unique_violation(sa.exc.IntegrityError("INSERT", {}, error)) is expected

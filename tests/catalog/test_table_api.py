@@ -368,3 +368,21 @@ def test_set_and_remove_properties(table) -> None:
     assert "owner" not in table.refresh().properties
     with pytest.raises(ValidationError):
         table.set_properties({"write.delete.isolation-level": "nope"})
+
+
+def test_a_create_that_loses_the_race_is_a_protocol_change(catalog: Catalog, monkeypatch) -> None:
+    """Two writers create the same table at once: the later insert gets ConcurrentCreate."""
+    from lakecat.metadata.errors import ConcurrentCreate, ProtocolChanged
+
+    real_exists = catalog.store.table_exists
+    # the existence check ran before the other writer's insert
+    monkeypatch.setattr(catalog.store, "table_exists", lambda ns, name: False)
+    other = Catalog(catalog.uri, warehouse=catalog.warehouse)
+    other.create_table("db.race", SCHEMA)
+    with pytest.raises(ConcurrentCreate) as info:
+        catalog.create_table("db.race", SCHEMA)
+    assert isinstance(info.value, ProtocolChanged) and isinstance(info.value, TableAlreadyExists)
+    monkeypatch.setattr(catalog.store, "table_exists", real_exists)
+    metadata_dir = catalog.load_table("db.race").location.removeprefix("file://") + "/metadata"
+    assert len(os.listdir(metadata_dir)) == 1  # the loser's metadata file was removed
+    other.close()
