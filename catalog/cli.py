@@ -20,6 +20,7 @@ stdout carries exactly one JSON document. The commands themselves live in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -35,6 +36,7 @@ from lakecat.catalog.cli_args import (
     positive_int,
     timestamp_ms,
 )
+from lakecat.catalog.cli_commands import run
 from lakecat.metadata.errors import LakecatError
 
 __all__ = ["UsageError", "build_parser", "main"]
@@ -72,14 +74,14 @@ def _version() -> str:
 # ---- the grammar -------------------------------------------------------------------------
 
 
-def _global_options(*, suppress: bool) -> argparse.ArgumentParser:
+def _global_options(*, suppress: bool) -> _Parser:
     """The options every command accepts, before or after the command words.
 
     On the subcommands the defaults are SUPPRESS, so that an option given before the command
     is not overwritten by the subcommand's default.
     """
     default = argparse.SUPPRESS if suppress else None
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = _Parser(add_help=False)
     group = parent.add_argument_group("catalog and output")
     group.add_argument("--catalog", metavar="URL", default=default, help="catalog database URL")
     group.add_argument("--warehouse", metavar="PATH_OR_URI", default=default, help="warehouse")
@@ -105,7 +107,7 @@ def _global_options(*, suppress: bool) -> argparse.ArgumentParser:
 class _Commands:
     """Adds leaf commands, each tagged with the key of its handler."""
 
-    def __init__(self, common: argparse.ArgumentParser) -> None:
+    def __init__(self, common: _Parser) -> None:
         self._common = common
 
     def group(
@@ -162,17 +164,15 @@ def build_parser() -> _Parser:
     return parser
 
 
-def _add_namespace_commands(
-    commands: _Commands, top: argparse._SubParsersAction[_Parser]
-) -> None:
-    group = commands.group(top.add_parser("namespaces", help="list, create, drop namespaces"), "action")
+def _add_namespace_commands(commands: _Commands, top: argparse._SubParsersAction[_Parser]) -> None:
+    group = commands.group(
+        top.add_parser("namespaces", help="list, create, drop namespaces"), "action"
+    )
     p = commands.leaf(group, "list", "namespaces list", "list namespaces (under PARENT)")
     p.add_argument("parent", nargs="?", help="list the namespaces nested in this one")
     p = commands.leaf(group, "create", "namespaces create", "create a namespace")
     p.add_argument("namespace")
-    p.add_argument(
-        "--property", type=key_value, action="append", default=[], metavar="KEY=VALUE"
-    )
+    p.add_argument("--property", type=key_value, action="append", default=[], metavar="KEY=VALUE")
     p = commands.leaf(group, "drop", "namespaces drop", "drop an empty namespace")
     p.add_argument("namespace")
     p = commands.leaf(group, "describe", "namespaces describe", "properties and tables")
@@ -180,7 +180,9 @@ def _add_namespace_commands(
 
 
 def _add_table_commands(commands: _Commands, top: argparse._SubParsersAction[_Parser]) -> None:
-    group = commands.group(top.add_parser("tables", help="list, describe, create, drop tables"), "action")
+    group = commands.group(
+        top.add_parser("tables", help="list, describe, create, drop tables"), "action"
+    )
     p = commands.leaf(group, "list", "tables list", "list the tables of a namespace")
     p.add_argument("namespace")
     p = commands.leaf(group, "describe", "tables describe", "schema, partitioning, state")
@@ -196,9 +198,7 @@ def _add_table_commands(commands: _Commands, top: argparse._SubParsersAction[_Pa
     )
     p.add_argument("--partition-by", metavar="SPEC", help='e.g. "ts:day,region,id:bucket[16]"')
     p.add_argument("--sort-by", metavar="ORDER", help='e.g. "id,ts:desc"')
-    p.add_argument(
-        "--property", type=key_value, action="append", default=[], metavar="KEY=VALUE"
-    )
+    p.add_argument("--property", type=key_value, action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--location", metavar="URI", help="table location (default: in warehouse)")
     p = commands.leaf(group, "drop", "tables drop", "drop a table")
     p.add_argument("table")
@@ -208,9 +208,7 @@ def _add_table_commands(commands: _Commands, top: argparse._SubParsersAction[_Pa
     p.add_argument("destination")
 
 
-def _add_inspection_commands(
-    commands: _Commands, top: argparse._SubParsersAction[_Parser]
-) -> None:
+def _add_inspection_commands(commands: _Commands, top: argparse._SubParsersAction[_Parser]) -> None:
     p = commands.leaf(top, "history", "history", "the snapshot log of a table")
     p.add_argument("table")
     p = commands.leaf(top, "snapshots", "snapshots", "every snapshot a table still holds")
@@ -325,19 +323,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = int(args.verbose)
     _configure_logging(verbose)
     try:
-        # Imported here, not at the top, so that --help, --version and usage errors answer
-        # without loading pyarrow and SQLAlchemy.
-        from lakecat.catalog.cli_commands import run
-
-        return run(args, env=os.environ)
+        code: int = run(args, env=os.environ)
+        return code
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # The reader of our stdout went away (`lakecat ... | head`): not an error of ours.
-        # Point stdout at devnull so that the interpreter's final flush does not fail too.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        # The reader of our stdout went away (`lakecat ... | head`): nothing to report. Point
+        # stdout at devnull so that the interpreter's final flush does not fail too (the
+        # recipe of the `signal` module's documentation).
+        with contextlib.suppress(OSError, ValueError):  # stdout may have no file descriptor
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR
     except (LakecatError, OSError) as exc:
         # OSError: files named on the command line (schemas) and the console itself.

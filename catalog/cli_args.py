@@ -1,8 +1,7 @@
 """Value parsers for ``lakecat`` command-line arguments (argparse ``type=`` functions).
 
 Each raises :class:`argparse.ArgumentTypeError` with a short message, which the command turns
-into a one-line usage error (exit code 2). They import only the standard library so that the
-command line can be parsed without loading the table machinery.
+into a one-line usage error (exit code 2).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ transforms), and files by their column bounds and counts. Reading resolves colum
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -150,21 +151,44 @@ class Scan:
         return table
 
     def to_batches(self) -> Iterator[pa.Table]:
-        """Matching rows, one Arrow table per data file, in planning order."""
+        """Matching rows, one Arrow table per data file, in planning order.
+
+        Files are read a few at a time ahead of the consumer, so a consumer that stops early
+        (``to_arrow(limit=...)``) does not wait for the rest of the table to be read.
+        """
         read_schema = self._read_schema()
         arrow_filter = (
             None if isinstance(self.expression, AlwaysTrue) else to_arrow_filter(self.bound)
         )
-        files = self.plan().files
+        files = list(self.plan().files)
         with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
-            yield from pool.map(lambda f: self._read_one(f, read_schema, arrow_filter), files)
+            pending: deque[Future[pa.Table]] = deque()
+            try:
+                for f in files:
+                    pending.append(pool.submit(self._read_one, f, read_schema, arrow_filter))
+                    if len(pending) >= _READ_THREADS:
+                        yield pending.popleft().result()
+                while pending:
+                    yield pending.popleft().result()
+            finally:
+                for future in pending:
+                    future.cancel()
 
-    def to_arrow(self) -> pa.Table:
+    def to_arrow(self, *, limit: int | None = None) -> pa.Table:
+        """All matching rows (at most ``limit``) as one Arrow table."""
         target = schema_to_arrow(self.projected)
-        tables = [t for t in self.to_batches() if t.num_rows]
+        tables: list[pa.Table] = []
+        rows = 0
+        for t in self.to_batches():
+            if t.num_rows:
+                tables.append(t)
+                rows += t.num_rows
+            if limit is not None and rows >= limit:
+                break
         if not tables:
             return target.empty_table()
-        return pa.concat_tables(tables).cast(target) if len(tables) > 1 else tables[0]
+        out = pa.concat_tables(tables).cast(target) if len(tables) > 1 else tables[0]
+        return out.slice(0, limit) if limit is not None else out
 
     def count(self) -> int:
         """Matching row count; files fully inside the filter are counted from metadata."""

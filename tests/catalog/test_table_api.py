@@ -386,3 +386,20 @@ def test_a_create_that_loses_the_race_is_a_protocol_change(catalog: Catalog, mon
     metadata_dir = catalog.load_table("db.race").location.removeprefix("file://") + "/metadata"
     assert len(os.listdir(metadata_dir)) == 1  # the loser's metadata file was removed
     other.close()
+
+
+def test_scan_with_a_limit_stops_reading_early(table) -> None:
+    for day in range(1, 9):
+        table.append(rows(range(day * 10, day * 10 + 10), "eu", day=day))
+    read: list[str] = []
+    scan = table.scan()
+    original = scan._read_one
+
+    def counting(f, *args):  # type: ignore[no-untyped-def]
+        read.append(f.file_path)
+        return original(f, *args)
+
+    scan._read_one = counting  # type: ignore[method-assign]
+    got = scan.to_arrow(limit=15)
+    assert got.num_rows == 15
+    assert len(read) < 8  # not every file was read
