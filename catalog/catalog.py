@@ -35,6 +35,7 @@ from lakecat.metadata.errors import (
     ValidationError,
 )
 from lakecat.metadata.fileio import FileIO, file_io_for, join, to_uri
+from lakecat.metadata.manifest_cache import DEFAULT_MAX_ENTRIES, ManifestCache
 from lakecat.metadata.metadata_files import new_metadata_location, read_metadata, write_metadata
 from lakecat.metadata.new_table import new_table_metadata
 from lakecat.metadata.partitioning import PartitionField, PartitionSpec
@@ -56,6 +57,7 @@ class _TableOps:
     namespace: Namespace
     table: str
     io: FileIO
+    manifest_cache: ManifestCache
 
     @property
     def name(self) -> str:
@@ -90,6 +92,7 @@ class Catalog:
         name: str = "lakecat",
         io: FileIO | None = None,
         engine_kwargs: Mapping[str, Any] | None = None,
+        manifest_cache_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
         if not warehouse:
             raise ValidationError("a warehouse location is required")
@@ -98,6 +101,8 @@ class Catalog:
         self.warehouse = to_uri(warehouse)
         self.io = io or file_io_for(self.warehouse)
         self.store = SqlCatalogStore(uri, catalog_name=name, engine_kwargs=engine_kwargs)
+        # Decoded manifests are immutable; scans and commits of this catalog share them.
+        self.manifest_cache = ManifestCache(manifest_cache_entries)
 
     @staticmethod
     def embedded(folder: str | os.PathLike[str], *, name: str = "lakecat") -> Catalog:
@@ -270,7 +275,7 @@ class Catalog:
             pass
 
     def _ops(self, namespace: Namespace, name: str) -> _TableOps:
-        return _TableOps(self.store, namespace, name, self.io)
+        return _TableOps(self.store, namespace, name, self.io, self.manifest_cache)
 
 
 def build_spec(schema: Schema, partition_by: PartitionBy) -> PartitionSpec:

@@ -62,7 +62,8 @@ from lakecat.metadata.errors import (
 from lakecat.metadata.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
 from lakecat.metadata.expressions import bind
 from lakecat.metadata.fileio import FileIO
-from lakecat.metadata.manifest import read_manifest, read_manifest_list
+from lakecat.metadata.manifest import read_manifest_list
+from lakecat.metadata.manifest_cache import ManifestCache
 from lakecat.metadata.metadata_files import new_metadata_location, write_metadata
 from lakecat.metadata.parquet import partition_path
 from lakecat.metadata.table_metadata import TableMetadata
@@ -75,6 +76,7 @@ class TableOperations(Protocol):
     """What the commit loop needs from a catalog for one table."""
 
     io: FileIO
+    manifest_cache: ManifestCache
 
     @property
     def name(self) -> str: ...
@@ -165,8 +167,8 @@ def commit_intent(
         base, base_location = ops.refresh()
     policy = RetryPolicy.from_properties(base.properties)
     clock = _Clock(policy, unbounded_retries=intent.kind is OpKind.APPEND)
-    producer = SnapshotProducer(ops.io, intent)
-    window = _CommitWindow(ops.io, intent)
+    producer = SnapshotProducer(ops.io, intent, ops.manifest_cache)
+    window = _CommitWindow(ops.io, intent, ops.manifest_cache)
     attempt = 0
     pending: list[str] = []  # this attempt's manifest list and metadata file
     try:
@@ -254,9 +256,10 @@ def commit_updates(
 class _CommitWindow:
     """The commits between the intent's starting snapshot and a base, read once each."""
 
-    def __init__(self, io: FileIO, intent: Intent) -> None:
+    def __init__(self, io: FileIO, intent: Intent, manifests: ManifestCache) -> None:
         self.io = io
         self.intent = intent
+        self.manifests = manifests
         self._seen: dict[int, ConcurrentCommit] = {}
 
     def validate(self, start: TableMetadata, base: TableMetadata) -> None:
@@ -311,7 +314,7 @@ class _CommitWindow:
                 continue
             if not (manifest.has_added_files or manifest.has_deleted_files):
                 continue
-            for e in read_manifest(self.io, manifest, specs=specs, schema=base.schema()):
+            for e in self.manifests.read(self.io, manifest, specs=specs, schema=base.schema()):
                 if e.snapshot_id != snapshot_id:
                     continue
                 if e.status is Status.ADDED:

@@ -32,11 +32,11 @@ from lakecat.metadata.datafile import DataFile, ManifestEntry, ManifestFile, Sta
 from lakecat.metadata.errors import ConcurrentDeleteDelete
 from lakecat.metadata.fileio import FileIO, join
 from lakecat.metadata.manifest import (
-    read_manifest,
     read_manifest_list,
     write_manifest,
     write_manifest_list,
 )
+from lakecat.metadata.manifest_cache import ManifestCache, NoCache
 from lakecat.metadata.snapshots import Snapshot
 from lakecat.metadata.table_metadata import TableMetadata
 from lakecat.metadata.updates import (
@@ -73,6 +73,7 @@ class SnapshotProducer:
 
     io: FileIO
     intent: Intent
+    manifests: ManifestCache = field(default_factory=NoCache)
     commit_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
     _manifest_count: int = 0
     _new_manifests: dict[int, ManifestFile] = field(default_factory=dict)
@@ -120,9 +121,18 @@ class SnapshotProducer:
             summary=summary,
             schema_id=base.current_schema_id,
         )
+        ref = base.refs.get(intent.branch)
         updates: tuple[TableUpdate, ...] = (
             AddSnapshot(snapshot),
-            SetSnapshotRef(intent.branch, intent.snapshot_id, "branch"),
+            # A commit moves the branch; its retention settings (used by expiry) stay.
+            SetSnapshotRef(
+                intent.branch,
+                intent.snapshot_id,
+                "branch",
+                max_ref_age_ms=ref.max_ref_age_ms if ref else None,
+                max_snapshot_age_ms=ref.max_snapshot_age_ms if ref else None,
+                min_snapshots_to_keep=ref.min_snapshots_to_keep if ref else None,
+            ),
         )
         requirements: tuple[TableRequirement, ...] = (
             AssertTableUUID(base.table_uuid),
@@ -189,7 +199,9 @@ class SnapshotProducer:
                 continue
             cached = self._rewritten.get(manifest.manifest_path)
             if cached is None:
-                entries = read_manifest(self.io, manifest, specs=specs, schema=base.schema())
+                entries = list(
+                    self.manifests.read(self.io, manifest, specs=specs, schema=base.schema())
+                )
                 hit = frozenset(
                     e.data_file.file_path
                     for e in entries
@@ -252,7 +264,7 @@ class SnapshotProducer:
         snapshot_id = self.intent.snapshot_id
         entries: list[ManifestEntry] = []
         for m in bin_:
-            for e in read_manifest(self.io, m, specs=specs, schema=base.schema()):
+            for e in self.manifests.read(self.io, m, specs=specs, schema=base.schema()):
                 entries.extend(_merge_entry(e, m, snapshot_id))
         merged = self._write(base, spec_id, entries)
         self._merged[key] = merged

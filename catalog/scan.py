@@ -32,7 +32,8 @@ from lakecat.metadata.expressions import (
     referenced_field_ids,
 )
 from lakecat.metadata.fileio import FileIO
-from lakecat.metadata.manifest import read_manifest, read_manifest_list
+from lakecat.metadata.manifest import read_manifest_list
+from lakecat.metadata.manifest_cache import ManifestCache, NoCache
 from lakecat.metadata.parquet import read_data_file
 from lakecat.metadata.partitioning import PartitionSpec
 from lakecat.metadata.schema import Schema
@@ -77,8 +78,10 @@ class Scan:
         row_filter: RowFilter = None,
         columns: Sequence[str] | None = None,
         case_sensitive: bool = True,
+        manifest_cache: ManifestCache | None = None,
     ) -> None:
         self.io = io
+        self.manifests = manifest_cache or NoCache()
         self.metadata = metadata
         self.snapshot = snapshot
         self.schema = schema
@@ -115,7 +118,7 @@ class Scan:
                 pev = partition_evals[spec.spec_id] = PartitionEvaluator(
                     spec, self.schema, self.bound
                 )
-            for entry in read_manifest(self.io, manifest, specs=specs, schema=self.schema):
+            for entry in self.manifests.read(self.io, manifest, specs=specs, schema=self.schema):
                 if entry.status is Status.DELETED:
                     continue
                 total += 1

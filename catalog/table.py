@@ -177,6 +177,7 @@ class Table:
             row_filter=row_filter,
             columns=columns,
             case_sensitive=case_sensitive,
+            manifest_cache=self._ops.manifest_cache,
         )
 
     def to_arrow(self, row_filter: RowFilter = None, **kwargs: Any) -> pa.Table:
@@ -245,7 +246,9 @@ class Table:
         head = self._head(start, branch)
         removed = [
             f
-            for f in Scan(self.io, start, head, start.schema()).plan_files()
+            for f in Scan(
+                self.io, start, head, start.schema(), manifest_cache=self._ops.manifest_cache
+            ).plan_files()
             if (f.spec_id, f.partition) in partitions
         ]
         intent = self._intent(

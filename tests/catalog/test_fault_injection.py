@@ -76,6 +76,10 @@ class FaultyOps:
     def name(self) -> str:
         return self.inner.name  # type: ignore[attr-defined]
 
+    @property
+    def manifest_cache(self):  # type: ignore[no-untyped-def]
+        return self.inner.manifest_cache  # type: ignore[attr-defined]
+
     def refresh(self) -> tuple[TableMetadata, str]:
         if self.refresh_fails and self.calls:
             raise CatalogUnavailable("injected: catalog unreachable")
