@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lakecat.catalog.commit import CommitResult, commit_intent, commit_updates
+from lakecat.catalog.commit import CommitResult, commit_intent
+from lakecat.catalog.commit import commit_updates as commit_metadata_updates
 from lakecat.catalog.intent import Intent, OpKind
 from lakecat.catalog.row_level import MergeClauses, RowLevelPlan, SetValue, plan_merge, plan_update
 from lakecat.catalog.row_ops import plan_delete
@@ -461,11 +462,16 @@ class Table:
         return self._commit(intent, self.metadata)
 
     # ---- metadata changes ---------------------------------------------------------------
-    def _commit_updates(
+    def commit_updates(
         self,
         build: Callable[[TableMetadata], tuple[Sequence[TableUpdate], Sequence[TableRequirement]]],
     ) -> CommitResult:
-        result = commit_updates(self._ops, build)
+        """Commit a metadata change that ``build`` derives from each refreshed base.
+
+        ``build(base)`` returns update records and the requirements they rely on; it runs
+        again on every retry (see :func:`lakecat.catalog.commit.commit_updates`).
+        """
+        result = commit_metadata_updates(self._ops, build)
         self.metadata, self.metadata_location = result.metadata, result.metadata_location
         return result
 
@@ -476,10 +482,10 @@ class Table:
         for key, value in props.items():
             if key.endswith("isolation-level") and value not in P.ISOLATION_LEVELS:
                 raise ValidationError(f"{key} must be one of {P.ISOLATION_LEVELS}, not {value!r}")
-        return self._commit_updates(lambda base: ([SetProperties(props)], ()))
+        return self.commit_updates(lambda base: ([SetProperties(props)], ()))
 
     def remove_properties(self, *keys: str) -> CommitResult:
-        return self._commit_updates(lambda base: ([RemoveProperties(tuple(keys))], ()))
+        return self.commit_updates(lambda base: ([RemoveProperties(tuple(keys))], ()))
 
     @contextmanager
     def update_schema(self, *, case_sensitive: bool = True) -> Iterator[SchemaUpdate]:
@@ -501,7 +507,7 @@ class Table:
                 AssertLastAssignedFieldId(start.last_column_id),
             )
 
-        self._commit_updates(build)
+        self.commit_updates(build)
 
     @contextmanager
     def update_spec(self) -> Iterator[SpecUpdate]:
@@ -521,7 +527,7 @@ class Table:
                 AssertLastAssignedPartitionId(start.last_partition_id),
             )
 
-        self._commit_updates(build)
+        self.commit_updates(build)
 
     # ---- refs ---------------------------------------------------------------------------
     def create_tag(
@@ -565,7 +571,7 @@ class Table:
                 raise NoSuchRef(f"{self.name} has no branch or tag {name!r}")
             return [RemoveSnapshotRef(name)], ()
 
-        return self._commit_updates(build)
+        return self.commit_updates(build)
 
     def _set_ref(
         self,
@@ -595,9 +601,14 @@ class Table:
                 raise NoSuchRef(f"{self.name} has no {ref_type} {name!r}")
             if existing is not None and existing.ref_type != ref_type:
                 raise InvalidUpdate(f"{name!r} is a {existing.ref_type}, not a {ref_type}")
-            return [SetSnapshotRef(name, target, ref_type, **retention)], ()  # type: ignore[arg-type]
+            settings = dict(retention)
+            if existing is not None:  # replacing a ref keeps retention it was not given
+                for key in ("max_ref_age_ms", "max_snapshot_age_ms", "min_snapshots_to_keep"):
+                    if settings.get(key) is None and getattr(existing, key) is not None:
+                        settings[key] = getattr(existing, key)
+            return [SetSnapshotRef(name, target, ref_type, **settings)], ()  # type: ignore[arg-type]
 
-        return self._commit_updates(build)
+        return self.commit_updates(build)
 
 
 class _Recorder:

@@ -403,3 +403,14 @@ def test_scan_with_a_limit_stops_reading_early(table) -> None:
     got = scan.to_arrow(limit=15)
     assert got.num_rows == 15
     assert len(read) < 8  # not every file was read
+
+
+def test_replacing_a_ref_keeps_its_retention(table) -> None:
+    a = table.append(rows(range(1), "eu"))
+    b = table.append(rows(range(1, 2), "eu"))
+    table.create_tag("keep", a.snapshot_id, max_ref_age_ms=86_400_000)
+    table.replace_tag("keep", b.snapshot_id)
+    assert table.refs()["keep"].max_ref_age_ms == 86_400_000
+    table.create_branch("b", a.snapshot_id, min_snapshots_to_keep=3)
+    table.replace_branch("b", b.snapshot_id)
+    assert table.refs()["b"].min_snapshots_to_keep == 3

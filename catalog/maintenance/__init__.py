@@ -1,0 +1,55 @@
+"""Table maintenance: each job is an ordinary optimistic commit; none takes a lock.
+
+* :func:`rewrite_data_files`: compaction (bin-pack, optionally sort) as ``replace`` snapshots;
+* :func:`rewrite_manifests`: regroup manifests by partition;
+* :func:`expire_snapshots`: drop old snapshots, then delete the files only they used;
+* :func:`remove_orphan_files`: delete files nothing references, older than a guard;
+* snapshot management: :func:`rollback_to_snapshot`, :func:`rollback_to_timestamp`,
+  :func:`set_current_snapshot`, :func:`cherry_pick`, :func:`fast_forward`.
+
+Incremental reads and the data version live in :mod:`lakecat.catalog.changes`.
+"""
+
+from lakecat.catalog.maintenance.compaction import (
+    CompactionResult,
+    FileGroup,
+    plan_file_groups,
+    rewrite_data_files,
+)
+from lakecat.catalog.maintenance.expire import (
+    ExpireResult,
+    ExpiryPlan,
+    ExpiryPolicy,
+    expire_snapshots,
+    plan_expiry,
+)
+from lakecat.catalog.maintenance.manifests import ManifestRewriteResult, rewrite_manifests
+from lakecat.catalog.maintenance.orphans import OrphanResult, remove_orphan_files
+from lakecat.catalog.maintenance.snapshots import (
+    cherry_pick,
+    fast_forward,
+    rollback_to_snapshot,
+    rollback_to_timestamp,
+    set_current_snapshot,
+)
+
+__all__ = [
+    "CompactionResult",
+    "ExpireResult",
+    "ExpiryPlan",
+    "ExpiryPolicy",
+    "FileGroup",
+    "ManifestRewriteResult",
+    "OrphanResult",
+    "cherry_pick",
+    "expire_snapshots",
+    "fast_forward",
+    "plan_expiry",
+    "plan_file_groups",
+    "remove_orphan_files",
+    "rewrite_data_files",
+    "rewrite_manifests",
+    "rollback_to_snapshot",
+    "rollback_to_timestamp",
+    "set_current_snapshot",
+]

@@ -1,0 +1,446 @@
+"""Compaction (``rewrite_data_files``): bin-pack small files, optionally sort, as ``replace``.
+
+Planning looks at the live files of the current snapshot that may hold rows matching a filter
+and groups them by (partition spec, partition). In each partition the candidates are, as in
+Iceberg's bin-pack strategy, files smaller than 75% of the target size, files larger than 180%
+of it (they are split), and files written for an older partition spec (they are re-partitioned);
+with ``sort_by="table"`` also files not written in the table's sort order. With a sort, a
+partition that has a candidate contributes all its files, so that it comes out sorted.
+Candidates are packed, in manifest order, into groups of at most ``max_group_size_bytes``; a
+group is rewritten when it holds at least ``min_input_files`` files or a file that must be
+rewritten (too large, older spec, unsorted).
+
+Each group's files are read in the current schema, concatenated (and sorted), and written as new
+files of the table's default spec; the group then commits as an ordinary
+:class:`~lakecat.catalog.intent.Intent` of kind ``REPLACE`` that started at the planned
+snapshot. The commit path gives the concurrency semantics (``shared/spec/concurrency.md``):
+
+* a concurrent append never fails, and never makes the compaction fail: the compaction
+  re-applies on top of it (its new files do not matter to a ``replace``);
+* a concurrent commit that removed one of the group's files (a delete, an overwrite, another
+  compaction) makes the group fail with :class:`ConcurrentDeleteDelete`; its new files are
+  deleted and the table is unchanged;
+* a concurrent change of schema, spec, sort order or properties fails it with
+  :class:`MetadataChanged`.
+
+With ``partial_progress`` (the default) each group commits on its own, so a conflict loses that
+group, not the job: failed groups are reported in :attr:`CompactionResult.groups_failed`.
+Without it, all groups commit as one snapshot and a conflict raises.
+
+Memory: without a sort a group is read and written in slices of about the target file size;
+with a sort the whole group is held in memory (size it with ``max_group_size_bytes``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecat.catalog.intent import Intent, OpKind
+from lakecat.catalog.scan import RowFilter, Scan
+from lakecat.catalog.writer import write_files
+from lakecat.metadata import properties as P
+from lakecat.metadata.datafile import DataFile
+from lakecat.metadata.errors import (
+    CommitConflict,
+    LakecatError,
+    RetriesExhausted,
+    StorageError,
+    ValidationError,
+)
+from lakecat.metadata.fileio import FileIO, FileNotFoundStorageError
+from lakecat.metadata.parquet import partition_path, read_data_file
+from lakecat.metadata.schema import Schema
+from lakecat.metadata.sorting import SortField
+from lakecat.metadata.table_metadata import TableMetadata
+from lakecat.metadata.transforms import parse_transform
+from lakecat.metadata.types import PrimitiveType
+
+if TYPE_CHECKING:
+    from lakecat.catalog.table import Table
+
+# Iceberg's bin-pack defaults (SizeBasedFileRewritePlanner): files under 75% of the target are
+# too small, files over 180% too large.
+MIN_FILE_SIZE_RATIO = 0.75
+MAX_FILE_SIZE_RATIO = 1.80
+DEFAULT_MAX_GROUP_SIZE_BYTES = 10 * 1024**3
+
+SortBy = Literal["table"] | Sequence[str] | None
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    """Files of one partition that are rewritten (and committed) together."""
+
+    spec_id: int
+    partition: tuple[object, ...]
+    partition_name: str
+    files: tuple[DataFile, ...]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(f.file_size_in_bytes for f in self.files)
+
+    def describe(self) -> str:
+        where = self.partition_name or "<unpartitioned>"
+        return (
+            f"partition {where} (spec {self.spec_id}): "
+            f"{len(self.files)} file(s), {self.size_bytes} bytes"
+        )
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """What a ``rewrite_data_files`` run did.
+
+    ``groups_failed`` pairs each failed group's description with the error that failed it
+    (typically :class:`ConcurrentDeleteDelete`); ``snapshot_ids`` are the ``replace``
+    snapshots committed, in order.
+    """
+
+    groups_total: int
+    groups_committed: int
+    groups_failed: tuple[tuple[str, LakecatError], ...]
+    files_removed: int
+    files_added: int
+    bytes_removed: int
+    bytes_added: int
+    snapshot_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _SortKey:
+    source_id: int
+    transform: str
+    ascending: bool
+    nulls_first: bool
+
+
+def rewrite_data_files(
+    table: Table,
+    *,
+    row_filter: RowFilter = None,
+    target_file_size_bytes: int | None = None,
+    min_input_files: int = 2,
+    sort_by: SortBy = None,
+    max_group_size_bytes: int = DEFAULT_MAX_GROUP_SIZE_BYTES,
+    partial_progress: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> CompactionResult:
+    """Compact the table's small files (see the module docstring for planning and semantics).
+
+    ``row_filter`` selects the files to consider (files that may hold matching rows);
+    ``target_file_size_bytes`` defaults to the table's ``write.target-file-size-bytes``;
+    ``sort_by`` is ``"table"`` (the table's sort order) or column names, each optionally
+    followed by ``asc`` / ``desc`` (``["region", "ts desc"]``); ``progress(done, total)`` is
+    called after each group. The table object is refreshed first and holds the latest
+    committed metadata afterwards.
+    """
+    if min_input_files < 1:
+        raise ValidationError(f"min_input_files must be at least 1, not {min_input_files}")
+    if max_group_size_bytes <= 0:
+        raise ValidationError(f"max_group_size_bytes must be positive, not {max_group_size_bytes}")
+    table.refresh()
+    start = table.metadata
+    target = target_file_size_bytes or P.get_int(
+        start.properties, P.WRITE_TARGET_FILE_SIZE_BYTES, P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
+    )
+    if target <= 0:
+        raise ValidationError(f"target_file_size_bytes must be positive, not {target}")
+    sort_keys, sort_order_id = _sort_keys(start, sort_by)
+    snapshot = start.current_snapshot
+    groups = (
+        plan_file_groups(
+            table.io,
+            start,
+            row_filter=row_filter,
+            target_file_size_bytes=target,
+            min_input_files=min_input_files,
+            max_group_size_bytes=max_group_size_bytes,
+            sort=sort_keys is not None,
+            sort_order_id=sort_order_id,
+        )
+        if snapshot is not None
+        else []
+    )
+    job = _Job(table, start, target, sort_keys, sort_order_id, len(groups), progress)
+    job.report()
+    if groups:
+        assert snapshot is not None
+        if partial_progress:
+            for group in groups:
+                job.run_group(group, snapshot.snapshot_id)
+        else:
+            job.run_all(groups, snapshot.snapshot_id)
+    return job.result()
+
+
+def plan_file_groups(
+    io: FileIO,
+    metadata: TableMetadata,
+    *,
+    row_filter: RowFilter = None,
+    target_file_size_bytes: int,
+    min_input_files: int = 2,
+    max_group_size_bytes: int = DEFAULT_MAX_GROUP_SIZE_BYTES,
+    sort: bool = False,
+    sort_order_id: int | None = None,
+) -> list[FileGroup]:
+    """The file groups a compaction of the current snapshot would rewrite (reads manifests).
+
+    ``sort``: a partition that has a candidate is rewritten whole, so that it comes out sorted.
+    ``sort_order_id``: files not written in this sort order must be rewritten.
+    """
+    snapshot = metadata.current_snapshot
+    if snapshot is None:
+        return []
+    schema = metadata.schema()
+    files = Scan(io, metadata, snapshot, schema, row_filter=row_filter).plan_files()
+    min_size = int(target_file_size_bytes * MIN_FILE_SIZE_RATIO)
+    max_size = int(target_file_size_bytes * MAX_FILE_SIZE_RATIO)
+
+    def must_rewrite(f: DataFile) -> bool:
+        return bool(
+            f.spec_id != metadata.default_spec_id
+            or f.file_size_in_bytes > max_size
+            or (sort_order_id is not None and f.sort_order_id != sort_order_id)
+        )
+
+    by_partition: dict[tuple[int, tuple[object, ...]], list[DataFile]] = {}
+    for f in files:
+        by_partition.setdefault((f.spec_id, f.partition), []).append(f)
+    specs = metadata.specs_by_id()
+    groups: list[FileGroup] = []
+    for (spec_id, partition), in_partition in by_partition.items():
+        candidates = [f for f in in_partition if must_rewrite(f) or f.file_size_in_bytes < min_size]
+        if sort and candidates:
+            candidates = in_partition
+        name = partition_path(specs[spec_id], schema, partition)
+        for packed in _pack(candidates, max_group_size_bytes):
+            if len(packed) >= min_input_files or any(must_rewrite(f) for f in packed):
+                groups.append(FileGroup(spec_id, partition, name, tuple(packed)))
+    return groups
+
+
+def _pack(files: list[DataFile], max_bytes: int) -> Iterator[list[DataFile]]:
+    """First-fit packing with lookback 1 (Iceberg's ``ListPacker`` default), in input order."""
+    current: list[DataFile] = []
+    size = 0
+    for f in files:
+        if current and size + f.file_size_in_bytes > max_bytes:
+            yield current
+            current, size = [], 0
+        current.append(f)
+        size += f.file_size_in_bytes
+    if current:
+        yield current
+
+
+class _Job:
+    """One compaction run: rewrites groups, commits them, and tallies the outcome."""
+
+    def __init__(
+        self,
+        table: Table,
+        start: TableMetadata,
+        target: int,
+        sort_keys: list[_SortKey] | None,
+        sort_order_id: int | None,
+        total: int,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self.table = table
+        self.start = start
+        # write_files takes the target from the properties; a private copy carries ours.
+        self.write_metadata = replace(
+            start, properties={**start.properties, P.WRITE_TARGET_FILE_SIZE_BYTES: str(target)}
+        )
+        self.target = target
+        self.sort_keys = sort_keys
+        self.sort_order_id = sort_order_id
+        self.total = total
+        self.progress = progress
+        self.done = 0
+        self.committed = 0
+        self.failed: list[tuple[str, LakecatError]] = []
+        self.removed: list[DataFile] = []
+        self.added: list[DataFile] = []
+        self.snapshot_ids: list[int] = []
+
+    def report(self) -> None:
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+    def run_group(self, group: FileGroup, starting_snapshot_id: int) -> None:
+        try:
+            new_files = self._rewrite(group)
+            self._commit([group], new_files, starting_snapshot_id)
+        except (CommitConflict, RetriesExhausted, FileNotFoundStorageError) as exc:
+            # FileNotFound: a concurrent commit removed an input and expiry already deleted it.
+            # Either way this group lost; its new files are gone, the table is unchanged.
+            self.failed.append((group.describe(), exc))
+        self.done += 1
+        self.report()
+
+    def run_all(self, groups: list[FileGroup], starting_snapshot_id: int) -> None:
+        written: list[DataFile] = []
+        try:
+            for group in groups:
+                written.extend(self._rewrite(group))
+                self.done += 1
+                self.report()
+        except BaseException:
+            _delete_quietly(self.table.io, written)
+            raise
+        self._commit(groups, written, starting_snapshot_id)
+
+    def _commit(
+        self, groups: list[FileGroup], new_files: list[DataFile], starting_snapshot_id: int
+    ) -> None:
+        removed = [f for g in groups for f in g.files]
+        intent = Intent(
+            kind=OpKind.REPLACE,
+            starting_snapshot_id=starting_snapshot_id,
+            added_files=tuple(new_files),
+            removed_files=tuple(removed),
+        )
+        result = self.table.commit_intent(intent)  # on a conflict it deletes new_files
+        self.committed += len(groups)
+        self.removed.extend(removed)
+        self.added.extend(new_files)
+        if result.snapshot_id is not None:
+            self.snapshot_ids.append(result.snapshot_id)
+
+    def _rewrite(self, group: FileGroup) -> list[DataFile]:
+        """Write the group's rows as new files; on failure nothing written is left behind."""
+        written: list[DataFile] = []
+        try:
+            if self.sort_keys is None:
+                for chunk in _slices(group.files, self.target):
+                    written.extend(self._write(self._read(chunk)))
+            else:
+                rows = _sort(self._read(group.files), self.start.schema(), self.sort_keys)
+                written.extend(self._write(rows))
+        except BaseException:
+            _delete_quietly(self.table.io, written)
+            raise
+        if self.sort_order_id is not None:
+            written = [replace(f, sort_order_id=self.sort_order_id) for f in written]
+        return written
+
+    def _read(self, files: Sequence[DataFile]) -> pa.Table:
+        schema = self.start.schema()
+        specs = self.start.specs_by_id()
+        tables = [
+            read_data_file(self.table.io, f, projected=schema, spec=specs[f.spec_id]) for f in files
+        ]
+        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+    def _write(self, rows: pa.Table) -> list[DataFile]:
+        written: list[DataFile] = write_files(self.table.io, self.write_metadata, [rows])
+        return written
+
+    def result(self) -> CompactionResult:
+        return CompactionResult(
+            groups_total=self.total,
+            groups_committed=self.committed,
+            groups_failed=tuple(self.failed),
+            files_removed=len(self.removed),
+            files_added=len(self.added),
+            bytes_removed=sum(f.file_size_in_bytes for f in self.removed),
+            bytes_added=sum(f.file_size_in_bytes for f in self.added),
+            snapshot_ids=tuple(self.snapshot_ids),
+        )
+
+
+def _slices(files: Sequence[DataFile], target: int) -> Iterator[list[DataFile]]:
+    """Consecutive runs of files holding about ``target`` bytes each (the last may be less)."""
+    current: list[DataFile] = []
+    size = 0
+    for f in files:
+        current.append(f)
+        size += f.file_size_in_bytes
+        if size >= target:
+            yield current
+            current, size = [], 0
+    if current:
+        yield current
+
+
+def _delete_quietly(io: FileIO, files: Sequence[DataFile]) -> None:
+    for f in files:
+        # best effort: orphan removal collects what is left
+        with contextlib.suppress(StorageError):
+            io.delete(f.file_path)
+
+
+# ---- sorting ------------------------------------------------------------------------------
+def _sort_keys(
+    metadata: TableMetadata, sort_by: SortBy
+) -> tuple[list[_SortKey] | None, int | None]:
+    """The sort keys for ``sort_by`` and the sort order id to record on the new files."""
+    if sort_by is None:
+        return None, None
+    if isinstance(sort_by, str) and sort_by == "table":
+        order = metadata.sort_order()
+        if order.is_unsorted:
+            raise ValidationError(
+                "sort_by='table' but the table has no sort order; give columns instead"
+            )
+        return [_key_of(f) for f in order.fields], order.order_id
+    if isinstance(sort_by, str):
+        raise ValidationError(f"sort_by must be 'table' or a list of columns, not {sort_by!r}")
+    if not sort_by:
+        raise ValidationError("sort_by needs at least one column")
+    schema = metadata.schema()
+    keys = []
+    for item in sort_by:
+        name, _, direction = item.strip().partition(" ")
+        direction = direction.strip().lower() or "asc"
+        if direction not in ("asc", "desc"):
+            raise ValidationError(f"sort direction must be asc or desc: {item!r}")
+        source = schema.find_field(name)
+        keys.append(_SortKey(source.field_id, "identity", direction == "asc", direction == "asc"))
+    return keys, None
+
+
+def _key_of(f: SortField) -> _SortKey:
+    return _SortKey(f.source_id, f.transform, f.direction == "asc", f.null_order == "nulls-first")
+
+
+def _sort(rows: pa.Table, schema: Schema, keys: list[_SortKey]) -> pa.Table:
+    columns: dict[str, pa.Array] = {}
+    sort_keys: list[tuple[str, str, str]] = []
+    for i, key in enumerate(keys):
+        source = schema.find_field(key.source_id)
+        values = _column(rows, schema, key.source_id)
+        transform = parse_transform(key.transform)
+        if not transform.is_identity:
+            assert isinstance(source.field_type, PrimitiveType)
+            values = transform.apply_arrow(source.field_type, values)
+        name = f"k{i}"
+        columns[name] = values
+        sort_keys.append(
+            (
+                name,
+                "ascending" if key.ascending else "descending",
+                "at_start" if key.nulls_first else "at_end",
+            )
+        )
+    indices = pc.sort_indices(pa.table(columns), options=pc.SortOptions(sort_keys))
+    return rows.take(indices)
+
+
+def _column(rows: pa.Table, schema: Schema, field_id: int) -> pa.Array:
+    path = schema.column_name(field_id).split(".")
+    column = rows.column(path[0]).combine_chunks()
+    for name in path[1:]:
+        if not pa.types.is_struct(column.type):
+            raise ValidationError(f"cannot sort by {'.'.join(path)!r}: it is inside a list or map")
+        column = column.flatten()[column.type.get_field_index(name)]
+    return column
