@@ -295,9 +295,13 @@ class SnapshotProducer:
             if parent is None or total in prev:
                 value = int(prev.get(total, "0")) + int(s.get(plus, "0")) - int(s.get(minus, "0"))
                 s[total] = str(value)
+        # lakecat writes no delete files; carry the delete totals only when a table has them
+        # (snapshot summaries are repeated in every metadata.json, so their size matters)
         for key in ("total-delete-files", "total-position-deletes", "total-equality-deletes"):
-            s[key] = prev.get(key, "0")
-        s[OPERATION_KEY] = intent.kind.value
+            if prev.get(key, "0") != "0":
+                s[key] = prev[key]
+        if intent.kind.value != intent.snapshot_operation:
+            s[OPERATION_KEY] = intent.kind.value  # e.g. "merge" committed as "overwrite"
         if intent.kind is not OpKind.APPEND:
             s[BLIND_APPEND_KEY] = "false"
         if intent.app_id is not None and intent.app_version is not None:
