@@ -1,0 +1,137 @@
+"""How lakecat's Spark integration finds its catalog, without global state.
+
+:func:`lakecat.spark_ext.register` builds a :class:`CatalogSettings` and attaches it to the data
+source class it registers (a class made for that registration, pickled by value with the
+settings inside), so every Python worker Spark starts, on the driver or on an executor, gets
+the settings with the data source. Per-read or per-write options (``catalog-uri``,
+``warehouse``, ``catalog-name``) override them. The driver-side helpers that take a
+``SparkSession`` (row-level operations, compaction) find the same settings in the session
+configuration under ``spark.lakecat.<format>.*``, which ``register`` sets.
+
+Only the driver opens the SQL catalog. Executors get the warehouse :class:`FileIO` (the
+catalog's own, when it was registered from a :class:`Catalog` object, else the default FileIO
+for the table location) and the table metadata the driver planned with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lakecat.catalog import Catalog
+from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.fileio import FileIO, file_io_for
+
+DEFAULT_FORMAT = "lakecat"
+
+# Data source options naming the catalog (override the registered settings).
+OPTION_CATALOG_URI = "catalog-uri"
+OPTION_WAREHOUSE = "warehouse"
+OPTION_CATALOG_NAME = "catalog-name"
+# The table: ``load("db.events")`` / ``save("db.events")`` pass it as "path".
+OPTION_PATH = "path"
+OPTION_TABLE = "table"
+
+_CONF_PREFIX = "spark.lakecat"
+
+
+@dataclass(frozen=True)
+class CatalogSettings:
+    """Where the catalog is: SQLAlchemy URL, warehouse location, catalog name, FileIO."""
+
+    uri: str
+    warehouse: str
+    name: str = "lakecat"
+    # The catalog's FileIO when registered from a Catalog (it must pickle); None: the default
+    # FileIO for each table's location.
+    io: FileIO | None = None
+
+    @staticmethod
+    def of_catalog(catalog: Catalog) -> CatalogSettings:
+        return CatalogSettings(catalog.uri, catalog.warehouse, catalog.name, catalog.io)
+
+    def with_options(self, options: Mapping[str, str]) -> CatalogSettings:
+        """These settings overridden by the catalog options of one read or write."""
+        uri = options.get(OPTION_CATALOG_URI, self.uri)
+        warehouse = options.get(OPTION_WAREHOUSE, self.warehouse)
+        name = options.get(OPTION_CATALOG_NAME, self.name)
+        if (uri, warehouse, name) == (self.uri, self.warehouse, self.name):
+            return self
+        # Another catalog: the registered FileIO belongs to the registered warehouse.
+        return replace(self, uri=uri, warehouse=warehouse, name=name, io=None)
+
+    def open(self) -> Catalog:
+        """A catalog connection (driver only); close it after use."""
+        return Catalog(self.uri, warehouse=self.warehouse, name=self.name, io=self.io)
+
+    def file_io(self, location: str) -> FileIO:
+        """The FileIO executors use for files under ``location``."""
+        return self.io if self.io is not None else file_io_for(location)
+
+    def __repr__(self) -> str:  # never show a password that may be in the URL
+        return f"CatalogSettings(name={self.name!r}, warehouse={self.warehouse!r})"
+
+
+def settings_from_options(
+    registered: CatalogSettings | None, options: Mapping[str, str]
+) -> CatalogSettings:
+    """The settings of one read or write: registered ones overridden by its options."""
+    if registered is not None:
+        return registered.with_options(options)
+    uri = options.get(OPTION_CATALOG_URI)
+    warehouse = options.get(OPTION_WAREHOUSE)
+    if not uri or not warehouse:
+        raise ValidationError(
+            "no lakecat catalog: register the data source with "
+            "lakecat.spark_ext.register(spark, catalog=...) or pass the options "
+            f"{OPTION_CATALOG_URI!r} and {OPTION_WAREHOUSE!r}"
+        )
+    return CatalogSettings(uri, warehouse, options.get(OPTION_CATALOG_NAME, "lakecat"))
+
+
+def table_identifier(options: Mapping[str, str]) -> str:
+    """The table a read or write names: ``load("db.t")``, ``save("db.t")`` or ``table``."""
+    name = options.get(OPTION_TABLE) or options.get(OPTION_PATH)
+    if not name:
+        raise ValidationError(
+            'name the table: spark.read.format("lakecat").load("db.table") or '
+            'df.write.format("lakecat").save("db.table")'
+        )
+    return name
+
+
+def conf_keys(format_name: str) -> dict[str, str]:
+    """Session configuration keys holding the settings of a registered format."""
+    base = f"{_CONF_PREFIX}.{format_name}"
+    return {
+        OPTION_CATALOG_URI: f"{base}.{OPTION_CATALOG_URI}",
+        OPTION_WAREHOUSE: f"{base}.{OPTION_WAREHOUSE}",
+        OPTION_CATALOG_NAME: f"{base}.{OPTION_CATALOG_NAME}",
+    }
+
+
+def store_in_session(spark: Any, format_name: str, settings: CatalogSettings) -> None:
+    """Record the settings in the session configuration for the driver-side helpers."""
+    keys = conf_keys(format_name)
+    spark.conf.set(keys[OPTION_CATALOG_URI], settings.uri)
+    spark.conf.set(keys[OPTION_WAREHOUSE], settings.warehouse)
+    spark.conf.set(keys[OPTION_CATALOG_NAME], settings.name)
+
+
+def settings_from_session(
+    spark: Any, catalog: Catalog | None = None, *, format_name: str = DEFAULT_FORMAT
+) -> CatalogSettings:
+    """The settings for a driver-side helper: the given catalog, else the registered ones."""
+    if catalog is not None:
+        return CatalogSettings.of_catalog(catalog)
+    keys = conf_keys(format_name)
+    uri = spark.conf.get(keys[OPTION_CATALOG_URI], None)
+    warehouse = spark.conf.get(keys[OPTION_WAREHOUSE], None)
+    if not uri or not warehouse:
+        raise ValidationError(
+            f"no lakecat catalog registered as format {format_name!r} in this Spark session: "
+            "call lakecat.spark_ext.register(spark, catalog=...) or pass catalog="
+        )
+    name = spark.conf.get(keys[OPTION_CATALOG_NAME], None) or "lakecat"
+    return CatalogSettings(uri, warehouse, name)

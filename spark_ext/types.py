@@ -1,0 +1,242 @@
+"""Iceberg schemas as Spark schemas, and Arrow batches between lakecat's and Spark's forms.
+
+===================  ==========================  =============================================
+Iceberg              Spark                       note
+===================  ==========================  =============================================
+boolean              BooleanType
+int / long           IntegerType / LongType
+float / double       FloatType / DoubleType
+decimal(P, S)        DecimalType(P, S)
+date                 DateType
+timestamp            TimestampNTZType
+timestamptz          TimestampType
+string               StringType
+uuid                 StringType                  canonical text form, as Iceberg Spark does
+fixed[L] / binary    BinaryType                  a write checks fixed lengths
+struct / list / map  StructType / ArrayType /    nullability from ``required``
+                     MapType
+time                 (none)                      Spark 4 rejects TIME; project the column away
+===================  ==========================  =============================================
+
+Reads hand Spark Arrow batches exactly in the form ``to_arrow_schema(spark schema)``;
+writes take Spark's Arrow batches, match columns to the table's by name (exact first, then
+case-insensitively, as Spark resolves names) and turn uuid text back into uuids before
+:func:`lakecat.catalog.writer.conform` checks and casts the rest.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import pyarrow as pa
+from pyspark.sql import types as st
+
+from lakecat.metadata.arrow_schema import list_parts, map_parts
+from lakecat.metadata.errors import SchemaMismatch
+from lakecat.metadata.schema import Schema
+from lakecat.metadata.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+
+# Metadata columns a read adds on request (Iceberg Spark's names): the data file of each row
+# and the row's position in it. Row-level operations use them to rewrite whole files.
+FILE_COLUMN = "_file"
+POS_COLUMN = "_pos"
+METADATA_COLUMNS = (FILE_COLUMN, POS_COLUMN)
+
+_SIMPLE: dict[type[IcebergType], Callable[[], st.DataType]] = {
+    BooleanType: st.BooleanType,
+    IntegerType: st.IntegerType,
+    LongType: st.LongType,
+    FloatType: st.FloatType,
+    DoubleType: st.DoubleType,
+    DateType: st.DateType,
+    TimestampType: st.TimestampNTZType,
+    TimestamptzType: st.TimestampType,
+    StringType: st.StringType,
+    UUIDType: st.StringType,
+    BinaryType: st.BinaryType,
+}
+
+
+def spark_type(t: IcebergType, path: str) -> st.DataType:
+    """The Spark type of an Iceberg type (see the module docstring)."""
+    if isinstance(t, StructType):
+        return st.StructType([spark_field(f, f"{path}.{f.name}") for f in t.fields])
+    if isinstance(t, ListType):
+        return st.ArrayType(
+            spark_type(t.element_type, f"{path}.element"), containsNull=not t.element_required
+        )
+    if isinstance(t, MapType):
+        return st.MapType(
+            spark_type(t.key_type, f"{path}.key"),
+            spark_type(t.value_type, f"{path}.value"),
+            valueContainsNull=not t.value_required,
+        )
+    if isinstance(t, DecimalType):
+        return st.DecimalType(t.precision, t.scale)
+    if isinstance(t, FixedType):
+        return st.BinaryType()
+    if isinstance(t, TimeType):
+        raise SchemaMismatch(
+            f"column {path!r} has type time, which Spark 4 does not support; read the other "
+            "columns by giving Spark a schema without it: spark.read.schema(...)"
+        )
+    make = _SIMPLE.get(type(t))
+    if make is None:
+        raise SchemaMismatch(f"column {path!r} has type {t}, which has no Spark form")
+    return make()
+
+
+def spark_field(f: NestedField, path: str) -> st.StructField:
+    return st.StructField(f.name, spark_type(f.field_type, path), nullable=not f.required)
+
+
+def spark_schema(schema: Schema, *, metadata_columns: bool = False) -> st.StructType:
+    """The Spark schema of an Iceberg schema, with the metadata columns when asked."""
+    fields = [spark_field(f, f.name) for f in schema.fields]
+    if metadata_columns:
+        fields += [
+            st.StructField(FILE_COLUMN, st.StringType(), nullable=False),
+            st.StructField(POS_COLUMN, st.LongType(), nullable=False),
+        ]
+    return st.StructType(fields)
+
+
+def project(schema: Schema, requested: st.StructType) -> tuple[Schema, bool]:
+    """The table columns a Spark schema asks for (a user-given schema projects), and whether
+    it asks for the metadata columns.
+
+    Names resolve exactly, then case-insensitively. A requested column whose type differs from
+    the table column's Spark type raises :class:`SchemaMismatch`.
+    """
+    by_lower = {f.name.lower(): f for f in schema.fields}
+    chosen: list[NestedField] = []
+    wants_metadata = False
+    for field in requested.fields:
+        if field.name in METADATA_COLUMNS:
+            wants_metadata = True
+            continue
+        found = next((f for f in schema.fields if f.name == field.name), None)
+        found = found or by_lower.get(field.name.lower())
+        if found is None:
+            raise SchemaMismatch(
+                f"column {field.name!r} is not in the table (columns: "
+                f"{', '.join(schema.column_names)})"
+            )
+        expected = spark_type(found.field_type, found.name)
+        if expected != field.dataType:
+            raise SchemaMismatch(
+                f"column {field.name!r} reads as {expected.simpleString()}, not "
+                f"{field.dataType.simpleString()}"
+            )
+        chosen.append(found)
+    return Schema(tuple(chosen), schema.schema_id), wants_metadata
+
+
+# ---- Arrow: lakecat's form -> Spark's form (reads) -----------------------------------------
+
+
+def to_spark_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """A batch in lakecat's Arrow form (same columns, in order) in Spark's form ``target``."""
+    columns = [
+        _to_spark_array(column, field.type)
+        for column, field in zip(batch.columns, target, strict=True)
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def _to_spark_array(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    if arr.type == target:
+        return arr
+    if isinstance(arr.type, pa.UuidType):
+        return uuid_text(arr)
+    if pa.types.is_struct(arr.type):
+        children = [
+            _to_spark_array(child, target.field(i).type) for i, child in enumerate(arr.flatten())
+        ]
+        mask = arr.is_null() if arr.null_count else None
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if pa.types.is_list(arr.type):
+        offsets, values = list_parts(arr)
+        values = _to_spark_array(values, target.value_type)
+        mask = arr.is_null() if arr.null_count else None
+        return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
+    if pa.types.is_map(arr.type):
+        offsets, keys, items = map_parts(arr)
+        keys = _to_spark_array(keys, target.key_type)
+        items = _to_spark_array(items, target.item_type)
+        mask = arr.is_null() if arr.null_count else None
+        return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
+    return arr.cast(target)
+
+
+def uuid_text(arr: pa.Array) -> pa.Array:
+    """uuid values as canonical text (Spark has no uuid type)."""
+    storage = arr.storage if isinstance(arr, pa.ExtensionArray) else arr
+    return pa.array(
+        [None if b is None else str(uuid.UUID(bytes=b)) for b in storage.to_pylist()],
+        pa.string(),
+    )
+
+
+# ---- Arrow: Spark's form -> the table's names (writes) -------------------------------------
+
+
+def from_spark_table(table: pa.Table, schema: Schema) -> pa.Table:
+    """Spark's columns renamed to the table's names and uuid text parsed, ready for
+    :func:`lakecat.catalog.writer.conform` (which checks and casts everything else)."""
+    exact = {f.name: f for f in schema.fields}
+    by_lower = {f.name.lower(): f for f in schema.fields}
+    names: list[str] = []
+    columns: list[pa.ChunkedArray] = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        field = exact.get(name) or by_lower.get(name.lower())
+        if field is None:
+            names.append(name)  # conform names the extra column
+            columns.append(column)
+            continue
+        names.append(field.name)
+        if isinstance(field.field_type, UUIDType) and _is_text(column.type):
+            column = pa.chunked_array(
+                [_parse_uuids(chunk, field.name) for chunk in column.chunks],
+                type=pa.binary(16),
+            )
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=names)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
+
+
+def _parse_uuids(chunk: pa.Array, column: str) -> pa.Array:
+    out: list[bytes | None] = []
+    for text in chunk.to_pylist():
+        if text is None:
+            out.append(None)
+            continue
+        try:
+            out.append(uuid.UUID(text).bytes)
+        except ValueError:
+            raise SchemaMismatch(f"column {column!r}: {text!r} is not a uuid") from None
+    return pa.array(out, pa.binary(16))

@@ -1,0 +1,93 @@
+"""Which filters Spark pushes down become lakecat expressions (no Spark session needed)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+from pyspark.sql import datasource as ds
+
+from lakecat.metadata.schema import Schema
+from lakecat.metadata.types import (
+    DateType,
+    DecimalType,
+    DoubleType,
+    ListType,
+    LongType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestamptzType,
+    UUIDType,
+)
+from lakecat.spark_ext.filters import to_expression
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = Schema(
+    (
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "name", StringType()),
+        NestedField(3, "score", DoubleType()),
+        NestedField(4, "day", DateType()),
+        NestedField(5, "ts", TimestamptzType()),
+        NestedField(6, "price", DecimalType(10, 2)),
+        NestedField(7, "key", UUIDType()),
+        NestedField(8, "point", StructType((NestedField(9, "x", LongType()),))),
+        NestedField(10, "tags", ListType(11, StringType())),
+    )
+)
+
+
+def converted(f: ds.Filter) -> str | None:
+    expression = to_expression(f, SCHEMA)
+    return None if expression is None else str(expression)
+
+
+@pytest.mark.parametrize(
+    ("pushed", "expected"),
+    [
+        (ds.EqualTo(("id",), 5), "id = 5"),
+        (ds.GreaterThan(("id",), 5), "id > 5"),
+        (ds.LessThanOrEqual(("day",), dt.date(2024, 1, 2)), "day <= DATE '2024-01-02'"),
+        (ds.In(("name",), ("a", "b")), "name IN ('a', 'b')"),
+        (ds.In(("name",), ("a", None)), "name IN ('a')"),  # NULL never matches IN
+        (ds.IsNull(("name",)), "name IS NULL"),
+        (ds.IsNotNull(("key",)), "key IS NOT NULL"),
+        (ds.StringStartsWith(("name",), "ab"), "name LIKE 'ab%'"),
+        (ds.EqualNullSafe(("name",), "x"), "name = 'x'"),
+        (ds.EqualNullSafe(("name",), None), "name IS NULL"),
+        (ds.Not(ds.EqualTo(("id",), 5)), "NOT (id = 5)"),
+        (ds.EqualTo(("price",), Decimal("1.50")), "price = 1.50"),
+        (ds.EqualTo(("point", "x"), 3), "point.x = 3"),
+    ],
+)
+def test_filters_lakecat_evaluates_as_spark_does_are_converted(
+    pushed: ds.Filter, expected: str
+) -> None:
+    assert converted(pushed) == expected
+
+
+def test_zoned_timestamps_convert_as_the_instant_spark_passes() -> None:
+    instant = dt.datetime(2024, 1, 1, 15, tzinfo=dt.UTC)
+    assert converted(ds.GreaterThan(("ts",), instant)) is not None
+
+
+@pytest.mark.parametrize(
+    "pushed",
+    [
+        ds.GreaterThan(("score",), 1.0),  # NaN orders differently in Spark
+        ds.EqualTo(("key",), "00000000-0000-0000-0000-000000000001"),  # text vs bytes
+        ds.Not(ds.In(("name",), ("a", None))),  # never true in SQL
+        ds.Not(ds.EqualNullSafe(("name",), "x")),  # true for nulls in SQL
+        ds.StringEndsWith(("name",), "z"),
+        ds.StringContains(("name",), "z"),
+        ds.EqualTo(("tags",), ["a"]),
+        ds.EqualTo(("missing",), 1),
+        ds.EqualTo(("id",), "not a number"),
+        ds.EqualTo(("a.b",), 1),
+    ],
+)
+def test_filters_spark_must_evaluate_are_left_to_spark(pushed: ds.Filter) -> None:
+    assert converted(pushed) is None

@@ -1,0 +1,208 @@
+"""DELETE, UPDATE and MERGE on Spark: copy-on-write, one commit, conflict checks."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
+
+from lakecat.catalog import Catalog, Table
+from lakecat.metadata.errors import CommitConflict, ValidationError
+from lakecat.spark_ext import delete, merge, update
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("note", pa.string())])
+
+
+def rows(ids: range, region: str, note: str = "") -> pa.Table:
+    n = len(ids)
+    return pa.table(
+        {
+            "id": pa.array(list(ids), pa.int64()),
+            "region": pa.array([region] * n, pa.string()),
+            "note": pa.array([note] * n, pa.string()),
+        }
+    )
+
+
+@pytest.fixture
+def regions(lake: Catalog) -> Table:
+    """eu: ids 0-9, us: 10-19, ap: 20-29; one file each."""
+    table = lake.create_table("db.t", SCHEMA, partition_by=["region"])
+    for start, region in ((0, "eu"), (10, "us"), (20, "ap")):
+        table.append(rows(range(start, start + 10), region))
+    return table
+
+
+def contents(table: Table) -> dict[int, tuple[str, str]]:
+    table.refresh()
+    return {r["id"]: (r["region"], r["note"]) for r in table.to_arrow().to_pylist()}
+
+
+def source(spark: Any, data: list[tuple[int, str, str]]) -> Any:
+    return spark.createDataFrame(data, "id long, region string, note string")
+
+
+def test_delete_drops_whole_files_unread_and_rewrites_partial_ones(
+    spark: Any, regions: Table
+) -> None:
+    whole = delete(spark, "db.t", "region = 'eu'")
+    assert (whole.files_removed, whole.files_added, whole.files_read) == (1, 0, 0)
+    partial = delete(spark, "db.t", "id = 15 or id = 16")
+    assert (partial.files_removed, partial.files_added, partial.files_read) == (1, 1, 1)
+    assert sorted(contents(regions)) == [10, 11, 12, 13, 14, 17, 18, 19, *range(20, 30)]
+    assert regions.current_snapshot().operation == "overwrite"  # a delete that rewrote
+
+
+def test_a_condition_only_spark_understands_still_deletes_exactly(
+    spark: Any, regions: Table
+) -> None:
+    result = delete(spark, "db.t", "id % 10 = 3 and length(region) = 2")
+    assert result.files_read == 3  # nothing to prune with: every file is read
+    assert sorted(contents(regions)) == [i for i in range(30) if i % 10 != 3]
+    nothing = delete(spark, "db.t", "id > 1000")
+    assert nothing.snapshot_id is None
+
+
+def test_update_rewrites_only_the_files_with_matching_rows(spark: Any, regions: Table) -> None:
+    result = update(spark, "db.t", "id >= 12 and id < 14", {"note": "concat('was ', id)"})
+    assert (result.files_removed, result.files_added) == (1, 1)
+    after = contents(regions)
+    assert after[12] == ("us", "was 12") and after[13] == ("us", "was 13")
+    assert after[14] == ("us", "") and after[0] == ("eu", "")
+    assert regions.current_snapshot().operation == "overwrite"
+
+
+def test_merge_upserts_rows_in_the_style_of_delta(spark: Any, regions: Table) -> None:
+    updates = source(spark, [(1, "eu", "changed"), (100, "eu", "new"), (21, "ap", "changed")])
+    result = merge(
+        spark,
+        target="db.t",
+        source=updates,
+        on="t.id = s.id and t.region = s.region",
+        when_matched_update="*",
+        when_not_matched_insert="*",
+    )
+    assert result.files_read == 2  # eu and ap: us is pruned by the source's keys
+    after = contents(regions)
+    assert after[1] == ("eu", "changed") and after[21] == ("ap", "changed")
+    assert after[100] == ("eu", "new")
+    assert len(after) == 31
+
+
+def test_merge_clauses_delete_update_and_insert_with_conditions(spark: Any, regions: Table) -> None:
+    changes = source(
+        spark, [(1, "eu", "drop"), (2, "eu", "keep"), (3, "eu", "skip"), (50, "eu", "skip")]
+    )
+    merge(
+        spark,
+        target="db.t",
+        source=changes,
+        on="t.id = s.id",
+        when_matched_delete="s.note = 'drop'",
+        when_matched_update={"note": "upper(s.note)"},
+        when_matched_update_condition="s.note <> 'skip'",
+        when_not_matched_insert={"id": "s.id", "region": "s.region", "note": "'inserted'"},
+        when_not_matched_insert_condition="s.id < 40",
+    )
+    after = contents(regions)
+    assert 1 not in after
+    assert after[2] == ("eu", "KEEP") and after[3] == ("eu", "")
+    assert 50 not in after and len(after) == 29
+
+
+def test_merge_refuses_a_target_row_matched_twice(spark: Any, regions: Table) -> None:
+    doubled = source(spark, [(1, "eu", "a"), (1, "eu", "b")])
+    with pytest.raises(ValidationError, match="more than one source row"):
+        merge(spark, target="db.t", source=doubled, on="t.id = s.id", when_matched_update="*")
+    regions.refresh()
+    assert len(regions.snapshots()) == 3
+
+
+def merge_held_until(spark: Any, marker: Path, data: list[tuple[int, str, str]]) -> Future[Any]:
+    """Start a merge in a thread whose source waits for ``marker``: it loads the table first,
+    then waits while another merge commits."""
+    path = str(marker)
+
+    @F.udf(StringType(), useArrow=False)
+    def wait(region: str) -> str:
+        import pathlib
+        import time
+
+        deadline = time.monotonic() + 120
+        while not pathlib.Path(path).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return region
+
+    held = source(spark, data).repartition(1).withColumn("region", wait("region"))
+    pool = ThreadPoolExecutor(1)
+    started = threading.Event()
+
+    def run() -> Any:
+        started.set()
+        return merge(
+            spark,
+            target="db.t",
+            source=held,
+            on="t.id = s.id and t.region = s.region",
+            when_matched_update="*",
+            when_not_matched_insert="*",
+        )
+
+    future = pool.submit(run)
+    pool.shutdown(wait=False)
+    started.wait()
+    return future
+
+
+def test_merges_on_disjoint_partitions_from_two_spark_jobs_both_commit(
+    spark: Any, regions: Table, tmp_path: Path
+) -> None:
+    marker = tmp_path / "other-merge-committed"
+    first = merge_held_until(spark, marker, [(1, "eu", "A"), (100, "eu", "A")])
+    try:
+        second = merge(
+            spark,
+            target="db.t",
+            source=source(spark, [(11, "us", "B"), (200, "us", "B")]),
+            on="t.id = s.id and t.region = s.region",
+            when_matched_update="*",
+            when_not_matched_insert="*",
+        )
+    finally:
+        marker.touch()
+    first_result = first.result(timeout=180)
+    after = contents(regions)
+    assert after[1] == ("eu", "A") and after[100] == ("eu", "A")
+    assert after[11] == ("us", "B") and after[200] == ("us", "B")
+    history = regions.snapshots()
+    assert history[-2].snapshot_id == second.snapshot_id  # the second merge landed first
+    assert history[-1].snapshot_id == first_result.snapshot_id
+
+
+def test_merges_on_the_same_partition_at_once_conflict(
+    spark: Any, regions: Table, tmp_path: Path
+) -> None:
+    marker = tmp_path / "other-merge-committed"
+    first = merge_held_until(spark, marker, [(1, "eu", "A")])
+    try:
+        merge(
+            spark,
+            target="db.t",
+            source=source(spark, [(2, "eu", "B")]),
+            on="t.id = s.id and t.region = s.region",
+            when_matched_update="*",
+        )
+    finally:
+        marker.touch()
+    with pytest.raises(CommitConflict):
+        first.result(timeout=180)
+    after = contents(regions)
+    assert after[2] == ("eu", "B") and after[1] == ("eu", "")
