@@ -1,0 +1,519 @@
+"""Shared helpers for lakecat's benchmarks: timing, catalogs, a PostgreSQL server, reporting.
+
+The benchmarks are scripts (``python benchmarks/bench_*.py [--quick]``), never collected by
+pytest. Each compares lakecat with pyiceberg 0.12 in one run on the same machine, so the ratios
+they report do not depend on how fast the machine is, only on how busy it is while they run
+(they report CPU time next to wall time for that reason).
+
+pyiceberg is imported here and in the benchmark scripts only: lakecat's own package never
+imports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import pwd
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+
+BENCH_DIR = Path(__file__).resolve().parent
+OUT_DIR = BENCH_DIR / "_out"
+NAMESPACE = "bench"
+
+# pyiceberg 0.12 warns about its own deprecations on ordinary calls; they are not ours to fix
+# and would bury the tables the benchmarks print.
+warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"pyiceberg(\..*)?")
+warnings.filterwarnings("ignore", message=r".*Delete operation did not match any records.*")
+
+
+# ---- timing ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Timing:
+    """Wall-clock and CPU seconds of one timed block (CPU: this process only)."""
+
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+
+
+@contextlib.contextmanager
+def timed() -> Iterator[Timing]:
+    """``with timed() as t: ...`` fills ``t.wall_s`` and ``t.cpu_s`` when the block ends."""
+    timing = Timing()
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+        yield timing
+    finally:
+        timing.wall_s = time.perf_counter() - wall
+        timing.cpu_s = time.process_time() - cpu
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) with linear interpolation; NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def repeat(fn: Any, times: int) -> list[Timing]:
+    """Run ``fn()`` ``times`` times, one :class:`Timing` each."""
+    out = []
+    for _ in range(times):
+        with timed() as t:
+            fn()
+        out.append(t)
+    return out
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else float("inf")
+
+
+# ---- data and catalogs ----------------------------------------------------------------------
+
+ROW_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("batch", pa.int64(), nullable=False),
+        pa.field("region", pa.string()),
+        pa.field("amount", pa.float64()),
+        pa.field("ts", pa.timestamp("us", tz="UTC")),
+    ]
+)
+_EPOCH_2024_US = 1_704_067_200_000_000
+
+
+def rows(batch: int, count: int = 100) -> pa.Table:
+    """``count`` rows of batch ``batch``: ids ``batch * count + i``, so every row is unique."""
+    first = batch * count
+    ids = list(range(first, first + count))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "batch": pa.array([batch] * count, pa.int64()),
+            "region": pa.array([("eu", "us", "ap")[i % 3] for i in ids]),
+            "amount": pa.array([i * 0.25 for i in ids], pa.float64()),
+            "ts": pa.array(
+                [_EPOCH_2024_US + i * 1_000_000 for i in ids], pa.timestamp("us", tz="UTC")
+            ),
+        },
+        schema=ROW_SCHEMA,
+    )
+
+
+def sqlite_url(folder: str | os.PathLike[str]) -> str:
+    """A SQLite catalog file inside ``folder`` (created if missing)."""
+    os.makedirs(folder, exist_ok=True)
+    return f"sqlite:///{os.path.join(os.fspath(folder), 'catalog.db')}"
+
+
+def lakecat_catalog(uri: str, warehouse: str, *, name: str = "lakecat") -> Any:
+    """A lakecat :class:`~lakecat.catalog.Catalog` (imported lazily: keeps ``--help`` fast)."""
+    from lakecat.catalog import Catalog
+
+    return Catalog(uri, warehouse=warehouse, name=name)
+
+
+def pyiceberg_catalog(uri: str, warehouse: str, *, name: str = "lakecat") -> Any:
+    """pyiceberg 0.12's ``SqlCatalog`` on the same kind of database and warehouse.
+
+    With the same ``uri`` and ``name`` it sees lakecat's tables (both use the JDBC catalog's
+    two tables), which is how the planning benchmark plans one table with both libraries.
+    """
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    location = warehouse if "://" in warehouse else Path(warehouse).resolve().as_uri()
+    return SqlCatalog(name, uri=uri, warehouse=location)
+
+
+def local_path(location: str) -> Path:
+    """A ``file://`` URI (or a plain path) as a local path."""
+    if location.startswith("file:"):
+        return Path(unquote(urlparse(location).path))
+    return Path(location)
+
+
+def folder_size(path: str | os.PathLike[str]) -> int:
+    """Bytes in the regular files directly inside ``path`` (0 if it does not exist)."""
+    try:
+        with os.scandir(path) as entries:
+            return sum(e.stat().st_size for e in entries if e.is_file())
+    except FileNotFoundError:
+        return 0
+
+
+def file_sizes(path: str | os.PathLike[str]) -> dict[str, int]:
+    """Name -> size of the regular files directly inside ``path``."""
+    try:
+        with os.scandir(path) as entries:
+            return {e.name: e.stat().st_size for e in entries if e.is_file()}
+    except FileNotFoundError:
+        return {}
+
+
+# ---- PostgreSQL -----------------------------------------------------------------------------
+
+_PG_PROGRAMS = ("initdb", "pg_ctl", "postgres")
+_PG_SUPERUSER = "postgres"
+
+
+def find_postgres_bindir() -> Path | None:
+    """The folder holding initdb, pg_ctl and postgres: PATH first, then the newest Debian one."""
+    candidates: list[Path] = []
+    on_path = shutil.which("initdb")
+    if on_path:
+        candidates.append(Path(os.path.realpath(on_path)).parent)
+    debian = Path("/usr/lib/postgresql")
+    if debian.is_dir():
+        versions = sorted(
+            (p for p in debian.iterdir() if p.name.isdigit()), key=lambda p: -int(p.name)
+        )
+        candidates += [p / "bin" for p in versions]
+    for folder in candidates:
+        if all((folder / program).is_file() for program in _PG_PROGRAMS):
+            return folder
+    return None
+
+
+class LocalPostgres:
+    """A throw-away PostgreSQL cluster in a temp folder, on 127.0.0.1 and a free port.
+
+    PostgreSQL refuses to run as root, so as root it runs as the ``postgres`` OS user. Settings
+    follow the test suite's server (``tests/conftest.py``): trust authentication, fsync off.
+    Use as a context manager; :meth:`create_database` gives a fresh database's SQLAlchemy URL.
+    """
+
+    def __init__(self) -> None:
+        bindir = find_postgres_bindir()
+        if bindir is None:
+            raise RuntimeError("PostgreSQL binaries (initdb, pg_ctl, postgres) not found")
+        self._bindir = bindir
+        self._run_as = pwd.getpwnam("postgres") if os.geteuid() == 0 else None
+        self._base = Path(tempfile.mkdtemp(prefix="lakecat-bench-pg-"))
+        if self._run_as is not None:
+            os.chown(self._base, self._run_as.pw_uid, self._run_as.pw_gid)
+        self._data = self._base / "data"
+        self._log = self._base / "server.log"
+        self.port = 0
+        self._started = False
+
+    def __enter__(self) -> LocalPostgres:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        return f"postgresql+psycopg://{_PG_SUPERUSER}@127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self._command(
+            "initdb",
+            [
+                *("-D", str(self._data), "-U", _PG_SUPERUSER, "--auth=trust"),
+                *("-E", "UTF8", "--locale=C", "--no-sync"),
+            ],
+        )
+        for _ in range(3):  # the free port may be taken before the server binds it
+            self.port = _free_port()
+            options = (
+                f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self._base} "
+                "-c max_connections=200 -c fsync=off -c synchronous_commit=off "
+                "-c full_page_writes=off"
+            )
+            result = self._command(
+                "pg_ctl",
+                [
+                    *("-D", str(self._data), "-l", str(self._log), "-w", "-t", "60"),
+                    *("-o", options, "start"),
+                ],
+                check=False,
+            )
+            if result.returncode == 0:
+                self._started = True
+                return
+        raise RuntimeError(f"could not start PostgreSQL:\n{self._log.read_text(errors='replace')}")
+
+    def stop(self) -> None:
+        try:
+            if self._started:
+                self._command(
+                    "pg_ctl", ["-D", str(self._data), "-m", "immediate", "-w", "stop"], check=False
+                )
+        finally:
+            shutil.rmtree(self._base, ignore_errors=True)
+
+    def create_database(self, name: str) -> str:
+        """Create database ``name`` and return its SQLAlchemy URL."""
+        import sqlalchemy as sa
+        from sqlalchemy.pool import NullPool
+
+        engine = sa.create_engine(
+            f"{self.base_url}/postgres", isolation_level="AUTOCOMMIT", poolclass=NullPool
+        )
+        try:
+            with engine.connect() as connection:
+                connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        finally:
+            engine.dispose()
+        return f"{self.base_url}/{name}"
+
+    def _command(
+        self, program: str, arguments: Sequence[str], *, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        command = [str(self._bindir / program), *arguments]
+        if self._run_as is not None:
+            command = ["runuser", "-u", self._run_as.pw_name, "--", *command]
+        result = subprocess.run(
+            command,
+            cwd=self._base,
+            env={**os.environ, "LC_ALL": "C"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed:\n{result.stdout}{result.stderr}")
+        return result
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+# ---- reporting ------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    try:
+        with open("/proc/meminfo") as f:
+            mem_kib = int(f.readline().split()[1])
+    except (OSError, ValueError, IndexError):
+        mem_kib = 0
+    versions: dict[str, str] = {}
+    for package in ("pyiceberg", "pyarrow", "fastavro", "orjson", "sqlalchemy", "psycopg"):
+        with contextlib.suppress(Exception):
+            from importlib.metadata import version
+
+            versions[package] = version(package)
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (0.0, 0.0, 0.0)
+    return {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "cpu_pressure": cpu_pressure(),
+        "cpus": os.cpu_count(),
+        "memory_gib": round(mem_kib / 1024 / 1024, 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_average_at_start": [round(x, 2) for x in load],
+        "versions": versions,
+    }
+
+
+def cpu_pressure() -> str:
+    """Linux PSI: how often runnable tasks waited for a CPU (other work on a shared machine)."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            return f.readline().strip()
+    except OSError:
+        return "unknown"
+
+
+@dataclass
+class Report:
+    """Collects a benchmark's tables and target checks, prints them, writes them as JSON."""
+
+    name: str
+    args: dict[str, Any]
+    info: dict[str, Any] = field(default_factory=machine)
+    tables: list[dict[str, Any]] = field(default_factory=list)
+    targets: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def table(self, title: str, headers: Sequence[str], body: Sequence[Sequence[Any]]) -> None:
+        cells = [[_cell(v) for v in row] for row in body]
+        self.tables.append({"title": title, "headers": list(headers), "rows": cells})
+        print_table(title, headers, cells)
+
+    def target(self, text: str, met: bool, measured: str) -> None:
+        self.targets.append({"target": text, "met": bool(met), "measured": measured})
+        print(f"  [{'MET' if met else 'NOT MET'}] {text}: {measured}")
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+        print(f"  note: {text}")
+
+    def write(self, out_dir: Path = OUT_DIR) -> Path:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        mode = "quick" if self.args.get("quick") else "full"
+        payload = {
+            "benchmark": self.name,
+            "args": self.args,
+            "machine": self.info,
+            "tables": self.tables,
+            "targets": self.targets,
+            "notes": self.notes,
+            "data": self.data,
+        }
+        text = json.dumps(payload, indent=2, default=str)
+        path = out_dir / f"{self.name}-{mode}-{stamp}.json"
+        path.write_text(text)
+        (out_dir / f"{self.name}-{mode}-latest.json").write_text(text)
+        (out_dir / f"{self.name}-{mode}-latest.md").write_text(self.markdown() + "\n")
+        print(f"\nresults written to {path}")
+        return path
+
+    def markdown(self) -> str:
+        """The tables as Markdown (what docs/benchmarks.md shows)."""
+        info = self.info
+        lines = [
+            f"Measured {info['date']} on {info['cpus']} CPUs, {info['memory_gib']} GiB, "
+            f"Python {info['python']}, pyiceberg {info['versions'].get('pyiceberg', '?')}, "
+            f"load average at start {info['load_average_at_start']}, CPU pressure at start "
+            f"`{info['cpu_pressure']}`.",
+            "",
+        ]
+        for t in self.tables:
+            lines += [f"**{t['title']}**", "", markdown_table(t["headers"], t["rows"]), ""]
+        for t in self.targets:
+            lines.append(
+                f"- {'met' if t['met'] else '**not met**'}: {t['target']} ({t['measured']})"
+            )
+        return "\n".join(lines)
+
+
+def report_from_json(path: str | os.PathLike[str]) -> Report:
+    """A :class:`Report` read back from the JSON that :meth:`Report.write` wrote."""
+    payload = json.loads(Path(path).read_text())
+    return Report(
+        payload["benchmark"],
+        payload["args"],
+        info=payload["machine"],
+        tables=payload["tables"],
+        targets=payload["targets"],
+        notes=payload["notes"],
+        data=payload["data"],
+    )
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "-"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        if abs(value) >= 10:
+            return f"{value:.1f}"
+        return f"{value:.2f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def print_table(title: str, headers: Sequence[str], body: Sequence[Sequence[str]]) -> None:
+    widths = [
+        max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headers)
+    ]
+    print(f"\n{title}")
+    print("  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for row in body:
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+
+
+def markdown_table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---:|" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def mib(n_bytes: float) -> float:
+    return n_bytes / (1024 * 1024)
+
+
+def ms(seconds: float) -> float:
+    return seconds * 1000
+
+
+def base_parser(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--quick", action="store_true", help="a small run of a few seconds (smoke test)"
+    )
+    parser.add_argument(
+        "--workdir",
+        default=None,
+        help="folder for catalogs and warehouses (default: a temp folder, deleted afterwards)",
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the work folder (printed at the end)"
+    )
+    return parser
+
+
+@contextlib.contextmanager
+def workdir(args: argparse.Namespace, prefix: str) -> Iterator[Path]:
+    """The benchmark's scratch folder: ``--workdir`` or a temp folder removed at the end."""
+    if args.workdir:
+        path = Path(args.workdir).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        if args.keep:
+            print(f"work folder kept: {path}")
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    # ``python benchmarks/common.py RESULT.json...``: print results as Markdown (for the docs).
+    import sys
+
+    for result in sys.argv[1:]:
+        print(report_from_json(result).markdown(), end="\n\n")
