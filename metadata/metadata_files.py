@@ -21,6 +21,7 @@ import orjson
 from lakecat.metadata import properties as props
 from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.fileio import FileIO, FileNotFoundStorageError, join
+from lakecat.metadata.metadata_json import serialize_metadata
 from lakecat.metadata.table_metadata import TableMetadata
 
 _CODEC_EXTENSIONS = {"none": "", "gzip": ".gz"}
@@ -67,16 +68,6 @@ def write_metadata(io: FileIO, location: str, metadata: TableMetadata) -> None:
     io.write(
         location, serialize_metadata(metadata, gzipped=_is_gzip_name(location)), exclusive=True
     )
-
-
-def serialize_metadata(metadata: TableMetadata, *, gzipped: bool = False) -> bytes:
-    """The bytes of a metadata.json file."""
-    try:
-        data = orjson.dumps(metadata.to_json(fragments=True))
-    except orjson.JSONEncodeError as exc:
-        raise ValidationError(f"table metadata cannot be written as JSON: {exc}") from exc
-    # mtime=0 keeps the bytes a function of the content.
-    return gzip.compress(data, compresslevel=6, mtime=0) if gzipped else data
 
 
 def read_metadata(io: FileIO, location: str) -> TableMetadata:

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import orjson
-
 from lakecat.metadata.errors import CorruptMetadata, NoSuchRef, NoSuchSnapshot
 from lakecat.metadata.partitioning import PartitionSpec
 from lakecat.metadata.schema import Schema
@@ -121,9 +119,9 @@ class TableMetadata:
         return self.properties.get(key, default)
 
     # ---- JSON ---------------------------------------------------------------------------
-    def to_json(self, *, fragments: bool = False) -> dict[str, Any]:
-        """The metadata.json object. With ``fragments`` the snapshots are embedded as
-        pre-serialized ``orjson.Fragment`` values (for writing; not for comparing)."""
+    def to_json(self, *, with_snapshots: bool = True) -> dict[str, Any]:
+        """The metadata.json object; without its ``snapshots`` key when not
+        ``with_snapshots`` (the writer in ``metadata_json`` lays the snapshots out itself)."""
         out: dict[str, Any] = {
             "format-version": self.format_version,
             "table-uuid": self.table_uuid,
@@ -146,9 +144,7 @@ class TableMetadata:
             -1 if self.current_snapshot_id is None else self.current_snapshot_id
         )
         out["refs"] = {name: ref.to_json() for name, ref in self.refs.items()}
-        if fragments:
-            out["snapshots"] = [orjson.Fragment(s.json_bytes()) for s in self.snapshots]
-        else:
+        if with_snapshots:
             out["snapshots"] = [s.to_json() for s in self.snapshots]
         out["statistics"] = [dict(s) for s in self.statistics]
         out["partition-statistics"] = [dict(s) for s in self.partition_statistics]

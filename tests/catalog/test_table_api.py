@@ -82,6 +82,19 @@ def test_new_tables_write_isolation_and_metadata_pruning_defaults(table) -> None
     assert props["write.update.isolation-level"] == "snapshot"
     assert props["write.merge.isolation-level"] == "snapshot"
     assert props["write.metadata.delete-after-commit.enabled"] == "true"
+    assert props["write.metadata.compression-codec"] == "gzip"
+
+
+def test_metadata_files_are_gzipped_unless_the_table_says_none(catalog: Catalog, table) -> None:
+    table.append(rows(range(3), "eu"))
+    assert metadata_state(catalog, "db.events").endswith(".gz.metadata.json")
+    plain = catalog.create_table(
+        "db.plain", SCHEMA, properties={"write.metadata.compression-codec": "none"}
+    )
+    plain.append(rows(range(3), "eu"))
+    location = metadata_state(catalog, "db.plain")
+    assert location.endswith(".metadata.json") and not location.endswith(".gz.metadata.json")
+    assert ids(catalog.load_table("db.plain").to_arrow()) == [0, 1, 2]
 
 
 def test_creating_an_existing_table_fails_and_keeps_the_first(catalog: Catalog, table) -> None:

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import itertools
 import json
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +35,18 @@ from pyiceberg.types import NestedField as PyNestedField
 from pyiceberg.types import StructType as PyStructType
 from pyiceberg.types import TimestamptzType as PyTimestamptzType
 
+from lakecat.metadata import metadata_json
 from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.fileio import FileExistsStorageError, LocalFileIO
 from lakecat.metadata.metadata_files import (
     metadata_file_name,
     new_metadata_location,
+    parse_metadata,
     parse_version,
     read_metadata,
     write_metadata,
 )
+from lakecat.metadata.metadata_json import serialize_metadata
 from lakecat.metadata.partitioning import PartitionField, PartitionSpec
 from lakecat.metadata.properties import RESERVED
 from lakecat.metadata.schema import Schema
@@ -540,3 +546,93 @@ def test_main_and_current_snapshot_id_that_disagree_are_corrupt() -> None:
     obj["current-snapshot-id"] = 3055729675574597004
     with pytest.raises(CorruptMetadata, match="differs from branch main"):
         TableMetadata.from_json(obj)
+
+
+# ---- gzip that resumes from the previous version's compressed snapshots -----------------------
+def _with_snapshots(
+    base: TableMetadata, count: int, *, first: int = 1, ts: int = 0
+) -> TableMetadata:
+    snaps = tuple(
+        Snapshot(
+            snapshot_id=i,
+            sequence_number=i,
+            timestamp_ms=1_700_000_000_000 + i + ts,
+            manifest_list=f"s3://b/t/metadata/snap-{i}.avro",
+            operation="append",
+            summary={"added-records": str(i)},
+            parent_snapshot_id=i - 1 if i > first else None,
+        )
+        for i in range(first, first + count)
+    )
+    return dataclasses.replace(
+        base,
+        snapshots=snaps,
+        current_snapshot_id=None,
+        refs={},
+        snapshot_log=(),
+        last_sequence_number=first + count,
+    )
+
+
+def _one_shot_gzip(plain: bytes) -> bytes:
+    compressor = zlib.compressobj(metadata_json.GZIP_LEVEL, zlib.DEFLATED, 31)
+    return compressor.compress(plain) + compressor.flush()
+
+
+@pytest.fixture
+def empty_gzip_cache() -> Iterator[None]:
+    metadata_json._GZIP_CACHE.clear()
+    yield
+    metadata_json._GZIP_CACHE.clear()
+
+
+def test_gzip_of_a_grown_table_resumes_and_equals_the_one_shot_stream(
+    empty_gzip_cache: None,
+) -> None:
+    base = _metadata()
+    for count in (0, 1, 2, 50, 51, 300):  # each version extends the previous one's snapshots
+        version = _with_snapshots(base, count)
+        plain = serialize_metadata(version)
+        gz = serialize_metadata(version, gzipped=True)
+        assert gz == _one_shot_gzip(plain)
+        assert parse_metadata(gz) == parse_metadata(plain) == version
+
+
+def test_gzip_after_expiring_snapshots_compresses_the_new_prefix_afresh(
+    empty_gzip_cache: None,
+) -> None:
+    base = _metadata()
+    serialize_metadata(_with_snapshots(base, 40), gzipped=True)
+    expired = _with_snapshots(base, 30, first=11)  # snapshots 1-10 expired
+    gz = serialize_metadata(expired, gzipped=True)
+    assert gz == _one_shot_gzip(serialize_metadata(expired))
+    assert parse_metadata(gz) == expired
+
+
+def test_gzip_never_reuses_a_prefix_whose_snapshot_bytes_differ(empty_gzip_cache: None) -> None:
+    """A retried commit may write a snapshot with the same id but other content (a new
+    timestamp): the cached prefix must not stand in for it."""
+    base = _metadata()
+    serialize_metadata(_with_snapshots(base, 5), gzipped=True)
+    retried = _with_snapshots(base, 6, ts=7)  # same ids, other timestamps
+    gz = serialize_metadata(retried, gzipped=True)
+    assert parse_metadata(gz) == retried
+    assert parse_metadata(gz).snapshots[0].timestamp_ms == 1_700_000_000_008
+
+
+def test_gzip_cache_keeps_tables_apart_and_stays_bounded(empty_gzip_cache: None) -> None:
+    base = _metadata()
+    versions = [
+        dataclasses.replace(_with_snapshots(base, 3 + i), table_uuid=f"uuid-{i}") for i in range(20)
+    ]
+    for version in versions + versions[::-1]:
+        gz = serialize_metadata(version, gzipped=True)
+        assert parse_metadata(gz) == version
+    assert len(metadata_json._GZIP_CACHE._entries) == metadata_json._MAX_TABLES
+
+
+def test_the_snapshots_come_after_the_table_identity_and_every_key_survives() -> None:
+    version = _with_snapshots(_metadata(), 3)
+    text = serialize_metadata(version).decode()
+    assert text.startswith('{"format-version":2,"table-uuid":')
+    assert json.loads(text) == version.to_json()
