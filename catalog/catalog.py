@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
+from lakecat.catalog.commit_lock import CommitLock, commit_lock_for
 from lakecat.catalog.identifiers import (
     namespace_to_string,
     parse_namespace,
     parse_table_identifier,
 )
+from lakecat.catalog.metadata_cache import MetadataFileCache
 from lakecat.catalog.reachable import reachable_files
 from lakecat.catalog.sql_store import SqlCatalogStore
 from lakecat.catalog.table import Table
@@ -58,17 +61,41 @@ class _TableOps:
     table: str
     io: FileIO
     manifest_cache: ManifestCache
+    metadata_cache: MetadataFileCache
+    lock: CommitLock
 
     @property
     def name(self) -> str:
         return f"{namespace_to_string(self.namespace)}.{self.table}"
 
     def refresh(self) -> tuple[TableMetadata, str]:
-        location = self.store.get_metadata_location(self.namespace, self.table)
-        return load_metadata(self.io, location), location
+        location = self.current_location()
+        return self.load(location), location
+
+    def current_location(self) -> str:
+        return self.store.get_metadata_location(self.namespace, self.table)
+
+    def load(self, location: str) -> TableMetadata:
+        metadata = self.metadata_cache.get(location)
+        if metadata is None:
+            metadata = load_metadata(self.io, location)
+            self.metadata_cache.put(location, metadata)
+        return metadata
 
     def swap(self, *, expected: str, new: str) -> None:
         self.store.swap_metadata_location(self.namespace, self.table, expected=expected, new=new)
+
+    def committed(self, location: str, metadata: TableMetadata) -> None:
+        self.metadata_cache.put(location, metadata)
+
+    def commit_lock(self, properties: Mapping[str, str]) -> AbstractContextManager[bool]:
+        if not P.get_bool(properties, P.COMMIT_LOCK_ENABLED, P.COMMIT_LOCK_ENABLED_DEFAULT):
+            return nullcontext(False)
+        timeout_ms = P.get_int(
+            properties, P.COMMIT_LOCK_ACQUIRE_TIMEOUT_MS, P.COMMIT_LOCK_ACQUIRE_TIMEOUT_MS_DEFAULT
+        )
+        key = f"{self.store.catalog_name}/{namespace_to_string(self.namespace)}/{self.table}"
+        return self.lock.hold(key, max(0, timeout_ms) / 1000)
 
 
 def load_metadata(io: FileIO, location: str) -> TableMetadata:
@@ -103,6 +130,8 @@ class Catalog:
         self.store = SqlCatalogStore(uri, catalog_name=name, engine_kwargs=engine_kwargs)
         # Decoded manifests are immutable; scans and commits of this catalog share them.
         self.manifest_cache = ManifestCache(manifest_cache_entries)
+        self.metadata_cache = MetadataFileCache()
+        self.commit_lock = commit_lock_for(self.store.engine)
 
     @staticmethod
     def embedded(folder: str | os.PathLike[str], *, name: str = "lakecat") -> Catalog:
@@ -275,7 +304,15 @@ class Catalog:
             pass
 
     def _ops(self, namespace: Namespace, name: str) -> _TableOps:
-        return _TableOps(self.store, namespace, name, self.io, self.manifest_cache)
+        return _TableOps(
+            self.store,
+            namespace,
+            name,
+            self.io,
+            self.manifest_cache,
+            self.metadata_cache,
+            self.commit_lock,
+        )
 
 
 def build_spec(schema: Schema, partition_by: PartitionBy) -> PartitionSpec:

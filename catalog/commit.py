@@ -20,6 +20,11 @@ Every write goes through :func:`commit_intent` (data changes) or :func:`commit_u
      succeeded; if it can be read and does not, the loop retries; if it cannot be read,
      ``CommitStateUnknown`` is raised to the caller.
 
+An attempt runs under the table's advisory commit lock (:mod:`lakecat.catalog.commit_lock`)
+when it can be had: it first moves the base to the current pointer, so lakecat writers queue
+for milliseconds instead of losing the swap and redoing the attempt. The lock decides nothing:
+the swap alone does, and a writer without the lock is as safe as one with it.
+
 Nothing fallible that could change the outcome runs after a successful swap: cleanup of
 superseded files is best effort and only logged.
 
@@ -34,6 +39,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -85,8 +91,24 @@ class TableOperations(Protocol):
         """The current metadata and its location, read from the catalog."""
         ...
 
+    def current_location(self) -> str:
+        """The current metadata location (the pointer only)."""
+        ...
+
+    def load(self, location: str) -> TableMetadata:
+        """The metadata in the file at ``location``."""
+        ...
+
     def swap(self, *, expected: str, new: str) -> None:
         """Compare-and-swap the metadata pointer (contract in the module docstring)."""
+        ...
+
+    def committed(self, location: str, metadata: TableMetadata) -> None:
+        """Told after a swap to ``location`` landed (the metadata may be kept for reuse)."""
+        ...
+
+    def commit_lock(self, properties: Mapping[str, str]) -> AbstractContextManager[bool]:
+        """The advisory commit lock (:mod:`lakecat.catalog.commit_lock`); yields whether held."""
         ...
 
 
@@ -175,23 +197,27 @@ def commit_intent(
         while True:
             attempt += 1
             pending = []
-            already = _already_committed(intent, base)
-            if already is not None:
-                _delete(ops.io, intent_files(intent) + producer.written)
-                return CommitResult(
-                    base, base_location, already, attempt, int(clock.waited_ms), True
-                )
-            window.validate(start or base, base)
-            extra = {ATTEMPTS_KEY: str(attempt), WAIT_MS_KEY: str(int(clock.waited_ms))}
-            produced = producer.produce(base, attempt=attempt, extra_summary=extra)
-            pending.extend(produced.attempt_files)
-            new = apply(base, list(produced.updates), base_location=base_location)
-            new_location = new_metadata_location(base.location, base_location, new.properties)
-            pending.append(new_location)
-            write_metadata(ops.io, new_location, new)
-            _log_attempt(ops, intent, base, attempt, clock)
-            outcome = _swap(ops, base_location, new_location, intent.snapshot_id)
+            with ops.commit_lock(base.properties) as locked:
+                if locked:  # writers that take the lock wait here instead of losing the swap
+                    base, base_location = _fresh(ops, base, base_location)
+                already = _already_committed(intent, base)
+                if already is not None:
+                    _delete(ops.io, intent_files(intent) + producer.written)
+                    return CommitResult(
+                        base, base_location, already, attempt, int(clock.waited_ms), True
+                    )
+                window.validate(start or base, base)
+                extra = {ATTEMPTS_KEY: str(attempt), WAIT_MS_KEY: str(int(clock.waited_ms))}
+                produced = producer.produce(base, attempt=attempt, extra_summary=extra)
+                pending.extend(produced.attempt_files)
+                new = apply(base, list(produced.updates), base_location=base_location)
+                new_location = new_metadata_location(base.location, base_location, new.properties)
+                pending.append(new_location)
+                write_metadata(ops.io, new_location, new)
+                _log_attempt(ops, intent, base, attempt, clock)
+                outcome = _swap(ops, base_location, new_location, intent.snapshot_id)
             if outcome is _Outcome.COMMITTED:
+                ops.committed(new_location, new)
                 _after_commit(ops.io, base, base_location, new, producer)
                 return CommitResult(
                     new, new_location, intent.snapshot_id, attempt, int(clock.waited_ms)
@@ -232,16 +258,20 @@ def commit_updates(
     attempt = 0
     while True:
         attempt += 1
-        updates, requirements = build(base)
-        for requirement in requirements:
-            requirement.validate(base)
-        new = apply(base, list(updates), base_location=base_location)
-        if new is base:  # nothing to change: no commit
-            return CommitResult(base, base_location, None, attempt, int(clock.waited_ms))
-        new_location = new_metadata_location(base.location, base_location, new.properties)
-        write_metadata(ops.io, new_location, new)
-        outcome = _swap(ops, base_location, new_location, None)
+        with ops.commit_lock(base.properties) as locked:
+            if locked:
+                base, base_location = _fresh(ops, base, base_location)
+            updates, requirements = build(base)
+            for requirement in requirements:
+                requirement.validate(base)
+            new = apply(base, list(updates), base_location=base_location)
+            if new is base:  # nothing to change: no commit
+                return CommitResult(base, base_location, None, attempt, int(clock.waited_ms))
+            new_location = new_metadata_location(base.location, base_location, new.properties)
+            write_metadata(ops.io, new_location, new)
+            outcome = _swap(ops, base_location, new_location, None)
         if outcome is _Outcome.COMMITTED:
+            ops.committed(new_location, new)
             _prune_metadata_files(ops.io, base, base_location, new)
             return CommitResult(new, new_location, None, attempt, int(clock.waited_ms))
         if outcome is _Outcome.LOST:
@@ -250,6 +280,14 @@ def commit_updates(
             raise RetriesExhausted(f"{ops.name}: lost the commit race {attempt} time(s)")
         clock.wait(attempt)
         base, base_location = ops.refresh()
+
+
+def _fresh(
+    ops: TableOperations, base: TableMetadata, base_location: str
+) -> tuple[TableMetadata, str]:
+    """The table's current metadata: ``base`` itself if the pointer has not moved."""
+    location = ops.current_location()
+    return (base, base_location) if location == base_location else (ops.load(location), location)
 
 
 # ---- validation window ------------------------------------------------------------------

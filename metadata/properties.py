@@ -13,6 +13,10 @@ COMMIT_MAX_RETRY_WAIT_MS = "commit.retry.max-wait-ms"
 COMMIT_MAX_RETRY_WAIT_MS_DEFAULT = 60_000
 COMMIT_TOTAL_RETRY_TIME_MS = "commit.retry.total-timeout-ms"
 COMMIT_TOTAL_RETRY_TIME_MS_DEFAULT = 1_800_000
+COMMIT_LOCK_ENABLED = "commit.lock.enabled"  # lakecat's advisory commit lock
+COMMIT_LOCK_ENABLED_DEFAULT = True
+COMMIT_LOCK_ACQUIRE_TIMEOUT_MS = "commit.lock.acquire-timeout-ms"
+COMMIT_LOCK_ACQUIRE_TIMEOUT_MS_DEFAULT = 5_000
 
 # --- manifest merging ---------------------------------------------------------------------
 MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"

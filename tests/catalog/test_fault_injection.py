@@ -10,6 +10,8 @@ land.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -84,6 +86,18 @@ class FaultyOps:
         if self.refresh_fails and self.calls:
             raise CatalogUnavailable("injected: catalog unreachable")
         return self.inner.refresh()  # type: ignore[attr-defined]
+
+    def current_location(self) -> str:
+        return self.inner.current_location()  # type: ignore[attr-defined,no-any-return]
+
+    def load(self, location: str) -> TableMetadata:
+        return self.inner.load(location)  # type: ignore[attr-defined,no-any-return]
+
+    def committed(self, location: str, metadata: TableMetadata) -> None:
+        self.inner.committed(location, metadata)  # type: ignore[attr-defined]
+
+    def commit_lock(self, properties: Mapping[str, str]) -> AbstractContextManager[bool]:
+        return self.inner.commit_lock(properties)  # type: ignore[attr-defined,no-any-return]
 
     def swap(self, *, expected: str, new: str) -> None:
         mode, self.mode = self.mode, ""

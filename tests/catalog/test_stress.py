@@ -83,14 +83,15 @@ def _expected(logs: dict[int, list[tuple[str, int | None, list[int]]]]) -> set[t
 
 
 @pytest.mark.slow
-def test_eight_writers_keep_the_table_correct(catalog_url: str, warehouse: str) -> None:
+@pytest.mark.parametrize("lock", ["true", "false"], ids=["commit-lock", "cas-only"])
+def test_eight_writers_keep_the_table_correct(catalog_url: str, warehouse: str, lock: str) -> None:
     catalog = Catalog(catalog_url, warehouse=warehouse)
     catalog.create_namespace("db")
     catalog.create_table(
         "db.stress",
         _rows(0, "x", [0]).schema,
         partition_by=["part"],
-        properties={"commit.retry.num-retries": "20"},
+        properties={"commit.retry.num-retries": "20", "commit.lock.enabled": lock},
     )
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()

@@ -1,0 +1,191 @@
+"""An advisory per-table commit lock: fewer lost races, never a say in correctness.
+
+Under contention, optimistic commits waste work: every writer that loses the compare-and-swap
+refreshes, rebuilds its manifest list and metadata file, sleeps and tries again, and on a
+busy machine the losers' repeated work slows the winners too. Iceberg's Glue and DynamoDB
+catalogs pair their commit with a lock (``LockManager``) for the same reason, and Hudi holds
+one "only for the instant of the commit".
+
+lakecat's writers take this lock around one commit *attempt*: refresh the base if the
+pointer moved, validate, write the manifest list and metadata file, swap. Data files and
+their manifests are written before, outside the lock, so it is held for milliseconds. The
+contract:
+
+* The lock is **advisory**. The catalog's compare-and-swap remains the only thing that decides
+  whether a commit lands; a writer that does not take the lock (pyiceberg, Spark's Iceberg
+  runtime, a lakecat writer whose wait timed out) is still safe, it may just win or lose a race.
+* Waiting is bounded by ``commit.lock.acquire-timeout-ms`` (table property, default 5,000 ms).
+  A writer that cannot get the lock in time commits without it; the lock can slow a commit
+  down but never make it fail.
+* A crashed holder releases it: a file lock dies with its process, a PostgreSQL session
+  advisory lock with its connection.
+* ``commit.lock.enabled=false`` turns it off for a table.
+
+Implementations: a ``flock`` on a file beside a SQLite catalog (the writers of an embedded
+catalog share its machine), ``pg_advisory_lock`` on PostgreSQL (shared by every machine using
+the catalog), a process-local lock for an in-memory SQLite catalog.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+log = logging.getLogger("lakecat.commit")
+
+# A waiter polls a file lock every 0.1 ms at first, then every 1 ms: a released lock is taken
+# again within about a millisecond (a commit holds it for a few), at a few thousand cheap
+# system calls a second per waiting process.
+_POLL_FIRST_S = 0.0001
+_POLL_MAX_S = 0.001
+
+
+class CommitLock(Protocol):
+    def hold(self, key: str, timeout_s: float) -> contextlib.AbstractContextManager[bool]:
+        """Hold the lock for ``key`` while the block runs; the value says whether it is held
+        (``False`` after ``timeout_s``: the block runs anyway, unlocked)."""
+        ...
+
+
+def commit_lock_for(engine: Engine) -> CommitLock:
+    """The commit lock that fits a catalog database."""
+    backend = engine.url.get_backend_name()
+    if backend == "postgresql":
+        return PostgresAdvisoryLock(engine)
+    database = engine.url.database
+    if (
+        backend == "sqlite"
+        and database
+        and database != ":memory:"
+        and "mode=memory" not in str(engine.url)
+    ):
+        return FileLock(f"{os.path.abspath(database)}.locks")
+    return ProcessLock()
+
+
+def lock_id(key: str) -> int:
+    """A signed 64-bit number for ``key`` (PostgreSQL advisory lock ids are bigint)."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big", signed=True)
+
+
+def _poll(try_acquire: Callable[[], bool], timeout_s: float) -> bool:
+    """Call ``try_acquire`` until it returns true or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    pause = _POLL_FIRST_S
+    while True:
+        if try_acquire():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(_POLL_MAX_S, pause * 2)
+
+
+class FileLock:
+    """``flock`` on ``<folder>/<hash of key>.lock``: exclusive between processes and between
+    threads (each hold opens the file anew, and flock locks belong to the open file)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    @contextlib.contextmanager
+    def hold(self, key: str, timeout_s: float) -> Iterator[bool]:
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            fd = os.open(
+                os.path.join(self.folder, f"{lock_id(key) & (2**64 - 1):016x}.lock"),
+                os.O_RDWR | os.O_CREAT,
+                0o644,
+            )
+        except OSError as exc:
+            log.debug("commit lock unavailable (%s); committing without it", exc)
+            yield False
+            return
+        try:
+
+            def try_acquire() -> bool:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return False
+                return True
+
+            held = _poll(try_acquire, timeout_s)
+            if not held:
+                log.debug("commit lock %s: waited %.1f s; committing without it", key, timeout_s)
+            yield held
+        finally:
+            os.close(fd)  # releases the flock
+
+
+class PostgresAdvisoryLock:
+    """A session-level ``pg_advisory_lock`` on a connection of the catalog's pool, held for
+    the block and released after it (or by PostgreSQL when the connection dies). Waiting is
+    PostgreSQL's own queue, bounded by ``lock_timeout`` for that one statement."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @contextlib.contextmanager
+    def hold(self, key: str, timeout_s: float) -> Iterator[bool]:
+        ident = lock_id(f"lakecat-commit:{key}")
+        try:
+            connection = self.engine.connect()
+        except Exception as exc:  # the swap will report an unreachable catalog itself
+            log.debug("commit lock unavailable (%s); committing without it", exc)
+            yield False
+            return
+        held = False
+        try:
+            try:
+                # SET LOCAL ends with the transaction; the session-level lock outlives it.
+                timeout_ms = max(1, int(timeout_s * 1000))
+                connection.execute(text(f"SET LOCAL lock_timeout = {timeout_ms}"))
+                connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": ident})
+                connection.commit()
+                held = True
+            except Exception as exc:
+                with contextlib.suppress(Exception):
+                    connection.rollback()
+                log.debug("commit lock %s not held (%s); committing without it", key, exc)
+            yield held
+        finally:
+            if held:
+                try:
+                    connection.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": ident})
+                    connection.commit()
+                except Exception:
+                    # never return a connection that may still hold the lock to the pool:
+                    # closing the session releases it
+                    with contextlib.suppress(Exception):
+                        connection.invalidate()
+            with contextlib.suppress(Exception):
+                connection.close()
+
+
+class ProcessLock:
+    """Locks shared by the threads of this process (an in-memory catalog has no others)."""
+
+    _guard = threading.Lock()
+    _locks: dict[str, threading.Lock] = {}
+
+    @contextlib.contextmanager
+    def hold(self, key: str, timeout_s: float) -> Iterator[bool]:
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        held = lock.acquire(timeout=timeout_s)
+        try:
+            yield held
+        finally:
+            if held:
+                lock.release()

@@ -1,0 +1,42 @@
+"""Parsed metadata files by location, for the tables of one catalog instance.
+
+A metadata file is written once and never changes (exclusive create, a new uuid per file),
+so a location always means the same metadata: a ``load_table`` or commit refresh that finds
+the pointer at a file this process already parsed, or wrote and committed itself, reuses it
+instead of reading and parsing it again. Bounded: the least recently used files go first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from lakecat.metadata.table_metadata import TableMetadata
+
+DEFAULT_MAX_FILES = 16
+
+
+class MetadataFileCache:
+    def __init__(self, max_files: int = DEFAULT_MAX_FILES) -> None:
+        self.max_files = max_files
+        self._files: OrderedDict[str, TableMetadata] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, location: str) -> TableMetadata | None:
+        with self._lock:
+            found = self._files.get(location)
+            if found is not None:
+                self._files.move_to_end(location)
+            return found
+
+    def put(self, location: str, metadata: TableMetadata) -> None:
+        if self.max_files <= 0:
+            return
+        with self._lock:
+            self._files[location] = metadata
+            self._files.move_to_end(location)
+            while len(self._files) > self.max_files:
+                self._files.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._files)
