@@ -17,11 +17,9 @@ import datetime as dt
 import json
 import os
 import platform
-import pwd
 import shutil
-import socket
 import statistics
-import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -180,141 +178,10 @@ def file_sizes(path: str | os.PathLike[str]) -> dict[str, int]:
 
 
 # ---- PostgreSQL -----------------------------------------------------------------------------
+# The test suite's throw-away server (tests/local_postgres.py), so both start it the same way.
 
-_PG_PROGRAMS = ("initdb", "pg_ctl", "postgres")
-_PG_SUPERUSER = "postgres"
-
-
-def find_postgres_bindir() -> Path | None:
-    """The folder holding initdb, pg_ctl and postgres: PATH first, then the newest Debian one."""
-    candidates: list[Path] = []
-    on_path = shutil.which("initdb")
-    if on_path:
-        candidates.append(Path(os.path.realpath(on_path)).parent)
-    debian = Path("/usr/lib/postgresql")
-    if debian.is_dir():
-        versions = sorted(
-            (p for p in debian.iterdir() if p.name.isdigit()), key=lambda p: -int(p.name)
-        )
-        candidates += [p / "bin" for p in versions]
-    for folder in candidates:
-        if all((folder / program).is_file() for program in _PG_PROGRAMS):
-            return folder
-    return None
-
-
-class LocalPostgres:
-    """A throw-away PostgreSQL cluster in a temp folder, on 127.0.0.1 and a free port.
-
-    PostgreSQL refuses to run as root, so as root it runs as the ``postgres`` OS user. Settings
-    follow the test suite's server (``tests/conftest.py``): trust authentication, fsync off.
-    Use as a context manager; :meth:`create_database` gives a fresh database's SQLAlchemy URL.
-    """
-
-    def __init__(self) -> None:
-        bindir = find_postgres_bindir()
-        if bindir is None:
-            raise RuntimeError("PostgreSQL binaries (initdb, pg_ctl, postgres) not found")
-        self._bindir = bindir
-        self._run_as = pwd.getpwnam("postgres") if os.geteuid() == 0 else None
-        self._base = Path(tempfile.mkdtemp(prefix="lakecat-bench-pg-"))
-        if self._run_as is not None:
-            os.chown(self._base, self._run_as.pw_uid, self._run_as.pw_gid)
-        self._data = self._base / "data"
-        self._log = self._base / "server.log"
-        self.port = 0
-        self._started = False
-
-    def __enter__(self) -> LocalPostgres:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        return f"postgresql+psycopg://{_PG_SUPERUSER}@127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        self._command(
-            "initdb",
-            [
-                *("-D", str(self._data), "-U", _PG_SUPERUSER, "--auth=trust"),
-                *("-E", "UTF8", "--locale=C", "--no-sync"),
-            ],
-        )
-        for _ in range(3):  # the free port may be taken before the server binds it
-            self.port = _free_port()
-            options = (
-                f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self._base} "
-                "-c max_connections=200 -c fsync=off -c synchronous_commit=off "
-                "-c full_page_writes=off"
-            )
-            result = self._command(
-                "pg_ctl",
-                [
-                    *("-D", str(self._data), "-l", str(self._log), "-w", "-t", "60"),
-                    *("-o", options, "start"),
-                ],
-                check=False,
-            )
-            if result.returncode == 0:
-                self._started = True
-                return
-        raise RuntimeError(f"could not start PostgreSQL:\n{self._log.read_text(errors='replace')}")
-
-    def stop(self) -> None:
-        try:
-            if self._started:
-                self._command(
-                    "pg_ctl", ["-D", str(self._data), "-m", "immediate", "-w", "stop"], check=False
-                )
-        finally:
-            shutil.rmtree(self._base, ignore_errors=True)
-
-    def create_database(self, name: str) -> str:
-        """Create database ``name`` and return its SQLAlchemy URL."""
-        import sqlalchemy as sa
-        from sqlalchemy.pool import NullPool
-
-        engine = sa.create_engine(
-            f"{self.base_url}/postgres", isolation_level="AUTOCOMMIT", poolclass=NullPool
-        )
-        try:
-            with engine.connect() as connection:
-                connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
-        finally:
-            engine.dispose()
-        return f"{self.base_url}/{name}"
-
-    def _command(
-        self, program: str, arguments: Sequence[str], *, check: bool = True
-    ) -> subprocess.CompletedProcess[str]:
-        command = [str(self._bindir / program), *arguments]
-        if self._run_as is not None:
-            command = ["runuser", "-u", self._run_as.pw_name, "--", *command]
-        result = subprocess.run(
-            command,
-            cwd=self._base,
-            env={**os.environ, "LC_ALL": "C"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if check and result.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed:\n{result.stdout}{result.stderr}")
-        return result
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
+sys.path.insert(0, str(BENCH_DIR.parent / "tests"))
+from local_postgres import LocalPostgres as LocalPostgres  # noqa: E402  (re-exported)
 
 # ---- reporting ------------------------------------------------------------------------------
 

@@ -23,11 +23,6 @@ PostgreSQL
 from __future__ import annotations
 
 import os
-import pwd
-import shutil
-import socket
-import subprocess
-import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,14 +30,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from local_postgres import LocalPostgres, LocalPostgresError, find_postgres_bindir
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 POSTGRES_URL_ENV = "LAKECAT_TEST_POSTGRES_URL"
-_POSTGRES_OS_USER = "postgres"
-_POSTGRES_SUPERUSER = "postgres"
-_POSTGRES_PROGRAMS = ("initdb", "pg_ctl", "postgres")
-_START_ATTEMPTS = 3
 _TEST_DATABASE = "lakecat_tests"
 
 
@@ -135,134 +127,9 @@ def postgres_server() -> Iterator[PostgresServer]:
         if os.environ.get("CI") == "true":
             pytest.fail(f"{reason} (CI=true: the PostgreSQL tests must run in CI)")
         pytest.skip(reason)
-    server = _LocalPostgres(bindir)
     try:
-        port = server.start()
-        base = f"postgresql+psycopg://{_POSTGRES_SUPERUSER}@127.0.0.1:{port}"
-        PostgresServer(url=f"{base}/postgres")._run_admin(f"CREATE DATABASE {_TEST_DATABASE}")
-        yield PostgresServer(url=f"{base}/{_TEST_DATABASE}")
-    finally:
-        server.stop()
-
-
-def find_postgres_bindir() -> Path | None:
-    """The folder holding initdb, pg_ctl and postgres: PATH first, then the newest Debian one."""
-    candidates: list[Path] = []
-    on_path = shutil.which("initdb")
-    if on_path:
-        candidates.append(Path(os.path.realpath(on_path)).parent)
-    debian = Path("/usr/lib/postgresql")
-    if debian.is_dir():
-        versions = [p for p in debian.iterdir() if p.name.isdigit()]
-        candidates += [p / "bin" for p in sorted(versions, key=lambda p: -int(p.name))]
-    for folder in candidates:
-        if all((folder / program).is_file() for program in _POSTGRES_PROGRAMS):
-            return folder
-    return None
-
-
-class _LocalPostgres:
-    """A throw-away cluster in a temp folder, run as the postgres OS user when we are root."""
-
-    def __init__(self, bindir: Path) -> None:
-        self._bindir = bindir
-        self._run_as = _os_user_for_postgres()
-        self._base = Path(tempfile.mkdtemp(prefix="lakecat-pg-"))
-        self._data = self._base / "data"
-        self._log = self._base / "server.log"
-        self._started = False
-        if self._run_as is not None:
-            # mkdtemp made the folder 0700 for us; the server's user must own it instead.
-            os.chown(self._base, self._run_as.pw_uid, self._run_as.pw_gid)
-
-    def start(self) -> int:
-        self._command(
-            "initdb",
-            *("-D", str(self._data), "-U", _POSTGRES_SUPERUSER, "--auth=trust"),
-            *("-E", "UTF8", "--locale=C", "--no-sync"),
-        )
-        failures: list[str] = []
-        for _ in range(_START_ATTEMPTS):  # the free port may be taken before the server binds
-            port = _free_port()
-            options = " ".join(
-                [
-                    "-c listen_addresses=127.0.0.1",
-                    f"-p {port}",
-                    f"-k {self._base}",
-                    "-c max_connections=200",
-                    # A throw-away cluster: durability is not worth the fsyncs.
-                    "-c fsync=off",
-                    "-c synchronous_commit=off",
-                    "-c full_page_writes=off",
-                ]
-            )
-            result = self._command(
-                "pg_ctl",
-                *("-D", str(self._data), "-l", str(self._log), "-w", "-t", "60"),
-                *("-o", options, "start"),
-                check=False,
-            )
-            if result.returncode == 0:
-                self._started = True
-                return port
-            failures.append(result.stdout + result.stderr + self._server_log())
-        pytest.fail("could not start PostgreSQL:\n" + "\n---\n".join(failures))
-
-    def stop(self) -> None:
-        try:
-            if self._started:
-                self._command(
-                    "pg_ctl", "-D", str(self._data), "-m", "immediate", "-w", "stop", check=False
-                )
-        finally:
-            shutil.rmtree(self._base, ignore_errors=True)
-
-    def _command(
-        self, program: str, *arguments: str, check: bool = True
-    ) -> subprocess.CompletedProcess[str]:
-        command = [str(self._bindir / program), *arguments]
-        if self._run_as is not None:
-            command = ["runuser", "-u", self._run_as.pw_name, "--", *command]
-        result = subprocess.run(
-            command,
-            cwd=self._base,  # the server's user may not be allowed into our working directory
-            env={**os.environ, "LC_ALL": "C"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if check and result.returncode != 0:
-            pytest.fail(
-                f"{' '.join(command)} failed ({result.returncode}):\n"
-                f"{result.stdout}{result.stderr}{self._server_log()}"
-            )
-        return result
-
-    def _server_log(self) -> str:
-        try:
-            return self._log.read_text(errors="replace")
-        except OSError:
-            return ""
-
-
-def _os_user_for_postgres() -> pwd.struct_passwd | None:
-    """None when we may run the server ourselves; the postgres user's entry when root."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        return pwd.getpwnam(_POSTGRES_OS_USER)
-    except KeyError:
-        pytest.fail(
-            "running as root, and PostgreSQL refuses to run as root, but there is no "
-            f"{_POSTGRES_OS_USER!r} OS user to run it as: install Debian's postgresql package "
-            f"(.ci/run does), create the user, or set {POSTGRES_URL_ENV}"
-        )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+        with LocalPostgres(bindir) as server:
+            url = server.create_database(_TEST_DATABASE)
+            yield PostgresServer(url=url)
+    except LocalPostgresError as exc:
+        pytest.fail(f"{exc}\n(or set {POSTGRES_URL_ENV} to use an existing server)")
