@@ -34,20 +34,13 @@ import hashlib
 import logging
 import os
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Protocol
 
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 log = logging.getLogger("lakecat.commit")
-
-# A waiter polls a file lock every 0.1 ms at first, then every 1 ms: a released lock is taken
-# again within about a millisecond (a commit holds it for a few), at a few thousand cheap
-# system calls a second per waiting process.
-_POLL_FIRST_S = 0.0001
-_POLL_MAX_S = 0.001
 
 
 class CommitLock(Protocol):
@@ -78,54 +71,85 @@ def lock_id(key: str) -> int:
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big", signed=True)
 
 
-def _poll(try_acquire: Callable[[], bool], timeout_s: float) -> bool:
-    """Call ``try_acquire`` until it returns true or ``timeout_s`` passes."""
-    deadline = time.monotonic() + timeout_s
-    pause = _POLL_FIRST_S
-    while True:
-        if try_acquire():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(pause)
-        pause = min(_POLL_MAX_S, pause * 2)
-
-
 class FileLock:
     """``flock`` on ``<folder>/<hash of key>.lock``: exclusive between processes and between
-    threads (each hold opens the file anew, and flock locks belong to the open file)."""
+    threads (each hold opens the file anew, and flock locks belong to the open file).
+
+    A waiter blocks in ``flock`` itself, in a helper thread, so the kernel hands the lock on
+    the moment it is released (no polling delay, no CPU spent waiting, no advantage to the
+    newest waiter). The caller waits for that thread at most ``timeout_s``; a thread that
+    gets the lock after its caller gave up releases it at once.
+    """
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
 
     @contextlib.contextmanager
     def hold(self, key: str, timeout_s: float) -> Iterator[bool]:
+        path = os.path.join(self.folder, f"{lock_id(key) & (2**64 - 1):016x}.lock")
         try:
             os.makedirs(self.folder, exist_ok=True)
-            fd = os.open(
-                os.path.join(self.folder, f"{lock_id(key) & (2**64 - 1):016x}.lock"),
-                os.O_RDWR | os.O_CREAT,
-                0o644,
-            )
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             log.debug("commit lock unavailable (%s); committing without it", exc)
             yield False
             return
+        locked: int | None = fd
         try:
-
-            def try_acquire() -> bool:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    return False
-                return True
-
-            held = _poll(try_acquire, timeout_s)
-            if not held:
-                log.debug("commit lock %s: waited %.1f s; committing without it", key, timeout_s)
-            yield held
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            locked = _FlockWaiter(path).wait(timeout_s)
+        except OSError as exc:
+            os.close(fd)
+            log.debug("commit lock unavailable (%s); committing without it", exc)
+            locked = None
+        if locked is None:
+            log.debug("commit lock %s not held after %.1f s; committing without it", key, timeout_s)
+        try:
+            yield locked is not None
         finally:
-            os.close(fd)  # releases the flock
+            if locked is not None:
+                os.close(locked)  # releases the flock
+
+
+class _FlockWaiter:
+    """A daemon thread blocked in ``flock`` on its own open file, handed to the caller."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._guard = threading.Lock()
+        self._done = threading.Event()
+        self._fd: int | None = None
+        self._abandoned = False
+
+    def wait(self, timeout_s: float) -> int | None:
+        """The locked file descriptor (the caller closes it), or None after ``timeout_s``."""
+        threading.Thread(target=self._block, name="lakecat-commit-lock", daemon=True).start()
+        self._done.wait(timeout_s)
+        with self._guard:
+            if self._fd is None:
+                self._abandoned = True
+            return self._fd
+
+    def _block(self) -> None:
+        try:
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            self._done.set()
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(fd)
+            self._done.set()
+            return
+        with self._guard:
+            if self._abandoned:
+                os.close(fd)  # the caller went on without it: release at once
+            else:
+                self._fd = fd
+        self._done.set()
 
 
 class PostgresAdvisoryLock:
