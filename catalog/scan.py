@@ -2,8 +2,14 @@
 
 Planning prunes in three steps, each cheaper than the next: manifests by their partition
 summaries, entries by their partition tuple (the filter projected through the partition
-transforms), and files by their column bounds and counts. Reading resolves columns by field id
-(so renamed, added, dropped and promoted columns read correctly) and filters rows exactly.
+transforms), and files by their column bounds and counts. Through the catalog's
+:class:`~lakecat.metadata.manifest_cache.ManifestCache`, a plan decodes each manifest list and
+manifest at most once per process; the partition filter is evaluated once per distinct
+partition of a manifest, not per file; and a filter on the first partition field decodes only
+the Avro blocks of a lakecat-written manifest that can match
+(:mod:`~lakecat.metadata.manifest_blocks`). Plans hold complete data files (every stat) either
+way. Reading resolves columns by field id (so renamed, added, dropped and promoted columns
+read correctly) and filters rows exactly.
 """
 
 from __future__ import annotations
@@ -11,12 +17,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
 from lakecat.metadata.arrow_schema import schema_to_arrow
-from lakecat.metadata.datafile import DataFile, ManifestFile, Status
+from lakecat.metadata.datafile import DataFile
 from lakecat.metadata.evaluators import (
     InclusiveMetricsEvaluator,
     ManifestEvaluator,
@@ -32,7 +38,7 @@ from lakecat.metadata.expressions import (
     referenced_field_ids,
 )
 from lakecat.metadata.fileio import FileIO
-from lakecat.metadata.manifest import read_manifest_list
+from lakecat.metadata.manifest_blocks import BlockTest
 from lakecat.metadata.manifest_cache import ManifestCache, NoCache
 from lakecat.metadata.parquet import read_data_file
 from lakecat.metadata.partitioning import PartitionSpec
@@ -97,35 +103,28 @@ class Scan:
     def plan(self) -> ScanPlan:
         if self.snapshot is None:
             return ScanPlan((), 0, 0, 0)
-        manifests = read_manifest_list(self.io, self.snapshot.manifest_list)
+        listing = self.manifests.manifest_list(self.io, self.snapshot.manifest_list)
         specs = self.metadata.specs_by_id()
-        manifest_evals: dict[int, ManifestEvaluator] = {}
-        partition_evals: dict[int, PartitionEvaluator] = {}
+        evaluators = _SpecEvaluators(self.schema, self.bound)
         metrics = InclusiveMetricsEvaluator(self.schema, self.bound)
         files: list[DataFile] = []
         scanned = 0
         total = 0
-        for manifest in manifests:
-            spec = specs[manifest.partition_spec_id]
+        for manifest, summaries in zip(listing.manifests, listing.summaries, strict=True):
             if not manifest.has_added_files and not manifest.has_existing_files:
                 continue
-            if not _eval_manifest(manifest_evals, spec, self.schema, self.bound, manifest):
+            ev = evaluators.of(specs[manifest.partition_spec_id])
+            if summaries is not None and not ev.manifest.eval_summaries(summaries):
                 total += manifest.live_files_count
                 continue
             scanned += 1
-            pev = partition_evals.get(spec.spec_id)
-            if pev is None:
-                pev = partition_evals[spec.spec_id] = PartitionEvaluator(
-                    spec, self.schema, self.bound
-                )
-            for entry in self.manifests.read(self.io, manifest, specs=specs, schema=self.schema):
-                if entry.status is Status.DELETED:
-                    continue
-                total += 1
-                f = entry.data_file
-                if pev.eval(f.partition) and metrics.eval(f):
-                    files.append(f)
-        return ScanPlan(tuple(files), len(manifests), scanned, total)
+            # counted from the list row: a filtered scan may decode only some of the entries
+            total += manifest.live_files_count
+            for live in self.manifests.live_files(
+                self.io, manifest, specs=specs, schema=self.schema, may_hold=ev.blocks
+            ):
+                files.extend(f for f in live.select(ev.partition.eval) if metrics.eval(f))
+        return ScanPlan(tuple(files), len(listing.manifests), scanned, total)
 
     def plan_files(self) -> list[DataFile]:
         return list(self.plan().files)
@@ -200,14 +199,33 @@ class Scan:
         return sum(t.num_rows for t in self.to_batches())
 
 
-def _eval_manifest(
-    cache: dict[int, ManifestEvaluator],
-    spec: PartitionSpec,
-    schema: Schema,
-    bound: BoundExpression,
-    m: ManifestFile,
-) -> bool:
-    ev = cache.get(spec.spec_id)
-    if ev is None:
-        ev = cache[spec.spec_id] = ManifestEvaluator(spec, schema, bound)
-    return ev.eval(m)
+class _Evaluators:
+    """A scan filter's evaluators for one partition spec."""
+
+    def __init__(self, spec: PartitionSpec, schema: Schema, bound: BoundExpression) -> None:
+        self.manifest = ManifestEvaluator(spec, schema, bound)
+        self.partition = PartitionEvaluator(spec, schema, bound)
+        # Blocks of a partition-ordered manifest are known by their first field's range.
+        by_first = (
+            ManifestEvaluator(replace(spec, fields=spec.fields[:1]), schema, bound)
+            if spec.fields
+            else None
+        )
+        self.blocks: BlockTest | None = (
+            None
+            if by_first is None or isinstance(by_first.projected, AlwaysTrue)
+            else by_first.eval_summaries
+        )
+
+
+class _SpecEvaluators:
+    def __init__(self, schema: Schema, bound: BoundExpression) -> None:
+        self._schema = schema
+        self._bound = bound
+        self._by_spec: dict[int, _Evaluators] = {}
+
+    def of(self, spec: PartitionSpec) -> _Evaluators:
+        found = self._by_spec.get(spec.spec_id)
+        if found is None:
+            found = self._by_spec[spec.spec_id] = _Evaluators(spec, self._schema, self._bound)
+        return found

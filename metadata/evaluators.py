@@ -851,8 +851,14 @@ def strict_partition_eval(
     return PartitionEvaluator(spec, schema, expr, strict=True).eval
 
 
-class _Summaries:
-    """One manifest's partition summaries, with bounds decoded on first use."""
+class PartitionSummaries:
+    """A manifest's partition summaries, with bounds decoded on first use and then kept.
+
+    The decoded values do not depend on type promotion (int -> long, float -> double and
+    decimal widening read the same value back), so one instance can serve every scan of the
+    manifest it was built for; :class:`~lakecat.metadata.manifest_cache.ManifestCache` keeps
+    them with the cached manifest lists for that reason.
+    """
 
     __slots__ = ("_lower", "_upper", "fields")
 
@@ -891,27 +897,33 @@ class ManifestEvaluator:
         positions = _positions(spec)
         self._size = len(spec.fields)
 
-        def leaf(pred: BoundPredicate) -> Callable[[_Summaries], bool]:
+        def leaf(pred: BoundPredicate) -> Callable[[PartitionSummaries], bool]:
             return _manifest_leaf(pred, positions[pred.ref.field_id])
 
-        self._test: Callable[[_Summaries], bool] = _compile(self.projected, leaf)
+        self._test: Callable[[PartitionSummaries], bool] = _compile(self.projected, leaf)
 
     def eval(self, manifest: ManifestFile) -> bool:
         summaries = manifest.partitions
-        if summaries is None or len(summaries) != self._size:
-            # No summaries, or written for another spec: nothing can be concluded.
+        if summaries is None:
+            return True  # nothing can be concluded
+        return self.eval_summaries(PartitionSummaries(summaries))
+
+    def eval_summaries(self, summaries: PartitionSummaries) -> bool:
+        """As :meth:`eval`, on summaries decoded earlier (and kept, e.g. by a cache)."""
+        if len(summaries.fields) != self._size:
+            # Written for another spec: nothing can be concluded.
             return True
-        return self._test(_Summaries(summaries))
+        return self._test(summaries)
 
 
-def _manifest_leaf(pred: BoundPredicate, pos: int) -> Callable[[_Summaries], bool]:
+def _manifest_leaf(pred: BoundPredicate, pos: int) -> Callable[[PartitionSummaries], bool]:
     op, lit, t = pred.op, pred.literal, pred.ref.type
 
     if op is Op.IS_NULL:
         return lambda s: s.fields[pos].contains_null is not False
     if op is Op.NOT_NULL:
 
-        def not_null(s: _Summaries) -> bool:
+        def not_null(s: PartitionSummaries) -> bool:
             summary = s.fields[pos]
             # lower_bound is missing when every value is null (or NaN, for floats).
             all_null = summary.contains_null and summary.lower_bound is None
@@ -924,7 +936,7 @@ def _manifest_leaf(pred: BoundPredicate, pos: int) -> Callable[[_Summaries], boo
         return lambda s: s.fields[pos].contains_nan is not False
     if op is Op.NOT_NAN:
 
-        def not_nan(s: _Summaries) -> bool:
+        def not_nan(s: PartitionSummaries) -> bool:
             summary = s.fields[pos]
             return not (
                 summary.contains_nan is True
@@ -938,7 +950,7 @@ def _manifest_leaf(pred: BoundPredicate, pos: int) -> Callable[[_Summaries], boo
     if op in (Op.LT, Op.LT_EQ):
         strict = op is Op.LT
 
-        def below(s: _Summaries) -> bool:
+        def below(s: PartitionSummaries) -> bool:
             lower = s.lower(pos, t)
             if lower is None:
                 return False
@@ -950,7 +962,7 @@ def _manifest_leaf(pred: BoundPredicate, pos: int) -> Callable[[_Summaries], boo
     if op in (Op.GT, Op.GT_EQ):
         strict = op is Op.GT
 
-        def above(s: _Summaries) -> bool:
+        def above(s: PartitionSummaries) -> bool:
             upper = s.upper(pos, t)
             if upper is None:
                 return False
@@ -961,7 +973,7 @@ def _manifest_leaf(pred: BoundPredicate, pos: int) -> Callable[[_Summaries], boo
         return above
     if op is Op.EQ:
 
-        def equal(s: _Summaries) -> bool:
+        def equal(s: PartitionSummaries) -> bool:
             lower, upper = s.lower(pos, t), s.upper(pos, t)
             if lower is None or upper is None:
                 return False
@@ -971,7 +983,7 @@ def _manifest_leaf(pred: BoundPredicate, pos: int) -> Callable[[_Summaries], boo
     if op is Op.IN:
         lits = pred.literals
 
-        def member(s: _Summaries) -> bool:
+        def member(s: PartitionSummaries) -> bool:
             lower = s.lower(pos, t)
             if lower is None:
                 return False
@@ -987,7 +999,7 @@ def _manifest_leaf(pred: BoundPredicate, pos: int) -> Callable[[_Summaries], boo
     if op is Op.STARTS_WITH:
         n = len(lit)
 
-        def starts(s: _Summaries) -> bool:
+        def starts(s: PartitionSummaries) -> bool:
             lower, upper = s.lower(pos, t), s.upper(pos, t)
             if lower is None or upper is None:
                 return False
@@ -997,7 +1009,7 @@ def _manifest_leaf(pred: BoundPredicate, pos: int) -> Callable[[_Summaries], boo
     if op is Op.NOT_STARTS_WITH:
         n = len(lit)
 
-        def not_starts(s: _Summaries) -> bool:
+        def not_starts(s: PartitionSummaries) -> bool:
             summary = s.fields[pos]
             if summary.contains_null:
                 return True

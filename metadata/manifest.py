@@ -18,12 +18,14 @@ from __future__ import annotations
 import io as _io
 import json
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import pairwise
 from operator import itemgetter
 from typing import Any
 
 import fastavro
 from fastavro.schema import SchemaParseException
+from fastavro.write import Writer
 
 from lakecat.metadata.conversions import to_bytes
 from lakecat.metadata.datafile import (
@@ -37,6 +39,14 @@ from lakecat.metadata.datafile import (
 )
 from lakecat.metadata.errors import CorruptMetadata, LakecatError, ValidationError
 from lakecat.metadata.fileio import FileIO
+from lakecat.metadata.manifest_order import (
+    BLOCKS_KEY,
+    ORDER_KEY,
+    PARTITION_ORDER,
+    block_starts,
+    encode_block_summaries,
+    ordered_by_partition,
+)
 from lakecat.metadata.manifest_schemas import (
     FORMAT_VERSION,
     PartitionDecoder,
@@ -60,7 +70,7 @@ DEFAULT_CODEC = "deflate"  # what Iceberg's default "gzip" Avro codec means in A
 
 # What fastavro (and zlib under it) raise on bytes that are not a valid Avro file of the
 # expected shape. Translated to CorruptMetadata where files are decoded.
-_DECODE_ERRORS = (
+DECODE_ERRORS = (
     ValueError,
     EOFError,
     KeyError,
@@ -98,8 +108,9 @@ def write_manifest(
 ) -> ManifestFile:
     """Write one manifest (exclusive create) and return its manifest-list row.
 
-    Entries are written as given: ``None`` snapshot ids and sequence numbers stay null so
-    they are inherited. Only ADDED entries may leave sequence numbers null. The returned row
+    Entries are written ordered by partition (see :mod:`lakecat.metadata.manifest_order`),
+    otherwise as given: ``None`` snapshot ids and sequence numbers stay null so they are
+    inherited. Only ADDED entries may leave sequence numbers null. The returned row
     has ``sequence_number == -1``; ``min_sequence_number`` is the smallest explicit data
     sequence number of a live entry, or -1 when there is none (as Iceberg Java does).
     """
@@ -107,7 +118,9 @@ def write_manifest(
     encode_partition = partition_encoder(ptype)
     stats = _ManifestStats(ptype)
     records = []
-    for entry in entries:
+    listed = list(entries)
+    ordered = ordered_by_partition(listed)
+    for entry in listed if ordered is None else ordered:
         _check_entry(entry, spec=spec, content=content, added_snapshot_id=added_snapshot_id)
         stats.add(entry)
         records.append(_entry_record(entry, encode_partition))
@@ -119,7 +132,14 @@ def write_manifest(
         "format-version": FORMAT_VERSION,
         "content": "deletes" if content == ManifestContent.DELETES else "data",
     }
-    data = _encode(parsed_manifest_entry_schema(ptype), records, metadata, codec)
+    starts = None
+    if ordered is not None and spec.fields:
+        starts = block_starts(ordered)
+        metadata[ORDER_KEY] = PARTITION_ORDER
+        metadata[BLOCKS_KEY] = _block_summaries(ordered, starts, primitive_of(ptype.fields[0]))
+    data = _encode(
+        parsed_manifest_entry_schema(ptype), records, metadata, codec, block_starts=starts
+    )
     io.write(location, data, exclusive=True)
     return stats.manifest_file(
         location,
@@ -141,24 +161,50 @@ def read_manifest(
     DELETED entry of a v2 manifest is corrupt metadata. Manifests from v1 (sequence number 0
     in the list) inherit 0 for every entry, as the spec's upgrade rules say.
     """
+    data = io.read(manifest.manifest_path)
+    return decode_manifest(data, manifest, specs=specs, schema=schema)
+
+
+def decode_manifest(
+    data: bytes,
+    manifest: ManifestFile,
+    *,
+    specs: Mapping[int, PartitionSpec],
+    schema: Schema,
+) -> list[ManifestEntry]:
+    """As :func:`read_manifest`, from the file's bytes."""
+    try:
+        reader = fastavro.reader(_io.BytesIO(data))
+        decode = entry_decoder(manifest, reader.writer_schema, specs=specs, schema=schema)
+        return [decode(rec) for rec in reader]  # type: ignore[arg-type]
+    except LakecatError:
+        raise
+    except DECODE_ERRORS as exc:
+        raise CorruptMetadata(f"cannot read manifest {manifest.manifest_path}: {exc!r}") from exc
+
+
+EntryDecoder = Callable[[dict[str, Any]], ManifestEntry]
+
+
+def entry_decoder(
+    manifest: ManifestFile,
+    writer_schema: Any,
+    *,
+    specs: Mapping[int, PartitionSpec],
+    schema: Schema,
+) -> EntryDecoder:
+    """Turns fastavro records of ``manifest`` (written with ``writer_schema``) into entries,
+    as :func:`read_manifest` does (for readers that decode the file's blocks themselves)."""
     location = manifest.manifest_path
     spec = specs.get(manifest.partition_spec_id)
     if spec is None:
         raise CorruptMetadata(
             f"{location}: partition spec {manifest.partition_spec_id} is not in the table"
         )
-    ptype = partition_type(spec, schema)
-    data = io.read(location)
-    try:
-        reader = fastavro.reader(_io.BytesIO(data))
-        read_partition = partition_decoder(
-            partition_fields_of(reader.writer_schema, location), ptype
-        )
-        return [_entry(rec, manifest, read_partition) for rec in reader]  # type: ignore[arg-type]
-    except LakecatError:
-        raise
-    except _DECODE_ERRORS as exc:
-        raise CorruptMetadata(f"cannot read manifest {location}: {exc!r}") from exc
+    read_partition = partition_decoder(
+        partition_fields_of(writer_schema, location), partition_type(spec, schema)
+    )
+    return lambda rec: _entry(rec, manifest, read_partition)
 
 
 # ---- manifest lists ----------------------------------------------------------------------
@@ -197,17 +243,34 @@ def read_manifest_list(io: FileIO, location: str) -> list[ManifestFile]:
         return [_manifest_file(rec) for rec in records]  # type: ignore[arg-type]
     except LakecatError:
         raise
-    except _DECODE_ERRORS as exc:
+    except DECODE_ERRORS as exc:
         raise CorruptMetadata(f"cannot read manifest list {location}: {exc!r}") from exc
 
 
 # ---- encoding ----------------------------------------------------------------------------
 def _encode(
-    parsed_schema: Any, records: list[dict[str, Any]], metadata: dict[str, str], codec: str
+    parsed_schema: Any,
+    records: list[dict[str, Any]],
+    metadata: dict[str, str],
+    codec: str,
+    *,
+    block_starts: Sequence[int] | None = None,
 ) -> bytes:
+    """An Avro file of ``records``; with ``block_starts``, a block starts at each of those
+    record indexes and nowhere else."""
     buf = _io.BytesIO()
     try:
-        fastavro.writer(buf, parsed_schema, records, codec=codec, metadata=metadata)
+        if block_starts is None:
+            fastavro.writer(buf, parsed_schema, records, codec=codec, metadata=metadata)
+            return buf.getvalue()
+        # blocks end only where flush() is called
+        writer = Writer(buf, parsed_schema, codec=codec, sync_interval=2**62, metadata=metadata)
+        starts = set(block_starts)
+        for i, record in enumerate(records):
+            if i in starts:
+                writer.flush()
+            writer.write(record)
+        writer.flush()
     except (ValueError, TypeError, OverflowError) as exc:
         # fastavro rejects values that do not fit the schema (wrong type, out of range)
         # and unknown codecs; both are bad input from the caller.
@@ -317,6 +380,20 @@ class _FieldStats:
             lower_bound=None if self.lower is None else to_bytes(self.type, self.lower),
             upper_bound=None if self.upper is None else to_bytes(self.type, self.upper),
         )
+
+
+def _block_summaries(
+    ordered: Sequence[ManifestEntry], starts: Sequence[int], first_type: PrimitiveType
+) -> str:
+    bounds = [*starts, len(ordered)]
+    counts, summaries = [], []
+    for begin, end in pairwise(bounds):
+        stats = _FieldStats(first_type)
+        for entry in ordered[begin:end]:
+            stats.add(entry.data_file.partition[0])
+        counts.append(end - begin)
+        summaries.append(stats.summary())
+    return encode_block_summaries(counts, summaries)
 
 
 class _ManifestStats:
