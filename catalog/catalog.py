@@ -78,15 +78,16 @@ class _TableOps:
     def load(self, location: str) -> TableMetadata:
         metadata = self.metadata_cache.get(location)
         if metadata is None:
-            metadata = load_metadata(self.io, location)
-            self.metadata_cache.put(location, metadata)
+            previous = self.metadata_cache.latest(self.name)
+            metadata = read_metadata(self.io, location, previous=previous)
+            self.metadata_cache.put(location, metadata, table=self.name)
         return metadata
 
     def swap(self, *, expected: str, new: str) -> None:
         self.store.swap_metadata_location(self.namespace, self.table, expected=expected, new=new)
 
     def committed(self, location: str, metadata: TableMetadata) -> None:
-        self.metadata_cache.put(location, metadata)
+        self.metadata_cache.put(location, metadata, table=self.name)
 
     def commit_lock(self, properties: Mapping[str, str]) -> AbstractContextManager[bool]:
         if not P.get_bool(properties, P.COMMIT_LOCK_ENABLED, P.COMMIT_LOCK_ENABLED_DEFAULT):

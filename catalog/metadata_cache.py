@@ -4,6 +4,9 @@ A metadata file is written once and never changes (exclusive create, a new uuid 
 so a location always means the same metadata: a ``load_table`` or commit refresh that finds
 the pointer at a file this process already parsed, or wrote and committed itself, reuses it
 instead of reading and parsing it again. Bounded: the least recently used files go first.
+
+It also remembers the newest metadata it was given per table, which a parse of that table's
+next version uses to reuse unchanged snapshot objects (``TableMetadata.from_json(previous=)``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ class MetadataFileCache:
     def __init__(self, max_files: int = DEFAULT_MAX_FILES) -> None:
         self.max_files = max_files
         self._files: OrderedDict[str, TableMetadata] = OrderedDict()
+        self._latest: OrderedDict[str, TableMetadata] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, location: str) -> TableMetadata | None:
@@ -29,14 +33,20 @@ class MetadataFileCache:
                 self._files.move_to_end(location)
             return found
 
-    def put(self, location: str, metadata: TableMetadata) -> None:
+    def put(self, location: str, metadata: TableMetadata, *, table: str) -> None:
         if self.max_files <= 0:
             return
         with self._lock:
-            self._files[location] = metadata
-            self._files.move_to_end(location)
-            while len(self._files) > self.max_files:
-                self._files.popitem(last=False)
+            for key, cache in ((location, self._files), (table, self._latest)):
+                cache[key] = metadata
+                cache.move_to_end(key)
+                while len(cache) > self.max_files:
+                    cache.popitem(last=False)
+
+    def latest(self, table: str) -> TableMetadata | None:
+        """The metadata last put for ``table`` (any version), if still remembered."""
+        with self._lock:
+            return self._latest.get(table)
 
     def __len__(self) -> int:
         return len(self._files)

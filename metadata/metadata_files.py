@@ -70,7 +70,9 @@ def write_metadata(io: FileIO, location: str, metadata: TableMetadata) -> None:
     )
 
 
-def read_metadata(io: FileIO, location: str) -> TableMetadata:
+def read_metadata(
+    io: FileIO, location: str, *, previous: TableMetadata | None = None
+) -> TableMetadata:
     """Read and parse a metadata file (gzip detected by content).
 
     A missing, unreadable-as-JSON or malformed file raises :class:`CorruptMetadata` naming
@@ -80,11 +82,14 @@ def read_metadata(io: FileIO, location: str) -> TableMetadata:
         data = io.read(location)
     except FileNotFoundStorageError as exc:
         raise CorruptMetadata(f"metadata file {location} is missing") from exc
-    return parse_metadata(data, location=location)
+    return parse_metadata(data, location=location, previous=previous)
 
 
-def parse_metadata(data: bytes, *, location: str = "<bytes>") -> TableMetadata:
-    """Parse the bytes of a metadata.json file (plain or gzip)."""
+def parse_metadata(
+    data: bytes, *, location: str = "<bytes>", previous: TableMetadata | None = None
+) -> TableMetadata:
+    """Parse the bytes of a metadata.json file (plain or gzip); ``previous`` as in
+    :meth:`TableMetadata.from_json`."""
     if data[:2] == _GZIP_MAGIC:
         try:
             data = gzip.decompress(data)
@@ -97,7 +102,7 @@ def parse_metadata(data: bytes, *, location: str = "<bytes>") -> TableMetadata:
     if not isinstance(obj, dict):
         raise CorruptMetadata(f"metadata file {location} does not hold a JSON object")
     try:
-        return TableMetadata.from_json(obj)
+        return TableMetadata.from_json(obj, previous=previous)
     except CorruptMetadata as exc:
         raise CorruptMetadata(f"metadata file {location}: {exc}") from exc
 

@@ -6,10 +6,12 @@ Nothing here mutates a :class:`TableMetadata`; changes are made by
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+import orjson
 
 from lakecat.metadata.errors import CorruptMetadata, NoSuchRef, NoSuchSnapshot
 from lakecat.metadata.partitioning import PartitionSpec
@@ -153,14 +155,18 @@ class TableMetadata:
         return out
 
     @staticmethod
-    def from_json(obj: dict[str, Any]) -> TableMetadata:
+    def from_json(obj: dict[str, Any], *, previous: TableMetadata | None = None) -> TableMetadata:
+        """Parse a metadata.json object. ``previous``, an earlier version of the same table,
+        lends its snapshot objects to the snapshots whose JSON is byte for byte the same (a
+        table's versions repeat every snapshot, and a reused snapshot keeps its serialized
+        bytes, so parsing and writing the next version skip that work)."""
         try:
-            return _from_json(obj)
+            return _from_json(obj, previous)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CorruptMetadata(f"malformed table metadata: {exc!r}") from exc
 
 
-def _from_json(obj: dict[str, Any]) -> TableMetadata:
+def _from_json(obj: dict[str, Any], previous: TableMetadata | None) -> TableMetadata:
     version = obj["format-version"]
     if version != FORMAT_VERSION:
         raise CorruptMetadata(
@@ -195,7 +201,7 @@ def _from_json(obj: dict[str, Any]) -> TableMetadata:
         default_sort_order_id=obj["default-sort-order-id"],
         properties=_string_map(obj.get("properties") or {}),
         current_snapshot_id=current,
-        snapshots=tuple(map(_snapshot_from_json, obj.get("snapshots") or ())),
+        snapshots=_snapshots(obj.get("snapshots") or (), previous),
         snapshot_log=tuple(
             SnapshotLogEntry(e["timestamp-ms"], e["snapshot-id"])
             for e in obj.get("snapshot-log") or ()
@@ -208,6 +214,22 @@ def _from_json(obj: dict[str, Any]) -> TableMetadata:
         statistics=tuple(obj.get("statistics") or ()),
         partition_statistics=tuple(obj.get("partition-statistics") or ()),
     )
+
+
+def _snapshots(
+    items: Sequence[dict[str, Any]], previous: TableMetadata | None
+) -> tuple[Snapshot, ...]:
+    if previous is None or not previous.snapshots:
+        return tuple(map(_snapshot_from_json, items))
+    known = {s.snapshot_id: s for s in previous.snapshots}
+    out = []
+    for item in items:
+        same = known.get(item.get("snapshot-id", -1))
+        if same is not None and orjson.dumps(item) == same.json_bytes():
+            out.append(same)
+        else:
+            out.append(_snapshot_from_json(item))
+    return tuple(out)
 
 
 def _snapshot_from_json(obj: dict[str, Any]) -> Snapshot:

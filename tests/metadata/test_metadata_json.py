@@ -636,3 +636,17 @@ def test_the_snapshots_come_after_the_table_identity_and_every_key_survives() ->
     text = serialize_metadata(version).decode()
     assert text.startswith('{"format-version":2,"table-uuid":')
     assert json.loads(text) == version.to_json()
+
+
+def test_parsing_with_a_previous_version_reuses_its_unchanged_snapshots() -> None:
+    base = _metadata()
+    previous = _with_snapshots(base, 5)
+    changed = _with_snapshots(base, 6, ts=7)  # same ids, other timestamps
+    grown = _with_snapshots(base, 6)
+    parsed = parse_metadata(serialize_metadata(grown), previous=previous)
+    assert parsed == grown
+    assert all(a is b for a, b in zip(parsed.snapshots[:5], previous.snapshots, strict=True))
+    assert parsed.snapshots[5] is not grown.snapshots[5]  # not in previous: parsed anew
+    reparsed = parse_metadata(serialize_metadata(changed), previous=previous)
+    assert reparsed == changed
+    assert not any(a is b for a, b in zip(reparsed.snapshots, previous.snapshots, strict=False))
