@@ -8,20 +8,41 @@
 >>> lk.merge(spark, target="db.events", source=updates, on="t.id = s.id",
 ...          when_matched_update="*", when_not_matched_insert="*")
 
+As a Spark SQL catalog (``spark.sql.catalog.lake``, see ``docs/spark-sql.md``):
+
+>>> spark = lk.session("lake", catalog=catalog).getOrCreate()
+>>> spark.sql("INSERT INTO lake.db.events SELECT * FROM staging")
+
 The driver plans and commits; executors only read and write data files (see
 ``docs/spark.md``).
 """
 
+from lakecat.spark_ext.catalog_bridge import CatalogBridge
 from lakecat.spark_ext.compaction import compact
+from lakecat.spark_ext.jar import (
+    CatalogJarBuildFailed,
+    JavaCompilerNotFound,
+    SparkCatalogError,
+    catalog_jar,
+)
 from lakecat.spark_ext.row_ops import RowLevelResult, delete, merge, update
 from lakecat.spark_ext.source import LakecatDataSource, register
+from lakecat.spark_ext.sql_catalog import CatalogSessionBuilder, attach_catalog, session
 
 __all__ = [
+    "CatalogBridge",
+    "CatalogJarBuildFailed",
+    "CatalogSessionBuilder",
+    "JavaCompilerNotFound",
     "LakecatDataSource",
     "RowLevelResult",
+    "SparkCatalogError",
+    "attach_catalog",
+    "catalog_jar",
     "compact",
     "delete",
     "merge",
     "register",
+    "session",
     "update",
 ]

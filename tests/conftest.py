@@ -22,11 +22,15 @@ PostgreSQL
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -133,3 +137,49 @@ def postgres_server() -> Iterator[PostgresServer]:
             yield PostgresServer(url=url)
     except LocalPostgresError as exc:
         pytest.fail(f"{exc}\n(or set {POSTGRES_URL_ENV} to use an existing server)")
+
+
+# -- Spark -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The one local SparkSession of the run, shared by tests/spark and tests/spark_catalog (a
+    process has one SparkContext, and lakecat's catalog plugin must be on the driver's
+    classpath when the JVM starts).
+
+    ``local[2]``, two shuffle partitions, no UI, small memory, bound to 127.0.0.1. The catalog
+    plugin's jar (compiled on first use) is on the classpath when a JDK can build it; without
+    one the session starts without it and the catalog tests skip. Python workers run this
+    interpreter, so they import the same lakecat and pyarrow.
+    """
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java 17+ (java on PATH or JAVA_HOME)")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    from lakecat.spark_ext import SparkCatalogError, catalog_jar
+
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("lakecat-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "1g")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.python.worker.reuse", "true")
+    )
+    with contextlib.suppress(SparkCatalogError):  # no JDK: the catalog tests skip
+        builder = builder.config("spark.driver.extraClassPath", catalog_jar())
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -1,0 +1,160 @@
+package lakecat.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.Map;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.NamespaceChange;
+import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * A Spark catalog ({@code spark.sql.catalog.<name>=lakecat.spark.LakecatCatalog}) whose every
+ * operation is answered by lakecat's Python catalog through the bridge attached under the same
+ * name. Tables read and write through lakecat's Python data source.
+ */
+public class LakecatCatalog implements TableCatalog, SupportsNamespaces {
+  private String name;
+  private BridgeClient bridge;
+
+  @Override
+  public void initialize(String name, CaseInsensitiveStringMap options) {
+    this.name = name;
+    this.bridge = new BridgeClient(name);
+  }
+
+  @Override
+  public String name() {
+    return name;
+  }
+
+  // ---- namespaces ------------------------------------------------------------------------
+  @Override
+  public String[][] listNamespaces() {
+    return listNamespaces(new String[0]);
+  }
+
+  @Override
+  public String[][] listNamespaces(String[] namespace) {
+    JsonNode result = bridge.call("list_namespaces", namespaceArgs(namespace));
+    String[][] out = new String[result.size()][];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = Names.strings(result.get(i));
+    }
+    return out;
+  }
+
+  @Override
+  public boolean namespaceExists(String[] namespace) {
+    return bridge.call("namespace_exists", namespaceArgs(namespace)).asBoolean();
+  }
+
+  @Override
+  public Map<String, String> loadNamespaceMetadata(String[] namespace) {
+    return Names.map(bridge.call("load_namespace", namespaceArgs(namespace)));
+  }
+
+  @Override
+  public void createNamespace(String[] namespace, Map<String, String> metadata) {
+    ObjectNode args = namespaceArgs(namespace);
+    args.set("properties", Names.object(metadata));
+    bridge.call("create_namespace", args);
+  }
+
+  @Override
+  public void alterNamespace(String[] namespace, NamespaceChange... changes) {
+    ObjectNode args = namespaceArgs(namespace);
+    args.set("changes", SparkJson.namespaceChanges(changes));
+    bridge.call("alter_namespace", args);
+  }
+
+  @Override
+  public boolean dropNamespace(String[] namespace, boolean cascade) {
+    ObjectNode args = namespaceArgs(namespace);
+    args.put("cascade", cascade);
+    return bridge.call("drop_namespace", args).asBoolean();
+  }
+
+  private ObjectNode namespaceArgs(String[] namespace) {
+    ObjectNode args = bridge.args();
+    args.set("namespace", Names.array(namespace));
+    return args;
+  }
+
+  // ---- tables ----------------------------------------------------------------------------
+  @Override
+  public Identifier[] listTables(String[] namespace) {
+    JsonNode result = bridge.call("list_tables", namespaceArgs(namespace));
+    Identifier[] out = new Identifier[result.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = Names.identifier(Names.strings(result.get(i)));
+    }
+    return out;
+  }
+
+  @Override
+  public Table loadTable(Identifier ident) {
+    return table(bridge.call("load_table", Names.put(bridge.args(), ident)));
+  }
+
+  @Override
+  public Table loadTable(Identifier ident, String version) {
+    ObjectNode args = Names.put(bridge.args(), ident);
+    args.put("version", version);
+    return table(bridge.call("load_table", args));
+  }
+
+  @Override
+  public Table loadTable(Identifier ident, long timestamp) {
+    ObjectNode args = Names.put(bridge.args(), ident);
+    args.put("timestamp_us", timestamp);
+    return table(bridge.call("load_table", args));
+  }
+
+  @Override
+  @SuppressWarnings("deprecation") // the overloads taking columns / TableInfo end up here
+  public Table createTable(
+      Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
+    ObjectNode args = Names.put(bridge.args(), ident);
+    args.put("schema", schema.json());
+    args.set("partitioning", SparkJson.transforms(partitions));
+    args.set("properties", Names.object(properties));
+    return table(bridge.call("create_table", args));
+  }
+
+  @Override
+  public Table alterTable(Identifier ident, TableChange... changes) {
+    ObjectNode args = Names.put(bridge.args(), ident);
+    args.set("changes", SparkJson.tableChanges(changes));
+    return table(bridge.call("alter_table", args));
+  }
+
+  @Override
+  public boolean dropTable(Identifier ident) {
+    return bridge.call("drop_table", Names.put(bridge.args(), ident)).asBoolean();
+  }
+
+  @Override
+  public boolean purgeTable(Identifier ident) {
+    ObjectNode args = Names.put(bridge.args(), ident);
+    args.put("purge", true);
+    return bridge.call("drop_table", args).asBoolean();
+  }
+
+  @Override
+  public void renameTable(Identifier from, Identifier to) {
+    ObjectNode args = Names.put(bridge.args(), from);
+    args.set("to_namespace", Names.array(to.namespace()));
+    args.put("to_name", to.name());
+    bridge.call("rename_table", args);
+  }
+
+  private Table table(JsonNode descriptor) {
+    return new LakecatTable(bridge, descriptor);
+  }
+}

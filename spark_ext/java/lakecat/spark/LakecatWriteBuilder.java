@@ -1,0 +1,113 @@
+package lakecat.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.SupportsDynamicOverwrite;
+import org.apache.spark.sql.connector.write.SupportsOverwriteV2;
+import org.apache.spark.sql.connector.write.SupportsTruncate;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * Builds the Python data source's write with the table's identity and the overwrite mode in its
+ * options: an append, a whole-table overwrite (truncate), an overwrite of the rows matching a
+ * filter (which the Python side turns into lakecat's filter option) or a dynamic partition
+ * overwrite.
+ */
+final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicOverwrite {
+  private final LakecatTable table;
+  private final SupportsWrite delegate;
+  private final LogicalWriteInfo info;
+  private final Map<String, String> options = new HashMap<>();
+  private boolean overwrite;
+
+  LakecatWriteBuilder(
+      LakecatTable table, SupportsWrite delegate, LogicalWriteInfo info, Map<String, String> tableOptions) {
+    this.table = table;
+    this.delegate = delegate;
+    this.info = info;
+    this.options.putAll(info.options().asCaseSensitiveMap());
+    this.options.putAll(tableOptions);
+  }
+
+  @Override
+  public WriteBuilder truncate() {
+    overwrite = true;
+    return this;
+  }
+
+  @Override
+  public boolean canOverwrite(Predicate[] predicates) {
+    return table.overwriteFilter(predicates).path("convertible").asBoolean();
+  }
+
+  @Override
+  public WriteBuilder overwrite(Predicate[] predicates) {
+    JsonNode filter = table.overwriteFilter(predicates);
+    if (!filter.path("convertible").asBoolean()) {
+      throw new IllegalArgumentException(filter.path("reason").asText());
+    }
+    options.putAll(Names.map(filter.get("options")));
+    overwrite = true;
+    return this;
+  }
+
+  @Override
+  public WriteBuilder overwriteDynamicPartitions() {
+    options.putAll(table.dynamicOverwriteOptions());
+    overwrite = true;
+    return this;
+  }
+
+  @Override
+  public Write build() {
+    WriteBuilder builder = delegate.newWriteBuilder(new Info(info, options));
+    if (overwrite) {
+      builder = ((SupportsTruncate) builder).truncate(); // the Python writer's overwrite=True
+    }
+    return builder.build();
+  }
+
+  /** The write command's info with the table's options added. */
+  private static final class Info implements LogicalWriteInfo {
+    private final LogicalWriteInfo base;
+    private final CaseInsensitiveStringMap options;
+
+    Info(LogicalWriteInfo base, Map<String, String> options) {
+      this.base = base;
+      this.options = new CaseInsensitiveStringMap(options);
+    }
+
+    @Override
+    public CaseInsensitiveStringMap options() {
+      return options;
+    }
+
+    @Override
+    public String queryId() {
+      return base.queryId();
+    }
+
+    @Override
+    public StructType schema() {
+      return base.schema();
+    }
+
+    @Override
+    public Optional<StructType> rowIdSchema() {
+      return base.rowIdSchema();
+    }
+
+    @Override
+    public Optional<StructType> metadataSchema() {
+      return base.metadataSchema();
+    }
+  }
+}

@@ -1,0 +1,160 @@
+package lakecat.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import org.apache.spark.sql.connector.catalog.NamespaceChange;
+import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.GeneralScalarExpression;
+import org.apache.spark.sql.connector.expressions.Literal;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.Transform;
+
+/**
+ * Spark's catalog values (partition transforms, filter predicates, table and namespace changes)
+ * as plain JSON trees for the Python side, which gives them their meaning. Nothing here knows
+ * lakecat's formats: each value is written field by field as Spark defines it.
+ */
+final class SparkJson {
+  private SparkJson() {}
+
+  // ---- transforms: {"name": "bucket", "args": [{"literal": "16"}, {"ref": ["id"]}]} -------
+  static ArrayNode transforms(Transform[] transforms) {
+    ArrayNode out = BridgeClient.JSON.createArrayNode();
+    for (Transform t : transforms) {
+      ObjectNode node = out.addObject();
+      node.put("name", t.name());
+      ArrayNode args = node.putArray("args");
+      for (Expression arg : t.arguments()) {
+        args.add(expression(arg));
+      }
+    }
+    return out;
+  }
+
+  static Transform[] transforms(JsonNode array) {
+    List<Transform> out = new ArrayList<>();
+    for (JsonNode node : array) {
+      List<Expression> args = new ArrayList<>();
+      for (JsonNode arg : node.path("args")) {
+        if (arg.has("ref")) {
+          args.add(Expressions.column(quoted(Names.strings(arg.get("ref")))));
+        } else {
+          args.add(Expressions.literal(arg.get("literal").asInt()));
+        }
+      }
+      out.add(Expressions.apply(node.get("name").asText(), args.toArray(new Expression[0])));
+    }
+    return out.toArray(new Transform[0]);
+  }
+
+  private static String quoted(String[] parts) {
+    StringBuilder out = new StringBuilder();
+    for (String part : parts) {
+      out.append(out.length() == 0 ? "" : ".").append('`').append(part.replace("`", "``")).append('`');
+    }
+    return out.toString();
+  }
+
+  // ---- predicates and their operands -----------------------------------------------------
+  static ArrayNode expressions(Expression[] expressions) {
+    ArrayNode out = BridgeClient.JSON.createArrayNode();
+    for (Expression e : expressions) {
+      out.add(expression(e));
+    }
+    return out;
+  }
+
+  static ObjectNode expression(Expression e) {
+    ObjectNode node = BridgeClient.JSON.createObjectNode();
+    if (e instanceof NamedReference) {
+      node.set("ref", Names.array(((NamedReference) e).fieldNames()));
+    } else if (e instanceof Literal) {
+      Literal<?> literal = (Literal<?>) e;
+      Object value = literal.value();
+      if (value == null) {
+        node.putNull("literal");
+      } else if (value instanceof byte[]) {
+        node.put("literal", Base64.getEncoder().encodeToString((byte[]) value));
+      } else {
+        node.put("literal", value.toString()); // Catalyst's internal form, e.g. micros, days
+      }
+      node.put("type", literal.dataType().typeName());
+    } else if (e instanceof GeneralScalarExpression) {
+      GeneralScalarExpression g = (GeneralScalarExpression) e;
+      node.put("op", g.name());
+      node.set("children", expressions(g.children()));
+    } else {
+      node.put("unsupported", e.toString());
+    }
+    return node;
+  }
+
+  // ---- changes ---------------------------------------------------------------------------
+  static ArrayNode tableChanges(TableChange[] changes) {
+    ArrayNode out = BridgeClient.JSON.createArrayNode();
+    for (TableChange change : changes) {
+      ObjectNode node = out.addObject();
+      node.put("change", change.getClass().getSimpleName());
+      if (change instanceof TableChange.ColumnChange) {
+        node.set("column", Names.array(((TableChange.ColumnChange) change).fieldNames()));
+      }
+      if (change instanceof TableChange.SetProperty) {
+        TableChange.SetProperty c = (TableChange.SetProperty) change;
+        node.put("key", c.property()).put("value", c.value());
+      } else if (change instanceof TableChange.RemoveProperty) {
+        node.put("key", ((TableChange.RemoveProperty) change).property());
+      } else if (change instanceof TableChange.AddColumn) {
+        TableChange.AddColumn c = (TableChange.AddColumn) change;
+        node.put("type", c.dataType().json()).put("nullable", c.isNullable());
+        node.put("comment", c.comment());
+        node.put("position", position(c.position()));
+        node.put("has_default", c.defaultValue() != null);
+      } else if (change instanceof TableChange.RenameColumn) {
+        node.put("new_name", ((TableChange.RenameColumn) change).newName());
+      } else if (change instanceof TableChange.DeleteColumn) {
+        node.put("if_exists", Boolean.TRUE.equals(((TableChange.DeleteColumn) change).ifExists()));
+      } else if (change instanceof TableChange.UpdateColumnType) {
+        node.put("type", ((TableChange.UpdateColumnType) change).newDataType().json());
+      } else if (change instanceof TableChange.UpdateColumnNullability) {
+        node.put("nullable", ((TableChange.UpdateColumnNullability) change).nullable());
+      } else if (change instanceof TableChange.UpdateColumnComment) {
+        node.put("comment", ((TableChange.UpdateColumnComment) change).newComment());
+      } else if (change instanceof TableChange.UpdateColumnPosition) {
+        node.put("position", position(((TableChange.UpdateColumnPosition) change).position()));
+      }
+    }
+    return out;
+  }
+
+  /** null (unchanged), "first", or "after:<column>". */
+  private static String position(TableChange.ColumnPosition position) {
+    if (position == null) {
+      return null;
+    }
+    if (position instanceof TableChange.After) {
+      return "after:" + ((TableChange.After) position).column();
+    }
+    return "first";
+  }
+
+  static ArrayNode namespaceChanges(NamespaceChange[] changes) {
+    ArrayNode out = BridgeClient.JSON.createArrayNode();
+    for (NamespaceChange change : changes) {
+      ObjectNode node = out.addObject();
+      node.put("change", change.getClass().getSimpleName());
+      if (change instanceof NamespaceChange.SetProperty) {
+        NamespaceChange.SetProperty c = (NamespaceChange.SetProperty) change;
+        node.put("key", c.property()).put("value", c.value());
+      } else if (change instanceof NamespaceChange.RemoveProperty) {
+        node.put("key", ((NamespaceChange.RemoveProperty) change).property());
+      }
+    }
+    return out;
+  }
+}

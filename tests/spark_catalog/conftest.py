@@ -1,0 +1,80 @@
+"""lakecat registered as the Spark catalog ``lake`` in the shared Spark session.
+
+The session (``spark``, in ``tests/conftest.py``) starts with the catalog plugin's jar on the
+driver's classpath. Each test gets a fresh embedded catalog (SQLite file and warehouse in its
+temp folder) with a namespace ``db``, attached as ``lake`` (attaching again replaces the
+catalog behind the name), and can open the same database with pyiceberg's ``SqlCatalog``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from lakecat.catalog import Catalog
+from lakecat.spark_ext import CatalogBridge, SparkCatalogError, attach_catalog
+
+
+@dataclass
+class Lake:
+    """The test's lakecat catalog, attached to Spark as ``lake``."""
+
+    root: Path
+    catalog: Catalog
+    spark: Any
+    bridge: CatalogBridge
+
+    @property
+    def url(self) -> str:
+        return self.catalog.uri
+
+    def sql(self, statement: str) -> list[Any]:
+        return self.spark.sql(statement).collect()
+
+    def pyiceberg(self) -> Any:
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        return SqlCatalog(self.catalog.name, uri=self.url, warehouse=self.catalog.warehouse)
+
+    def rows(self, table: str, *columns: str, **scan: Any) -> list[tuple[Any, ...]]:
+        """The table's rows through lakecat's Python API, sorted."""
+        return sorted_rows(self.catalog.load_table(table).to_arrow(**scan), columns)
+
+    def iceberg_rows(self, table: str, *columns: str, **scan: Any) -> list[tuple[Any, ...]]:
+        """The table's rows through pyiceberg on the same catalog database, sorted."""
+        py = self.pyiceberg()
+        try:
+            return sorted_rows(py.load_table(table).scan(**scan).to_arrow(), columns)
+        finally:
+            py.engine.dispose()
+
+
+def sorted_rows(table: Any, columns: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    names = columns or tuple(table.column_names)
+    return sorted(zip(*(table.column(c).to_pylist() for c in names), strict=True))
+
+
+def spark_rows(rows: list[Any], *columns: str) -> list[tuple[Any, ...]]:
+    """Collected Spark rows as sorted tuples of the given columns."""
+    return sorted(tuple(r[c] for c in columns) for r in rows)
+
+
+@pytest.fixture
+def lake(spark: Any, tmp_path: Path) -> Iterator[Lake]:
+    catalog = Catalog.embedded(tmp_path / "lake")
+    catalog.create_namespace("db")
+    try:
+        bridge = attach_catalog(spark, "lake", catalog=catalog)
+    except SparkCatalogError as exc:
+        catalog.close()
+        pytest.skip(f"the Spark catalog plugin is not available: {exc}")
+    try:
+        yield Lake(tmp_path / "lake", catalog, spark, bridge)
+    finally:
+        catalog.close()

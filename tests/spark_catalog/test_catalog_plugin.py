@@ -1,0 +1,137 @@
+"""The catalog plugin's pieces that need no Spark session: building the jar, and turning
+Spark's transforms and predicates into lakecat's terms."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import zipfile
+from decimal import Decimal
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from lakecat.metadata import (
+    DoubleType,
+    LongType,
+    NestedField,
+    Schema,
+    StringType,
+    TimestamptzType,
+)
+from lakecat.metadata.errors import LakecatError
+from lakecat.metadata.expression_parser import parse
+from lakecat.spark_ext import JavaCompilerNotFound, catalog_jar
+from lakecat.spark_ext.catalog_convert import (
+    UnsupportedByCatalog,
+    literal,
+    partition_by,
+    predicates_expression,
+)
+from lakecat.spark_ext.jar import find_javac
+
+SCHEMA = Schema.of(
+    NestedField(1, "id", LongType()),
+    NestedField(2, "region", StringType()),
+    NestedField(3, "ts", TimestamptzType()),
+    NestedField(4, "amount", DoubleType()),
+)
+
+
+def ref(name: str) -> dict:
+    return {"ref": [name]}
+
+
+def lit(value: str, type_name: str) -> dict:
+    return {"literal": value, "type": type_name}
+
+
+def op(name: str, *children: dict) -> dict:
+    return {"op": name, "children": list(children)}
+
+
+@pytest.mark.spark
+def test_the_jar_is_compiled_once_per_source_and_pyspark_version(tmp_path) -> None:
+    try:
+        find_javac()
+    except JavaCompilerNotFound:
+        pytest.skip("needs a JDK")
+    jar = catalog_jar(cache_dir=tmp_path)
+    built = os.stat(jar).st_mtime_ns
+
+    assert catalog_jar(cache_dir=tmp_path) == jar  # cached: not compiled again
+    assert os.stat(jar).st_mtime_ns == built
+    with zipfile.ZipFile(jar) as archive:
+        assert "lakecat/spark/LakecatCatalog.class" in archive.namelist()
+    import pyspark
+
+    assert os.path.basename(os.path.dirname(jar)).startswith(f"{pyspark.__version__}-")
+
+
+def test_without_a_jdk_building_the_jar_says_what_to_install(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+
+    with pytest.raises(JavaCompilerNotFound, match="JDK 17") as raised:
+        catalog_jar(cache_dir=tmp_path / "cache")
+
+    assert isinstance(raised.value, LakecatError)
+    assert "lakecat.spark_ext.register" in str(raised.value)  # the data source needs no JDK
+
+
+def test_spark_partition_transforms_become_lakecat_partition_fields() -> None:
+    transforms = [
+        {"name": "days", "args": [ref("ts")]},
+        {"name": "identity", "args": [ref("region")]},
+        {"name": "bucket", "args": [{"literal": "16"}, ref("id")]},
+        {"name": "truncate", "args": [{"literal": "4"}, ref("region")]},
+        {"name": "hours", "args": [ref("ts")]},
+    ]
+
+    assert partition_by(transforms) == [
+        ("ts", "day"),
+        "region",
+        ("id", "bucket[16]"),
+        ("region", "truncate[4]"),
+        ("ts", "hour"),
+    ]
+    with pytest.raises(UnsupportedByCatalog, match="unsupported partition transform zorder"):
+        partition_by([{"name": "zorder", "args": [ref("id")]}])
+
+
+def test_predicates_become_the_lakecat_filter_spark_means() -> None:
+    micros = str(int(dt.datetime(2024, 1, 2, tzinfo=dt.UTC).timestamp() * 1_000_000))
+    predicates = [
+        op(
+            "OR",
+            op("=", ref("region"), lit("eu", "string")),
+            op("IN", ref("id"), lit("1", "long"), lit("2", "long")),
+        ),
+        op(">=", lit(micros, "timestamp"), ref("ts")),  # literal first: flipped
+        op("NOT", op("IS_NULL", ref("region"))),
+    ]
+
+    expression = predicates_expression(predicates, SCHEMA)
+
+    assert expression == parse(
+        "(region = 'eu' OR id IN (1, 2)) AND ts <= TIMESTAMP '2024-01-02T00:00:00+00:00' "
+        "AND NOT (region IS NULL)"
+    )
+
+
+def test_predicates_lakecat_would_evaluate_differently_are_refused() -> None:
+    with pytest.raises(UnsupportedByCatalog, match="exactly as Spark does"):
+        predicates_expression([op(">", ref("amount"), lit("2.5", "double"))], SCHEMA)
+    with pytest.raises(UnsupportedByCatalog, match="exactly as Spark does"):
+        predicates_expression(
+            [op("=", op("%", ref("id"), lit("2", "integer")), lit("0", "integer"))], SCHEMA
+        )
+
+
+def test_literals_arrive_in_catalysts_internal_form() -> None:
+    assert literal(lit("19724", "date")) == dt.date(2024, 1, 2)
+    assert literal(lit("0", "timestamp_ntz")) == dt.datetime(1970, 1, 1)
+    assert literal(lit("12.50", "decimal")) == Decimal("12.50")
+    assert literal(lit("true", "boolean")) is True
+    assert literal({"literal": None, "type": "string"}) is None

@@ -1,0 +1,144 @@
+"""Concurrency through SQL: two Spark sessions in separate processes against one catalog.
+
+Both processes attach the same embedded catalog as ``lake`` (``sql_worker.py``). Two
+``INSERT INTO`` at once both land (appends never conflict). A ``DELETE FROM`` that planned
+before a concurrent ``INSERT INTO`` into the same partition committed follows the table's
+``write.delete.isolation-level``: ``serializable`` refuses it (the insert added rows the delete
+should have seen), ``snapshot`` commits it and the inserted rows stay.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from lakecat.catalog import Catalog
+
+pytestmark = pytest.mark.spark
+
+WORKER = Path(__file__).with_name("sql_worker.py")
+TIMEOUT_S = 240
+
+
+class Worker:
+    def __init__(self, root: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(WORKER), str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+
+    def send(self, sql: str, *, pause_before_commit: bool = False) -> None:
+        assert self.process.stdin is not None
+        command = {"sql": sql, "pause_before_commit": pause_before_commit}
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+
+    def go(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
+
+    def answer(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith("@@"):
+                message: dict[str, Any] = json.loads(line[2:])
+                return message
+        raise AssertionError(f"the worker exited ({self.process.wait()}) without answering")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("concurrent") / "lake"
+    with Catalog.embedded(root) as catalog:
+        catalog.create_namespace("db")
+    return root
+
+
+@pytest.fixture(scope="module")
+def workers(lake_root: Path) -> Iterator[tuple[Worker, Worker]]:
+    pair = (Worker(lake_root), Worker(lake_root))  # both start their JVM at once
+    try:
+        for worker in pair:
+            assert worker.answer() == {"ready": True}
+        yield pair
+    finally:
+        for worker in pair:
+            worker.close()
+
+
+@pytest.fixture
+def catalog(lake_root: Path) -> Iterator[Catalog]:
+    with Catalog.embedded(lake_root) as c:
+        yield c
+
+
+SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string())])
+
+
+def test_two_sessions_inserting_at_once_both_land(workers, catalog) -> None:
+    first, second = workers
+    table = catalog.create_table("db.inserts", SCHEMA, partition_by=["region"])
+
+    first.send("INSERT INTO lake.db.inserts SELECT id, 'a' FROM range(0, 50000)")
+    second.send("INSERT INTO lake.db.inserts SELECT id, 'b' FROM range(50000, 100000)")
+
+    assert [first.answer(), second.answer()] == [{"ok": True}, {"ok": True}]
+    table.refresh()
+    assert [s.operation for s in table.snapshots()] == ["append", "append"]
+    ids = table.to_arrow(columns=["id"]).column("id").to_pylist()
+    assert sorted(ids) == list(range(100000))
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    py = SqlCatalog(catalog.name, uri=catalog.uri, warehouse=catalog.warehouse)
+    try:
+        assert py.load_table("db.inserts").scan().to_arrow().num_rows == 100000
+    finally:
+        py.engine.dispose()
+
+
+@pytest.mark.parametrize("level", ["serializable", "snapshot"])
+def test_a_delete_racing_an_insert_follows_the_isolation_level(workers, catalog, level) -> None:
+    deleter, inserter = workers
+    name = f"db.race_{level}"
+    table = catalog.create_table(
+        name, SCHEMA, partition_by=["region"], properties={"write.delete.isolation-level": level}
+    )
+    table.append(pa.table({"id": [1, 2, 3, 101], "region": ["eu", "eu", "eu", "us"]}, SCHEMA))
+
+    deleter.send(f"DELETE FROM lake.{name} WHERE region = 'eu'", pause_before_commit=True)
+    assert deleter.answer() == {"paused": True}  # planned against the first snapshot
+    inserter.send(f"INSERT INTO lake.{name} VALUES (50, 'eu'), (51, 'eu')")
+    assert inserter.answer() == {"ok": True}
+    deleter.go()
+    deleted = deleter.answer()
+
+    table.refresh()
+    ids = sorted(table.to_arrow(columns=["id"]).column("id").to_pylist())
+    if level == "serializable":
+        assert deleted["ok"] is False and "ConcurrentAppend" in deleted["error"]
+        assert ids == [1, 2, 3, 50, 51, 101]  # the delete left no trace
+        assert [s.operation for s in table.snapshots()] == ["append", "append"]
+    else:
+        assert deleted == {"ok": True}
+        assert ids == [50, 51, 101]  # the delete removed what it saw; the insert stays
+        assert [s.operation for s in table.snapshots()] == ["append", "append", "delete"]

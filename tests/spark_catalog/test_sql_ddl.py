@@ -1,0 +1,216 @@
+"""DDL through the Spark catalog ``lake``: namespaces, CREATE / DESCRIBE / ALTER / DROP TABLE.
+
+Each statement runs in a real SparkSession against the registered catalog; the result is
+checked through lakecat's Python API and through pyiceberg on the same catalog database.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import pyarrow as pa
+import pytest
+from pyspark.errors import AnalysisException
+
+from lakecat.metadata import DecimalType, IntegerType, LongType, StringType, TimestamptzType
+
+pytestmark = pytest.mark.spark
+
+
+def events(ids: range, region: str) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(list(ids), pa.int64()),
+            "ts": pa.array(
+                [dt.datetime(2024, 3, 1 + i % 3, tzinfo=dt.UTC) for i in ids],
+                pa.timestamp("us", tz="UTC"),
+            ),
+            "region": pa.array([region] * len(ids)),
+        }
+    )
+
+
+def test_namespaces_are_listed_created_and_dropped_in_lakecat(lake) -> None:
+    assert [r.namespace for r in lake.sql("SHOW NAMESPACES IN lake")] == ["db"]
+
+    lake.sql("CREATE NAMESPACE lake.sales WITH DBPROPERTIES ('team' = 'ads')")
+    lake.sql("CREATE TABLE lake.sales.orders (id bigint)")
+
+    assert lake.catalog.namespace_exists("sales")
+    assert lake.catalog.namespace_properties("sales")["team"] == "ads"
+    py = lake.pyiceberg()
+    try:
+        assert ("sales",) in py.list_namespaces()
+    finally:
+        py.engine.dispose()
+    assert sorted(r.namespace for r in lake.sql("SHOW NAMESPACES IN lake")) == ["db", "sales"]
+    with pytest.raises(AnalysisException, match="SCHEMA_ALREADY_EXISTS"):
+        lake.sql("CREATE NAMESPACE lake.sales")
+    with pytest.raises(AnalysisException, match="SCHEMA_NOT_EMPTY"):
+        lake.sql("DROP NAMESPACE lake.sales")
+    assert lake.catalog.table_exists("sales.orders")
+
+    lake.sql("DROP NAMESPACE lake.sales CASCADE")
+    assert not lake.catalog.namespace_exists("sales")
+
+
+def test_create_table_keeps_partition_transforms_types_and_properties(lake) -> None:
+    lake.sql(
+        "CREATE TABLE lake.db.events (id bigint NOT NULL, ts timestamp, region string, "
+        "name string, amount decimal(10, 2)) "
+        "PARTITIONED BY (days(ts), region, bucket(16, id), truncate(4, name)) "
+        "TBLPROPERTIES ('write.delete.isolation-level' = 'serializable', 'team' = 'ads')"
+    )
+
+    table = lake.catalog.load_table("db.events")
+    schema = table.schema()
+    assert [(f.name, f.field_type, f.required) for f in schema.fields] == [
+        ("id", LongType(), True),
+        ("ts", TimestamptzType(), False),
+        ("region", StringType(), False),
+        ("name", StringType(), False),
+        ("amount", DecimalType(10, 2), False),
+    ]
+    assert [(schema.column_name(f.source_id), f.transform) for f in table.spec().fields] == [
+        ("ts", "day"),
+        ("region", "identity"),
+        ("id", "bucket[16]"),
+        ("name", "truncate[4]"),
+    ]
+    assert table.properties["write.delete.isolation-level"] == "serializable"
+    assert table.properties["team"] == "ads"
+    assert "provider" not in table.properties and "location" not in table.properties
+
+    py = lake.pyiceberg()
+    try:
+        iceberg = py.load_table("db.events")
+        assert [str(f.transform) for f in iceberg.spec().fields] == [
+            "day",
+            "identity",
+            "bucket[16]",
+            "truncate[4]",
+        ]
+        assert [f.name for f in iceberg.schema().fields] == [f.name for f in schema.fields]
+        assert iceberg.properties["team"] == "ads"
+    finally:
+        py.engine.dispose()
+
+    described = {
+        r.col_name: r.data_type for r in lake.sql("DESCRIBE TABLE EXTENDED lake.db.events")
+    }
+    assert [described[f"Part {i}"] for i in range(4)] == [
+        "days(ts)",
+        "identity(region)",
+        "bucket(16, id)",
+        "truncate(4, name)",
+    ]
+    assert described["Location"] == table.location
+    assert described["Provider"] == "lakecat"
+    assert "team=ads" in described["Table Properties"]
+
+
+def test_create_table_refuses_another_provider_and_creates_nothing(lake) -> None:
+    with pytest.raises(Exception, match="stores Iceberg tables, not 'parquet'"):
+        lake.sql("CREATE TABLE lake.db.t (id bigint) USING parquet")
+    assert not lake.catalog.table_exists("db.t")
+    lake.sql("CREATE TABLE lake.db.u (id bigint)")
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+        lake.sql("CREATE TABLE lake.db.u (x int)")
+    lake.sql("CREATE TABLE IF NOT EXISTS lake.db.u (x int)")  # tolerated, unchanged
+    assert [f.name for f in lake.catalog.load_table("db.u").schema().fields] == ["id"]
+
+
+def test_alter_table_adds_renames_columns_and_sets_properties(lake) -> None:
+    table = lake.catalog.create_table("db.events", events(range(1), "eu").schema)
+    table.append(events(range(3), "eu"))
+    ids_before = {f.name: f.field_id for f in table.schema().fields}
+
+    lake.sql("ALTER TABLE lake.db.events ADD COLUMN note string COMMENT 'free text'")
+    lake.sql("ALTER TABLE lake.db.events ADD COLUMNS (score int FIRST)")
+    lake.sql("ALTER TABLE lake.db.events RENAME COLUMN region TO area")
+    lake.sql(
+        "ALTER TABLE lake.db.events SET TBLPROPERTIES ("
+        "'write.delete.isolation-level' = 'serializable', 'team' = 'ads')"
+    )
+    lake.sql("ALTER TABLE lake.db.events UNSET TBLPROPERTIES ('team')")
+
+    table.refresh()
+    schema = table.schema()
+    assert [f.name for f in schema.fields] == ["score", "id", "ts", "area", "note"]
+    assert schema.find_field("area").field_id == ids_before["region"]  # renamed, same field
+    assert schema.find_field("score").field_type == IntegerType()
+    assert schema.find_field("note").doc == "free text"
+    assert table.properties["write.delete.isolation-level"] == "serializable"
+    assert "team" not in table.properties
+    py = lake.pyiceberg()
+    try:
+        iceberg = py.load_table("db.events")
+        assert [f.name for f in iceberg.schema().fields] == ["score", "id", "ts", "area", "note"]
+        assert iceberg.properties["write.delete.isolation-level"] == "serializable"
+    finally:
+        py.engine.dispose()
+    lake.sql("ALTER TABLE lake.db.events ALTER COLUMN score TYPE bigint")
+    lake.sql("ALTER TABLE lake.db.events DROP COLUMN ts")
+    assert table.refresh().schema().find_field("score").field_type == LongType()
+    assert [f.name for f in table.schema().fields] == ["score", "id", "area", "note"]
+    rows = lake.sql("SELECT id, area, note, score FROM lake.db.events ORDER BY id")
+    assert [tuple(r) for r in rows] == [
+        (0, "eu", None, None),
+        (1, "eu", None, None),
+        (2, "eu", None, None),
+    ]
+
+
+def test_alter_table_with_a_bad_property_changes_nothing(lake) -> None:
+    table = lake.catalog.create_table("db.events", events(range(1), "eu").schema)
+    before = table.metadata_location
+
+    with pytest.raises(Exception, match="isolation-level must be one of"):
+        lake.sql(
+            "ALTER TABLE lake.db.events SET TBLPROPERTIES ("
+            "'team' = 'ads', 'write.delete.isolation-level' = 'sometimes')"
+        )
+    with pytest.raises(Exception, match="already exists"):
+        lake.sql("ALTER TABLE lake.db.events ADD COLUMNS (note string, id bigint)")
+
+    table.refresh()
+    assert table.metadata_location == before
+    assert "team" not in table.properties
+    assert [f.name for f in table.schema().fields] == ["id", "ts", "region"]
+
+
+def test_drop_table_keeps_files_and_purge_deletes_them(lake) -> None:
+    kept = lake.catalog.create_table("db.kept", events(range(1), "eu").schema)
+    kept.append(events(range(5), "eu"))
+    purged = lake.catalog.create_table("db.purged", events(range(1), "eu").schema)
+    purged.append(events(range(5), "eu"))
+    kept_files = [f.file_path for f in kept.scan().plan_files()]
+    purged_root = purged.location.removeprefix("file://")
+
+    lake.sql("DROP TABLE lake.db.kept")
+    lake.sql("DROP TABLE lake.db.purged PURGE")
+
+    assert not lake.catalog.table_exists("db.kept")
+    assert not lake.catalog.table_exists("db.purged")
+    assert all(os.path.exists(p.removeprefix("file://")) for p in kept_files)
+    assert not any(files for _, _, files in os.walk(purged_root))
+    py = lake.pyiceberg()
+    try:
+        assert not py.table_exists("db.kept") and not py.table_exists("db.purged")
+    finally:
+        py.engine.dispose()
+    assert lake.sql("SHOW TABLES IN lake.db") == []
+    lake.sql("DROP TABLE IF EXISTS lake.db.kept")  # tolerated
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+        lake.sql("DROP TABLE lake.db.kept")
+
+
+def test_rename_table_moves_it_in_the_catalog(lake) -> None:
+    table = lake.catalog.create_table("db.old", events(range(1), "eu").schema)
+    table.append(events(range(2), "eu"))
+
+    lake.sql("ALTER TABLE lake.db.old RENAME TO db.new")
+
+    assert not lake.catalog.table_exists("db.old")
+    assert lake.rows("db.new", "id") == [(0,), (1,)]

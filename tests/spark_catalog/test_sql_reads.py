@@ -1,0 +1,182 @@
+"""Reads through the Spark catalog ``lake``: time travel in SQL, metadata tables, and the two
+Spark facts the catalog plugin relies on."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+import pyarrow as pa
+import pytest
+
+from lakecat.metadata import StringType
+from lakecat.spark_ext.sql_catalog import data_format
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string())])
+
+
+def batch(ids: range, region: str) -> pa.Table:
+    return pa.table({"id": pa.array(list(ids), pa.int64()), "region": [region] * len(ids)})
+
+
+@pytest.fixture
+def history(lake):
+    """db.t with three snapshots (ids 0-1, then 2-3, then eu deleted), a column added after
+    the first, and the tag ``first``; returns (table, [snapshot ids])."""
+    table = lake.catalog.create_table("db.t", SCHEMA, partition_by=["region"])
+    table.append(batch(range(0, 2), "eu"))
+    table.create_tag("first")
+    with table.update_schema() as update:
+        update.add_column("note", StringType())
+    time.sleep(0.01)  # distinct commit milliseconds for TIMESTAMP AS OF
+    table.append(batch(range(2, 4), "us"))
+    time.sleep(0.01)
+    table.delete("region = 'eu'")
+    return table, [s.snapshot_id for s in table.snapshots()]
+
+
+def ids(rows) -> list[int]:
+    return sorted(r.id for r in rows)
+
+
+def test_version_as_of_reads_a_snapshot_or_a_tag_with_its_schema(lake, history) -> None:
+    _table, (first, second, third) = history
+
+    by_id = lake.sql(f"SELECT * FROM lake.db.t VERSION AS OF {first}")
+    by_tag = lake.sql("SELECT * FROM lake.db.t VERSION AS OF 'first'")
+    middle = lake.sql(f"SELECT * FROM lake.db.t VERSION AS OF {second}")
+    current = lake.sql("SELECT * FROM lake.db.t")
+
+    assert ids(by_id) == ids(by_tag) == [0, 1]
+    assert list(by_id[0].asDict()) == ["id", "region"]  # the schema of the first snapshot
+    assert ids(middle) == [0, 1, 2, 3] and "note" in middle[0].asDict()
+    assert ids(current) == [2, 3]
+    for snapshot_id, expected in ((first, [0, 1]), (second, [0, 1, 2, 3]), (third, [2, 3])):
+        assert [i for (i,) in lake.rows("db.t", "id", snapshot_id=snapshot_id)] == expected
+        assert [i for (i,) in lake.iceberg_rows("db.t", "id", snapshot_id=snapshot_id)] == expected
+    with pytest.raises(Exception, match="no snapshot, tag or branch 'nope'"):
+        lake.sql("SELECT * FROM lake.db.t VERSION AS OF 'nope'")
+
+
+def test_timestamp_as_of_reads_the_snapshot_current_at_that_time(lake, history) -> None:
+    table, (_first, second, _) = history
+    committed = {s.snapshot_id: s.timestamp_ms for s in table.snapshots()}
+
+    def at(ms: int) -> str:
+        return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+    assert ids(lake.sql(f"SELECT * FROM lake.db.t TIMESTAMP AS OF '{at(committed[second])}'")) == [
+        0,
+        1,
+        2,
+        3,
+    ]
+    assert ids(
+        lake.sql(f"SELECT * FROM lake.db.t TIMESTAMP AS OF '{at(committed[second] - 1)}'")
+    ) == [0, 1]
+    assert [i for (i,) in lake.rows("db.t", "id", as_of=committed[second] - 1)] == [0, 1]
+    with pytest.raises(Exception, match="NoSuchSnapshot"):
+        lake.sql("SELECT * FROM lake.db.t TIMESTAMP AS OF '2001-01-01 00:00:00'")
+
+
+def test_metadata_tables_are_read_only(lake, history) -> None:
+    table, _ = history
+    before = table.refresh().metadata_location
+
+    with pytest.raises(Exception, match="does not support append") as raised:
+        lake.sql("INSERT INTO lake.db.t.refs VALUES ('x', 'tag', 1, null, null, null)")
+
+    assert "t.refs" in str(raised.value)
+    assert table.refresh().metadata_location == before
+
+
+def test_metadata_tables_match_lakecat_and_pyiceberg(lake, history) -> None:
+    table, snapshot_ids = history
+    table.refresh()
+    py = lake.pyiceberg()
+    try:
+        iceberg = py.load_table("db.t")
+        inspect_snapshots = iceberg.inspect.snapshots().to_pylist()
+        inspect_files = iceberg.inspect.files().to_pylist()
+        inspect_refs = iceberg.inspect.refs().to_pylist()
+    finally:
+        py.engine.dispose()
+
+    snapshots = lake.sql("SELECT * FROM lake.db.t.snapshots ORDER BY committed_at")
+    assert [r.snapshot_id for r in snapshots] == snapshot_ids
+    assert [r.operation for r in snapshots] == ["append", "append", "delete"]
+    assert sorted((r.snapshot_id, r.parent_id, r.manifest_list) for r in snapshots) == sorted(
+        (s["snapshot_id"], s["parent_id"], s["manifest_list"]) for s in inspect_snapshots
+    )
+    assert snapshots[1].summary["added-records"] == "2"
+
+    history_rows = lake.sql("SELECT * FROM lake.db.t.history")
+    assert [(r.snapshot_id, r.is_current_ancestor) for r in history_rows] == [
+        (snapshot_id, ancestor) for _, snapshot_id, ancestor in table.history()
+    ]
+
+    files = lake.sql("SELECT file_path, record_count, partition FROM lake.db.t.files")
+    assert sorted(r.file_path for r in files) == sorted(f["file_path"] for f in inspect_files)
+    assert sorted(r.file_path for r in files) == sorted(
+        f.file_path for f in table.scan().plan_files()
+    )
+    assert {r.partition["region"] for r in files} == {"us"}
+
+    refs = lake.sql("SELECT name, type, snapshot_id FROM lake.db.t.refs")
+    assert sorted(tuple(r) for r in refs) == sorted(
+        (r["name"], r["type"].lower(), r["snapshot_id"]) for r in inspect_refs
+    )
+    assert ("first", "tag", snapshot_ids[0]) in [tuple(r) for r in refs]
+
+
+def test_spark_hands_out_the_registered_python_data_source_as_a_table_provider(lake) -> None:
+    """Fact 1: ``DataSource.lookupDataSourceV2(name, conf)`` finds a Python data source
+    registered in the session and returns it as a ``TableProvider`` (``PythonDataSourceV2``),
+    which the catalog plugin wraps."""
+    jvm = lake.spark.sparkContext._jvm
+    conf = lake.spark._jsparkSession.sessionState().conf()
+    found = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSourceV2(
+        data_format("lake"), conf
+    )
+
+    assert found.isDefined()
+    provider = found.get()
+    assert provider.getClass().getName().endswith(".python.PythonDataSourceV2")
+    table_provider = jvm.java.lang.Class.forName(
+        "org.apache.spark.sql.connector.catalog.TableProvider"
+    )
+    assert table_provider.isInstance(provider)
+    with pytest.raises(Exception, match="DATA_SOURCE_NOT_FOUND"):  # not registered: no None
+        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSourceV2(
+            "lakecat_catalog_not_registered", conf
+        )
+
+
+def test_python_writers_see_only_the_write_commands_options(lake, monkeypatch) -> None:
+    """Fact 2: a catalog table's options reach the Python reader (the plugin merges the
+    table's read options with the query's own, ``WITH (...)`` included), but a Python writer
+    gets only the write command's options: without the table identity the plugin adds to the
+    write, the writer cannot tell which table it writes."""
+    table = lake.catalog.create_table("db.t", SCHEMA)
+    table.append(batch(range(2), "eu"))
+    first = table.current_snapshot().snapshot_id
+    table.append(batch(range(2, 3), "eu"))
+
+    travelled = lake.sql(f"SELECT id FROM lake.db.t WITH ('snapshot-id' = '{first}')")
+    assert ids(travelled) == [0, 1]
+
+    describe = lake.bridge._descriptor
+
+    def without_write_identity(*args, **kwargs):
+        descriptor = describe(*args, **kwargs)
+        if descriptor["write_options"] is not None:
+            descriptor["write_options"] = {}
+        return descriptor
+
+    monkeypatch.setattr(lake.bridge, "_descriptor", without_write_identity)
+    assert ids(lake.sql("SELECT id FROM lake.db.t")) == [0, 1, 2]  # reads carry their options
+    with pytest.raises(Exception, match="name the table"):
+        lake.sql("INSERT INTO lake.db.t VALUES (7, 'eu')")
+    assert [i for (i,) in lake.rows("db.t", "id")] == [0, 1, 2]
