@@ -122,6 +122,9 @@ class Journal:
         entry = join(self.folder, f"{attempt}{uuid.uuid4().hex}.json")
         self.io.write(entry, json.dumps([f.file_path for f in files]).encode(), exclusive=True)
         if self.io.exists(self.aborted_marker):
+            # the caller deletes the files; the entry is ours, and the driver may have
+            # listed the journal before it was written
+            delete_files(self.io, [entry])
             raise CommitFailed(f"the write job of {self.folder} was aborted")
         return entry
 

@@ -89,3 +89,19 @@ def test_a_successful_write_leaves_no_journal_behind(
     table = lake.load_table("db.t")
     live = {f.file_path for f in table.scan().plan_files()}
     assert set(leftovers(lake, table)) == live
+
+
+def test_a_task_that_records_after_the_abort_removes_its_own_journal_entry(tmp_path: Any) -> None:
+    """The driver may list the journal before a late task's entry exists: the task itself
+    must take the entry back when it then finds the abort marker."""
+    from types import SimpleNamespace
+
+    from lakecat.metadata.errors import CommitFailed
+    from lakecat.metadata.fileio import LocalFileIO
+    from lakecat.spark_ext.tasks import Journal
+
+    journal = Journal(LocalFileIO(), f"file://{tmp_path}/spark-jobs/job")
+    journal.abort()  # the driver: marker written, nothing recorded yet
+    with pytest.raises(CommitFailed, match="aborted"):
+        journal.record([SimpleNamespace(file_path="file:///x/1.parquet")])  # type: ignore[list-item]
+    assert sorted(p.name for p in (tmp_path / "spark-jobs" / "job").iterdir()) == ["_aborted"]
