@@ -38,6 +38,8 @@ from local_postgres import LocalPostgres, LocalPostgresError, find_postgres_bind
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
+from lakecat.catalog import Catalog
+
 POSTGRES_URL_ENV = "LAKECAT_TEST_POSTGRES_URL"
 _TEST_DATABASE = "lakecat_tests"
 
@@ -73,6 +75,15 @@ def catalog_url(request: pytest.FixtureRequest) -> str:
     """A fresh catalog database on each backend: a new SQLite file, a new PostgreSQL schema."""
     url: str = request.getfixturevalue(f"{request.param}_url")
     return url
+
+
+@pytest.fixture
+def catalog(catalog_url: str, warehouse: str) -> Iterator[Catalog]:
+    """A lakecat catalog on each backend (``catalog_url``) with an empty namespace ``db``."""
+    c = Catalog(catalog_url, warehouse=warehouse)
+    c.create_namespace("db")
+    yield c
+    c.close()
 
 
 @pytest.fixture

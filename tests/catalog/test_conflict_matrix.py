@@ -124,14 +124,6 @@ def expected(
     return ConcurrentDeleteDelete
 
 
-@pytest.fixture
-def catalog(catalog_url: str, warehouse: str) -> Catalog:
-    c = Catalog(catalog_url, warehouse=warehouse)
-    c.create_namespace("db")
-    yield c
-    c.close()
-
-
 def make_table(catalog: Catalog, isolation: str) -> None:
     t = catalog.create_table(
         "db.m",

@@ -13,14 +13,6 @@ from lakecat.metadata.types import LongType, NestedField, StringType
 
 
 @pytest.fixture
-def catalog(catalog_url: str, warehouse: str) -> Catalog:
-    c = Catalog(catalog_url, warehouse=warehouse)
-    c.create_namespace("db")
-    yield c
-    c.close()
-
-
-@pytest.fixture
 def table(catalog: Catalog):
     schema = Schema.of(
         NestedField(1, "id", LongType(), required=True),

@@ -45,14 +45,6 @@ SCHEMA = rows(range(1), "eu").schema
 
 
 @pytest.fixture
-def catalog(catalog_url: str, warehouse: str) -> Catalog:
-    c = Catalog(catalog_url, warehouse=warehouse)
-    c.create_namespace("db")
-    yield c
-    c.close()
-
-
-@pytest.fixture
 def table(catalog: Catalog):
     return catalog.create_table("db.events", SCHEMA, partition_by=[("ts", "day"), "region"])
 

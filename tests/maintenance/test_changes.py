@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -24,14 +23,6 @@ def rows(ids: list[int], region: str = "eu", v: float = 0.0) -> pa.Table:
 
 def id_list(t: pa.Table) -> list[int]:
     return sorted(t.column("id").to_pylist())
-
-
-@pytest.fixture
-def catalog(catalog_url: str, warehouse: str) -> Iterator[Catalog]:
-    c = Catalog(catalog_url, warehouse=warehouse)
-    c.create_namespace("db")
-    yield c
-    c.close()
 
 
 @pytest.fixture

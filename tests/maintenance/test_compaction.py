@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing as mp
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,14 +52,6 @@ def checksum(t: pa.Table) -> tuple[int, str]:
     ordered = t.sort_by([("id", "ascending"), ("region", "ascending")])
     digest = hashlib.sha256(str(ordered.to_pylist()).encode()).hexdigest()
     return t.num_rows, digest
-
-
-@pytest.fixture
-def catalog(catalog_url: str, warehouse: str) -> Iterator[Catalog]:
-    c = Catalog(catalog_url, warehouse=warehouse)
-    c.create_namespace("db")
-    yield c
-    c.close()
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import hashlib
 import os
 import random
 import time
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -52,14 +51,6 @@ def digest(t: pa.Table) -> str:
 
 def far_future() -> int:
     return int(time.time() * 1000) + 3_600_000
-
-
-@pytest.fixture
-def catalog(catalog_url: str, warehouse: str) -> Iterator[Catalog]:
-    c = Catalog(catalog_url, warehouse=warehouse)
-    c.create_namespace("db")
-    yield c
-    c.close()
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -38,14 +37,6 @@ def rows(ids: list[int], region: str) -> pa.Table:
 
 def soon() -> int:
     return int(time.time() * 1000) + 60_000
-
-
-@pytest.fixture
-def catalog(catalog_url: str, warehouse: str) -> Iterator[Catalog]:
-    c = Catalog(catalog_url, warehouse=warehouse)
-    c.create_namespace("db")
-    yield c
-    c.close()
 
 
 def manifests(t: Table) -> list[ManifestFile]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -45,14 +44,6 @@ def age(locations: list[str], seconds: int = FOUR_DAYS_S) -> None:
 
 def all_files(t: Table) -> list[str]:
     return [info.location for info in t.io.list_prefix(t.location)]
-
-
-@pytest.fixture
-def catalog(catalog_url: str, warehouse: str) -> Iterator[Catalog]:
-    c = Catalog(catalog_url, warehouse=warehouse)
-    c.create_namespace("db")
-    yield c
-    c.close()
 
 
 @pytest.fixture

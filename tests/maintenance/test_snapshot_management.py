@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -45,14 +44,6 @@ def paths(t: Table, **kwargs: Any) -> set[str]:
 
 def snapshot_ids(t: Table) -> list[int]:
     return [s.snapshot_id for s in t.snapshots()]
-
-
-@pytest.fixture
-def catalog(catalog_url: str, warehouse: str) -> Iterator[Catalog]:
-    c = Catalog(catalog_url, warehouse=warehouse)
-    c.create_namespace("db")
-    yield c
-    c.close()
 
 
 @pytest.fixture
