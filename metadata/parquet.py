@@ -235,7 +235,7 @@ def _group_by_partition(
         if not isinstance(source.field_type, PrimitiveType):
             raise SchemaMismatch(f"partition source {source.name!r} is not a primitive column")
         transform = parse_transform(pf.transform)
-        column = _source_column(data, schema, pf.source_id)
+        column = source_column(data, schema, pf.source_id)
         keys.append(transform.apply_arrow(source.field_type, column))
         result_types.append(transform.result_type(source.field_type))
     names = [f"k{i}" for i in range(len(keys))]
@@ -263,13 +263,21 @@ def _group_by_partition(
     return out
 
 
-def _source_column(data: pa.Table, schema: Schema, field_id: int) -> pa.Array:
-    """The (combined) Arrow values of a possibly struct-nested source field."""
+def source_column(
+    data: pa.Table,
+    schema: Schema,
+    field_id: int,
+    *,
+    refusal: str = "partition source {path!r} is inside a list or map",
+) -> pa.Array:
+    """The (combined) Arrow values of a possibly struct-nested source field. A field inside a
+    list or map has no single value per row: :class:`ValidationError` with ``refusal``
+    (formatted with the field's dotted ``path``)."""
     path = schema.column_name(field_id).split(".")
     column = data.column(path[0]).combine_chunks()
     for name in path[1:]:
         if not pa.types.is_struct(column.type):
-            raise ValidationError(f"partition source {'.'.join(path)!r} is inside a list or map")
+            raise ValidationError(refusal.format(path=".".join(path)))
         column = column.flatten()[column.type.get_field_index(name)]
     return column
 

@@ -54,7 +54,7 @@ from lakecat.metadata.errors import (
     ValidationError,
 )
 from lakecat.metadata.fileio import FileIO, FileNotFoundStorageError
-from lakecat.metadata.parquet import partition_path, read_data_file
+from lakecat.metadata.parquet import partition_path, read_data_file, source_column
 from lakecat.metadata.schema import Schema
 from lakecat.metadata.sorting import SortField
 from lakecat.metadata.table_metadata import TableMetadata
@@ -418,7 +418,12 @@ def _sort(rows: pa.Table, schema: Schema, keys: list[_SortKey]) -> pa.Table:
     sort_keys: list[tuple[str, str, str]] = []
     for i, key in enumerate(keys):
         source = schema.find_field(key.source_id)
-        values = _column(rows, schema, key.source_id)
+        values = source_column(
+            rows,
+            schema,
+            key.source_id,
+            refusal="cannot sort by {path!r}: it is inside a list or map",
+        )
         transform = parse_transform(key.transform)
         if not transform.is_identity:
             assert isinstance(source.field_type, PrimitiveType)
@@ -434,13 +439,3 @@ def _sort(rows: pa.Table, schema: Schema, keys: list[_SortKey]) -> pa.Table:
         )
     indices = pc.sort_indices(pa.table(columns), options=pc.SortOptions(sort_keys))
     return rows.take(indices)
-
-
-def _column(rows: pa.Table, schema: Schema, field_id: int) -> pa.Array:
-    path = schema.column_name(field_id).split(".")
-    column = rows.column(path[0]).combine_chunks()
-    for name in path[1:]:
-        if not pa.types.is_struct(column.type):
-            raise ValidationError(f"cannot sort by {'.'.join(path)!r}: it is inside a list or map")
-        column = column.flatten()[column.type.get_field_index(name)]
-    return column
