@@ -253,13 +253,19 @@ def _assignments(
     """Target column -> Spark SQL expression for a clause's mapping or ``"*"``."""
     if clause is None:
         return {}
-    by_lower = {c.lower(): c for c in columns}
     if clause == "*":
         available = {c.lower() for c in source_columns}
         return {c: f"{source_alias}.`{c}`" for c in columns if c.lower() in available}
     assert not isinstance(clause, str)
+    return resolve_columns(clause, columns)
+
+
+def resolve_columns(assignments: Mapping[str, str], columns: Sequence[str]) -> dict[str, str]:
+    """``assignments`` keyed by the table's own column names (exact, else case-insensitive);
+    :class:`ValidationError` for a name that is no column."""
+    by_lower = {c.lower(): c for c in columns}
     out: dict[str, str] = {}
-    for name, value in clause.items():
+    for name, value in assignments.items():
         column = name if name in columns else by_lower.get(name.lower())
         if column is None:
             raise ValidationError(f"cannot set {name!r}: no such column ({', '.join(columns)})")

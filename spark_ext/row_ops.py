@@ -38,7 +38,7 @@ from lakecat.metadata.errors import LakecatError, ValidationError
 from lakecat.metadata.evaluators import PartitionEvaluator, StrictMetricsEvaluator
 from lakecat.metadata.expression_parser import parse
 from lakecat.metadata.expressions import AlwaysTrue, Expression, bind
-from lakecat.spark_ext.merge_plan import MergeClauses, key_filter, merge_rows
+from lakecat.spark_ext.merge_plan import MergeClauses, key_filter, merge_rows, resolve_columns
 from lakecat.spark_ext.settings import DEFAULT_FORMAT
 from lakecat.spark_ext.staging import TargetTable, open_target, read_files, stage_write
 from lakecat.spark_ext.tasks import delete_files
@@ -105,7 +105,7 @@ def update(
         raise ValidationError("update needs at least one column to set")
     with open_target(spark, table, catalog, format_name) as target:
         columns = [f.name for f in target.metadata.schema().fields]
-        assignments = _resolve_columns(set, columns)
+        assignments = resolve_columns(set, columns)
         expression = lakecat_filter(condition, target)
         candidates = _candidates(target, expression)
         touched = _files_with_matches(spark, target, candidates, condition)
@@ -252,17 +252,6 @@ def _files_with_matches(
     rows = read_files(spark, target, files)
     found = {r[0] for r in rows.where(F.expr(condition)).select(FILE_COLUMN).distinct().collect()}
     return [f for f in files if f.file_path in found]
-
-
-def _resolve_columns(assignments: Mapping[str, str], columns: Sequence[str]) -> dict[str, str]:
-    by_lower = {c.lower(): c for c in columns}
-    out: dict[str, str] = {}
-    for name, value in assignments.items():
-        column = name if name in columns else by_lower.get(name.lower())
-        if column is None:
-            raise ValidationError(f"cannot set {name!r}: no such column ({', '.join(columns)})")
-        out[column] = value
-    return out
 
 
 def set_of(files: Sequence[DataFile]) -> set[str]:
