@@ -221,7 +221,7 @@ def _snapshots(
 ) -> tuple[Snapshot, ...]:
     if previous is None or not previous.snapshots:
         return tuple(map(_snapshot_from_json, items))
-    known = {s.snapshot_id: s for s in previous.snapshots}
+    known = previous._snapshots_by_id  # built once per metadata object
     out = []
     for item in items:
         same = known.get(item.get("snapshot-id", -1))
