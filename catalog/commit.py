@@ -194,6 +194,7 @@ def commit_intent(
     attempt = 0
     pending: list[str] = []  # this attempt's manifest list and metadata file
     try:
+        producer.prepare(base)
         while True:
             attempt += 1
             pending = []

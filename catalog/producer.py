@@ -32,7 +32,7 @@ from lakecat.metadata.datafile import DataFile, ManifestEntry, ManifestFile, Sta
 from lakecat.metadata.errors import ConcurrentDeleteDelete
 from lakecat.metadata.fileio import FileIO, join
 from lakecat.metadata.manifest import (
-    read_manifest_list,
+    as_listed,
     write_manifest,
     write_manifest_list,
 )
@@ -88,7 +88,11 @@ class SnapshotProducer:
     ) -> Produced:
         intent = self.intent
         parent = base.ref_snapshot(intent.branch) if intent.branch in base.refs else None
-        base_manifests = read_manifest_list(self.io, parent.manifest_list) if parent else []
+        base_manifests = (
+            list(self.manifests.manifest_list(self.io, parent.manifest_list).manifests)
+            if parent
+            else []
+        )
 
         kept, rewritten = self._remove_files(base, base_manifests)
         new = self._write_new_manifests(base)
@@ -108,7 +112,9 @@ class SnapshotProducer:
             snapshot_id=intent.snapshot_id,
             parent_snapshot_id=parent.snapshot_id if parent else None,
             sequence_number=sequence_number,
+            known=self.manifests.rows,
         )
+        self.manifests.put_manifest_list(list_location, as_listed(manifests, sequence_number))
         summary = self._summary(parent, extra_summary)
         now = max(int(time.time() * 1000), base.last_updated_ms)
         snapshot = Snapshot(
@@ -139,6 +145,11 @@ class SnapshotProducer:
             AssertRefSnapshotId(intent.branch, parent.snapshot_id if parent else None),
         )
         return Produced(snapshot, updates, requirements, (list_location,))
+
+    def prepare(self, base: TableMetadata) -> None:
+        """Write what no base changes (the manifests of the new data files) ahead of the
+        first attempt, so that it is not done while holding the commit lock."""
+        self._write_new_manifests(base)
 
     def unused_manifests(self) -> list[str]:
         """Manifests written by any attempt that the latest manifest list does not use."""

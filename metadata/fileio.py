@@ -8,6 +8,7 @@ here, and a missing file to :class:`FileNotFoundStorageError`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -113,11 +114,10 @@ class LocalFileIO(FileIO):
     def write(self, location: str, data: bytes, *, exclusive: bool = False) -> None:
         path = self._path(location)
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
             if exclusive:
-                with open(path, "xb") as f:
-                    f.write(data)
+                _create(path, data)
             else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
                 tmp = f"{path}.{os.getpid()}.tmp"
                 with open(tmp, "wb") as f:
                     f.write(data)
@@ -246,3 +246,25 @@ class ArrowFileIO(FileIO):
 def file_io_for(location: str) -> FileIO:
     """The FileIO that serves a location."""
     return LocalFileIO() if local_path(location) is not None else ArrowFileIO()
+
+
+def _create(path: str, data: bytes) -> None:
+    """Create ``path`` holding ``data``; FileExistsError if it exists. The folder is made
+    only when missing (commits write four files each into existing folders: the common case
+    costs one open, not a makedirs walk first)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, flags, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.remove(path)  # no partial file under a name that is never overwritten
+        raise
+    os.close(fd)

@@ -19,14 +19,16 @@ import io as _io
 import json
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from itertools import pairwise
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 from fastavro.schema import SchemaParseException
 from fastavro.write import Writer
 
+from lakecat.metadata.avro_blocks import Blocks, container, encode_row, read_blocks
 from lakecat.metadata.conversions import to_bytes
 from lakecat.metadata.datafile import (
     Content,
@@ -208,6 +210,46 @@ def entry_decoder(
 
 
 # ---- manifest lists ----------------------------------------------------------------------
+class KnownRows:
+    """Manifest-list rows this process has encoded or decoded, for reuse.
+
+    Lists are written one row per Avro block (:mod:`lakecat.metadata.avro_blocks`), so a row
+    carried from one list to the next keeps its bytes: ``encoded`` maps a manifest path to
+    the row last encoded for it (written again as is when the row is the same), ``decoded``
+    maps a block's bytes to the rows decoded from them. Each holds at most ``max_rows``
+    rows; when full it starts afresh (rows of current lists come back on their next use).
+    """
+
+    def __init__(self, max_rows: int = 50_000) -> None:
+        self.max_rows = max_rows
+        self.encoded: dict[str, tuple[ManifestFile, bytes]] = {}
+        self.decoded: dict[bytes, tuple[ManifestFile, ...]] = {}
+
+    def encode(self, m: ManifestFile, snapshot_id: int, sequence_number: int) -> bytes:
+        hit = self.encoded.get(m.manifest_path)
+        if hit is not None and (hit[0] is m or hit[0] == m):
+            return hit[1]
+        row = encode_row(
+            parsed_manifest_list_schema(), _manifest_file_record(m, snapshot_id, sequence_number)
+        )
+        assigned = UNASSIGNED_SEQ not in (m.sequence_number, m.min_sequence_number)
+        if assigned and self.max_rows > 0:
+            if len(self.encoded) >= self.max_rows:
+                self.encoded.clear()
+            self.encoded[m.manifest_path] = (m, row)
+        return row
+
+    def decode(self, blocks: Blocks, count: int, block: bytes) -> tuple[ManifestFile, ...]:
+        hit = self.decoded.get(block)
+        if hit is None:
+            hit = tuple(_manifest_file(rec) for rec in blocks.decode(block, count))
+            if self.max_rows > 0:
+                if len(self.decoded) >= self.max_rows:
+                    self.decoded.clear()
+                self.decoded[block] = hit
+        return hit
+
+
 def write_manifest_list(
     io: FileIO,
     location: str,
@@ -216,32 +258,69 @@ def write_manifest_list(
     snapshot_id: int,
     parent_snapshot_id: int | None,
     sequence_number: int,
-    codec: str = DEFAULT_CODEC,
+    known: KnownRows | None = None,
 ) -> None:
-    """Write a snapshot's manifest list (exclusive create).
+    """Write a snapshot's manifest list (exclusive create), one row per Avro block.
 
     Manifests whose (min) sequence number is still -1 were written for this commit: they get
     ``sequence_number``. Such a manifest must name this commit's snapshot as its
     ``added_snapshot_id``, otherwise an older manifest would silently be re-sequenced.
+    ``known``: rows encoded before, reused (see :class:`KnownRows`).
     """
-    records = [_manifest_file_record(m, snapshot_id, sequence_number) for m in manifests]
+    known = known or KnownRows(max_rows=0)
+    try:
+        rows = [known.encode(m, snapshot_id, sequence_number) for m in manifests]
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ValidationError(f"cannot encode a manifest list row: {exc}") from exc
     metadata = {
         "snapshot-id": str(snapshot_id),
         "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
         "sequence-number": str(sequence_number),
         "format-version": FORMAT_VERSION,
     }
-    data = _encode(parsed_manifest_list_schema(), records, metadata, codec)
-    io.write(location, data, exclusive=True)
+    io.write(location, container(parsed_manifest_list_schema(), metadata, rows), exclusive=True)
 
 
-def read_manifest_list(io: FileIO, location: str) -> list[ManifestFile]:
-    """The rows of a manifest list. v1 lists read with sequence numbers 0 and DATA content."""
+def as_listed(manifests: Iterable[ManifestFile], sequence_number: int) -> list[ManifestFile]:
+    """``manifests`` as a manifest list written with ``sequence_number`` lists them (and as
+    reading it back returns them): unassigned sequence numbers become ``sequence_number``."""
+    out = []
+    for m in manifests:
+        if UNASSIGNED_SEQ in (m.sequence_number, m.min_sequence_number):
+            m = replace(
+                m,
+                sequence_number=sequence_number
+                if m.sequence_number == UNASSIGNED_SEQ
+                else m.sequence_number,
+                min_sequence_number=sequence_number
+                if m.min_sequence_number == UNASSIGNED_SEQ
+                else m.min_sequence_number,
+            )
+        out.append(m)
+    return out
+
+
+def read_manifest_list(
+    io: FileIO, location: str, *, known: KnownRows | None = None
+) -> list[ManifestFile]:
+    """The rows of a manifest list. v1 lists read with sequence numbers 0 and DATA content.
+
+    With ``known``, blocks decoded before are not decoded again (see :class:`KnownRows`).
+    """
     data = io.read(location)
     try:
-        records = fastavro.reader(_io.BytesIO(data))
-        return [_manifest_file(rec) for rec in records]  # type: ignore[arg-type]
-    except LakecatError:
+        blocks = read_blocks(data) if known is not None else None
+        if blocks is None:  # no reuse wanted, or a codec read only by fastavro itself
+            records = fastavro.reader(_io.BytesIO(data))
+            return [_manifest_file(rec) for rec in cast(Iterable[dict[str, Any]], records)]
+        assert known is not None
+        out: list[ManifestFile] = []
+        for count, block in blocks.blocks:
+            out.extend(known.decode(blocks, count, block))
+        return out
+    except LakecatError as exc:
+        if isinstance(exc, CorruptMetadata):
+            raise CorruptMetadata(f"cannot read manifest list {location}: {exc}") from exc
         raise
     except DECODE_ERRORS as exc:
         raise CorruptMetadata(f"cannot read manifest list {location}: {exc!r}") from exc

@@ -8,7 +8,9 @@ the number of rows it holds (manifest entries and manifest-list rows alike) and 
 least recently used file. It keeps three kinds of values, under keys that cannot collide:
 
 * a manifest list's rows, with each manifest's partition summaries decoded on first use
-  (:meth:`ManifestCache.manifest_list`), keyed by the list's path;
+  (:meth:`ManifestCache.manifest_list`), keyed by the list's path (a list read for the first
+  time reuses the objects of rows it shares with lists read before: a table's successive
+  lists repeat most rows; and lists this process writes are put in as written);
 * a manifest's complete entries (:meth:`ManifestCache.read`), for writers and scans alike,
   keyed by the manifest's path and what inheritance and partition decoding depend on;
 * a partition-ordered manifest read block by block for a filtered scan
@@ -28,7 +30,12 @@ from typing import Any
 from lakecat.metadata.datafile import ManifestEntry, ManifestFile
 from lakecat.metadata.evaluators import PartitionSummaries
 from lakecat.metadata.fileio import FileIO
-from lakecat.metadata.manifest import UNASSIGNED_SEQ, decode_manifest, read_manifest_list
+from lakecat.metadata.manifest import (
+    UNASSIGNED_SEQ,
+    KnownRows,
+    decode_manifest,
+    read_manifest_list,
+)
 from lakecat.metadata.manifest_blocks import BlockTest, LiveFiles, ManifestBlocks, open_blocks
 from lakecat.metadata.partitioning import PartitionSpec
 from lakecat.metadata.schema import Schema
@@ -81,6 +88,8 @@ class ManifestCache:
         self._values: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
+        # manifest-list rows met before (single dict operations: safe between threads)
+        self.rows = KnownRows(max_rows=max(0, max_entries // 4))
         self.hits = 0
         self.misses = 0
 
@@ -94,10 +103,17 @@ class ManifestCache:
         key = ("list", location)
         found = self._get(key)
         if found is None:
-            found = ManifestList.of(read_manifest_list(io, location))
+            found = ManifestList.of(read_manifest_list(io, location, known=self.rows))
             self._put(key, found, len(found.manifests))
         assert isinstance(found, ManifestList)
         return found
+
+    def put_manifest_list(self, location: str, manifests: Sequence[ManifestFile]) -> None:
+        """Remember the rows of a manifest list this process has just written (as
+        :func:`~lakecat.metadata.manifest.as_listed` gives them): the next commit on top of
+        it then reads nothing."""
+        if self.max_entries > 0:
+            self._put(("list", location), ManifestList.of(manifests), len(manifests))
 
     def read(
         self,
@@ -145,6 +161,7 @@ class ManifestCache:
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
+            self.rows = KnownRows(self.rows.max_rows)
             self._size = 0
 
     # ---- internals ------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import orjson
 from lakecat.metadata import properties as props
 from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.fileio import FileIO, FileNotFoundStorageError, join
-from lakecat.metadata.metadata_json import serialize_metadata
+from lakecat.metadata.metadata_json import known_snapshots, serialize_metadata
 from lakecat.metadata.table_metadata import TableMetadata
 
 _CODEC_EXTENSIONS = {"none": "", "gzip": ".gz"}
@@ -95,6 +95,13 @@ def parse_metadata(
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:
             raise CorruptMetadata(f"metadata file {location} is not valid gzip: {exc}") from exc
+    known = known_snapshots(data, previous)
+    if known is not None:
+        leading, rest = known
+        try:
+            return TableMetadata.from_json(rest, previous=previous, leading=leading)
+        except CorruptMetadata as exc:
+            raise CorruptMetadata(f"metadata file {location}: {exc}") from exc
     try:
         obj: Any = orjson.loads(data)
     except orjson.JSONDecodeError as exc:

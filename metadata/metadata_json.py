@@ -14,6 +14,11 @@ compresses only its new snapshots and the rest of the object: what a commit adds
 the history holds. The result is byte for byte the gzip stream of the whole file compressed
 in one go.
 
+Reading uses the same layout: a process that parsed an earlier version of the table hands it
+to :func:`known_snapshots`, and when the new file starts with that version's head and
+snapshots byte for byte, only the rest of the file is parsed and the earlier snapshot objects
+are reused (a writer that commits after others did parses what they added, not the history).
+
 The cache is an optimisation with no say in correctness: an entry is used only when the new
 file's prefix is byte-equal to the one it compressed (same table, same location, the same
 snapshot bytes in the same order); anything else (another table, expired snapshots, the first
@@ -32,6 +37,7 @@ from typing import Any
 import orjson
 
 from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.snapshots import Snapshot
 from lakecat.metadata.table_metadata import TableMetadata
 
 # Level 1: a file of 2,000 snapshots shrinks from 1.2 MB to 180 KB; level 6 saves another
@@ -85,15 +91,66 @@ def _layout(metadata: TableMetadata) -> _Layout:
     obj = metadata.to_json(with_snapshots=False)
     head = {key: obj.pop(key) for key in _PREFIX_KEYS[:-1]}
     try:
-        head_bytes = orjson.dumps(head)
+        head_bytes = _head(head)
         rest = orjson.dumps(obj)
     except orjson.JSONEncodeError as exc:
         raise ValidationError(f"table metadata cannot be written as JSON: {exc}") from exc
     return _Layout(
-        head=head_bytes[:-1] + b',"snapshots":[',
+        head=head_bytes,
         snapshots=tuple(s.json_bytes() for s in metadata.snapshots),
         tail=b"]," + rest[1:] if len(rest) > 2 else b"]}",
     )
+
+
+def _head(values: dict[str, Any]) -> bytes:
+    """``{"format-version":2,"table-uuid":...,"location":...,"snapshots":[``"""
+    return orjson.dumps(values)[:-1] + b',"snapshots":['
+
+
+def known_snapshots(
+    data: bytes, previous: TableMetadata | None
+) -> tuple[tuple[Snapshot, ...], dict[str, Any]] | None:
+    """Parse the JSON ``data`` of a table's metadata file reusing an earlier version of it.
+
+    When ``data`` is in the layout above and starts with ``previous``'s head and first
+    snapshots byte for byte, returns those snapshots and the rest of the object parsed
+    (its ``snapshots`` list holding only the snapshots after them): the bytes they share are
+    neither parsed nor turned into objects again. None when nothing is shared (another
+    writer's layout, expired snapshots, another table), and the caller parses it all.
+    """
+    if previous is None or not previous.snapshots:
+        return None
+    head_values = {
+        "format-version": previous.format_version,
+        "table-uuid": previous.table_uuid,
+        "location": previous.location,
+    }
+    head = _head(head_values)
+    if not data.startswith(head):
+        return None
+    pos, count = len(head), 0
+    for snapshot in previous.snapshots:
+        text = snapshot.json_bytes()  # a whole JSON object: a match is that same snapshot
+        if not data.startswith(text, pos):
+            break
+        end = pos + len(text)
+        separator = data[end : end + 1]
+        if separator == b"]":
+            count, pos = count + 1, end
+            break
+        if separator != b",":
+            break
+        count, pos = count + 1, end + 1
+    if count == 0:
+        return None
+    try:
+        rest = orjson.loads(b'{"snapshots":[' + data[pos:])
+    except orjson.JSONDecodeError:
+        return None  # the caller's full parse reports it
+    if not isinstance(rest, dict) or any(key in rest for key in head_values):
+        return None  # repeated keys: let the full parse decide which one counts
+    rest.update(head_values)
+    return previous.snapshots[:count], rest
 
 
 class _GzipCache:

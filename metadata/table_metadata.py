@@ -6,10 +6,10 @@ Nothing here mutates a :class:`TableMetadata`; changes are made by
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -155,18 +155,27 @@ class TableMetadata:
         return out
 
     @staticmethod
-    def from_json(obj: dict[str, Any], *, previous: TableMetadata | None = None) -> TableMetadata:
+    def from_json(
+        obj: dict[str, Any],
+        *,
+        previous: TableMetadata | None = None,
+        leading: tuple[Snapshot, ...] = (),
+    ) -> TableMetadata:
         """Parse a metadata.json object. ``previous``, an earlier version of the same table,
         lends its snapshot objects to the snapshots whose JSON is byte for byte the same (a
         table's versions repeat every snapshot, and a reused snapshot keeps its serialized
-        bytes, so parsing and writing the next version skip that work)."""
+        bytes, so parsing and writing the next version skip that work), and its log entries
+        to equal ones. ``leading``: snapshots known to come before those in ``obj``'s
+        ``snapshots`` list (see ``metadata_json.known_snapshots``)."""
         try:
-            return _from_json(obj, previous)
+            return _from_json(obj, previous, leading)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CorruptMetadata(f"malformed table metadata: {exc!r}") from exc
 
 
-def _from_json(obj: dict[str, Any], previous: TableMetadata | None) -> TableMetadata:
+def _from_json(
+    obj: dict[str, Any], previous: TableMetadata | None, leading: tuple[Snapshot, ...]
+) -> TableMetadata:
     version = obj["format-version"]
     if version != FORMAT_VERSION:
         raise CorruptMetadata(
@@ -201,14 +210,22 @@ def _from_json(obj: dict[str, Any], previous: TableMetadata | None) -> TableMeta
         default_sort_order_id=obj["default-sort-order-id"],
         properties=_string_map(obj.get("properties") or {}),
         current_snapshot_id=current,
-        snapshots=_snapshots(obj.get("snapshots") or (), previous),
-        snapshot_log=tuple(
-            SnapshotLogEntry(e["timestamp-ms"], e["snapshot-id"])
-            for e in obj.get("snapshot-log") or ()
+        snapshots=leading + _snapshots(obj.get("snapshots") or (), previous),
+        snapshot_log=_log(
+            obj.get("snapshot-log") or (),
+            previous.snapshot_log if previous else (),
+            lambda e: SnapshotLogEntry(e["timestamp-ms"], e["snapshot-id"]),
+            lambda old, e: (
+                old.snapshot_id == e["snapshot-id"] and old.timestamp_ms == e["timestamp-ms"]
+            ),
         ),
-        metadata_log=tuple(
-            MetadataLogEntry(e["timestamp-ms"], e["metadata-file"])
-            for e in obj.get("metadata-log") or ()
+        metadata_log=_log(
+            obj.get("metadata-log") or (),
+            previous.metadata_log if previous else (),
+            lambda e: MetadataLogEntry(e["timestamp-ms"], e["metadata-file"]),
+            lambda old, e: (
+                old.metadata_file == e["metadata-file"] and old.timestamp_ms == e["timestamp-ms"]
+            ),
         ),
         refs=refs,
         statistics=tuple(obj.get("statistics") or ()),
@@ -229,6 +246,36 @@ def _snapshots(
             out.append(same)
         else:
             out.append(_snapshot_from_json(item))
+    return tuple(out)
+
+
+_Entry = TypeVar("_Entry")
+_LOG_ALIGN_LIMIT = 64  # how far into the previous log its first surviving entry is looked for
+
+
+def _log(
+    items: Sequence[dict[str, Any]],
+    previous: tuple[_Entry, ...],
+    make: Callable[[dict[str, Any]], _Entry],
+    same: Callable[[_Entry, dict[str, Any]], bool],
+) -> tuple[_Entry, ...]:
+    """A log's entries, reusing ``previous``'s where equal. A table's next version keeps its
+    log, less the oldest entries (expiry, ``write.metadata.previous-versions-max``), plus new
+    ones at the end: so the walk aligns on the first item and then goes in step."""
+    j = len(previous)
+    if previous and items:
+        first = items[0]
+        for i, entry in enumerate(previous[:_LOG_ALIGN_LIMIT]):
+            if same(entry, first):
+                j = i
+                break
+    out = []
+    for item in items:
+        if j < len(previous) and same(previous[j], item):
+            out.append(previous[j])
+        else:
+            out.append(make(item))
+        j += 1
     return tuple(out)
 
 

@@ -39,6 +39,8 @@ from lakecat.metadata.fileio import (
     LocalFileIO,
 )
 from lakecat.metadata.manifest import (
+    KnownRows,
+    as_listed,
     partition_type,
     read_manifest,
     read_manifest_list,
@@ -308,6 +310,42 @@ def test_manifest_list_round_trips_every_field() -> None:
     meta = fastavro.reader(_stream(again, "mem://l2.avro")).metadata
     assert (meta["snapshot-id"], meta["parent-snapshot-id"]) == ("200", "100")
     assert (meta["sequence-number"], meta["format-version"]) == ("10", "2")
+
+
+def test_a_manifest_list_read_with_known_rows_reuses_equal_ones_only() -> None:
+    io = MemoryFileIO()
+    row = _commit(io, [_added((19000,) + (None,) * (len(SPEC.fields) - 1))], seq=9)
+    other = replace(row, manifest_path="mem://other.avro", added_rows_count=7)
+    for name, rows in (
+        ("a", [row]),
+        ("b", [other, row]),
+        ("c", [replace(row, added_rows_count=3)]),
+    ):
+        write_manifest_list(
+            io,
+            f"mem://{name}.avro",
+            rows,
+            snapshot_id=200,
+            parent_snapshot_id=1,
+            sequence_number=10,
+        )
+    known = KnownRows()
+    first = read_manifest_list(io, "mem://a.avro", known=known)
+    second = read_manifest_list(io, "mem://b.avro", known=known)
+    assert second == [other, row] and second[1] is first[0]  # the same row: the same object
+    changed = read_manifest_list(io, "mem://c.avro", known=known)  # same path, other content
+    assert changed == [replace(row, added_rows_count=3)] and changed[0] is not first[0]
+
+
+def test_as_listed_gives_the_rows_a_written_list_reads_back_as() -> None:
+    io = MemoryFileIO()
+    row = _commit(io, [_added((19000,) + (None,) * (len(SPEC.fields) - 1))], seq=9)
+    new = replace(row, manifest_path="mem://new.avro", sequence_number=-1, min_sequence_number=-1)
+    new = replace(new, added_snapshot_id=300)
+    write_manifest_list(
+        io, "mem://l3.avro", [new, row], snapshot_id=300, parent_snapshot_id=200, sequence_number=11
+    )
+    assert read_manifest_list(io, "mem://l3.avro") == as_listed([new, row], 11)
 
 
 def test_manifest_file_metadata_names_schema_and_spec() -> None:

@@ -650,3 +650,63 @@ def test_parsing_with_a_previous_version_reuses_its_unchanged_snapshots() -> Non
     reparsed = parse_metadata(serialize_metadata(changed), previous=previous)
     assert reparsed == changed
     assert not any(a is b for a, b in zip(reparsed.snapshots, previous.snapshots, strict=False))
+
+
+def _with_logs(m: TableMetadata, entries: range) -> TableMetadata:
+    return dataclasses.replace(
+        m,
+        snapshot_log=tuple(SnapshotLogEntry(1_700_000_000_000 + i, i) for i in entries),
+        metadata_log=tuple(MetadataLogEntry(i, f"s3://b/t/metadata/{i:05d}.json") for i in entries),
+    )
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_version_sharing_snapshots_with_the_previous_one_parses_only_what_is_new(
+    gzipped: bool, empty_gzip_cache: None
+) -> None:
+    base = _metadata()
+    previous = _with_logs(_with_snapshots(base, 40), range(1, 41))
+    for count in (40, 41, 55):  # the same snapshots, one more, several more
+        grown = _with_logs(_with_snapshots(base, count), range(3, count + 1))  # logs trimmed
+        data = serialize_metadata(grown, gzipped=gzipped)
+        parsed = parse_metadata(data, previous=previous)
+        assert parsed == grown == parse_metadata(data)
+        assert all(a is b for a, b in zip(parsed.snapshots[:40], previous.snapshots, strict=False))
+        # log entries that did not change are the previous version's objects
+        assert parsed.snapshot_log[0] is previous.snapshot_log[2]
+        assert parsed.metadata_log[37] is previous.metadata_log[39]
+        assert serialize_metadata(parsed) == serialize_metadata(grown)
+
+
+def test_the_shared_prefix_is_skipped_only_when_every_byte_matches() -> None:
+    base = _metadata()
+    previous = _with_snapshots(base, 10)
+    plain = serialize_metadata(_with_snapshots(base, 12))
+    found = metadata_json.known_snapshots(plain, previous)
+    assert found is not None and len(found[0]) == 10
+    assert [s["snapshot-id"] for s in found[1]["snapshots"]] == [11, 12]
+    # another writer's formatting, expired snapshots, changed snapshots, another table
+    spaced = json.dumps(json.loads(plain), indent=2).encode()
+    expired = serialize_metadata(_with_snapshots(base, 9, first=2))
+    retried = serialize_metadata(_with_snapshots(base, 10, ts=7))
+    other = serialize_metadata(dataclasses.replace(_with_snapshots(base, 12), table_uuid="x"))
+    for data in (spaced, expired, retried, other):
+        assert metadata_json.known_snapshots(data, previous) is None
+        assert parse_metadata(data, previous=previous) == parse_metadata(data)
+
+
+def test_a_repeated_key_after_the_shared_prefix_is_read_as_a_full_parse_reads_it() -> None:
+    base = _metadata()
+    previous = _with_snapshots(base, 3)
+    plain = serialize_metadata(_with_snapshots(base, 3))
+    doctored = plain[:-1] + b',"location":"s3://elsewhere"}'
+    assert metadata_json.known_snapshots(doctored, previous) is None
+    assert parse_metadata(doctored, previous=previous).location == "s3://elsewhere"
+
+
+def test_a_corrupt_tail_after_a_shared_prefix_is_corrupt_metadata() -> None:
+    base = _metadata()
+    previous = _with_snapshots(base, 3)
+    plain = serialize_metadata(_with_snapshots(base, 4))
+    with pytest.raises(CorruptMetadata):
+        parse_metadata(plain[:-5], previous=previous)
