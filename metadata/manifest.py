@@ -224,6 +224,7 @@ class KnownRows:
         self.max_rows = max_rows
         self.encoded: dict[str, tuple[ManifestFile, bytes]] = {}
         self.decoded: dict[bytes, tuple[ManifestFile, ...]] = {}
+        self._decoded_rows = 0
 
     def encode(self, m: ManifestFile, snapshot_id: int, sequence_number: int) -> bytes:
         hit = self.encoded.get(m.manifest_path)
@@ -243,10 +244,12 @@ class KnownRows:
         hit = self.decoded.get(block)
         if hit is None:
             hit = tuple(_manifest_file(rec) for rec in blocks.decode(block, count))
-            if self.max_rows > 0:
-                if len(self.decoded) >= self.max_rows:
+            if 0 < len(hit) <= self.max_rows:
+                if self._decoded_rows + len(hit) > self.max_rows:
                     self.decoded.clear()
+                    self._decoded_rows = 0
                 self.decoded[block] = hit
+                self._decoded_rows += len(hit)
         return hit
 
 
