@@ -18,6 +18,13 @@ Java's ``ParquetUtil.footerMetrics`` and pyiceberg's
   statistics already ignore NaN). Where the footer has no min/max for a column that holds
   values (e.g. pyarrow drops statistics of very long strings) they are computed from the data.
 
+:func:`footer_metrics` describes a file from its footer alone (files another writer wrote,
+e.g. Spark's Parquet writer, whose data lakecat never holds): no NaN counts, null counts
+only where the footer has them, and bounds only where every row group has a min/max that is
+not NaN (parquet-java records NaN as a float column's max; Parquet statistics of other writers
+may lack min/max for long values). :func:`footer_ranges` gives the untruncated min/max and
+counts of chosen columns, to check what a writer claims about a file against its footer.
+
 Metrics modes (``write.metadata.metrics.default``, default ``truncate(16)``, and
 ``write.metadata.metrics.column.<dotted name>``): ``none`` records only the column size,
 ``counts`` adds the counts, ``truncate(N)`` adds bounds with strings and binaries
@@ -27,9 +34,10 @@ shortened to N characters/bytes (the upper bound rounded up, and dropped if it c
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,7 +219,20 @@ def file_metrics(
     metadata: pq.FileMetaData, data: pa.Table, schema: Schema, properties: Mapping[str, str]
 ) -> FileMetrics:
     """Metrics of a Parquet file that was written from ``data`` (schema ``schema``)."""
-    columns = leaves(schema)
+    return _metrics(metadata, data, schema, properties)
+
+
+def footer_metrics(
+    metadata: pq.FileMetaData, schema: Schema, properties: Mapping[str, str]
+) -> FileMetrics:
+    """Metrics of a Parquet file (schema ``schema``) from its footer alone: no NaN counts,
+    and no null count or bounds for a column whose footer statistics lack them (bounds also
+    not when a min or max is NaN). Raises :class:`CorruptMetadata` when the file's columns
+    are not the schema's leaves in order."""
+    return _metrics(metadata, None, schema, properties)
+
+
+def _check_columns(metadata: pq.FileMetaData, columns: list[Leaf]) -> None:
     if metadata.num_columns != len(columns):
         raise CorruptMetadata(
             f"the Parquet file has {metadata.num_columns} columns, the schema {len(columns)} leaves"
@@ -219,6 +240,16 @@ def file_metrics(
     schema_columns = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
     if schema_columns != [leaf.parquet_path for leaf in columns]:
         raise CorruptMetadata(f"Parquet columns {schema_columns} do not follow the schema")
+
+
+def _metrics(
+    metadata: pq.FileMetaData,
+    data: pa.Table | None,
+    schema: Schema,
+    properties: Mapping[str, str],
+) -> FileMetrics:
+    columns = leaves(schema)
+    _check_columns(metadata, columns)
     acc = _Accumulator(properties)
     for r in range(metadata.num_row_groups):
         row_group = metadata.row_group(r)
@@ -298,20 +329,25 @@ class _Accumulator:
             _stat_value(leaf.field_type, stats, "min"),
             _stat_value(leaf.field_type, stats, "max"),
         )
+        if _has_nan_bound(low, high):  # parquet-java's max of a float column holding NaN
+            self._bounds_unknown.add(fid)
+            return
         if fid not in self._min or low < self._min[fid]:
             self._min[fid] = low
         if fid not in self._max or high > self._max[fid]:
             self._max[fid] = high
 
-    def finish(self, leaf: Leaf, data: pa.Table) -> None:
+    def finish(self, leaf: Leaf, data: pa.Table | None) -> None:
+        """Complete a leaf's metrics: from ``data`` where the footer falls short, or, without
+        data (footer only), by leaving out what the footer does not tell."""
         fid = leaf.field_id
         mode = self.mode(leaf)
         if not mode.counts:
             return
-        if isinstance(leaf.field_type, (FloatType, DoubleType)):
+        if data is not None and isinstance(leaf.field_type, (FloatType, DoubleType)):
             self.nan_counts[fid] = sum(_nan_count(a) for a in leaf_arrays(data, leaf))
         if fid in self._nulls_unknown:
-            if leaf.repeated:
+            if leaf.repeated or data is None:
                 self.null_counts.pop(fid, None)  # Parquet's list null semantics: not recomputed
             else:
                 self.null_counts[fid] = sum(a.null_count for a in leaf_arrays(data, leaf))
@@ -320,7 +356,7 @@ class _Accumulator:
         if fid in self._bounds_unknown:
             self._min.pop(fid, None)
             self._max.pop(fid, None)
-            low, high = _data_bounds(leaf, data)
+            low, high = _data_bounds(leaf, data) if data is not None else (None, None)
             if low is not None:
                 self._min[fid], self._max[fid] = low, high
         if fid in self._min:
@@ -355,6 +391,61 @@ def _stat_value(t: PrimitiveType, stats: pq.Statistics, which: str) -> Any:
     if isinstance(t, (BinaryType, FixedType, UUIDType)):
         return bytes(raw)
     return raw
+
+
+def _has_nan_bound(low: Any, high: Any) -> bool:
+    return any(isinstance(v, float) and math.isnan(v) for v in (low, high))
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnRange:
+    """What a footer says about one leaf column over all row groups: its value count (nulls
+    included), null count, and untruncated min/max (None when some row group lacks them or
+    a bound is NaN) in lakecat's in-memory form (days and microseconds for dates and
+    timestamps, ``Decimal``, ``str``, ``bytes`` for binary)."""
+
+    value_count: int
+    null_count: int | None
+    low: Any = None
+    high: Any = None
+
+
+def footer_ranges(
+    metadata: pq.FileMetaData, schema: Schema, field_ids: Iterable[int]
+) -> dict[int, ColumnRange]:
+    """:class:`ColumnRange` of the primitive leaves ``field_ids`` (not inside lists or maps)
+    of a Parquet file whose columns are ``schema``'s leaves, whatever the metrics modes."""
+    columns = leaves(schema)
+    _check_columns(metadata, columns)
+    wanted = set(field_ids)
+    out: dict[int, ColumnRange] = {}
+    for pos, leaf in enumerate(columns):
+        if leaf.field_id not in wanted or leaf.repeated:
+            continue
+        values, nulls, low, high = 0, 0, None, None
+        nulls_known = bounds_known = True
+        for r in range(metadata.num_row_groups):
+            column = metadata.row_group(r).column(pos)
+            values += column.num_values
+            stats = column.statistics if column.is_stats_set else None
+            if stats is None or not stats.has_null_count:
+                nulls_known = bounds_known = False
+                continue
+            nulls += stats.null_count
+            if not stats.has_min_max:
+                bounds_known = bounds_known and column.num_values == stats.null_count
+                continue
+            lo = _stat_value(leaf.field_type, stats, "min")
+            hi = _stat_value(leaf.field_type, stats, "max")
+            if _has_nan_bound(lo, hi):
+                bounds_known = False
+                continue
+            low = lo if low is None or lo < low else low
+            high = hi if high is None or hi > high else high
+        if not bounds_known:
+            low = high = None
+        out[leaf.field_id] = ColumnRange(values, nulls if nulls_known else None, low, high)
+    return out
 
 
 def _nan_count(arr: pa.Array) -> int:

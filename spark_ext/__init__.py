@@ -4,6 +4,8 @@
 >>> lk.register(spark, catalog=catalog)
 >>> spark.read.format("lakecat").load("db.events").where("region = 'eu'")
 >>> df.write.format("lakecat").mode("append").save("db.events")
+>>> lk.write(df, "db.events")   # Spark's own Parquet writer when the table qualifies
+>>> lk.read(spark, "db.events")  # Spark's own Parquet reader when the read qualifies
 >>> lk.delete(spark, "db.events", "ts < '2024-01-01'")
 >>> lk.merge(spark, target="db.events", source=updates, on="t.id = s.id",
 ...          when_matched_update="*", when_not_matched_insert="*")
@@ -25,6 +27,9 @@ from lakecat.spark_ext.jar import (
     SparkCatalogError,
     catalog_jar,
 )
+from lakecat.spark_ext.native_read import native_read_support, read
+from lakecat.spark_ext.native_support import NativeSupport
+from lakecat.spark_ext.native_write import native_write_support, write
 from lakecat.spark_ext.row_ops import RowLevelResult, delete, merge, update
 from lakecat.spark_ext.source import LakecatDataSource, register
 from lakecat.spark_ext.sql_catalog import CatalogSessionBuilder, attach_catalog, session
@@ -35,6 +40,7 @@ __all__ = [
     "CatalogSessionBuilder",
     "JavaCompilerNotFound",
     "LakecatDataSource",
+    "NativeSupport",
     "RowLevelResult",
     "SparkCatalogError",
     "attach_catalog",
@@ -42,7 +48,11 @@ __all__ = [
     "compact",
     "delete",
     "merge",
+    "native_read_support",
+    "native_write_support",
+    "read",
     "register",
     "session",
     "update",
+    "write",
 ]

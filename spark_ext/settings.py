@@ -65,6 +65,14 @@ class CatalogSettings:
         """A catalog connection (driver only); close it after use."""
         return Catalog(self.uri, warehouse=self.warehouse, name=self.name, io=self.io)
 
+    def as_options(self) -> dict[str, str]:
+        """These settings as data source options (for a read or write of this catalog)."""
+        return {
+            OPTION_CATALOG_URI: self.uri,
+            OPTION_WAREHOUSE: self.warehouse,
+            OPTION_CATALOG_NAME: self.name,
+        }
+
     def file_io(self, location: str) -> FileIO:
         """The FileIO executors use for files under ``location``."""
         return self.io if self.io is not None else file_io_for(location)

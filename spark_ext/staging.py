@@ -31,13 +31,7 @@ from lakecat.metadata.fileio import FileIO, join
 from lakecat.metadata.snapshots import Snapshot
 from lakecat.metadata.table_metadata import TableMetadata
 from lakecat.spark_ext.planning import FILES, METADATA_COLUMNS, METADATA_LOCATION
-from lakecat.spark_ext.settings import (
-    OPTION_CATALOG_NAME,
-    OPTION_CATALOG_URI,
-    OPTION_WAREHOUSE,
-    CatalogSettings,
-    settings_from_session,
-)
+from lakecat.spark_ext.settings import CatalogSettings, settings_from_session
 
 STAGE_TO = "stage-to"  # write option: hand the written files over here, do not commit
 TARGET_FILE_SIZE = "target-file-size-bytes"  # write option (Iceberg Spark's name)
@@ -98,11 +92,7 @@ class TargetTable:
 
     def catalog_options(self) -> dict[str, str]:
         """The catalog of this operation, for the data source it reads and writes with."""
-        return {
-            OPTION_CATALOG_URI: self.settings.uri,
-            OPTION_WAREHOUSE: self.settings.warehouse,
-            OPTION_CATALOG_NAME: self.settings.name,
-        }
+        return self.settings.as_options()
 
     def reader(self, spark: Any) -> Any:
         """A DataFrameReader pinned to the planned metadata (no catalog round trip)."""

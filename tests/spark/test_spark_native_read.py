@@ -1,0 +1,154 @@
+"""lk.read: lakecat plans the files, Spark's own Parquet reader reads them; reads that would
+differ from lakecat's by-field-id reading go through the data source."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import lakecat.spark_ext as lk
+from lakecat.catalog import Catalog, Table
+from lakecat.metadata.types import LongType
+
+pytestmark = pytest.mark.spark
+
+
+def events(lake: Catalog) -> Table:
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            ("region", pa.string()),
+            ("ts", pa.timestamp("us", tz="UTC")),
+            ("local", pa.timestamp("us")),
+            ("price", pa.decimal128(12, 3)),
+            ("tags", pa.list_(pa.string())),
+            ("attrs", pa.map_(pa.string(), pa.int64())),
+            ("point", pa.struct([("x", pa.float64()), ("y", pa.float64())])),
+            ("digest", pa.binary(4)),
+        ]
+    )
+    table = lake.create_table("db.events", schema, partition_by=["region", ("ts", "day")])
+    for start in (0, 20):
+        rows = range(start, start + 20)
+        table.append(
+            pa.table(
+                {
+                    "id": pa.array(rows, pa.int64()),
+                    "region": [["eu", "us", None][i % 3] for i in rows],
+                    "ts": [dt.datetime(2024, 3, 1 + i % 4, 5, tzinfo=dt.UTC) for i in rows],
+                    "local": [dt.datetime(1000 + i, 1, 1) for i in rows],
+                    "price": [Decimal(i) / 8 for i in rows],
+                    "tags": [[str(i)] * (i % 3) for i in rows],
+                    "attrs": [[("k", i)] if i % 2 else None for i in rows],
+                    "point": [{"x": float(i), "y": float("nan")} for i in rows],
+                    "digest": [i.to_bytes(4, "big") for i in rows],
+                },
+                schema=schema,
+            )
+        )
+    return table
+
+
+def rows(df: Any) -> list[Any]:
+    return sorted((tuple(r) for r in df.collect()), key=lambda r: r[0])
+
+
+def same_rows(a: Any, b: Any) -> bool:
+    """The same rows, NaN equal to NaN."""
+    return repr(rows(a)) == repr(rows(b))
+
+
+def source(spark: Any, table: str, **options: Any) -> Any:
+    return spark.read.format("lakecat").options(**options).load(table)
+
+
+def test_a_native_read_gives_the_rows_of_the_data_source(spark: Any, lake: Catalog) -> None:
+    events(lake)
+    assert lk.native_read_support(spark, "db.events").native
+    native = lk.read(spark, "db.events")
+    assert native.columns == source(spark, "db.events").columns
+    # Spark's file sources make every column nullable; the data source keeps required ones.
+    assert all(f.nullable for f in native.schema.fields)
+    assert not source(spark, "db.events").schema["id"].nullable
+    assert len(rows(native)) == 40
+    assert same_rows(native, source(spark, "db.events"))
+    plan = native._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan parquet" in plan and "PythonScan" not in plan
+
+
+def test_the_filter_option_prunes_files_and_filters_rows(spark: Any, lake: Catalog) -> None:
+    events(lake)
+    condition = "region = 'eu' and ts >= '2024-03-03T00:00:00+00:00' and id not in (3, 6)"
+    native = lk.read(spark, "db.events", filter=condition)
+    assert lk.native_read_support(spark, "db.events", filter=condition).native
+    assert same_rows(native, source(spark, "db.events", filter=condition))
+    expected = {i for i in range(40) if i % 3 == 0 and i % 4 >= 2} - {3, 6}
+    assert {r[0] for r in rows(native)} == expected
+    assert len(native.inputFiles()) == 4  # eu on 03-03 and 03-04, from each of two appends
+    floats = lk.native_read_support(spark, "db.events", filter="point.x > 3")
+    assert "double" in (floats.reason or "")
+    assert rows(lk.read(spark, "db.events", filter="point.x > 35"))[0][0] == 36
+
+
+def test_a_renamed_column_is_read_by_the_data_source(spark: Any, lake: Catalog) -> None:
+    table = events(lake)
+    with table.update_schema() as update:
+        update.rename_column("region", "area")
+    support = lk.native_read_support(spark, "db.events")
+    assert not support.native and "region" in (support.reason or "")
+    df = lk.read(spark, "db.events")
+    assert "area" in df.columns
+    assert same_rows(df, source(spark, "db.events"))
+    assert sorted({r.area for r in df.collect()}, key=str) == [None, "eu", "us"]
+
+
+def test_a_column_dropped_and_added_back_under_its_name_is_read_by_the_data_source(
+    spark: Any, lake: Catalog
+) -> None:
+    table = lake.create_table("db.t", pa.schema([("id", pa.int64()), ("v", pa.int64())]))
+    table.append(pa.table({"id": pa.array([1], pa.int64()), "v": pa.array([10], pa.int64())}))
+    with table.update_schema() as update:
+        update.delete_column("v")
+    with table.update_schema() as update:
+        update.add_column("v", LongType())
+    assert "another column" in (lk.native_read_support(spark, "db.t").reason or "")
+    assert lk.read(spark, "db.t").collect()[0].v is None  # not the old column's 10
+
+
+def test_time_travel_reads_natively(spark: Any, lake: Catalog) -> None:
+    table = events(lake)
+    first, second = table.snapshots()
+    old = lk.read(spark, "db.events", **{"snapshot-id": first.snapshot_id})
+    assert [r[0] for r in rows(old)] == list(range(20))
+    assert same_rows(old, source(spark, "db.events", **{"snapshot-id": first.snapshot_id}))
+    as_of = {"as-of-timestamp": str(first.timestamp_ms)}
+    assert lk.native_read_support(spark, "db.events", **as_of).native
+    assert len(rows(lk.read(spark, "db.events", **as_of))) == 20
+    appended = {"start-snapshot-id": first.snapshot_id, "end-snapshot-id": second.snapshot_id}
+    assert [r[0] for r in rows(lk.read(spark, "db.events", **appended))] == list(range(20, 40))
+
+
+def test_an_empty_table_reads_as_an_empty_dataframe_with_its_schema(
+    spark: Any, lake: Catalog
+) -> None:
+    lake.create_table("db.t", pa.schema([("id", pa.int64()), ("name", pa.string())]))
+    df = lk.read(spark, "db.t")
+    assert df.columns == ["id", "name"] and df.count() == 0
+
+
+def test_what_the_native_writer_wrote_reads_natively_and_a_uuid_table_falls_back(
+    spark: Any, lake: Catalog
+) -> None:
+    df = spark.createDataFrame(
+        [(i, ["", "a/b", None, "ü"][i % 4], dt.date(2024, 1, 1 + i)) for i in range(12)],
+        "id long, s string, d date",
+    )
+    assert lk.write(df, "db.t", **{"partition-by": "s, d:month"}).native
+    assert rows(lk.read(spark, "db.t")) == rows(df)
+    lake.create_table("db.u", pa.schema([("id", pa.int64()), ("u", pa.uuid())]))
+    assert "uuid" in (lk.native_read_support(spark, "db.u").reason or "")
+    assert lk.read(spark, "db.u").count() == 0

@@ -1,0 +1,468 @@
+"""lk.write: Spark's own Parquet writer writes the files, lakecat plans and commits; tables
+that do not qualify go through the data source."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType
+
+import lakecat.spark_ext as lk
+from lakecat.catalog import Catalog, Table
+from lakecat.metadata.conversions import from_bytes
+from lakecat.metadata.errors import ConcurrentDeleteDelete
+from lakecat.metadata.fileio import local_path
+from lakecat.metadata.schema import Schema
+from lakecat.spark_ext.native_write import WRITE_CONFS
+
+pytestmark = pytest.mark.spark
+
+UTC = dt.UTC
+SPARK_SCHEMA = (
+    "id long, flag boolean, small int, amount double, ratio float, price decimal(9,2), "
+    "big decimal(30,5), day date, ts timestamp, local timestamp_ntz, name string, raw binary, "
+    "info struct<code: int, label: string, inner: struct<x: double>>"
+)
+
+
+def sample_rows() -> list[tuple[Any, ...]]:
+    return [
+        (
+            1,
+            True,
+            7,
+            1.5,
+            0.25,
+            Decimal("12.34"),
+            Decimal("123456789012345678901.12345"),
+            dt.date(2024, 2, 29),
+            dt.datetime(2024, 3, 10, 10, 30, 0, 123456, tzinfo=UTC),
+            dt.datetime(2024, 3, 10, 2, 30),
+            "ü€😀",
+            b"\x00\x01",
+            (3, "a", (2.5,)),
+        ),
+        (2, None, None, float("nan"), None, None, None, None, None, None, "", None, None),
+        (
+            3,
+            False,
+            -5,
+            -0.0,
+            float("inf"),
+            Decimal("-0.01"),
+            Decimal("-1.00000"),
+            dt.date(1000, 1, 1),
+            dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+            dt.datetime(1, 1, 1),
+            "x" * 40,
+            b"",
+            (None, None, None),
+        ),
+    ]
+
+
+def data_files(table: Table) -> list[Any]:
+    return sorted(table.refresh().scan().plan_files(), key=lambda f: f.file_path)
+
+
+def parquet_files_under(table: Table) -> list[str]:
+    root = local_path(table.location)
+    assert root is not None
+    return sorted(str(p) for p in Path(root, "data").rglob("*") if p.is_file())
+
+
+def folders_under(table: Table) -> list[str]:
+    root = local_path(table.location)
+    assert root is not None
+    return sorted(str(p) for p in Path(root, "data").rglob("*") if p.is_dir())
+
+
+def rows_by_id(table: pa.Table) -> list[dict[str, Any]]:
+    return sorted(table.to_pylist(), key=lambda r: r["id"])
+
+
+def same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def test_a_native_write_round_trips_every_supported_type_in_lakecat_and_pyiceberg(
+    spark: Any, lake: Catalog
+) -> None:
+    df = spark.createDataFrame(sample_rows(), SPARK_SCHEMA)
+    assert lk.native_write_support(df, "db.t").native
+    assert lk.write(df, "db.t").native
+
+    table = lake.load_table("db.t")
+    ours = rows_by_id(table.to_arrow())
+    pyiceberg = SqlCatalog(lake.name, uri=lake.uri, warehouse=lake.warehouse)
+    theirs = rows_by_id(pyiceberg.load_table("db.t").scan().to_arrow())
+    assert len(ours) == len(theirs) == 3
+    assert all(same(a, b) for a, b in zip(ours, theirs, strict=True))
+    first = ours[0]
+    assert first["local"] == dt.datetime(2024, 3, 10, 2, 30)
+    assert first["ts"] == dt.datetime(2024, 3, 10, 10, 30, 0, 123456, tzinfo=UTC)
+    assert first["big"] == Decimal("123456789012345678901.12345")
+    assert first["info"] == {"code": 3, "label": "a", "inner": {"x": 2.5}}
+    assert ours[2]["day"] == dt.date(1000, 1, 1) and ours[2]["local"] == dt.datetime(1, 1, 1)
+    assert ours[1]["name"] == "" and math.isnan(ours[1]["amount"])
+
+
+def test_native_files_carry_iceberg_field_ids_and_microsecond_timestamps(
+    spark: Any, lake: Catalog
+) -> None:
+    lk.write(spark.createDataFrame(sample_rows(), SPARK_SCHEMA).coalesce(1), "db.t")
+    table = lake.load_table("db.t")
+    (f,) = data_files(table)
+    path = local_path(f.file_path)
+    assert path is not None and "/data/" in path
+    parquet = pq.ParquetFile(path).schema
+    arrow_schema = pq.read_schema(path)
+
+    def field_ids(fields: Any, prefix: str = "") -> dict[str, int]:
+        out: dict[str, int] = {}
+        for field in fields:
+            out[prefix + field.name] = int(field.metadata[b"PARQUET:field_id"])
+            if pa.types.is_struct(field.type):
+                out.update(field_ids(field.type, prefix + field.name + "."))
+        return out
+
+    schema: Schema = table.schema()
+    expected = {schema.column_name(fid): fid for fid in schema.field_ids()}
+    assert field_ids(arrow_schema) == expected
+    physical = {
+        parquet.column(i).path: parquet.column(i).physical_type for i in range(len(parquet))
+    }
+    assert physical["ts"] == physical["local"] == "INT64"  # never INT96
+    assert str(arrow_schema.field("ts").type) == "timestamp[us, tz=UTC]"
+    assert str(arrow_schema.field("local").type) == "timestamp[us]"
+    assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "ZSTD"
+
+
+def test_native_metrics_are_those_of_lakecats_own_writer_less_nan_counts(
+    spark: Any, lake: Catalog
+) -> None:
+    df = spark.createDataFrame(sample_rows(), SPARK_SCHEMA).coalesce(1)
+    lk.write(df, "db.native")
+    native = lake.load_table("db.native")
+    python = lake.create_table("db.python", native.schema())
+    python.append(native.to_arrow())
+    (ours,) = data_files(native)
+    (theirs,) = data_files(python)
+
+    assert ours.record_count == theirs.record_count == 3
+    assert ours.value_counts == theirs.value_counts
+    assert ours.null_value_counts == theirs.null_value_counts
+    assert not ours.nan_value_counts
+    schema = native.schema()
+    # parquet-java records NaN as the max of a float column holding NaN: no bounds for it.
+    amount = schema.find_field("amount").field_id
+    assert amount in theirs.lower_bounds
+    assert amount not in ours.lower_bounds and amount not in ours.upper_bounds
+    assert {**ours.lower_bounds, amount: theirs.lower_bounds[amount]} == theirs.lower_bounds
+    assert {**ours.upper_bounds, amount: theirs.upper_bounds[amount]} == theirs.upper_bounds
+    name = schema.find_field("name")
+    assert from_bytes(name.field_type, ours.lower_bounds[name.field_id]) == ""
+    assert from_bytes(name.field_type, ours.upper_bounds[name.field_id]) == "ü€😀"
+    assert (
+        ours.split_offsets
+        and ours.file_size_in_bytes == Path(local_path(ours.file_path) or "").stat().st_size
+    )
+
+
+def partitions_and_ids(table: Table) -> dict[tuple[Any, ...], list[int]]:
+    """Each partition of the table's files with the ids of its rows."""
+    out: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for f in data_files(table):
+        path = local_path(f.file_path)
+        assert path is not None
+        out[f.partition].extend(pq.read_table(path, columns=["id"]).column("id").to_pylist())
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def assert_partitions_as_lakecats_writer(lake: Catalog, native: Table) -> None:
+    twin = f"db.{native.name.split('.')[-1]}_py"
+    python = lake.create_table(twin, native.schema(), partition_by=native.spec())
+    python.append(native.to_arrow())
+    assert partitions_and_ids(native) == partitions_and_ids(python.refresh())
+
+
+AWKWARD = ["", "/", "=", "%", "%25", "a b", "a+b", "ü€😀", "~", "~x", "__HIVE_DEFAULT_PARTITION__"]
+AWKWARD += [None, ".", "..", "null", "#?:*\\\"'<>|{}[]^`\t\n\x01", "🙂" * 3 + "end"]
+
+
+def test_native_string_partitions_survive_awkward_values(spark: Any, lake: Catalog) -> None:
+    df = spark.createDataFrame(list(enumerate(AWKWARD)), "id long, s string")
+    options = {"partition-by": "s, s:truncate[2]"}
+    assert lk.write(df, "db.strings", **options).native
+    table = lake.load_table("db.strings")
+    assert sorted(table.to_arrow().column("s").to_pylist(), key=str) == sorted(AWKWARD, key=str)
+    by_partition = partitions_and_ids(table)
+    assert by_partition[(None, None)] == [AWKWARD.index(None)]
+    assert by_partition[("", "")] == [0]
+    assert by_partition[("~x", "~x")] == [AWKWARD.index("~x")]
+    assert by_partition[("ü€😀", "ü€")] == [AWKWARD.index("ü€😀")]
+    assert_partitions_as_lakecats_writer(lake, table)
+
+
+def test_native_temporal_partitions_are_the_iceberg_transforms_in_any_session_zone(
+    spark: Any, lake: Catalog
+) -> None:
+    instants = [
+        dt.datetime(2024, 3, 10, 9, 59, 59, 999999, tzinfo=UTC),
+        dt.datetime(2024, 3, 10, 10, 0, tzinfo=UTC),
+        dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        dt.datetime(1970, 1, 1, tzinfo=UTC),
+        dt.datetime(1899, 12, 31, 23, 30, tzinfo=UTC),
+        dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC),
+    ]
+    rows = [
+        (i, t, t, t.replace(tzinfo=None), t.replace(tzinfo=None), t.date(), t.date())
+        for i, t in enumerate(instants)
+    ]
+    rows.append((len(rows), None, None, None, None, None, None))
+    schema = "id long, a timestamp, b timestamp, c timestamp_ntz, d timestamp_ntz, e date, f date"
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        df = spark.createDataFrame(rows, schema)
+        options = {"partition-by": "a:hour, b:month, c:day, d:year, e:year, f:month"}
+        assert lk.write(df, "db.times", **options).native
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+    table = lake.load_table("db.times")
+    assert len(partitions_and_ids(table)) == len(rows)
+    assert_partitions_as_lakecats_writer(lake, table)
+
+
+def test_native_identity_and_truncate_partitions_of_numbers_dates_and_timestamps(
+    spark: Any, lake: Catalog
+) -> None:
+    rows = [
+        (0, -7, -7, True, Decimal("-0.50"), dt.date(1969, 12, 31), dt.datetime(2024, 1, 1, 1)),
+        (1, 7, 2**40 + 3, False, Decimal("0.00"), dt.date(2024, 2, 29), dt.datetime(1, 1, 1)),
+        (2, None, None, None, None, None, None),
+        (3, -2147483645, -(2**40), True, Decimal("99999.99"), dt.date(1, 1, 1), None),
+    ]
+    df = spark.createDataFrame(
+        [(*r, r[6].replace(tzinfo=UTC) if r[6] else None) for r in rows],
+        "id long, i int, l long, b boolean, d decimal(7,2), day date, ntz timestamp_ntz, "
+        "tz timestamp",
+    )
+    options = {"partition-by": "i:truncate[3], l:truncate[10], b, d, day, ntz, tz, id"}
+    assert lk.write(df, "db.numbers", **options).native
+    table = lake.load_table("db.numbers")
+    by_partition = partitions_and_ids(table)
+    assert (-9, -10, True, Decimal("-0.50"), -1, 1704070800000000, 1704070800000000, 0) in (
+        by_partition
+    )
+    assert_partitions_as_lakecats_writer(lake, table)
+
+
+def test_a_truncate_that_overflows_fails_the_native_write(spark: Any, lake: Catalog) -> None:
+    lake.create_table("db.t", pa.schema([("i", pa.int32())]), partition_by=[("i", "truncate[10]")])
+    df = spark.createDataFrame([(-2147483648,)], "i int")
+    with pytest.raises(Exception, match="overflows"):
+        lk.write(df, "db.t")
+    table = lake.load_table("db.t")
+    assert table.current_snapshot() is None
+    assert parquet_files_under(table) == [] and folders_under(table) == []
+
+
+def test_tables_the_native_writer_cannot_serve_fall_back_to_the_data_source(
+    spark: Any, lake: Catalog
+) -> None:
+    lake.create_table(
+        "db.bucketed", pa.schema([("id", pa.int64())]), partition_by=[("id", "bucket[4]")]
+    )
+    lake.create_table("db.lists", pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string()))]))
+    bucketed = spark.range(10)
+    lists = spark.createDataFrame([(1, ["a"]), (2, None)], "id long, tags array<string>")
+
+    support = lk.native_write_support(bucketed, "db.bucketed")
+    assert not support.native and "bucket[4]" in (support.reason or "")
+    assert lk.write(bucketed, "db.bucketed").reason == support.reason
+    assert sorted(lake.load_table("db.bucketed").to_arrow().column("id").to_pylist()) == list(
+        range(10)
+    )
+    assert "list" in (lk.write(lists, "db.lists").reason or "")
+    assert rows_by_id(lake.load_table("db.lists").to_arrow()) == [
+        {"id": 1, "tags": ["a"]},
+        {"id": 2, "tags": None},
+    ]
+    # A type that only converts lossily, and an overwrite by filter, go through the source too.
+    lake.create_table("db.longs", pa.schema([("id", pa.int64())]))
+    narrowing = spark.range(3).selectExpr("cast(id as double) as id")
+    assert "double" in (lk.native_write_support(narrowing, "db.longs").reason or "")
+    by_filter = lk.native_write_support(
+        spark.range(3), "db.bucketed", mode="overwrite", **{"overwrite-filter": "id < 5"}
+    )
+    assert "overwrite-filter" in (by_filter.reason or "")
+    # A table the write would create is judged as it would be created, and not created.
+    missing = lk.native_write_support(spark.range(3), "db.new", **{"partition-by": "id:bucket[2]"})
+    assert "bucket[2]" in (missing.reason or "")
+    assert lk.native_write_support(spark.range(3), "db.new", **{"partition-by": "id"}).native
+    assert not lake.table_exists("db.new")
+
+
+def test_native_append_overwrite_and_dynamic_overwrite(spark: Any, lake: Catalog) -> None:
+    def frame(rows: list[tuple[int, str]]) -> Any:
+        return spark.createDataFrame(rows, "id long, region string")
+
+    options = {"partition-by": "region"}
+    assert lk.write(frame([(1, "eu"), (2, "us")]), "db.t", **options).native
+    assert lk.write(frame([(3, "eu")]), "db.t").native
+    table = lake.load_table("db.t")
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 3]
+
+    dynamic = {"overwrite-mode": "dynamic"}
+    assert lk.write(frame([(4, "eu")]), "db.t", mode="overwrite", **dynamic).native
+    assert rows_by_id(table.refresh().to_arrow()) == [
+        {"id": 2, "region": "us"},
+        {"id": 4, "region": "eu"},
+    ]
+    assert lk.write(frame([(5, "ap")]), "db.t", mode="overwrite").native
+    assert table.refresh().to_arrow().to_pylist() == [{"id": 5, "region": "ap"}]
+    assert [s.operation for s in table.snapshots()] == [
+        "append",
+        "append",
+        "overwrite",
+        "overwrite",
+    ]
+
+
+def test_a_native_append_with_an_app_id_lands_once(spark: Any, lake: Catalog) -> None:
+    df = spark.range(5)
+    options = {"app-id": "nightly", "app-version": 7, "snapshot-property.source": "test"}
+    assert lk.write(df, "db.t", **options).native
+    assert lk.write(df, "db.t", **options).native  # the same version again: skipped
+    table = lake.load_table("db.t")
+    assert len(table.snapshots()) == 1
+    assert table.current_snapshot().summary["source"] == "test"
+    assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(5))
+    live = sorted(local_path(f.file_path) or "" for f in data_files(table))
+    assert parquet_files_under(table) == live  # the skipped write's files are gone
+
+
+def test_a_failing_spark_task_leaves_no_commit_and_no_files(spark: Any, lake: Catalog) -> None:
+    table = lake.create_table("db.t", pa.schema([("id", pa.int64()), ("part", pa.int64())]))
+
+    @F.udf(LongType(), useArrow=False)
+    def explode_at_1900(value: int) -> int:
+        if value == 1900:
+            raise RuntimeError("injected failure")
+        return value
+
+    df = spark.range(0, 2000, numPartitions=2).select(
+        explode_at_1900("id").alias("id"), F.spark_partition_id().cast("long").alias("part")
+    )
+    with pytest.raises(Exception, match="injected failure"):
+        lk.write(df, "db.t")
+    assert table.refresh().current_snapshot() is None
+    assert parquet_files_under(table) == [] and folders_under(table) == []
+
+
+def test_a_null_in_a_required_column_fails_the_native_write(spark: Any, lake: Catalog) -> None:
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("s", pa.struct([pa.field("x", pa.int64(), nullable=False)])),
+        ]
+    )
+    table = lake.create_table("db.t", schema)
+    ok = spark.createDataFrame([(1, (1,)), (2, None)], "id long, s struct<x: long>")
+    assert lk.write(ok, "db.t").native  # nullable in Spark, no nulls: checked, written
+    pyiceberg = SqlCatalog(lake.name, uri=lake.uri, warehouse=lake.warehouse)
+    assert pyiceberg.load_table("db.t").scan().to_arrow().num_rows == 2
+    for bad in ([(3, (1,)), (None, (2,))], [(4, (None,))]):
+        with pytest.raises(Exception, match="null in the required column"):
+            lk.write(spark.createDataFrame(bad, "id long, s struct<x: long>"), "db.t")
+    assert len(table.refresh().snapshots()) == 1
+    assert parquet_files_under(table) == [local_path(f.file_path) for f in data_files(table)]
+
+
+def test_a_native_write_that_loses_a_conflict_deletes_its_files(
+    spark: Any, lake: Catalog, tmp_path: Path
+) -> None:
+    table = lake.create_table(
+        "db.t", pa.schema([("id", pa.int64()), ("p", pa.int64())]), partition_by=["p"]
+    )
+    table.append(pa.table({"id": pa.array([0], pa.int64()), "p": pa.array([1], pa.int64())}))
+    before = parquet_files_under(table)
+    uri, warehouse, marker = lake.uri, lake.warehouse, str(tmp_path / "deleted")
+
+    @F.udf(LongType(), useArrow=False)
+    def delete_meanwhile(value: int) -> int:
+        # While the job writes, another writer deletes the file the overwrite replaces.
+        import pathlib
+
+        from lakecat.catalog import Catalog as WorkerCatalog
+
+        if not pathlib.Path(marker).exists():
+            pathlib.Path(marker).touch()
+            with WorkerCatalog(uri, warehouse=warehouse) as other:
+                other.load_table("db.t").delete("p = 1")
+        return value
+
+    df = spark.range(1, 4, numPartitions=1).select(
+        delete_meanwhile("id").alias("id"), F.lit(1).cast("long").alias("p")
+    )
+    with pytest.raises(ConcurrentDeleteDelete):
+        lk.write(df, "db.t", mode="overwrite", **{"overwrite-mode": "dynamic"})
+    table.refresh()
+    assert [s.operation for s in table.snapshots()] == ["append", "delete"]
+    assert parquet_files_under(table) == before  # the deleted file stays until expiry
+    assert all("/data/p=" in f for f in folders_under(table))  # the job folder is gone
+
+
+def test_a_native_write_and_a_python_append_at_the_same_time_both_land(
+    spark: Any, lake: Catalog, tmp_path: Path
+) -> None:
+    table = lake.create_table("db.t", pa.schema([("id", pa.int64())]))
+    uri, warehouse, marker = lake.uri, lake.warehouse, str(tmp_path / "appended")
+
+    @F.udf(LongType(), useArrow=False)
+    def append_meanwhile(value: int) -> int:
+        import pathlib
+
+        import pyarrow
+
+        from lakecat.catalog import Catalog as WorkerCatalog
+
+        if not pathlib.Path(marker).exists():
+            pathlib.Path(marker).touch()
+            with WorkerCatalog(uri, warehouse=warehouse) as other:
+                rows = pyarrow.array(range(1000, 1005), pyarrow.int64())
+                other.load_table("db.t").append(pyarrow.table({"id": rows}))
+        return value
+
+    df = spark.range(0, 100, numPartitions=1).select(append_meanwhile("id").alias("id"))
+    assert lk.write(df, "db.t").native
+    table.refresh()
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [*range(100), *range(1000, 1005)]
+    assert [s.operation for s in table.snapshots()] == ["append", "append"]
+
+
+def test_a_native_write_restores_the_session_parquet_settings(spark: Any, lake: Catalog) -> None:
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "INT96")
+    spark.conf.unset("spark.sql.parquet.writeLegacyFormat")
+    try:
+        assert lk.write(spark.range(3), "db.t").native
+        assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "INT96"
+        assert spark.conf.get("spark.sql.parquet.writeLegacyFormat", None) is None
+    finally:
+        spark.conf.unset("spark.sql.parquet.outputTimestampType")
+    assert set(WRITE_CONFS) >= {"spark.sql.parquet.outputTimestampType"}
