@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecat.catalog.commit_lock import CommitLock, commit_lock_for
+from lakecat.catalog.commit_lock import CommitLock, Hold, commit_lock_for
 from lakecat.catalog.identifiers import (
     namespace_to_string,
     parse_namespace,
@@ -89,9 +89,9 @@ class _TableOps:
     def committed(self, location: str, metadata: TableMetadata) -> None:
         self.metadata_cache.put(location, metadata, table=self.name)
 
-    def commit_lock(self, properties: Mapping[str, str]) -> AbstractContextManager[bool]:
+    def commit_lock(self, properties: Mapping[str, str]) -> AbstractContextManager[Hold | None]:
         if not P.get_bool(properties, P.COMMIT_LOCK_ENABLED, P.COMMIT_LOCK_ENABLED_DEFAULT):
-            return nullcontext(False)
+            return nullcontext(None)
         timeout_ms = P.get_int(
             properties, P.COMMIT_LOCK_ACQUIRE_TIMEOUT_MS, P.COMMIT_LOCK_ACQUIRE_TIMEOUT_MS_DEFAULT
         )

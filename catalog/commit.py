@@ -43,6 +43,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from lakecat.catalog.commit_lock import Hold
 from lakecat.catalog.conflicts import (
     ATTEMPTS_KEY,
     WAIT_MS_KEY,
@@ -70,7 +71,11 @@ from lakecat.metadata.expressions import bind
 from lakecat.metadata.fileio import FileIO
 from lakecat.metadata.manifest import read_manifest_list
 from lakecat.metadata.manifest_cache import ManifestCache
-from lakecat.metadata.metadata_files import new_metadata_location, write_metadata
+from lakecat.metadata.metadata_files import (
+    new_metadata_location,
+    parse_version,
+    write_metadata,
+)
 from lakecat.metadata.parquet import partition_path
 from lakecat.metadata.table_metadata import TableMetadata
 from lakecat.metadata.updates import TableRequirement, TableUpdate
@@ -107,8 +112,9 @@ class TableOperations(Protocol):
         """Told after a swap to ``location`` landed (the metadata may be kept for reuse)."""
         ...
 
-    def commit_lock(self, properties: Mapping[str, str]) -> AbstractContextManager[bool]:
-        """The advisory commit lock (:mod:`lakecat.catalog.commit_lock`); yields whether held."""
+    def commit_lock(self, properties: Mapping[str, str]) -> AbstractContextManager[Hold | None]:
+        """The advisory commit lock (:mod:`lakecat.catalog.commit_lock`); yields the hold, or
+        None when not held."""
         ...
 
 
@@ -198,9 +204,10 @@ def commit_intent(
         while True:
             attempt += 1
             pending = []
-            with ops.commit_lock(base.properties) as locked:
-                if locked:  # writers that take the lock wait here instead of losing the swap
-                    base, base_location = _fresh(ops, base, base_location)
+            with ops.commit_lock(base.properties) as lock:
+                if lock is not None:  # writers that take the lock wait here, not losing swaps
+                    hint = lock.hint() if attempt == 1 else None
+                    base, base_location = _fresh(ops, base, base_location, hint)
                 already = _already_committed(intent, base)
                 if already is not None:
                     _delete(ops.io, intent_files(intent) + producer.written)
@@ -217,6 +224,8 @@ def commit_intent(
                 write_metadata(ops.io, new_location, new)
                 _log_attempt(ops, intent, base, attempt, clock)
                 outcome = _swap(ops, base_location, new_location, intent.snapshot_id)
+                if lock is not None and outcome is _Outcome.COMMITTED:
+                    lock.publish(new_location)
             if outcome is _Outcome.COMMITTED:
                 ops.committed(new_location, new)
                 _after_commit(ops.io, base, base_location, new, producer)
@@ -259,9 +268,10 @@ def commit_updates(
     attempt = 0
     while True:
         attempt += 1
-        with ops.commit_lock(base.properties) as locked:
-            if locked:
-                base, base_location = _fresh(ops, base, base_location)
+        with ops.commit_lock(base.properties) as lock:
+            if lock is not None:
+                hint = lock.hint() if attempt == 1 else None
+                base, base_location = _fresh(ops, base, base_location, hint)
             updates, requirements = build(base)
             for requirement in requirements:
                 requirement.validate(base)
@@ -271,6 +281,8 @@ def commit_updates(
             new_location = new_metadata_location(base.location, base_location, new.properties)
             write_metadata(ops.io, new_location, new)
             outcome = _swap(ops, base_location, new_location, None)
+            if lock is not None and outcome is _Outcome.COMMITTED:
+                lock.publish(new_location)
         if outcome is _Outcome.COMMITTED:
             ops.committed(new_location, new)
             _prune_metadata_files(ops.io, base, base_location, new)
@@ -284,9 +296,21 @@ def commit_updates(
 
 
 def _fresh(
-    ops: TableOperations, base: TableMetadata, base_location: str
+    ops: TableOperations, base: TableMetadata, base_location: str, hint: str | None
 ) -> tuple[TableMetadata, str]:
-    """The table's current metadata: ``base`` itself if the pointer has not moved."""
+    """The table's current metadata: ``base`` itself if the pointer has not moved.
+
+    ``hint``, the location the commit lock's previous holder committed, stands in for reading
+    the pointer when it is ``base_location`` or a later version of it: if it is stale, the
+    swap fails and the next attempt reads the pointer. An earlier version than the base means
+    someone committed without the lock: the pointer is read."""
+    if hint == base_location:
+        return base, base_location
+    if hint is not None and parse_version(hint) > parse_version(base_location):
+        try:
+            return ops.load(hint), hint
+        except LakecatError as exc:  # e.g. a hinted file since removed: ask the catalog
+            log.debug("commit hint %s not usable (%s)", hint, exc)
     location = ops.current_location()
     return (base, base_location) if location == base_location else (ops.load(location), location)
 

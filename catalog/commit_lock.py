@@ -20,6 +20,12 @@ contract:
 * A crashed holder releases it: a file lock dies with its process, a PostgreSQL session
   advisory lock with its connection.
 * ``commit.lock.enabled=false`` turns it off for a table.
+* A held lock may carry a **hint**: the metadata location its previous holder committed
+  (:class:`Hold`). The file lock keeps it in the lock file, so the next holder finds the
+  current pointer without a catalog query. A hint is only ever a guess: a writer that
+  committed without the lock leaves it stale, the swap built on it then fails, and the writer
+  retries from the catalog's pointer (``lakecat.catalog.commit`` trusts a hint on an
+  attempt's first try only).
 
 Implementations: a ``flock`` on a file beside a SQLite catalog (the writers of an embedded
 catalog share its machine), ``pg_advisory_lock`` on PostgreSQL (shared by every machine using
@@ -43,10 +49,55 @@ from sqlalchemy.engine import Engine
 log = logging.getLogger("lakecat.commit")
 
 
+class Hold:
+    """A held commit lock. This one carries no hint (PostgreSQL's advisory lock, the
+    process-local lock)."""
+
+    def hint(self) -> str | None:
+        """The metadata location the previous holder committed, if known (a guess: see the
+        module docstring)."""
+        return None
+
+    def publish(self, location: str) -> None:
+        """Record ``location``, just committed by this holder, as the next holder's hint."""
+
+
+class _FileHold(Hold):
+    """The hint lives in the lock file itself, read and written only by its holder."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def hint(self) -> str | None:
+        try:
+            data = os.pread(self._fd, _MAX_HINT_BYTES + 1, 0)
+        except OSError:
+            return None
+        if not data or len(data) > _MAX_HINT_BYTES:
+            return None
+        try:
+            return data.decode()
+        except UnicodeDecodeError:
+            return None
+
+    def publish(self, location: str) -> None:
+        data = location.encode()
+        if len(data) > _MAX_HINT_BYTES:
+            return
+        try:
+            os.pwrite(self._fd, data, 0)
+            os.ftruncate(self._fd, len(data))
+        except OSError as exc:  # only a hint: the next holder asks the catalog instead
+            log.debug("could not record the commit hint: %s", exc)
+
+
+_MAX_HINT_BYTES = 8192
+
+
 class CommitLock(Protocol):
-    def hold(self, key: str, timeout_s: float) -> contextlib.AbstractContextManager[bool]:
-        """Hold the lock for ``key`` while the block runs; the value says whether it is held
-        (``False`` after ``timeout_s``: the block runs anyway, unlocked)."""
+    def hold(self, key: str, timeout_s: float) -> contextlib.AbstractContextManager[Hold | None]:
+        """Hold the lock for ``key`` while the block runs; the value is the :class:`Hold`, or
+        ``None`` when not held (after ``timeout_s``: the block runs anyway, unlocked)."""
         ...
 
 
@@ -85,14 +136,14 @@ class FileLock:
         self.folder = folder
 
     @contextlib.contextmanager
-    def hold(self, key: str, timeout_s: float) -> Iterator[bool]:
+    def hold(self, key: str, timeout_s: float) -> Iterator[Hold | None]:
         path = os.path.join(self.folder, f"{lock_id(key) & (2**64 - 1):016x}.lock")
         try:
             os.makedirs(self.folder, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             log.debug("commit lock unavailable (%s); committing without it", exc)
-            yield False
+            yield None
             return
         locked: int | None = fd
         try:
@@ -107,7 +158,7 @@ class FileLock:
         if locked is None:
             log.debug("commit lock %s not held after %.1f s; committing without it", key, timeout_s)
         try:
-            yield locked is not None
+            yield None if locked is None else _FileHold(locked)
         finally:
             if locked is not None:
                 os.close(locked)  # releases the flock
@@ -161,13 +212,13 @@ class PostgresAdvisoryLock:
         self.engine = engine
 
     @contextlib.contextmanager
-    def hold(self, key: str, timeout_s: float) -> Iterator[bool]:
+    def hold(self, key: str, timeout_s: float) -> Iterator[Hold | None]:
         ident = lock_id(f"lakecat-commit:{key}")
         try:
             connection = self.engine.connect()
         except Exception as exc:  # the swap will report an unreachable catalog itself
             log.debug("commit lock unavailable (%s); committing without it", exc)
-            yield False
+            yield None
             return
         held = False
         try:
@@ -182,7 +233,7 @@ class PostgresAdvisoryLock:
                 with contextlib.suppress(Exception):
                     connection.rollback()
                 log.debug("commit lock %s not held (%s); committing without it", key, exc)
-            yield held
+            yield Hold() if held else None
         finally:
             if held:
                 try:
@@ -204,12 +255,12 @@ class ProcessLock:
     _locks: dict[str, threading.Lock] = {}
 
     @contextlib.contextmanager
-    def hold(self, key: str, timeout_s: float) -> Iterator[bool]:
+    def hold(self, key: str, timeout_s: float) -> Iterator[Hold | None]:
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         held = lock.acquire(timeout=timeout_s)
         try:
-            yield held
+            yield Hold() if held else None
         finally:
             if held:
                 lock.release()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -13,6 +14,7 @@ import pytest
 import lakecat.catalog.producer as producer_module
 from lakecat.catalog import Catalog
 from lakecat.catalog.catalog import _TableOps
+from lakecat.catalog.commit_lock import ProcessLock
 from lakecat.metadata.fileio import LocalFileIO
 from lakecat.metadata.manifest import read_manifest_list
 from lakecat.metadata.metadata_files import read_metadata
@@ -102,3 +104,76 @@ def test_the_new_files_manifest_is_written_before_the_commit_lock_is_taken(
     monkeypatch.setattr(producer_module, "write_manifest", write_manifest)
     first.load_table("db.t").append(_rows(1))
     assert events == ["manifest", "locked", "released"]
+
+
+# ---- the commit lock's hint: the location its previous holder committed --------------------
+@pytest.fixture
+def pointer_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    seen: list[str] = []
+    original = _TableOps.current_location
+
+    def current_location(self: _TableOps) -> str:
+        location = original(self)
+        seen.append(location)
+        return location
+
+    monkeypatch.setattr(_TableOps, "current_location", current_location)
+    return seen
+
+
+def test_a_lock_holder_builds_on_the_previous_holders_commit_without_asking_the_catalog(
+    catalogs: tuple[Catalog, Catalog], pointer_reads: list[str]
+) -> None:
+    first, second = catalogs
+    stale = first.load_table("db.t")  # its base goes stale when the other writer commits
+    second.load_table("db.t").append(_rows(1))
+    pointer_reads.clear()
+    result = stale.append(_rows(2))
+    assert pointer_reads == []  # the lock file named the other writer's commit
+    assert result.attempts == 1
+    assert sorted(first.load_table("db.t").to_arrow()["id"].to_pylist()) == list(range(10, 30))
+
+
+def test_a_stale_hint_costs_one_lost_swap_and_nothing_else(
+    catalogs: tuple[Catalog, Catalog], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = catalogs
+    stale = first.load_table("db.t")  # version 0
+    first.load_table("db.t").append(_rows(1))  # version 1, the hint names it
+    monkeypatch.setattr(second, "commit_lock", ProcessLock())  # a writer outside the lock
+    second.load_table("db.t").append(_rows(2))  # version 2, the hint still names version 1
+    result = stale.append(_rows(3))
+    assert result.attempts == 2  # built on the hinted version 1, lost the swap, retried
+    final = first.load_table("db.t")
+    assert sorted(final.to_arrow()["id"].to_pylist()) == list(range(10, 40))
+    chain = [s.snapshot_id for s in final.metadata.ancestors(final.metadata.current_snapshot_id)]
+    assert len(chain) == len(final.metadata.snapshots) == 3
+
+
+def test_a_hint_older_than_the_writers_base_is_not_used(
+    catalogs: tuple[Catalog, Catalog], monkeypatch: pytest.MonkeyPatch, pointer_reads: list[str]
+) -> None:
+    first, second = catalogs
+    first.load_table("db.t").append(_rows(1))  # the hint names version 1
+    monkeypatch.setattr(second, "commit_lock", ProcessLock())
+    second.load_table("db.t").append(_rows(2))  # version 2, outside the lock
+    pointer_reads.clear()
+    result = first.load_table("db.t").append(_rows(3))  # its base is version 2 already
+    assert result.attempts == 1
+    assert len(pointer_reads) == 2  # load_table's, and the commit's own instead of the hint
+    assert first.load_table("db.t").to_arrow().num_rows == 30
+
+
+def test_an_unusable_hint_is_ignored(
+    catalogs: tuple[Catalog, Catalog], sqlite_url: str, pointer_reads: list[str]
+) -> None:
+    first, _ = catalogs
+    first.load_table("db.t").append(_rows(1))
+    (lock_file,) = Path(f"{sqlite_url.removeprefix('sqlite:///')}.locks").glob("*.lock")
+    for junk in (b"file:///nowhere/00009-x.metadata.json", b"\xff\xfe", b""):
+        lock_file.write_bytes(junk)
+        pointer_reads.clear()
+        result = first.load_table("db.t").append(_rows(2 + len(junk)))
+        assert result.attempts == 1
+        assert len(pointer_reads) == 2  # load_table's, and the commit's own after the hint
+    assert first.load_table("db.t").to_arrow().num_rows == 40
