@@ -28,7 +28,7 @@ import fastavro
 from fastavro.schema import SchemaParseException
 from fastavro.write import Writer
 
-from lakecat.metadata.avro_blocks import Blocks, container, encode_row, read_blocks
+from lakecat.metadata.avro_blocks import container, encode_row, read_blocks
 from lakecat.metadata.conversions import to_bytes
 from lakecat.metadata.datafile import (
     Content,
@@ -240,17 +240,46 @@ class KnownRows:
             self.encoded[m.manifest_path] = (m, row)
         return row
 
-    def decode(self, blocks: Blocks, count: int, block: bytes) -> tuple[ManifestFile, ...]:
-        hit = self.decoded.get(block)
-        if hit is None:
-            hit = tuple(_manifest_file(rec) for rec in blocks.decode(block, count))
-            if 0 < len(hit) <= self.max_rows:
-                if self._decoded_rows + len(hit) > self.max_rows:
-                    self.decoded.clear()
-                    self._decoded_rows = 0
-                self.decoded[block] = hit
-                self._decoded_rows += len(hit)
-        return hit
+    def rows_of(self, data: bytes) -> list[ManifestFile]:
+        """The rows of a manifest list file's bytes, decoding only blocks not seen before."""
+        blocks = read_blocks(data)
+        if blocks is None:  # a codec only fastavro itself reads
+            return _decode_all(data)
+        unknown = sum(1 for _, block in blocks.blocks if block not in self.decoded)
+        if unknown > _DECODE_ONE_BY_ONE:
+            # fastavro decodes a whole file much faster than block by block
+            rows = _decode_all(data)
+            if sum(count for count, _ in blocks.blocks) != len(rows):
+                raise CorruptMetadata("the Avro blocks do not add up to the rows decoded")
+            start = 0
+            for count, block in blocks.blocks:
+                self._remember(block, tuple(rows[start : start + count]))
+                start += count
+            return rows
+        out: list[ManifestFile] = []
+        for count, block in blocks.blocks:
+            hit = self.decoded.get(block)
+            if hit is None:
+                hit = tuple(_manifest_file(rec) for rec in blocks.decode(block, count))
+                self._remember(block, hit)
+            out.extend(hit)
+        return out
+
+    def _remember(self, block: bytes, rows: tuple[ManifestFile, ...]) -> None:
+        if 0 < len(rows) <= self.max_rows:
+            if self._decoded_rows + len(rows) > self.max_rows:
+                self.decoded.clear()
+                self._decoded_rows = 0
+            self.decoded[block] = rows
+            self._decoded_rows += len(rows)
+
+
+_DECODE_ONE_BY_ONE = 8  # more unknown blocks than this: decode the whole file at once
+
+
+def _decode_all(data: bytes) -> list[ManifestFile]:
+    records = fastavro.reader(_io.BytesIO(data))
+    return [_manifest_file(rec) for rec in cast(Iterable[dict[str, Any]], records)]
 
 
 def write_manifest_list(
@@ -312,15 +341,7 @@ def read_manifest_list(
     """
     data = io.read(location)
     try:
-        blocks = read_blocks(data) if known is not None else None
-        if blocks is None:  # no reuse wanted, or a codec read only by fastavro itself
-            records = fastavro.reader(_io.BytesIO(data))
-            return [_manifest_file(rec) for rec in cast(Iterable[dict[str, Any]], records)]
-        assert known is not None
-        out: list[ManifestFile] = []
-        for count, block in blocks.blocks:
-            out.extend(known.decode(blocks, count, block))
-        return out
+        return _decode_all(data) if known is None else known.rows_of(data)
     except LakecatError as exc:
         if isinstance(exc, CorruptMetadata):
             raise CorruptMetadata(f"cannot read manifest list {location}: {exc}") from exc

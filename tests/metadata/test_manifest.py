@@ -337,6 +337,20 @@ def test_a_manifest_list_read_with_known_rows_reuses_equal_ones_only() -> None:
     assert changed == [replace(row, added_rows_count=3)] and changed[0] is not first[0]
 
 
+def test_a_manifest_list_of_many_new_rows_is_decoded_at_once_and_then_reused() -> None:
+    io = MemoryFileIO()
+    row = _commit(io, [_added((19000,) + (None,) * (len(SPEC.fields) - 1))], seq=9)
+    rows = [replace(row, manifest_path=f"mem://m{i}.avro", added_rows_count=i) for i in range(30)]
+    write_manifest_list(
+        io, "mem://many.avro", rows, snapshot_id=200, parent_snapshot_id=1, sequence_number=10
+    )
+    known = KnownRows()
+    first = read_manifest_list(io, "mem://many.avro", known=known)
+    assert first == rows == read_manifest_list(io, "mem://many.avro")
+    again = read_manifest_list(io, "mem://many.avro", known=known)
+    assert all(a is b for a, b in zip(again, first, strict=True))
+
+
 def test_as_listed_gives_the_rows_a_written_list_reads_back_as() -> None:
     io = MemoryFileIO()
     row = _commit(io, [_added((19000,) + (None,) * (len(SPEC.fields) - 1))], seq=9)
