@@ -216,8 +216,10 @@ class KnownRows:
     Lists are written one row per Avro block (:mod:`lakecat.metadata.avro_blocks`), so a row
     carried from one list to the next keeps its bytes: ``encoded`` maps a manifest path to
     the row last encoded for it (written again as is when the row is the same), ``decoded``
-    maps a block's bytes to the rows decoded from them. Each holds at most ``max_rows``
-    rows; when full it starts afresh (rows of current lists come back on their next use).
+    maps a block's bytes to the rows decoded from them (or encoded into them). Each holds at
+    most ``max_rows`` rows; when full it starts afresh (rows of current lists come back on
+    their next use). While ``decoded`` is empty, lists are decoded whole by fastavro: block
+    by block pays only when most blocks are known.
     """
 
     def __init__(self, max_rows: int = 50_000) -> None:
@@ -238,14 +240,17 @@ class KnownRows:
             if len(self.encoded) >= self.max_rows:
                 self.encoded.clear()
             self.encoded[m.manifest_path] = (m, row)
+            self._remember(row, (m,))  # its block in any list decodes to this same row
         return row
 
     def rows_of(self, data: bytes) -> list[ManifestFile]:
         """The rows of a manifest list file's bytes, decoding only blocks not seen before."""
+        if not self.decoded:  # nothing to reuse yet (a fresh catalog): fastavro's fast path
+            return _decode_all(data)
         blocks = read_blocks(data)
         if blocks is None:  # a codec only fastavro itself reads
             return _decode_all(data)
-        unknown = sum(1 for _, block in blocks.blocks if block not in self.decoded)
+        unknown = sum(count for count, block in blocks.blocks if block not in self.decoded)
         if unknown > _DECODE_ONE_BY_ONE:
             # fastavro decodes a whole file much faster than block by block
             rows = _decode_all(data)
@@ -274,7 +279,7 @@ class KnownRows:
             self._decoded_rows += len(rows)
 
 
-_DECODE_ONE_BY_ONE = 8  # more unknown blocks than this: decode the whole file at once
+_DECODE_ONE_BY_ONE = 8  # more unknown rows than this: decode the whole file at once
 
 
 def _decode_all(data: bytes) -> list[ManifestFile]:

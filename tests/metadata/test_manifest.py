@@ -314,13 +314,11 @@ def test_manifest_list_round_trips_every_field() -> None:
 
 def test_a_manifest_list_read_with_known_rows_reuses_equal_ones_only() -> None:
     io = MemoryFileIO()
+    known = KnownRows()
     row = _commit(io, [_added((19000,) + (None,) * (len(SPEC.fields) - 1))], seq=9)
     other = replace(row, manifest_path="mem://other.avro", added_rows_count=7)
-    for name, rows in (
-        ("a", [row]),
-        ("b", [other, row]),
-        ("c", [replace(row, added_rows_count=3)]),
-    ):
+    lists = (("a", [row]), ("b", [other, row]), ("c", [replace(row, added_rows_count=3)]))
+    for name, rows in lists:
         write_manifest_list(
             io,
             f"mem://{name}.avro",
@@ -329,22 +327,39 @@ def test_a_manifest_list_read_with_known_rows_reuses_equal_ones_only() -> None:
             parent_snapshot_id=1,
             sequence_number=10,
         )
-    known = KnownRows()
-    first = read_manifest_list(io, "mem://a.avro", known=known)
+    assert read_manifest_list(io, "mem://a.avro", known=known) == [row]  # nothing known yet
+    write_manifest_list(  # a writer knows the rows it encodes
+        io,
+        "mem://d.avro",
+        [row],
+        snapshot_id=200,
+        parent_snapshot_id=1,
+        sequence_number=10,
+        known=known,
+    )
     second = read_manifest_list(io, "mem://b.avro", known=known)
-    assert second == [other, row] and second[1] is first[0]  # the same row: the same object
+    assert second == [other, row] and second[1] is row  # the same row: the same object
     changed = read_manifest_list(io, "mem://c.avro", known=known)  # same path, other content
-    assert changed == [replace(row, added_rows_count=3)] and changed[0] is not first[0]
+    assert changed == [replace(row, added_rows_count=3)] and changed[0] is not row
+    again = read_manifest_list(io, "mem://b.avro", known=known)
+    assert again[0] is second[0]  # decoded once, then known
 
 
 def test_a_manifest_list_of_many_new_rows_is_decoded_at_once_and_then_reused() -> None:
     io = MemoryFileIO()
+    known = KnownRows()
     row = _commit(io, [_added((19000,) + (None,) * (len(SPEC.fields) - 1))], seq=9)
     rows = [replace(row, manifest_path=f"mem://m{i}.avro", added_rows_count=i) for i in range(30)]
-    write_manifest_list(
-        io, "mem://many.avro", rows, snapshot_id=200, parent_snapshot_id=1, sequence_number=10
-    )
-    known = KnownRows()
+    for name, listed, writer_known in (("one", [row], known), ("many", rows, None)):
+        write_manifest_list(
+            io,
+            f"mem://{name}.avro",
+            listed,
+            snapshot_id=200,
+            parent_snapshot_id=1,
+            sequence_number=10,
+            known=writer_known,
+        )
     first = read_manifest_list(io, "mem://many.avro", known=known)
     assert first == rows == read_manifest_list(io, "mem://many.avro")
     again = read_manifest_list(io, "mem://many.avro", known=known)
