@@ -54,6 +54,7 @@ from lakecat.metadata.conversions import (
     truncate_upper_bound_binary,
     truncate_upper_bound_string,
 )
+from lakecat.metadata.datafile import DataFile
 from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.schema import Schema
 from lakecat.metadata.types import (
@@ -213,6 +214,33 @@ class FileMetrics:
     lower_bounds: dict[int, bytes]
     upper_bounds: dict[int, bytes]
     split_offsets: tuple[int, ...]
+
+    def data_file(
+        self,
+        *,
+        location: str,
+        size: int,
+        spec_id: int,
+        partition: tuple[Any, ...],
+        sort_order_id: int | None = None,
+    ) -> DataFile:
+        """The Parquet data file at ``location`` (``size`` bytes) these metrics describe."""
+        return DataFile(
+            file_path=location,
+            file_format="PARQUET",
+            partition=tuple(partition),
+            record_count=self.record_count,
+            file_size_in_bytes=size,
+            spec_id=spec_id,
+            column_sizes=self.column_sizes,
+            value_counts=self.value_counts,
+            null_value_counts=self.null_value_counts,
+            nan_value_counts=self.nan_value_counts,
+            lower_bounds=self.lower_bounds,
+            upper_bounds=self.upper_bounds,
+            split_offsets=self.split_offsets,
+            sort_order_id=sort_order_id,
+        )
 
 
 def file_metrics(

@@ -133,21 +133,11 @@ def write_data_file(
         if isinstance(exc, OSError):
             raise StorageError(f"cannot write {location}: {exc}") from exc
         raise SchemaMismatch(f"cannot write {location}: {exc}") from exc
-    metrics = file_metrics(metadata, data, schema, properties)
-    return DataFile(
-        file_path=location,
-        file_format="PARQUET",
-        partition=tuple(partition),
-        record_count=metrics.record_count,
-        file_size_in_bytes=size,
+    return file_metrics(metadata, data, schema, properties).data_file(
+        location=location,
+        size=size,
         spec_id=spec.spec_id,
-        column_sizes=metrics.column_sizes,
-        value_counts=metrics.value_counts,
-        null_value_counts=metrics.null_value_counts,
-        nan_value_counts=metrics.nan_value_counts,
-        lower_bounds=metrics.lower_bounds,
-        upper_bounds=metrics.upper_bounds,
-        split_offsets=metrics.split_offsets,
+        partition=partition,
         sort_order_id=sort_order_id,
     )
 

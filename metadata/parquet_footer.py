@@ -51,19 +51,6 @@ def data_file_from_footer(
     """A data file of ``spec`` at ``location`` (``size`` bytes) whose columns are
     ``schema``'s leaves in order, with Iceberg metrics from its ``footer``. Raises
     :class:`CorruptMetadata` when the file's columns do not follow the schema."""
-    metrics = footer_metrics(footer, schema, properties)
-    return DataFile(
-        file_path=location,
-        file_format="PARQUET",
-        partition=tuple(partition),
-        record_count=metrics.record_count,
-        file_size_in_bytes=size,
-        spec_id=spec.spec_id,
-        column_sizes=metrics.column_sizes,
-        value_counts=metrics.value_counts,
-        null_value_counts=metrics.null_value_counts,
-        nan_value_counts=metrics.nan_value_counts,
-        lower_bounds=metrics.lower_bounds,
-        upper_bounds=metrics.upper_bounds,
-        split_offsets=metrics.split_offsets,
+    return footer_metrics(footer, schema, properties).data_file(
+        location=location, size=size, spec_id=spec.spec_id, partition=partition
     )
