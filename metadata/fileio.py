@@ -69,10 +69,13 @@ class FileIO:
 
 
 def local_path(location: str) -> str | None:
-    """The OS path of a local location, or ``None`` for a remote one."""
+    """The OS path of a local location, or ``None`` for a remote one.
+
+    A ``file:`` URI's path is taken literally, as pyiceberg and Hadoop take it: partition
+    folders are named with URL-escaped values (``region=a%2Fb``), and the file on disk must
+    carry that very name for other engines to find it."""
     if location.startswith("file:"):
-        parsed = urlparse(location)
-        return unquote(parsed.path)
+        return urlparse(location).path
     if "://" not in location:
         return location
     return None
@@ -99,6 +102,12 @@ class LocalFileIO(FileIO):
         path = local_path(location)
         if path is None:
             raise StorageError(f"not a local location: {location}")
+        if "%" in path and location.startswith("file:") and not os.path.lexists(path):
+            # lakecat before 2026-11-21 unescaped file: URIs, so the files of partitions with
+            # escaped values were written under the unescaped name: still find those
+            legacy = unquote(path)
+            if legacy != path and os.path.lexists(legacy):
+                return legacy
         return path
 
     def read(self, location: str) -> bytes:

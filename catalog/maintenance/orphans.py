@@ -20,6 +20,7 @@ import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from lakecat.catalog.reachable import reachable_files
 from lakecat.catalog.table import Timestamp, to_timestamp_ms
@@ -89,7 +90,9 @@ def normalize_location(location: str) -> str:
     """One spelling per file: local paths absolute and normalized, remote schemes unified."""
     path: str | None = local_path(location)
     if path is not None:
-        return os.path.normpath(os.path.abspath(path))
+        # unescaped too: files written by lakecat before file: paths were taken literally
+        # sit under unescaped names, and a file must never look unreferenced by its spelling
+        return os.path.normpath(os.path.abspath(unquote(path)))
     scheme, _, rest = location.partition("://")
     scheme = _SCHEME_ALIASES.get(scheme.lower(), scheme.lower())
     return f"{scheme}://{re.sub('/+', '/', rest)}"

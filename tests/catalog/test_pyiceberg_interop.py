@@ -107,3 +107,23 @@ def test_tables_made_by_either_are_listed_by_the_other(both) -> None:
     assert set(py.list_tables("db")) == {("db", "from_lakecat"), ("db", "from_pyiceberg")}
     py.create_namespace("made_by_py")
     assert ("made_by_py",) in lake.list_namespaces()
+
+
+AWKWARD_REGIONS = ["a/b", "50%", "x y", "é", "q?#&="]
+
+
+def test_pyiceberg_finds_the_files_of_partitions_with_escaped_values(both) -> None:  # type: ignore[no-untyped-def]
+    """Partition folders carry URL-escaped values (``region=a%2Fb``, as Iceberg Java names
+    them) and the files on disk carry exactly those names, which pyiceberg takes literally."""
+    lake, py = both
+    table = lake.create_table("db.awkward", rows(range(1), "eu").schema, partition_by=["region"])
+    for i, region in enumerate(AWKWARD_REGIONS):
+        table.append(rows(range(i * 10, i * 10 + 3), region))
+    got = py.load_table("db.awkward").scan().to_arrow()
+    assert canon(got, ["id", "region"]) == canon(
+        lake.load_table("db.awkward").to_arrow(), ["id", "region"]
+    )
+    assert sorted(set(got["region"].to_pylist())) == sorted(AWKWARD_REGIONS)
+    for region in AWKWARD_REGIONS:
+        only = py.load_table("db.awkward").scan(row_filter=EqualTo("region", region)).to_arrow()
+        assert set(only["region"].to_pylist()) == {region}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
+import urllib.parse
 
 import pyarrow as pa
 import pytest
@@ -144,3 +145,23 @@ def test_locations_are_normalized_for_comparison() -> None:
     assert normalize_location("file:///a/b/../c") == normalize_location("/a/c")
     assert normalize_location("file:/a/c") == "/a/c"
     assert normalize_location("s3a://bucket//key") == normalize_location("s3://bucket/key")
+
+
+def test_files_under_unescaped_legacy_names_are_read_and_never_orphans(catalog: Catalog) -> None:
+    """lakecat used to unescape file: URIs, so a partition value such as "a/b" went to the
+    folder region=a/b while the manifest says region=a%2Fb. Such tables stay readable and
+    their files are never taken for orphans."""
+    t = catalog.create_table("db.legacy", SCHEMA, partition_by=["region"])
+    t.append(rows([1, 2], "a/b"))
+    t.append(rows([3], "50%"))
+    for f in t.scan().plan_files():  # move each file to where the old code wrote it
+        literal = path_of(f.file_path)
+        legacy = urllib.parse.unquote(literal)
+        assert legacy != literal
+        os.makedirs(os.path.dirname(legacy), exist_ok=True)
+        os.rename(literal, legacy)
+    fresh = catalog.load_table("db.legacy")
+    assert sorted(fresh.to_arrow()["id"].to_pylist()) == [1, 2, 3]
+    age(all_files(fresh))
+    assert remove_orphan_files(fresh).orphans == ()
+    assert sorted(fresh.to_arrow()["id"].to_pylist()) == [1, 2, 3]
