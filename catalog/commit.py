@@ -21,9 +21,12 @@ Every write goes through :func:`commit_intent` (data changes) or :func:`commit_u
      ``CommitStateUnknown`` is raised to the caller.
 
 An attempt runs under the table's advisory commit lock (:mod:`lakecat.catalog.commit_lock`)
-when it can be had: it first moves the base to the current pointer, so lakecat writers queue
-for milliseconds instead of losing the swap and redoing the attempt. The lock decides nothing:
-the swap alone does, and a writer without the lock is as safe as one with it.
+when it can be had: it first moves the base to the current pointer (on a first attempt, to the
+location the lock's previous holder committed, when the lock carries that hint), so lakecat
+writers queue for milliseconds instead of losing the swap and redoing the attempt. What does
+not depend on the base (the new data files' manifests) is written before the lock is taken.
+The lock decides nothing: the swap alone does, and a writer without the lock is as safe as one
+with it.
 
 Nothing fallible that could change the outcome runs after a successful swap: cleanup of
 superseded files is best effort and only logged.
