@@ -63,14 +63,6 @@ from lakecat.metadata.types import (
     UUIDType,
 )
 
-# Parquet writer settings that Iceberg (Java and pyiceberg) also read from table properties.
-# TODO(properties.py): these keys belong in the properties leaf module.
-PARQUET_COMPRESSION_LEVEL = "write.parquet.compression-level"
-PARQUET_PAGE_SIZE_BYTES = "write.parquet.page-size-bytes"
-PARQUET_DICT_SIZE_BYTES = "write.parquet.dict-size-bytes"
-PARQUET_ROW_GROUP_LIMIT = "write.parquet.row-group-limit"  # rows; pyiceberg's property
-PARQUET_ROW_GROUP_LIMIT_DEFAULT = 1_048_576
-
 # How much smaller a Parquet file is than the Arrow data it holds. Dictionary and run-length
 # encoding plus zstd typically shrink Arrow data 3-5x; 3 errs towards files slightly under
 # the target size rather than over it.
@@ -156,13 +148,13 @@ def _writer_options(properties: Mapping[str, str]) -> dict[str, Any]:
         "store_decimal_as_integer": True,
         "write_statistics": True,
     }
-    level = props.get_int(properties, PARQUET_COMPRESSION_LEVEL, 0)
+    level = props.get_int(properties, props.PARQUET_COMPRESSION_LEVEL, 0)
     if level and codec != "none":
         options["compression_level"] = level
-    page_size = props.get_int(properties, PARQUET_PAGE_SIZE_BYTES, 0)
+    page_size = props.get_int(properties, props.PARQUET_PAGE_SIZE_BYTES, 0)
     if page_size > 0:
         options["data_page_size"] = page_size
-    dict_size = props.get_int(properties, PARQUET_DICT_SIZE_BYTES, 0)
+    dict_size = props.get_int(properties, props.PARQUET_DICT_SIZE_BYTES, 0)
     if dict_size > 0:
         options["dictionary_pagesize_limit"] = dict_size
     return options
@@ -171,7 +163,11 @@ def _writer_options(properties: Mapping[str, str]) -> dict[str, Any]:
 def _row_group_rows(data: pa.Table, properties: Mapping[str, str]) -> int:
     """Rows per row group: the byte target (measured on the Arrow data, as Java measures its
     buffered size) capped by the row limit."""
-    limit = int(props.get_int(properties, PARQUET_ROW_GROUP_LIMIT, PARQUET_ROW_GROUP_LIMIT_DEFAULT))
+    limit = int(
+        props.get_int(
+            properties, props.PARQUET_ROW_GROUP_LIMIT, props.PARQUET_ROW_GROUP_LIMIT_DEFAULT
+        )
+    )
     target_bytes = int(
         props.get_int(
             properties,

@@ -16,11 +16,6 @@ from dataclasses import dataclass
 
 from lakecat.metadata import properties as P
 from lakecat.metadata.fileio import local_path
-from lakecat.metadata.parquet import (
-    PARQUET_COMPRESSION_LEVEL,
-    PARQUET_DICT_SIZE_BYTES,
-    PARQUET_PAGE_SIZE_BYTES,
-)
 
 # Parquet codecs of the table property write.parquet.compression-codec that Spark writes the
 # same way lakecat does. Spark's "lz4" is Hadoop's framed LZ4, not the LZ4_RAW pyarrow
@@ -81,13 +76,13 @@ def parquet_write_options(properties: Mapping[str, str]) -> dict[str, str]:
             "as lakecat does"
         )
     options = {"compression": codec}
-    level = P.get_int(properties, PARQUET_COMPRESSION_LEVEL, 0)
+    level = P.get_int(properties, P.PARQUET_COMPRESSION_LEVEL, 0)
     if level and codec == "zstd":
         options["parquet.compression.codec.zstd.level"] = str(level)
     for prop, key in (
         (P.PARQUET_ROW_GROUP_SIZE_BYTES, "parquet.block.size"),
-        (PARQUET_PAGE_SIZE_BYTES, "parquet.page.size"),
-        (PARQUET_DICT_SIZE_BYTES, "parquet.dictionary.page.size"),
+        (P.PARQUET_PAGE_SIZE_BYTES, "parquet.page.size"),
+        (P.PARQUET_DICT_SIZE_BYTES, "parquet.dictionary.page.size"),
     ):
         value = P.get_int(properties, prop, 0)
         if value > 0:
