@@ -205,6 +205,36 @@ class Catalog:
     def default_location(self, namespace: Namespace, name: str) -> str:
         return join(self.warehouse, *namespace, name)
 
+    def new_table_metadata(
+        self,
+        identifier: str | Sequence[str],
+        schema: Schema | pa.Schema,
+        *,
+        partition_by: PartitionSpec | PartitionBy = (),
+        sort_by: SortOrder | SortBy = (),
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+    ) -> TableMetadata:
+        """The metadata :meth:`create_table` would create the table with, written nowhere."""
+        ns, name = parse_table_identifier(identifier)
+        iceberg_schema = arrow_to_schema(schema) if isinstance(schema, pa.Schema) else schema
+        spec = (
+            partition_by
+            if isinstance(partition_by, PartitionSpec)
+            else build_spec(iceberg_schema, partition_by)
+        )
+        order = (
+            sort_by if isinstance(sort_by, SortOrder) else build_sort_order(iceberg_schema, sort_by)
+        )
+        table_location = to_uri(location) if location else self.default_location(ns, name)
+        return new_table_metadata(
+            schema=iceberg_schema,
+            spec=spec,
+            sort_order=order,
+            location=table_location.rstrip("/"),
+            properties={**P.CREATE_DEFAULTS, **(properties or {})},
+        )
+
     def create_table(
         self,
         identifier: str | Sequence[str],
@@ -224,27 +254,15 @@ class Catalog:
         ns, name = parse_table_identifier(identifier)
         if self.store.table_exists(ns, name):
             raise TableAlreadyExists(f"table {namespace_to_string(ns)}.{name} already exists")
-        iceberg_schema = arrow_to_schema(schema) if isinstance(schema, pa.Schema) else schema
-        spec = (
-            partition_by
-            if isinstance(partition_by, PartitionSpec)
-            else build_spec(iceberg_schema, partition_by)
+        metadata = self.new_table_metadata(
+            identifier,
+            schema,
+            partition_by=partition_by,
+            sort_by=sort_by,
+            properties=properties,
+            location=location,
         )
-        order = (
-            sort_by if isinstance(sort_by, SortOrder) else build_sort_order(iceberg_schema, sort_by)
-        )
-        props = {**P.CREATE_DEFAULTS, **(properties or {})}
-        table_location = (to_uri(location) if location else self.default_location(ns, name)).rstrip(
-            "/"
-        )
-        metadata = new_table_metadata(
-            schema=iceberg_schema,
-            spec=spec,
-            sort_order=order,
-            location=table_location,
-            properties=props,
-        )
-        metadata_location = new_metadata_location(table_location, None, metadata.properties)
+        metadata_location = new_metadata_location(metadata.location, None, metadata.properties)
         write_metadata(self.io, metadata_location, metadata)
         try:
             self.store.create_table_row(ns, name, metadata_location)

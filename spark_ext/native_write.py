@@ -49,21 +49,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from lakecat.catalog import Catalog
-from lakecat.catalog.catalog import build_sort_order, build_spec
 from lakecat.catalog.commit import CommitResult
-from lakecat.catalog.identifiers import parse_table_identifier
 from lakecat.catalog.producer import data_dir
-from lakecat.metadata import properties as P
-from lakecat.metadata.arrow_schema import arrow_to_schema
 from lakecat.metadata.datafile import DataFile
 from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.fileio import FileInfo, FileIO, join, local_path, to_uri
 from lakecat.metadata.metrics import footer_ranges
-from lakecat.metadata.new_table import new_table_metadata
 from lakecat.metadata.parquet_footer import data_file_from_footer, read_footer
 from lakecat.metadata.table_metadata import TableMetadata
 from lakecat.spark_ext.native_columns import FieldPlan, build_columns, plan_columns
@@ -90,11 +84,10 @@ from lakecat.spark_ext.settings import (
 from lakecat.spark_ext.staging import STAGE_TO
 from lakecat.spark_ext.tasks import delete_files
 from lakecat.spark_ext.write_jobs import (
-    PARTITION_BY,
     FilesMessage,
     WriteJob,
     WriteMode,
-    parse_partition_by,
+    created_table_args,
     plan_write,
     write_mode,
 )
@@ -167,7 +160,8 @@ def native_write_support(
         if opened.table_exists(table):
             metadata = opened.load_table(table).metadata
         else:
-            metadata = _new_table_preview(opened, table, df.schema, opts)
+            schema, partition_by = created_table_args(opts, df.schema)
+            metadata = opened.new_table_metadata(table, schema, partition_by=partition_by)
     unpartitioned = metadata.spec().is_unpartitioned
     wmode = write_mode(opts, overwrite=_overwrite(mode), unpartitioned=unpartitioned)
     return write_support(metadata, df.schema, mode=wmode, options=opts)
@@ -216,21 +210,6 @@ def _settings(
 ) -> CatalogSettings:
     return settings_from_session(df.sparkSession, catalog, format_name=format_name).with_options(
         options
-    )
-
-
-def _new_table_preview(
-    catalog: Catalog, table: str, source: StructType, options: Mapping[str, str]
-) -> TableMetadata:
-    """The metadata the data source would create the table with (not committed)."""
-    schema = arrow_to_schema(to_arrow_schema(source, timezone="UTC"))
-    namespace, name = parse_table_identifier(table)
-    return new_table_metadata(
-        schema=schema,
-        spec=build_spec(schema, parse_partition_by(options.get(PARTITION_BY, ""))),
-        sort_order=build_sort_order(schema, ()),
-        location=catalog.default_location(namespace, name),
-        properties=P.CREATE_DEFAULTS,
     )
 
 

@@ -56,6 +56,7 @@ from lakecat.metadata.errors import (
 from lakecat.metadata.expression_parser import parse
 from lakecat.metadata.fileio import FileIO, join
 from lakecat.metadata.metadata_files import read_metadata
+from lakecat.metadata.schema import Schema
 from lakecat.metadata.snapshots import MAIN_BRANCH, Snapshot
 from lakecat.metadata.table_metadata import TableMetadata
 from lakecat.spark_ext.planning import METADATA_LOCATION
@@ -290,9 +291,16 @@ def load_or_create(
 ) -> Table:
     if catalog.table_exists(name):
         return catalog.load_table(name)
-    schema = arrow_to_schema(to_arrow_schema(spark_schema, timezone="UTC"))
-    partition_by = parse_partition_by(options.get(PARTITION_BY, ""))
+    schema, partition_by = created_table_args(options, spark_schema)
     return catalog.create_table(name, schema, partition_by=partition_by)
+
+
+def created_table_args(
+    options: Mapping[str, str], spark_schema: StructType
+) -> tuple[Schema, list[str | tuple[str, str]]]:
+    """The schema and partitioning a write creates a missing table with."""
+    schema = arrow_to_schema(to_arrow_schema(spark_schema, timezone="UTC"))
+    return schema, parse_partition_by(options.get(PARTITION_BY, ""))
 
 
 def parse_partition_by(text: str) -> list[str | tuple[str, str]]:
