@@ -35,3 +35,21 @@ def lake(spark: Any, catalog: Catalog) -> Catalog:
     filter pushdown on (most tests check the files a read prunes)."""
     register(spark, catalog=catalog, filter_pushdown=True)
     return catalog
+
+
+@pytest.fixture
+def failing_frame(spark: Any) -> Any:
+    """2,000 rows (``id``, ``part`` = the Spark partition) whose task computing row 1,900
+    fails with "injected failure" (the other partition's task runs normally)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+
+    @F.udf(LongType(), useArrow=False)
+    def explode_at_1900(value: int) -> int:
+        if value == 1900:
+            raise RuntimeError("injected failure")
+        return value
+
+    return spark.range(0, 2000, numPartitions=2).select(
+        explode_at_1900("id").alias("id"), F.spark_partition_id().cast("long").alias("part")
+    )

@@ -8,7 +8,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType
 
 from lakecat.catalog import Catalog, Table
 
@@ -63,17 +62,9 @@ def test_a_task_failing_in_the_writer_leaves_no_commit_and_no_files(
 
 
 def test_a_task_failing_upstream_of_the_writer_leaves_no_commit_and_no_files(
-    spark: Any, lake: Catalog, small_files: Table
+    failing_frame: Any, lake: Catalog, small_files: Table
 ) -> None:
-    @F.udf(LongType(), useArrow=False)
-    def explode_at_1900(value: int) -> int:
-        if value == 1900:
-            raise RuntimeError("injected failure")
-        return value
-
-    df = spark.range(0, 2000, numPartitions=2).select(
-        explode_at_1900("id").alias("id"), F.spark_partition_id().cast("long").alias("part")
-    )
+    df = failing_frame
     with pytest.raises(Exception, match="injected failure"):
         df.write.format("lakecat").mode("append").save("db.t")
     assert lake.load_table("db.t").current_snapshot() is None

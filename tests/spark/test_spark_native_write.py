@@ -357,18 +357,12 @@ def test_a_native_append_with_an_app_id_lands_once(spark: Any, lake: Catalog) ->
     assert parquet_files_under(table) == live  # the skipped write's files are gone
 
 
-def test_a_failing_spark_task_leaves_no_commit_and_no_files(spark: Any, lake: Catalog) -> None:
+def test_a_failing_spark_task_leaves_no_commit_and_no_files(
+    failing_frame: Any, lake: Catalog
+) -> None:
     table = lake.create_table("db.t", pa.schema([("id", pa.int64()), ("part", pa.int64())]))
 
-    @F.udf(LongType(), useArrow=False)
-    def explode_at_1900(value: int) -> int:
-        if value == 1900:
-            raise RuntimeError("injected failure")
-        return value
-
-    df = spark.range(0, 2000, numPartitions=2).select(
-        explode_at_1900("id").alias("id"), F.spark_partition_id().cast("long").alias("part")
-    )
+    df = failing_frame
     with pytest.raises(Exception, match="injected failure"):
         lk.write(df, "db.t")
     assert table.refresh().current_snapshot() is None
