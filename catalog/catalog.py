@@ -16,7 +16,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecat.catalog.commit_lock import CommitLock, Hold, commit_lock_for
+from lakecat.catalog.commit_lock import CommitLock, Hold, OnWait, commit_lock_for
+from lakecat.catalog.commit_queue import FileCommitQueue
 from lakecat.catalog.identifiers import (
     namespace_to_string,
     parse_namespace,
@@ -89,14 +90,32 @@ class _TableOps:
     def committed(self, location: str, metadata: TableMetadata) -> None:
         self.metadata_cache.put(location, metadata, table=self.name)
 
-    def commit_lock(self, properties: Mapping[str, str]) -> AbstractContextManager[Hold | None]:
+    def commit_lock(
+        self,
+        properties: Mapping[str, str],
+        *,
+        on_wait: OnWait | None = None,
+        timeout_s: float | None = None,
+    ) -> AbstractContextManager[Hold | None]:
         if not P.get_bool(properties, P.COMMIT_LOCK_ENABLED, P.COMMIT_LOCK_ENABLED_DEFAULT):
             return nullcontext(None)
-        timeout_ms = P.get_int(
-            properties, P.COMMIT_LOCK_ACQUIRE_TIMEOUT_MS, P.COMMIT_LOCK_ACQUIRE_TIMEOUT_MS_DEFAULT
-        )
-        key = f"{self.store.catalog_name}/{namespace_to_string(self.namespace)}/{self.table}"
-        return self.lock.hold(key, max(0, timeout_ms) / 1000)
+        if timeout_s is None:
+            timeout_ms = P.get_int(
+                properties,
+                P.COMMIT_LOCK_ACQUIRE_TIMEOUT_MS,
+                P.COMMIT_LOCK_ACQUIRE_TIMEOUT_MS_DEFAULT,
+            )
+            timeout_s = max(0, timeout_ms) / 1000
+        return self.lock.hold(self._lock_key, timeout_s, on_wait=on_wait)
+
+    def commit_queue(self, properties: Mapping[str, str]) -> FileCommitQueue | None:
+        if not P.get_bool(properties, P.COMMIT_LOCK_ENABLED, P.COMMIT_LOCK_ENABLED_DEFAULT):
+            return None  # queued appends are handed to the lock's holder
+        return self.lock.queue(self._lock_key)
+
+    @property
+    def _lock_key(self) -> str:
+        return f"{self.store.catalog_name}/{namespace_to_string(self.namespace)}/{self.table}"
 
 
 def load_metadata(io: FileIO, location: str) -> TableMetadata:

@@ -46,7 +46,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from lakecat.catalog.commit_lock import Hold
+from lakecat.catalog.commit_lock import Hold, OnWait
+from lakecat.catalog.commit_queue import FileCommitQueue, TicketState
 from lakecat.catalog.conflicts import (
     ATTEMPTS_KEY,
     WAIT_MS_KEY,
@@ -56,6 +57,7 @@ from lakecat.catalog.conflicts import (
     check_all,
     check_transaction,
 )
+from lakecat.catalog.group_commit import Batch, Waiter, drain, queue_for
 from lakecat.catalog.intent import Intent, OpKind
 from lakecat.catalog.producer import SnapshotProducer
 from lakecat.metadata import properties as P
@@ -115,9 +117,21 @@ class TableOperations(Protocol):
         """Told after a swap to ``location`` landed (the metadata may be kept for reuse)."""
         ...
 
-    def commit_lock(self, properties: Mapping[str, str]) -> AbstractContextManager[Hold | None]:
+    def commit_lock(
+        self,
+        properties: Mapping[str, str],
+        *,
+        on_wait: OnWait | None = None,
+        timeout_s: float | None = None,
+    ) -> AbstractContextManager[Hold | None]:
         """The advisory commit lock (:mod:`lakecat.catalog.commit_lock`); yields the hold, or
-        None when not held."""
+        None when not held. ``on_wait`` is as in ``CommitLock.hold``; ``timeout_s`` overrides
+        ``commit.lock.acquire-timeout-ms``."""
+        ...
+
+    def commit_queue(self, properties: Mapping[str, str]) -> FileCommitQueue | None:
+        """The queue of appends waiting for the lock (:mod:`lakecat.catalog.commit_queue`), or
+        None where group commit is not available."""
         ...
 
 
@@ -192,68 +206,208 @@ def commit_intent(
     ``start`` without re-reading the catalog: if another writer moved the pointer meanwhile,
     the swap fails and the loop refreshes, so nothing is lost and one read is saved.
     """
-    if start is not None and start_location is not None:
-        base, base_location = start, start_location
-    else:
-        base, base_location = ops.refresh()
-    policy = RetryPolicy.from_properties(base.properties)
-    clock = _Clock(policy, unbounded_retries=intent.kind is OpKind.APPEND)
-    producer = SnapshotProducer(ops.io, intent, ops.manifest_cache)
-    window = _CommitWindow(ops.io, intent, ops.manifest_cache)
-    attempt = 0
-    pending: list[str] = []  # this attempt's manifest list and metadata file
-    try:
-        producer.prepare(base)
-        while True:
-            attempt += 1
-            pending = []
-            with ops.commit_lock(base.properties) as lock:
-                if lock is not None:  # writers that take the lock wait here, not losing swaps
-                    hint = lock.hint() if attempt == 1 else None
-                    base, base_location = _fresh(ops, base, base_location, hint)
-                already = _already_committed(intent, base)
-                if already is not None:
-                    _delete(ops.io, intent_files(intent) + producer.written)
-                    return CommitResult(
-                        base, base_location, already, attempt, int(clock.waited_ms), True
+    return _IntentCommit(ops, intent, start, start_location).run()
+
+
+@dataclass(frozen=True)
+class _Handed:
+    """This append, committed by a lock holder's group commit: where to read the table."""
+
+    location: str | None  # None: ask the catalog
+    metadata: TableMetadata | None = None
+
+
+@dataclass(frozen=True)
+class _Swapped:
+    outcome: object
+    metadata: TableMetadata
+    location: str
+    batch: Batch | None
+
+
+class _IntentCommit:
+    """The state one operation's commit attempts share."""
+
+    def __init__(
+        self,
+        ops: TableOperations,
+        intent: Intent,
+        start: TableMetadata | None,
+        start_location: str | None,
+    ) -> None:
+        self.ops = ops
+        self.intent = intent
+        self.start = start
+        if start is not None and start_location is not None:
+            self.base, self.base_location = start, start_location
+        else:
+            self.base, self.base_location = ops.refresh()
+        policy = RetryPolicy.from_properties(self.base.properties)
+        self.clock = _Clock(policy, unbounded_retries=intent.kind is OpKind.APPEND)
+        self.producer = SnapshotProducer(ops.io, intent, ops.manifest_cache)
+        self.window = _CommitWindow(ops.io, intent, ops.manifest_cache)
+        self.queue = queue_for(ops, intent, self.base.properties)
+        self.waiter: Waiter | None = None
+        self.attempt = 0
+        self.pending: list[str] = []  # this attempt's manifest lists and metadata file
+
+    def run(self) -> CommitResult:
+        ops = self.ops
+        try:
+            self.producer.prepare(self.base)
+            while True:
+                self.attempt += 1
+                self.pending = []
+                result = self._attempt()
+                if result is not None:
+                    return result
+                if not self.clock.may_retry(self.attempt):
+                    raise RetriesExhausted(
+                        f"{ops.name}: lost the commit race {self.attempt} time(s) in "
+                        f"{int((time.monotonic() - self.clock.start) * 1000)} ms; raise "
+                        f"{P.COMMIT_NUM_RETRIES} or {P.COMMIT_TOTAL_RETRY_TIME_MS} for this table"
                     )
-                window.validate(start or base, base)
-                extra = {ATTEMPTS_KEY: str(attempt), WAIT_MS_KEY: str(int(clock.waited_ms))}
-                produced = producer.produce(base, attempt=attempt, extra_summary=extra)
-                pending.extend(produced.attempt_files)
-                new = apply(base, list(produced.updates), base_location=base_location)
-                new_location = new_metadata_location(base.location, base_location, new.properties)
-                pending.append(new_location)
-                write_metadata(ops.io, new_location, new)
-                _log_attempt(ops, intent, base, attempt, clock)
-                outcome = _swap(ops, base_location, new_location, intent.snapshot_id)
-                if lock is not None and outcome is _Outcome.COMMITTED:
-                    lock.publish(new_location)
-            if outcome is _Outcome.COMMITTED:
-                ops.committed(new_location, new)
-                _after_commit(ops.io, base, base_location, new, producer)
-                return CommitResult(
-                    new, new_location, intent.snapshot_id, attempt, int(clock.waited_ms)
+                self.clock.wait(self.attempt)
+                self.base, self.base_location = ops.refresh()
+        except CommitStateUnknown:
+            raise  # may have landed: delete nothing
+        except BaseException:
+            # Definitely not committed (conflict, exhausted retries, a failed write, an error
+            # before the swap): every file this operation wrote goes, data files included,
+            # unless a lock holder took this append to commit it.
+            ours = [*intent_files(self.intent), *self.producer.written]
+            if self.waiter is not None and not self.waiter.may_delete_files():
+                ours = []
+            _delete(ops.io, [*ours, *self.pending])
+            raise
+        finally:
+            if self.waiter is not None:
+                self.waiter.close()
+
+    def _attempt(self) -> CommitResult | None:
+        """One attempt; ``None`` when it did not land and may be retried."""
+        ops = self.ops
+        if self.queue is not None and self.attempt == 1:
+            self.waiter = Waiter(self.queue, self.producer, self.base)
+        on_wait = self.waiter.enqueue if self.waiter is not None and self.attempt == 1 else None
+        with ops.commit_lock(self.base.properties, on_wait=on_wait) as lock:
+            handed = self._settle(lock)
+            if handed is None:
+                swapped = self._build_and_swap(lock)
+        if handed is not None:
+            return self._handed_result(handed)
+        if isinstance(swapped, CommitResult):
+            return swapped
+        if swapped.outcome is _Outcome.COMMITTED:
+            new, new_location = swapped.metadata, swapped.location
+            ops.committed(new_location, new)
+            unused = self.producer.unused_manifests()
+            if swapped.batch is not None:
+                unused += swapped.batch.unused_manifests()
+            _after_commit(ops.io, self.base, self.base_location, new, unused)
+            return CommitResult(
+                new, new_location, self.intent.snapshot_id, self.attempt, int(self.clock.waited_ms)
+            )
+        if swapped.outcome is _Outcome.LOST:
+            _delete(ops.io, self.pending)
+        # UNKNOWN_NOT_LANDED: this attempt's files are kept (orphan removal takes them)
+        self.pending = []
+        return None
+
+    def _settle(self, lock: Hold | None) -> _Handed | None:
+        """Where the attempt starts once the lock is had (or not, after its timeout).
+
+        ``None``: commit, on a fresh base when the lock is held. Otherwise a lock holder
+        committed this append (it was queued while the lock was busy)."""
+        state = self.waiter.settle() if self.waiter is not None and self.attempt == 1 else None
+        if state is None:  # not queued, or withdrawn: commit on our own
+            if lock is not None:  # writers that take the lock wait here, not losing swaps
+                hint = lock.hint() if self.attempt == 1 else None
+                self.base, self.base_location = _fresh(
+                    self.ops, self.base, self.base_location, hint
                 )
-            if outcome is _Outcome.LOST:
-                _delete(ops.io, pending)
-            # UNKNOWN_NOT_LANDED: this attempt's files are kept (orphan removal takes them)
-            pending = []
-            if not clock.may_retry(attempt):
-                raise RetriesExhausted(
-                    f"{ops.name}: lost the commit race {attempt} time(s) in "
-                    f"{int((time.monotonic() - clock.start) * 1000)} ms; raise "
-                    f"{P.COMMIT_NUM_RETRIES} or {P.COMMIT_TOTAL_RETRY_TIME_MS} for this table"
+            return None
+        hint = lock.hint() if lock is not None else None
+        if state is TicketState.CLAIMED and lock is None:  # its holder may still be at work
+            state, hint = self._wait_for_holder()
+        if state is TicketState.DONE:
+            return _Handed(hint)
+        # Claimed, and the holder finished without saying it landed (it lost its swap, failed
+        # or died): the table tells.
+        self.base, self.base_location = self.ops.refresh()
+        if self.base.has_snapshot(self.intent.snapshot_id):
+            return _Handed(self.base_location, self.base)
+        assert self.waiter is not None
+        self.waiter.close()
+        return None
+
+    def _wait_for_holder(self) -> tuple[TicketState, str | None]:
+        """Wait for the lock holder that claimed this append to finish."""
+        assert self.waiter is not None
+        elapsed_ms = (time.monotonic() - self.clock.start) * 1000
+        timeout_s = max(0.0, self.clock.policy.total_timeout_ms - elapsed_ms) / 1000
+        with self.ops.commit_lock(self.base.properties, timeout_s=timeout_s) as lock:
+            if lock is None:
+                raise CommitStateUnknown(
+                    f"{self.ops.name}: append {self.intent.snapshot_id} was taken into another "
+                    f"writer's group commit, which had not finished after {timeout_s:.0f} s; "
+                    f"check whether snapshot {self.intent.snapshot_id} is in the table"
                 )
-            clock.wait(attempt)
-            base, base_location = ops.refresh()
-    except CommitStateUnknown:
-        raise  # may have landed: delete nothing
-    except BaseException:
-        # Definitely not committed (conflict, exhausted retries, a failed write, an error
-        # before the swap): every file this operation wrote goes, data files included.
-        _delete(ops.io, [*intent_files(intent), *producer.written, *pending])
-        raise
+            return self.waiter.settle() or TicketState.CLAIMED, lock.hint()
+
+    def _handed_result(self, handed: _Handed) -> CommitResult:
+        ops, snapshot_id = self.ops, self.intent.snapshot_id
+        metadata, location = handed.metadata, handed.location
+        if metadata is None:
+            location = location or ops.current_location()
+            metadata = _load_or_none(ops, location)
+            if metadata is None or not metadata.has_snapshot(snapshot_id):
+                # e.g. a stale hint; the commit landed all the same (the holder said so)
+                metadata, location = ops.refresh()
+        assert location is not None
+        log.debug(
+            "append committed by the commit lock's holder",
+            extra={"table": ops.name, "snapshot_id": snapshot_id, "location": location},
+        )
+        return CommitResult(metadata, location, snapshot_id, 1, int(self.clock.waited_ms))
+
+    def _build_and_swap(self, lock: Hold | None) -> _Swapped | CommitResult:
+        ops, intent, base, base_location = self.ops, self.intent, self.base, self.base_location
+        already = _already_committed(intent, base)
+        if already is not None:
+            _delete(ops.io, intent_files(intent) + self.producer.written)
+            return CommitResult(
+                base, base_location, already, self.attempt, int(self.clock.waited_ms), True
+            )
+        self.window.validate(self.start or base, base)
+        extra = {ATTEMPTS_KEY: str(self.attempt), WAIT_MS_KEY: str(int(self.clock.waited_ms))}
+        produced = self.producer.produce(base, attempt=self.attempt, extra_summary=extra)
+        self.pending.extend(produced.attempt_files)
+        new = apply(base, list(produced.updates), base_location=base_location)
+        batch = None
+        if lock is not None and self.queue is not None:  # commit the appends queued behind us
+            batch = drain(ops, self.queue, base=base, head=new)
+            self.pending.extend(batch.files)
+            new = batch.metadata
+        new_location = new_metadata_location(base.location, base_location, new.properties)
+        self.pending.append(new_location)
+        write_metadata(ops.io, new_location, new)
+        _log_attempt(ops, intent, base, self.attempt, self.clock)
+        outcome = _swap(ops, base_location, new_location, intent.snapshot_id)
+        if outcome is _Outcome.COMMITTED:
+            if batch is not None:
+                batch.landed()
+            if lock is not None:
+                lock.publish(new_location)
+        return _Swapped(outcome, new, new_location, batch)
+
+
+def _load_or_none(ops: TableOperations, location: str) -> TableMetadata | None:
+    try:
+        return ops.load(location)
+    except LakecatError as exc:
+        log.debug("could not read %s (%s); asking the catalog", location, exc)
+        return None
 
 
 def commit_updates(
@@ -468,10 +622,10 @@ def _after_commit(
     base: TableMetadata,
     base_location: str,
     new: TableMetadata,
-    producer: SnapshotProducer,
+    unused_manifests: Sequence[str],
 ) -> None:
     try:
-        _delete(io, producer.unused_manifests())
+        _delete(io, unused_manifests)
         _prune_metadata_files(io, base, base_location, new)
     except LakecatError as exc:  # the commit has landed; cleanup must not change that
         log.warning("post-commit cleanup failed: %s", exc)

@@ -40,11 +40,13 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
+
+from lakecat.catalog.commit_queue import FileCommitQueue
 
 log = logging.getLogger("lakecat.commit")
 
@@ -94,10 +96,23 @@ class _FileHold(Hold):
 _MAX_HINT_BYTES = 8192
 
 
+OnWait = Callable[[], None]
+
+
 class CommitLock(Protocol):
-    def hold(self, key: str, timeout_s: float) -> contextlib.AbstractContextManager[Hold | None]:
+    def hold(
+        self, key: str, timeout_s: float, *, on_wait: OnWait | None = None
+    ) -> contextlib.AbstractContextManager[Hold | None]:
         """Hold the lock for ``key`` while the block runs; the value is the :class:`Hold`, or
-        ``None`` when not held (after ``timeout_s``: the block runs anyway, unlocked)."""
+        ``None`` when not held (after ``timeout_s``: the block runs anyway, unlocked).
+
+        ``on_wait`` runs once, before waiting, if the lock is busy (a waiter queues its commit
+        for the holder there: :mod:`lakecat.catalog.group_commit`)."""
+        ...
+
+    def queue(self, key: str) -> FileCommitQueue | None:
+        """The group-commit queue of ``key`` (:mod:`lakecat.catalog.commit_queue`), if this
+        kind of lock has one."""
         ...
 
 
@@ -135,9 +150,17 @@ class FileLock:
     def __init__(self, folder: str) -> None:
         self.folder = folder
 
+    def _stem(self, key: str) -> str:
+        return os.path.join(self.folder, f"{lock_id(key) & (2**64 - 1):016x}")
+
+    def queue(self, key: str) -> FileCommitQueue:
+        return FileCommitQueue(self._stem(key) + ".queue")
+
     @contextlib.contextmanager
-    def hold(self, key: str, timeout_s: float) -> Iterator[Hold | None]:
-        path = os.path.join(self.folder, f"{lock_id(key) & (2**64 - 1):016x}.lock")
+    def hold(
+        self, key: str, timeout_s: float, *, on_wait: OnWait | None = None
+    ) -> Iterator[Hold | None]:
+        path = self._stem(key) + ".lock"
         try:
             os.makedirs(self.folder, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -150,13 +173,15 @@ class FileLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
+            if on_wait is not None:
+                on_wait()
             locked = _FlockWaiter(path).wait(timeout_s)
         except OSError as exc:
             os.close(fd)
             log.debug("commit lock unavailable (%s); committing without it", exc)
             locked = None
         if locked is None:
-            log.debug("commit lock %s not held after %.1f s; committing without it", key, timeout_s)
+            log.debug("commit lock %s not held (timeout %.1f s)", key, timeout_s)
         try:
             yield None if locked is None else _FileHold(locked)
         finally:
@@ -211,8 +236,13 @@ class PostgresAdvisoryLock:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
+    def queue(self, key: str) -> None:
+        return None  # machines share this lock but not a folder: no group commit
+
     @contextlib.contextmanager
-    def hold(self, key: str, timeout_s: float) -> Iterator[Hold | None]:
+    def hold(
+        self, key: str, timeout_s: float, *, on_wait: OnWait | None = None
+    ) -> Iterator[Hold | None]:
         ident = lock_id(f"lakecat-commit:{key}")
         try:
             connection = self.engine.connect()
@@ -254,8 +284,13 @@ class ProcessLock:
     _guard = threading.Lock()
     _locks: dict[str, threading.Lock] = {}
 
+    def queue(self, key: str) -> None:
+        return None
+
     @contextlib.contextmanager
-    def hold(self, key: str, timeout_s: float) -> Iterator[Hold | None]:
+    def hold(
+        self, key: str, timeout_s: float, *, on_wait: OnWait | None = None
+    ) -> Iterator[Hold | None]:
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         held = lock.acquire(timeout=timeout_s)

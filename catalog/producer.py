@@ -67,6 +67,21 @@ class Produced:
     attempt_files: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class PreparedAppend:
+    """A blind append ready to commit on any base: what a group commit's lock holder needs to
+    commit it for the writer that prepared it (:mod:`lakecat.catalog.group_commit`).
+
+    ``manifests`` list the new data files and are written; ``change_summary`` holds the
+    snapshot summary's own counts (added files, records, size, changed partitions)."""
+
+    snapshot_id: int
+    branch: str
+    manifests: tuple[ManifestFile, ...]
+    change_summary: tuple[tuple[str, str], ...]
+    extra_summary: tuple[tuple[str, str], ...] = ()
+
+
 @dataclass
 class SnapshotProducer:
     """Writes manifests and manifest lists for one intent, across commit attempts."""
@@ -74,6 +89,8 @@ class SnapshotProducer:
     io: FileIO
     intent: Intent
     manifests: ManifestCache = field(default_factory=NoCache)
+    # another writer's append, committed by this one: its manifests are written already
+    prepared: PreparedAppend | None = None
     commit_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
     _manifest_count: int = 0
     _new_manifests: dict[int, ManifestFile] = field(default_factory=dict)
@@ -95,7 +112,7 @@ class SnapshotProducer:
         )
 
         kept, rewritten = self._remove_files(base, base_manifests)
-        new = self._write_new_manifests(base)
+        new = list(self.prepared.manifests) if self.prepared else self._write_new_manifests(base)
         manifests = new + rewritten + kept
         if P.get_bool(base.properties, P.MANIFEST_MERGE_ENABLED, P.MANIFEST_MERGE_ENABLED_DEFAULT):
             manifests = self._merge(base, manifests, first_new={m.manifest_path for m in new})
@@ -150,6 +167,31 @@ class SnapshotProducer:
         """Write what no base changes (the manifests of the new data files) ahead of the
         first attempt, so that it is not done while holding the commit lock."""
         self._write_new_manifests(base)
+
+    def prepared_append(self, base: TableMetadata) -> PreparedAppend:
+        """This blind append, ready for another writer to commit (see :class:`PreparedAppend`)."""
+        if self.intent.kind is not OpKind.APPEND or self.intent.app_id is not None:
+            raise ValueError("only blind appends without an application id can be handed over")
+        return PreparedAppend(
+            snapshot_id=self.intent.snapshot_id,
+            branch=self.intent.branch,
+            manifests=tuple(self._write_new_manifests(base)),
+            change_summary=tuple(self._change_summary().items()),
+            extra_summary=self.intent.extra_summary,
+        )
+
+    @classmethod
+    def for_prepared(
+        cls, io: FileIO, prepared: PreparedAppend, manifests: ManifestCache
+    ) -> SnapshotProducer:
+        """A producer committing another writer's prepared append."""
+        intent = Intent(
+            OpKind.APPEND,
+            snapshot_id=prepared.snapshot_id,
+            branch=prepared.branch,
+            extra_summary=prepared.extra_summary,
+        )
+        return cls(io, intent, manifests, prepared=prepared)
 
     def unused_manifests(self) -> list[str]:
         """Manifests written by any attempt that the latest manifest list does not use."""
@@ -283,20 +325,7 @@ class SnapshotProducer:
 
     def _summary(self, parent: Snapshot | None, extra: dict[str, str]) -> dict[str, str]:
         intent = self.intent
-        added = intent.added_files
-        removed = intent.removed_files
-        s: dict[str, str] = {}
-        if added:
-            s["added-data-files"] = str(len(added))
-            s["added-records"] = str(sum(f.record_count for f in added))
-            s["added-files-size"] = str(sum(f.file_size_in_bytes for f in added))
-        if removed:
-            s["deleted-data-files"] = str(len(removed))
-            s["deleted-records"] = str(sum(f.record_count for f in removed))
-            s["removed-files-size"] = str(sum(f.file_size_in_bytes for f in removed))
-        s["changed-partition-count"] = str(
-            len({(f.spec_id, f.partition) for f in (*added, *removed)})
-        )
+        s = dict(self.prepared.change_summary) if self.prepared else self._change_summary()
         prev = parent.summary if parent else {}
         for total, plus, minus in (
             ("total-records", "added-records", "deleted-records"),
@@ -320,6 +349,25 @@ class SnapshotProducer:
             s[APP_VERSION_KEY] = str(intent.app_version)
         s.update(dict(intent.extra_summary))
         s.update(extra)
+        return s
+
+    def _change_summary(self) -> dict[str, str]:
+        """The summary's counts of this operation's own change."""
+        intent = self.intent
+        added = intent.added_files
+        removed = intent.removed_files
+        s: dict[str, str] = {}
+        if added:
+            s["added-data-files"] = str(len(added))
+            s["added-records"] = str(sum(f.record_count for f in added))
+            s["added-files-size"] = str(sum(f.file_size_in_bytes for f in added))
+        if removed:
+            s["deleted-data-files"] = str(len(removed))
+            s["deleted-records"] = str(sum(f.record_count for f in removed))
+            s["removed-files-size"] = str(sum(f.file_size_in_bytes for f in removed))
+        s["changed-partition-count"] = str(
+            len({(f.spec_id, f.partition) for f in (*added, *removed)})
+        )
         return s
 
 

@@ -17,6 +17,8 @@ COMMIT_LOCK_ENABLED = "commit.lock.enabled"  # lakecat's advisory commit lock
 COMMIT_LOCK_ENABLED_DEFAULT = True
 COMMIT_LOCK_ACQUIRE_TIMEOUT_MS = "commit.lock.acquire-timeout-ms"
 COMMIT_LOCK_ACQUIRE_TIMEOUT_MS_DEFAULT = 5_000
+GROUP_COMMIT_ENABLED = "commit.group-commit.enabled"  # lock holders commit queued appends
+GROUP_COMMIT_ENABLED_DEFAULT = True
 
 # --- manifest merging ---------------------------------------------------------------------
 MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"

@@ -90,8 +90,8 @@ def test_the_new_files_manifest_is_written_before_the_commit_lock_is_taken(
     original_write = producer_module.write_manifest
 
     @contextlib.contextmanager
-    def commit_lock(self: _TableOps, properties: Any) -> Iterator[bool]:
-        with original_lock(self, properties) as held:
+    def commit_lock(self: _TableOps, properties: Any, **kwargs: Any) -> Iterator[bool]:
+        with original_lock(self, properties, **kwargs) as held:
             events.append("locked")
             yield held
             events.append("released")

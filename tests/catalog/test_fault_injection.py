@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 import pyarrow as pa
 import pytest
@@ -96,8 +96,13 @@ class FaultyOps:
     def committed(self, location: str, metadata: TableMetadata) -> None:
         self.inner.committed(location, metadata)  # type: ignore[attr-defined]
 
-    def commit_lock(self, properties: Mapping[str, str]) -> AbstractContextManager[bool]:
-        return self.inner.commit_lock(properties)  # type: ignore[attr-defined,no-any-return]
+    def commit_lock(
+        self, properties: Mapping[str, str], **kwargs: Any
+    ) -> AbstractContextManager[bool]:
+        return self.inner.commit_lock(properties, **kwargs)  # type: ignore[attr-defined,no-any-return]
+
+    def commit_queue(self, properties: Mapping[str, str]) -> Any:
+        return self.inner.commit_queue(properties)  # type: ignore[attr-defined]
 
     def swap(self, *, expected: str, new: str) -> None:
         mode, self.mode = self.mode, ""
