@@ -26,7 +26,9 @@ location the lock's previous holder committed, when the lock carries that hint),
 writers queue for milliseconds instead of losing the swap and redoing the attempt. What does
 not depend on the base (the new data files' manifests) is written before the lock is taken.
 The lock decides nothing: the swap alone does, and a writer without the lock is as safe as one
-with it.
+with it. A blind append that finds the lock busy queues itself for the holder instead, which
+commits it as its own snapshot in the holder's metadata version (a group commit,
+:mod:`lakecat.catalog.group_commit`); the queued writer settles when it gets the lock.
 
 Nothing fallible that could change the outcome runs after a successful swap: cleanup of
 superseded files is best effort and only logged.

@@ -16,7 +16,8 @@ lock, so its writers share one machine):
   Whatever else happens (a lost swap, an error, a crash) leaves it ``.claimed``, and its owner,
   unable to tell, looks for its snapshot id in the table before committing on its own.
 * **Settle**: the owner reads the state when it holds the lock (the holder has finished
-  then) and removes its file.
+  then) and removes its file. A later holder removes files left by owners that died while
+  settling, once they are a minute old.
 
 Nothing here decides a commit: the catalog's compare-and-swap still does, and a snapshot id is
 committed at most once because whoever commits it checks that the base does not hold it yet.
@@ -30,13 +31,14 @@ import fcntl
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 log = logging.getLogger("lakecat.commit")
 
 _REQ, _CLAIMED, _DONE = ".req", ".claimed", ".done"
 MAX_REQUEST_BYTES = 64 * 1024 * 1024  # a request lists manifests, not data files
+_TIDY_AFTER_NS = 60 * 1_000_000_000
 
 
 class TicketState(enum.Enum):
@@ -136,9 +138,11 @@ class FileCommitQueue:
 
         A request whose owner is gone is removed instead."""
         try:
-            names = sorted(n for n in os.listdir(self.folder) if n.endswith(_REQ))
+            listed = os.listdir(self.folder)
         except FileNotFoundError:
             return []
+        names = sorted(n for n in listed if n.endswith(_REQ))
+        self._tidy(n for n in listed if n.endswith((_CLAIMED, _DONE)))
         claims: list[Claim] = []
         for name in names:
             if len(claims) >= limit:
@@ -147,6 +151,24 @@ class FileCommitQueue:
             if claim is not None:
                 claims.append(claim)
         return claims
+
+    def _tidy(self, names: Iterable[str]) -> None:
+        """Remove settled requests left by writers that died before removing them."""
+        cutoff = time.time_ns() - _TIDY_AFTER_NS
+        for name in names:
+            try:
+                queued_at = int(name.split("-", 1)[0])
+            except ValueError:
+                continue
+            if queued_at > cutoff:
+                continue  # its writer is most likely settling it right now
+            path = os.path.join(self.folder, name)
+            try:
+                with _open(path) as fd:
+                    if _owner_gone(fd):
+                        os.unlink(path)
+            except OSError:
+                continue
 
     def _claim(self, path: str) -> Claim | None:
         claimed = path[: -len(_REQ)] + _CLAIMED

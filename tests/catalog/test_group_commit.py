@@ -4,6 +4,7 @@ the writer committing on its own, and nothing is committed twice or for a writer
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import subprocess
@@ -65,6 +66,10 @@ def _queued(queue: FileCommitQueue) -> list[str]:
     return sorted(n for n in os.listdir(queue.folder) if not n.startswith("."))
 
 
+def _requests(queue: FileCommitQueue) -> list[str]:
+    return [n for n in _queued(queue) if n.endswith(".req")]
+
+
 def _hold_lock(catalog: Catalog) -> AbstractContextManager[Any]:
     return _ops(catalog).commit_lock({})  # type: ignore[no-any-return]
 
@@ -111,7 +116,7 @@ def _queue_behind_the_lock(lake: Catalog, writers: range) -> _Appenders:
     """Start writers while the test holds the lock; return once all have queued."""
     queue = _queue(lake)
     appenders = _Appenders(lake.uri, lake.warehouse, writers).start()
-    _wait_for(lambda: len(_queued(queue)) == len(writers), "the writers to queue")
+    _wait_for(lambda: len(_requests(queue)) == len(writers), "the writers to queue")
     return appenders
 
 
@@ -263,7 +268,7 @@ def test_the_queued_append_of_a_writer_that_died_is_dropped(lake: Catalog, tmp_p
     with _hold_lock(lake):
         proc = subprocess.Popen([sys.executable, str(script), lake.uri, lake.warehouse])
         try:
-            _wait_for(lambda: len(_queued(queue)) == 1, "the writer to queue", timeout_s=120)
+            _wait_for(lambda: len(_requests(queue)) == 1, "the writer to queue", timeout_s=120)
         finally:
             proc.kill()
             proc.wait()
@@ -339,3 +344,21 @@ def test_a_request_round_trips_through_its_wire_form() -> None:
         decode(b"not json")
     with pytest.raises(ValueError):
         decode(encode(prepared).replace(b'"content": 0', b'"content": 9'))
+
+
+def test_a_holder_tidies_settled_requests_of_writers_that_died(lake: Catalog) -> None:
+    queue = _queue(lake)
+    os.makedirs(queue.folder, exist_ok=True)
+    old = time.time_ns() - 120 * 1_000_000_000
+    dead = os.path.join(queue.folder, f"{old:020d}-1.done")
+    alive = os.path.join(queue.folder, f"{old:020d}-2.claimed")
+    recent = os.path.join(queue.folder, f"{time.time_ns():020d}-3.done")
+    for path in (dead, alive, recent):
+        Path(path).write_bytes(b"{}")
+    fd = os.open(alive, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # its writer is still settling it
+        assert queue.claim(10) == []
+        assert _queued(queue) == sorted(os.path.basename(p) for p in (alive, recent))
+    finally:
+        os.close(fd)
