@@ -116,12 +116,7 @@ class Waiter:
 
     def may_delete_files(self) -> bool:
         """False while a holder may be committing this append's files."""
-        if self.ticket is None:
-            return True
-        if self.ticket.withdraw() is TicketState.WITHDRAWN:
-            self.close()
-            return True
-        return False
+        return self.settle() is None
 
     def close(self) -> None:
         if self.ticket is not None:
@@ -168,18 +163,15 @@ def drain(
         extra = {ATTEMPTS_KEY: "1", WAIT_MS_KEY: "0"}  # queued on its first attempt
         try:
             produced = producer.produce(batch.metadata, attempt=1, extra_summary=extra)
+            batch.files.extend(produced.attempt_files)
+            batch.metadata = apply(batch.metadata, list(produced.updates))
         except LakecatError as exc:
             # Left claimed: its owner looks for it in the table, then commits it itself and
             # meets the same error, if any, as its own.
             log.warning("could not commit queued append %s: %s", prepared.snapshot_id, exc)
+            continue
+        finally:
             batch.files.extend(producer.written)
-            continue
-        batch.files.extend([*producer.written, *produced.attempt_files])
-        try:
-            batch.metadata = apply(batch.metadata, list(produced.updates))
-        except LakecatError as exc:
-            log.warning("could not commit queued append %s: %s", prepared.snapshot_id, exc)
-            continue
         batch.claims.append(claim)
         batch.producers.append(producer)
     if batch.claims:
