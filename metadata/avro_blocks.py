@@ -19,6 +19,7 @@ size (zig-zag varints), the rows' bytes, and the sync marker again.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import zlib
@@ -48,10 +49,15 @@ def container(parsed_schema: Any, metadata: dict[str, str], rows: list[bytes]) -
         for text in (key.encode(), value.encode()):
             parts += (_long(len(text)), text)
     parts += (_long(0), sync)
-    one = _long(1)
     for row in rows:
-        parts += (one, _long(len(row)), row, sync)
+        parts += (_one_row_block(len(row)), row, sync)
     return b"".join(parts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _one_row_block(size: int) -> bytes:
+    """The start of a block holding one row of ``size`` bytes: its count and its size."""
+    return _long(1) + _long(size)
 
 
 def _schema_json(parsed_schema: Any) -> str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from lakecat.metadata.datafile import ManifestEntry, ManifestFile
@@ -45,23 +44,30 @@ DEFAULT_MAX_ENTRIES = 200_000
 _ManifestKey = tuple[str, int, int, int, int]
 
 
-@dataclass(frozen=True, slots=True)
 class ManifestList:
     """A snapshot's manifest list: its rows, and each row's partition summaries (None for a
-    row without them) to evaluate filters on without decoding the bounds again."""
+    row without them) to evaluate filters on without decoding the bounds again. The
+    summaries are made on first use: a commit that writes a list and never scans it does
+    not pay for them."""
 
-    manifests: tuple[ManifestFile, ...]
-    summaries: tuple[PartitionSummaries | None, ...]
+    __slots__ = ("_summaries", "manifests")
+
+    def __init__(self, manifests: tuple[ManifestFile, ...]) -> None:
+        self.manifests = manifests
+        self._summaries: tuple[PartitionSummaries | None, ...] | None = None
 
     @staticmethod
     def of(manifests: Sequence[ManifestFile]) -> ManifestList:
-        return ManifestList(
-            tuple(manifests),
-            tuple(
+        return ManifestList(tuple(manifests))
+
+    @property
+    def summaries(self) -> tuple[PartitionSummaries | None, ...]:
+        if self._summaries is None:  # pure: a race between threads only makes them twice
+            self._summaries = tuple(
                 None if m.partitions is None else PartitionSummaries(m.partitions)
-                for m in manifests
-            ),
-        )
+                for m in self.manifests
+            )
+        return self._summaries
 
 
 class _Complete:

@@ -128,19 +128,9 @@ def known_snapshots(
     head = _head(head_values)
     if not data.startswith(head):
         return None
-    pos, count = len(head), 0
-    for snapshot in previous.snapshots:
-        text = snapshot.json_bytes()  # a whole JSON object: a match is that same snapshot
-        if not data.startswith(text, pos):
-            break
-        end = pos + len(text)
-        separator = data[end : end + 1]
-        if separator == b"]":
-            count, pos = count + 1, end
-            break
-        if separator != b",":
-            break
-        count, pos = count + 1, end + 1
+    count, pos = _all_known(data, len(head), previous.snapshots)
+    if count == 0:
+        count, pos = _known_prefix(data, len(head), previous.snapshots)
     if count == 0:
         return None
     try:
@@ -151,6 +141,39 @@ def known_snapshots(
         return None  # repeated keys: let the full parse decide which one counts
     rest.update(head_values)
     return previous.snapshots[:count], rest
+
+
+def _all_known(data: bytes, pos: int, snapshots: tuple[Snapshot, ...]) -> tuple[int, int]:
+    """(count, position after them) when ``data`` continues at ``pos`` with all of
+    ``snapshots`` and then ``,`` or ``]`` (a table's next version, nothing expired): one
+    comparison instead of one per snapshot. (0, ``pos``) otherwise."""
+    joined = b",".join([s.json_bytes() for s in snapshots])
+    if data.startswith(joined, pos):
+        end = pos + len(joined)
+        separator = data[end : end + 1]
+        if separator == b"]":
+            return len(snapshots), end
+        if separator == b",":
+            return len(snapshots), end + 1
+    return 0, pos
+
+
+def _known_prefix(data: bytes, pos: int, snapshots: tuple[Snapshot, ...]) -> tuple[int, int]:
+    """(count, position after them) of the leading ``snapshots`` that ``data`` repeats from
+    ``pos`` on, each followed by ``,`` or ``]``: one by one (e.g. after expiry)."""
+    count = 0
+    for snapshot in snapshots:
+        text = snapshot.json_bytes()  # a whole JSON object: a match is that same snapshot
+        if not data.startswith(text, pos):
+            break
+        end = pos + len(text)
+        separator = data[end : end + 1]
+        if separator == b"]":
+            return count + 1, end
+        if separator != b",":
+            break
+        count, pos = count + 1, end + 1
+    return count, pos
 
 
 class _GzipCache:

@@ -695,6 +695,25 @@ def test_the_shared_prefix_is_skipped_only_when_every_byte_matches() -> None:
         assert parse_metadata(data, previous=previous) == parse_metadata(data)
 
 
+def test_a_version_without_the_previous_versions_last_snapshots_reuses_those_it_shares() -> None:
+    base = _metadata()
+    previous = _with_snapshots(base, 10)
+    # snapshots 9 and 10 gone (e.g. a rolled-back branch expired), 11 and 12 added
+    kept = _with_snapshots(base, 8).snapshots
+    added = tuple(dataclasses.replace(s) for s in _with_snapshots(base, 2, first=11).snapshots)
+    newer = dataclasses.replace(previous, snapshots=kept + added, last_sequence_number=13)
+    data = serialize_metadata(newer)
+    found = metadata_json.known_snapshots(data, previous)
+    assert found is not None and found[0] == previous.snapshots[:8]
+    assert all(a is b for a, b in zip(found[0], previous.snapshots, strict=False))
+    assert [s["snapshot-id"] for s in found[1]["snapshots"]] == [11, 12]
+    assert parse_metadata(data, previous=previous) == parse_metadata(data) == newer
+    # the same file with nothing new after the shared snapshots
+    data = serialize_metadata(dataclasses.replace(previous, snapshots=kept))
+    found = metadata_json.known_snapshots(data, previous)
+    assert found is not None and len(found[0]) == 8 and found[1]["snapshots"] == []
+
+
 def test_a_repeated_key_after_the_shared_prefix_is_read_as_a_full_parse_reads_it() -> None:
     base = _metadata()
     previous = _with_snapshots(base, 3)
