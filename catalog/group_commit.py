@@ -149,12 +149,32 @@ def drain(
     """Claim the queued appends and apply each, as its own snapshot, on top of ``head`` (the
     holder's own new metadata, built on ``base``, the committed version)."""
     batch = Batch(head)
-    for claim in queue.claim(MAX_GROUP):
+    taken = 0
+    while taken < MAX_GROUP:
+        # those queued now, then those that came while these were applied
+        claims = queue.claim(MAX_GROUP - taken)
+        taken += len(claims)
+        if not claims or not _apply_claims(ops, claims, base, batch):
+            break
+    if batch.claims:
+        log.debug(
+            "group commit",
+            extra={"snapshot_ids": [p.intent.snapshot_id for p in batch.producers]},
+        )
+    return batch
+
+
+def _apply_claims(ops: QueueOwner, claims: list[Claim], base: TableMetadata, batch: Batch) -> bool:
+    """Apply each claimed append on top of ``batch``; False if one went back to its owner
+    (claiming again would find it again)."""
+    gave_back = False
+    for claim in claims:
         try:
             prepared = decode(claim.payload)
         except ValueError as exc:  # e.g. a request of another lakecat version
             log.info("leaving a queued commit request to its writer: %s", exc)
             claim.give_back()
+            gave_back = True
             continue
         if base.has_snapshot(prepared.snapshot_id):
             claim.done()  # committed already (by its owner, after a lost hand-over)
@@ -174,12 +194,7 @@ def drain(
             batch.files.extend(producer.written)
         batch.claims.append(claim)
         batch.producers.append(producer)
-    if batch.claims:
-        log.debug(
-            "group commit",
-            extra={"snapshot_ids": [p.intent.snapshot_id for p in batch.producers]},
-        )
-    return batch
+    return not gave_back
 
 
 # ---- the request's wire form ----------------------------------------------------------------

@@ -212,6 +212,54 @@ def test_writers_whose_holder_landed_them_without_saying_so_do_not_commit_twice(
     assert _writers_in(table) == [1, 2]
 
 
+def _counting_claims(
+    queue: FileCommitQueue, after_first: Callable[[], None] = lambda: None
+) -> list[int]:
+    """Record how many requests each ``queue.claim`` call takes; run ``after_first`` once
+    the first call has taken its requests."""
+    counts: list[int] = []
+    claim = queue.claim
+
+    def counting(limit: int) -> Any:
+        found = claim(limit)
+        counts.append(len(found))
+        if len(counts) == 1:
+            after_first()
+        return found
+
+    queue.claim = counting  # type: ignore[method-assign]
+    return counts
+
+
+def test_a_holder_also_commits_appends_queued_while_it_applied_the_first_ones(
+    lake: Catalog,
+) -> None:
+    queue = _queue(lake)
+    with _hold_lock(lake):
+        appenders = _queue_behind_the_lock(lake, range(1, 3))
+        late = _Appenders(lake.uri, lake.warehouse, range(3, 4))
+
+        def late_arrival() -> None:
+            late.start()
+            _wait_for(lambda: len(_requests(queue)) == 1, "the late writer to queue")
+
+        claims = _counting_claims(queue, after_first=late_arrival)
+        ops = _ops(lake)
+        base, base_location = ops.refresh()
+        batch = drain(ops, queue, base=base, head=base)
+        assert claims == [2, 1, 0]  # looked again until the queue was empty
+        assert len(batch.claims) == 3
+        new_location = new_metadata_location(base.location, base_location, base.properties)
+        write_metadata(ops.io, new_location, batch.metadata)
+        ops.swap(expected=base_location, new=new_location)
+        batch.landed()
+    results = {**appenders.join(), **late.join()}
+    table = lake.load_table("db.t")
+    assert table.metadata_location == new_location  # all three in the one version
+    assert {r.snapshot_id for r in results.values()} == {s.snapshot_id for s in table.snapshots()}
+    assert _writers_in(table) == [1, 2, 3]
+
+
 def test_a_claimed_writer_waits_past_the_lock_timeout_for_its_holder(lake: Catalog) -> None:
     """Without the lock after its timeout, a writer whose request a holder has taken must not
     commit it too: it waits for that holder to finish, then takes its word."""
@@ -305,8 +353,10 @@ def test_a_request_the_holder_cannot_read_goes_back_to_its_writer(lake: Catalog)
     assert ticket is not None
     ops = _ops(lake)
     base, _ = ops.refresh()
+    claims = _counting_claims(queue)
     batch = drain(ops, queue, base=base, head=base)
     assert batch.claims == [] and batch.metadata is base
+    assert claims == [1]  # not claimed again by the same holder
     assert ticket.withdraw() is TicketState.WITHDRAWN  # it was given back, still queued
     ticket.close()
 
