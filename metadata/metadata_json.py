@@ -160,7 +160,7 @@ def _all_known(data: bytes, pos: int, snapshots: tuple[Snapshot, ...]) -> tuple[
 
 def _known_prefix(data: bytes, pos: int, snapshots: tuple[Snapshot, ...]) -> tuple[int, int]:
     """(count, position after them) of the leading ``snapshots`` that ``data`` repeats from
-    ``pos`` on, each followed by ``,`` or ``]``: one by one (e.g. after expiry)."""
+    ``pos`` on, each followed by ``,`` or ``]``: one by one (when the later ones are gone)."""
     count = 0
     for snapshot in snapshots:
         text = snapshot.json_bytes()  # a whole JSON object: a match is that same snapshot
