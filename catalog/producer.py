@@ -239,13 +239,6 @@ class SnapshotProducer:
         """Split base manifests into kept ones and rewrites that mark removed files DELETED."""
         to_remove = self.intent.removed_paths
         snapshot_id = self.intent.snapshot_id
-        if not to_remove:  # e.g. an append: carry every manifest that still holds a live file
-            carried = [
-                m
-                for m in base_manifests
-                if m.live_files_count != 0 or m.added_snapshot_id == snapshot_id
-            ]
-            return carried, []
         kept: list[ManifestFile] = []
         rewritten: list[ManifestFile] = []
         found: set[str] = set()
