@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecat.catalog.commit_lock import CommitLock, Hold, OnWait, commit_lock_for
+from lakecat.catalog.commit_lock import CommitLock, Hold, WaitHooks, commit_lock_for
 from lakecat.catalog.commit_queue import FileCommitQueue
 from lakecat.catalog.identifiers import (
     namespace_to_string,
@@ -94,7 +94,7 @@ class _TableOps:
         self,
         properties: Mapping[str, str],
         *,
-        on_wait: OnWait | None = None,
+        hooks: WaitHooks | None = None,
         timeout_s: float | None = None,
     ) -> AbstractContextManager[Hold | None]:
         if not P.get_bool(properties, P.COMMIT_LOCK_ENABLED, P.COMMIT_LOCK_ENABLED_DEFAULT):
@@ -106,7 +106,7 @@ class _TableOps:
                 P.COMMIT_LOCK_ACQUIRE_TIMEOUT_MS_DEFAULT,
             )
             timeout_s = max(0, timeout_ms) / 1000
-        return self.lock.hold(self._lock_key, timeout_s, on_wait=on_wait)
+        return self.lock.hold(self._lock_key, timeout_s, hooks=hooks)
 
     def commit_queue(self, properties: Mapping[str, str]) -> FileCommitQueue | None:
         if not P.get_bool(properties, P.COMMIT_LOCK_ENABLED, P.COMMIT_LOCK_ENABLED_DEFAULT):

@@ -28,7 +28,8 @@ not depend on the base (the new data files' manifests) is written before the loc
 The lock decides nothing: the swap alone does, and a writer without the lock is as safe as one
 with it. A blind append that finds the lock busy queues itself for the holder instead, which
 commits it as its own snapshot in the holder's metadata version (a group commit,
-:mod:`lakecat.catalog.group_commit`); the queued writer settles when it gets the lock.
+:mod:`lakecat.catalog.group_commit`); the queued writer stops waiting as soon as the holder
+says it landed, and otherwise settles when it gets the lock.
 
 Nothing fallible that could change the outcome runs after a successful swap: cleanup of
 superseded files is best effort and only logged.
@@ -48,7 +49,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from lakecat.catalog.commit_lock import Hold, OnWait
+from lakecat.catalog.commit_lock import Hold, WaitHooks
 from lakecat.catalog.commit_queue import FileCommitQueue, TicketState
 from lakecat.catalog.conflicts import (
     ATTEMPTS_KEY,
@@ -123,11 +124,11 @@ class TableOperations(Protocol):
         self,
         properties: Mapping[str, str],
         *,
-        on_wait: OnWait | None = None,
+        hooks: WaitHooks | None = None,
         timeout_s: float | None = None,
     ) -> AbstractContextManager[Hold | None]:
         """The advisory commit lock (:mod:`lakecat.catalog.commit_lock`); yields the hold, or
-        None when not held. ``on_wait`` is as in ``CommitLock.hold``; ``timeout_s`` overrides
+        None when not held. ``hooks`` are as in ``CommitLock.hold``; ``timeout_s`` overrides
         ``commit.lock.acquire-timeout-ms``."""
         ...
 
@@ -291,8 +292,8 @@ class _IntentCommit:
         ops = self.ops
         if self.queue is not None and self.attempt == 1:
             self.waiter = Waiter(self.queue, self.producer, self.base)
-        on_wait = self.waiter.enqueue if self.waiter is not None and self.attempt == 1 else None
-        with ops.commit_lock(self.base.properties, on_wait=on_wait) as lock:
+        hooks = self.waiter if self.attempt == 1 else None
+        with ops.commit_lock(self.base.properties, hooks=hooks) as lock:
             handed = self._settle(lock)
             if handed is None:
                 swapped = self._build_and_swap(lock)
@@ -317,7 +318,8 @@ class _IntentCommit:
         return None
 
     def _settle(self, lock: Hold | None) -> _Handed | None:
-        """Where the attempt starts once the lock is had (or not, after its timeout).
+        """Where the attempt starts once the lock is had (or not: after its timeout, or when
+        the holder said it committed this append).
 
         ``None``: commit, on a fresh base when the lock is held. Otherwise a lock holder
         committed this append (it was queued while the lock was busy)."""
@@ -329,7 +331,8 @@ class _IntentCommit:
                     self.ops, self.base, self.base_location, hint
                 )
             return None
-        hint = lock.hint() if lock is not None else None
+        assert self.waiter is not None
+        hint = lock.hint() if lock is not None else self.waiter.location
         if state is TicketState.CLAIMED and lock is None:  # its holder may still be at work
             state, hint = self._wait_for_holder()
         if state is TicketState.DONE:
@@ -339,7 +342,6 @@ class _IntentCommit:
         self.base, self.base_location = self.ops.refresh()
         if self.base.has_snapshot(self.intent.snapshot_id):
             return _Handed(self.base_location, self.base)
-        assert self.waiter is not None
         self.waiter.close()
         return None
 
@@ -398,7 +400,7 @@ class _IntentCommit:
         outcome = _swap(ops, base_location, new_location, intent.snapshot_id)
         if outcome is _Outcome.COMMITTED:
             if batch is not None:
-                batch.landed()
+                batch.landed(new_location)
             if lock is not None:
                 lock.publish(new_location)
         return _Swapped(outcome, new, new_location, batch)

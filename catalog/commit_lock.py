@@ -40,13 +40,15 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from lakecat.catalog.commit_queue import FileCommitQueue
+from lakecat.catalog.commit_queue import FileCommitQueue, new_stem
+from lakecat.catalog.doorbell import RELEASED, SAFETY_POLL_S, hang
 
 log = logging.getLogger("lakecat.commit")
 
@@ -96,18 +98,29 @@ class _FileHold(Hold):
 _MAX_HINT_BYTES = 8192
 
 
-OnWait = Callable[[], None]
+class WaitHooks(Protocol):
+    """What a waiter does while the lock is busy (a queued append:
+    :class:`lakecat.catalog.group_commit.Waiter`)."""
+
+    def waiting(self, stem: str) -> None:
+        """Runs once, before waiting, with this waiter's name (a request queued for the holder
+        takes it: :mod:`lakecat.catalog.commit_queue`)."""
+
+    def stop_waiting(self, rings: Sequence[bytes]) -> bool:
+        """Runs each time the waiter wakes without the lock, with the rings it heard
+        (:mod:`lakecat.catalog.doorbell`); True to stop waiting, unlocked."""
+        ...
 
 
 class CommitLock(Protocol):
     def hold(
-        self, key: str, timeout_s: float, *, on_wait: OnWait | None = None
+        self, key: str, timeout_s: float, *, hooks: WaitHooks | None = None
     ) -> contextlib.AbstractContextManager[Hold | None]:
         """Hold the lock for ``key`` while the block runs; the value is the :class:`Hold`, or
-        ``None`` when not held (after ``timeout_s``: the block runs anyway, unlocked).
+        ``None`` when not held (after ``timeout_s``, or when ``hooks`` stopped the wait: the
+        block runs anyway, unlocked).
 
-        ``on_wait`` runs once, before waiting, if the lock is busy (a waiter queues its commit
-        for the holder there: :mod:`lakecat.catalog.group_commit`)."""
+        ``hooks`` are called if the lock is busy, by the locks that have a queue."""
         ...
 
     def queue(self, key: str) -> FileCommitQueue | None:
@@ -141,10 +154,11 @@ class FileLock:
     """``flock`` on ``<folder>/<hash of key>.lock``: exclusive between processes and between
     threads (each hold opens the file anew, and flock locks belong to the open file).
 
-    A waiter blocks in ``flock`` itself, in a helper thread, so the kernel hands the lock on
-    the moment it is released (no polling delay, no CPU spent waiting, no advantage to the
-    newest waiter). The caller waits for that thread at most ``timeout_s``; a thread that
-    gets the lock after its caller gave up releases it at once.
+    A waiter tries the lock without blocking and, between tries, sleeps on its doorbell in the
+    table's queue folder (:mod:`lakecat.catalog.doorbell`); a holder that lets go rings the
+    oldest waiter. So the lock passes on within a wake-up, no CPU is spent waiting, and a wait
+    can be given up at any moment (a queued append its holder committed stops waiting at
+    once) without leaving anything behind that could take the lock later.
     """
 
     def __init__(self, folder: str) -> None:
@@ -158,7 +172,7 @@ class FileLock:
 
     @contextlib.contextmanager
     def hold(
-        self, key: str, timeout_s: float, *, on_wait: OnWait | None = None
+        self, key: str, timeout_s: float, *, hooks: WaitHooks | None = None
     ) -> Iterator[Hold | None]:
         path = self._stem(key) + ".lock"
         try:
@@ -172,60 +186,62 @@ class FileLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(fd)
-            if on_wait is not None:
-                on_wait()
-            locked = _FlockWaiter(path).wait(timeout_s)
+            locked = self._wait(key, fd, timeout_s, hooks)
         except OSError as exc:
             os.close(fd)
             log.debug("commit lock unavailable (%s); committing without it", exc)
             locked = None
-        if locked is None:
-            log.debug("commit lock %s not held (timeout %.1f s)", key, timeout_s)
         try:
             yield None if locked is None else _FileHold(locked)
         finally:
             if locked is not None:
                 os.close(locked)  # releases the flock
+                self.queue(key).wake_next()
 
-
-class _FlockWaiter:
-    """A daemon thread blocked in ``flock`` on its own open file, handed to the caller."""
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._guard = threading.Lock()
-        self._done = threading.Event()
-        self._fd: int | None = None
-        self._abandoned = False
-
-    def wait(self, timeout_s: float) -> int | None:
-        """The locked file descriptor (the caller closes it), or None after ``timeout_s``."""
-        threading.Thread(target=self._block, name="lakecat-commit-lock", daemon=True).start()
-        self._done.wait(timeout_s)
-        with self._guard:
-            if self._fd is None:
-                self._abandoned = True
-            return self._fd
-
-    def _block(self) -> None:
+    def _wait(self, key: str, fd: int, timeout_s: float, hooks: WaitHooks | None) -> int | None:
+        """``fd`` once locked, or None (closed) after ``timeout_s`` or when ``hooks`` stop."""
+        queue = self.queue(key)
+        stem = new_stem()
+        bell = hang(queue.folder, stem)
+        deadline = time.monotonic() + timeout_s
+        rings: list[bytes] = []
+        unused: list[bytes] = []  # rings heard and not acted on
+        locked: int | None = None
         try:
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError:
-            self._done.set()
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            os.close(fd)
-            self._done.set()
-            return
-        with self._guard:
-            if self._abandoned:
-                os.close(fd)  # the caller went on without it: release at once
-            else:
-                self._fd = fd
-        self._done.set()
+            if hooks is not None:
+                hooks.waiting(stem)
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    locked = fd
+                    return locked
+                except BlockingIOError:
+                    pass
+                except OSError as exc:
+                    log.debug("commit lock unavailable (%s); committing without it", exc)
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    log.debug("commit lock %s not held (timeout %.1f s)", key, timeout_s)
+                    break
+                if bell is not None:
+                    rings = bell.wait(min(left, SAFETY_POLL_S))
+                else:
+                    time.sleep(min(left, _POLL_WITHOUT_BELL_S))
+                if hooks is not None and hooks.stop_waiting(rings):
+                    unused = rings
+                    break
+            return None
+        finally:
+            if locked is None:
+                os.close(fd)
+            if bell is not None:
+                unused += bell.take_down()
+            if locked is None and RELEASED in unused:  # we were the one rung: pass it on
+                queue.wake_next()
+
+
+_POLL_WITHOUT_BELL_S = 0.002
 
 
 class PostgresAdvisoryLock:
@@ -241,7 +257,7 @@ class PostgresAdvisoryLock:
 
     @contextlib.contextmanager
     def hold(
-        self, key: str, timeout_s: float, *, on_wait: OnWait | None = None
+        self, key: str, timeout_s: float, *, hooks: WaitHooks | None = None
     ) -> Iterator[Hold | None]:
         ident = lock_id(f"lakecat-commit:{key}")
         try:
@@ -289,7 +305,7 @@ class ProcessLock:
 
     @contextlib.contextmanager
     def hold(
-        self, key: str, timeout_s: float, *, on_wait: OnWait | None = None
+        self, key: str, timeout_s: float, *, hooks: WaitHooks | None = None
     ) -> Iterator[Hold | None]:
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())

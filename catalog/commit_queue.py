@@ -7,17 +7,26 @@ version (:mod:`lakecat.catalog.group_commit`). This module is only the hand-over
 nothing of what a request says. The contract, for the file queue (a folder beside the file
 lock, so its writers share one machine):
 
-* **Enqueue**: ``<time>-<snapshot id>.req`` is written whole (a temporary file, then a rename).
-  Its owner holds a shared ``flock`` on it until it has settled, so a holder can tell a live
-  owner from a dead one: the request of a process that is gone is dropped, never committed.
+* **Enqueue**: the owner writes the request into a file of its process, reused from request
+  to request (:mod:`lakecat.catalog.idle_files`), and renames it to ``<stem>.req``. The stem,
+  ``<time>-<pid>-<n>``, is its owner's waiter name, also that of its doorbell ``<stem>.bell``
+  (:mod:`lakecat.catalog.doorbell`). Its process holds a shared ``flock`` on the file while it
+  lives, so a holder can tell a live owner from a dead one: the request of a process that is
+  gone is dropped, never committed.
 * **Claim**: only the lock holder claims, by renaming ``.req`` to ``.claimed``. The owner
-  withdraws by removing its ``.req``. Both are atomic, so exactly one of them succeeds.
-* **Done**: the holder renames a claimed request to ``.done`` only after its swap landed.
-  Whatever else happens (a lost swap, an error, a crash) leaves it ``.claimed``, and its owner,
-  unable to tell, looks for its snapshot id in the table before committing on its own.
-* **Settle**: the owner reads the state when it holds the lock (the holder has finished
-  then) and removes its file. A later holder removes files left by owners that died while
-  settling, once they are a minute old.
+  withdraws by renaming its ``.req`` back to its idle name. Both are atomic, so exactly one of
+  them succeeds.
+* **Done**: the holder renames a claimed request to ``.done`` only after its swap landed, then
+  rings its owner's doorbell with the new metadata location. Whatever else happens (a lost
+  swap, an error, a crash) leaves it ``.claimed``, and its owner, unable to tell, looks for its
+  snapshot id in the table before committing on its own.
+* **Settle**: the owner reads the state once it is done, or else once it holds the lock (the
+  holder has finished then). It takes a withdrawn or done request file back for its next
+  request, and removes a claimed one. A later holder removes files left by owners that died:
+  settled requests once a minute old, idle files once their process is gone, doorbells
+  nobody listens at.
+* **Wake**: a lock holder that lets go rings the oldest doorbell whose request is not done
+  (:meth:`FileCommitQueue.wake_next`): every waiter for the lock, queued or not, has one.
 
 Nothing here decides a commit: the catalog's compare-and-swap still does, and a snapshot id is
 committed at most once because whoever commits it checks that the base does not hold it yet.
@@ -28,17 +37,30 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
+import itertools
 import logging
 import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from lakecat.catalog.doorbell import BELL, DONE, IDLE_SUFFIX, RELEASED, listening, ring
+from lakecat.catalog.idle_files import Pool, idle_since_ns
+
 log = logging.getLogger("lakecat.commit")
 
 _REQ, _CLAIMED, _DONE = ".req", ".claimed", ".done"
+_SLOT = ".slot"  # a request file while idle (:mod:`lakecat.catalog.idle_files`)
 MAX_REQUEST_BYTES = 64 * 1024 * 1024  # a request lists manifests, not data files
 _TIDY_AFTER_NS = 60 * 1_000_000_000
+_numbers = itertools.count()
+_IDLE_TIDY_EVERY_S = 60.0
+_last_idle_tidy: dict[str, float] = {}  # queue folder -> when this process last tidied it
+
+
+def new_stem() -> str:
+    """A new waiter's name: unique on the machine, and sorting by the time it was made."""
+    return f"{time.time_ns():020d}-{os.getpid()}-{next(_numbers)}"
 
 
 class TicketState(enum.Enum):
@@ -49,13 +71,60 @@ class TicketState(enum.Enum):
     CLAIMED = "claimed"  # a holder took it and did not say it landed: look in the table
 
 
+class _Slot:
+    """A request file of this process, reused from request to request
+    (:mod:`lakecat.catalog.idle_files`). A shared ``flock`` on it, held while it is open, tells
+    holders that its owner lives."""
+
+    def __init__(self, folder: str, idle: str, fd: int) -> None:
+        self.folder = folder
+        self.idle = idle
+        self._fd: int | None = fd
+
+    @staticmethod
+    def make(folder: str, idle: str) -> _Slot | None:
+        tmp = idle + ".tmp"
+        fd = -1
+        try:
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            os.rename(tmp, idle)
+        except OSError as exc:
+            log.debug("could not make a commit request file (%s)", exc)
+            if fd >= 0:
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            return None
+        return _Slot(folder, idle, fd)
+
+    def fill(self, payload: bytes) -> None:
+        assert self._fd is not None
+        os.pwrite(self._fd, payload, 0)
+        os.ftruncate(self._fd, len(payload))
+
+    def destroy(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.idle)
+        self.forget()
+
+    def forget(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+_slots: Pool[_Slot] = Pool(_SLOT, _Slot.make)
+
+
 class Ticket:
     """The owner's handle on one queued request. Close it when settled."""
 
-    def __init__(self, folder: str, stem: str, fd: int) -> None:
+    def __init__(self, folder: str, stem: str, slot: _Slot) -> None:
         self._folder = folder
         self._stem = stem
-        self._fd: int | None = fd
+        self._slot: _Slot | None = slot
+        self._withdrawn = False
 
     def _path(self, suffix: str) -> str:
         return os.path.join(self._folder, self._stem + suffix)
@@ -65,23 +134,41 @@ class Ticket:
 
         Call it holding the commit lock to read a final state; without the lock a claimed
         request may still be in its holder's hands (``CLAIMED``)."""
-        try:
-            os.unlink(self._path(_REQ))
+        if self._withdrawn or self._take_back(_REQ):
+            self._withdrawn = True
             return TicketState.WITHDRAWN
-        except FileNotFoundError:
-            pass
-        if os.path.exists(self._path(_DONE)):
+        if self.is_done():
             return TicketState.DONE
         return TicketState.CLAIMED
 
+    def is_done(self) -> bool:
+        """A holder committed the request (final: no lock needed to read it)."""
+        return os.path.exists(self._path(_DONE))
+
+    def _take_back(self, suffix: str) -> bool:
+        """Rename the request back to its idle name, if it is in state ``suffix``."""
+        assert self._slot is not None
+        try:
+            os.rename(self._path(suffix), self._slot.idle)
+            return True
+        except OSError:
+            return False
+
     def close(self) -> None:
-        """Remove what is left of the request and let go of its liveness lock."""
+        """End the request. Its file is reused if nobody has it any more (withdrawn or done);
+        one a holder claimed is removed, with its liveness lock."""
+        slot = self._slot
+        if slot is None:
+            return
+        reusable = self._withdrawn or self._take_back(_REQ) or self._take_back(_DONE)
+        self._slot = None
+        if reusable:
+            _slots.give_back(slot)
+            return
         for suffix in (_REQ, _CLAIMED, _DONE):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._path(suffix))
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        slot.destroy()
 
 
 @dataclass
@@ -91,13 +178,16 @@ class Claim:
     path: str
     payload: bytes
 
-    def done(self) -> None:
-        """Tell the owner its request landed. Only after the swap; a failure to say so
-        only makes the owner look in the table."""
+    def done(self, location: str | None) -> None:
+        """Tell the owner its request landed, in the metadata at ``location`` if known. Only
+        after the swap; a failure to say so only makes the owner look in the table."""
         try:
             os.rename(self.path, self.path[: -len(_CLAIMED)] + _DONE)
         except OSError as exc:
             log.warning("could not mark queued request %s done: %s", self.path, exc)
+            return
+        folder, name = os.path.split(self.path)
+        ring(folder, name[: -len(_CLAIMED)], DONE + (location or "").encode())
 
     def give_back(self) -> None:
         """Return a request this holder will not commit (e.g. one it cannot read) to its owner."""
@@ -113,25 +203,20 @@ class FileCommitQueue:
     def __init__(self, folder: str) -> None:
         self.folder = folder
 
-    def enqueue(self, snapshot_id: int, payload: bytes) -> Ticket | None:
-        """Queue a request; ``None`` if it cannot be queued (the owner just waits its turn)."""
-        stem = f"{time.time_ns():020d}-{snapshot_id}"
-        tmp = os.path.join(self.folder, f".{stem}.tmp")
-        fd = -1
+    def enqueue(self, stem: str, payload: bytes) -> Ticket | None:
+        """Queue a request as waiter ``stem`` (:func:`new_stem`); ``None`` if it cannot be
+        queued (the owner just waits its turn)."""
+        slot = _slots.take(self.folder)
+        if slot is None:
+            return None
         try:
-            os.makedirs(self.folder, exist_ok=True)
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_SH)  # held while this process waits: proof of life
-            os.write(fd, payload)
-            os.rename(tmp, os.path.join(self.folder, stem + _REQ))
+            slot.fill(payload)
+            os.rename(slot.idle, os.path.join(self.folder, stem + _REQ))
         except OSError as exc:
             log.debug("could not queue commit request (%s); waiting for the lock", exc)
-            if fd >= 0:
-                os.close(fd)
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+            slot.destroy()
             return None
-        return Ticket(self.folder, stem, fd)
+        return Ticket(self.folder, stem, slot)
 
     def claim(self, limit: int) -> list[Claim]:
         """Take up to ``limit`` waiting requests, oldest first. Only the lock holder calls this.
@@ -143,6 +228,7 @@ class FileCommitQueue:
             return []
         names = sorted(n for n in listed if n.endswith(_REQ))
         self._tidy(n for n in listed if n.endswith((_CLAIMED, _DONE)))
+        self._tidy_idle(listed)
         claims: list[Claim] = []
         for name in names:
             if len(claims) >= limit:
@@ -153,7 +239,7 @@ class FileCommitQueue:
         return claims
 
     def _tidy(self, names: Iterable[str]) -> None:
-        """Remove settled requests left by writers that died before removing them."""
+        """Remove settled requests left by writers that died."""
         cutoff = time.time_ns() - _TIDY_AFTER_NS
         for name in names:
             try:
@@ -169,6 +255,53 @@ class FileCommitQueue:
                         os.unlink(path)
             except OSError:
                 continue
+
+    def _tidy_idle(self, listed: list[str]) -> None:
+        """Remove the idle files of processes that are gone (at most once a minute)."""
+        now = time.monotonic()
+        if now - _last_idle_tidy.get(self.folder, -_IDLE_TIDY_EVERY_S) < _IDLE_TIDY_EVERY_S:
+            return
+        _last_idle_tidy[self.folder] = now
+        cutoff = time.time_ns() - _TIDY_AFTER_NS
+        for name in listed:
+            since = idle_since_ns(name)
+            if since is None or since > cutoff:
+                continue
+            path = os.path.join(self.folder, name)
+            if name.endswith(IDLE_SUFFIX):
+                gone = not listening(path)
+            elif name.endswith(_SLOT):
+                try:
+                    with _open(path) as fd:
+                        gone = _owner_gone(fd)
+                except OSError:
+                    continue
+            else:
+                gone = name.endswith(".tmp")  # a process died while making it
+            if gone:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+
+    def wake_next(self) -> None:
+        """Ring the oldest waiter that still needs the lock (whose request, if any, is not
+        done). Called by a holder after letting go of the lock."""
+        try:
+            listed = os.listdir(self.folder)
+        except FileNotFoundError:
+            return
+        bells = sorted(n[: -len(BELL)] for n in listed if n.endswith(BELL))
+        if not bells:
+            return
+        done = {n[: -len(_DONE)] for n in listed if n.endswith(_DONE)}
+        for stem in bells:
+            if stem in done:
+                continue
+            if ring(self.folder, stem, RELEASED):
+                return
+            # A bell is put in place only once its waiter listens, so nobody listening means
+            # its waiter is gone (or leaving): remove it.
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self.folder, stem + BELL))
 
     def _claim(self, path: str) -> Claim | None:
         claimed = path[: -len(_REQ)] + _CLAIMED

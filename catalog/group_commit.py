@@ -31,15 +31,17 @@ Only the file lock of a SQLite catalog has a queue (its writers share one machin
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lakecat.catalog.commit_queue import Claim, FileCommitQueue, Ticket, TicketState
 from lakecat.catalog.conflicts import ATTEMPTS_KEY, WAIT_MS_KEY
+from lakecat.catalog.doorbell import DONE
 from lakecat.catalog.intent import Intent, OpKind
 from lakecat.catalog.producer import PreparedAppend, SnapshotProducer
 from lakecat.metadata import properties as P
@@ -80,16 +82,9 @@ def queue_for(
 
 
 # ---- the waiting side -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class Handed:
-    """A queued append a holder committed: where to find it (a guess when not under the lock)."""
-
-    location: str | None
-
-
 class Waiter:
-    """One append's place in the queue, taken only when the lock is busy (``enqueue`` is the
-    lock's ``on_wait`` hook)."""
+    """One append's place in the queue, taken only when the lock is busy: the lock calls its
+    hooks (``commit_lock.WaitHooks``)."""
 
     def __init__(
         self, queue: FileCommitQueue, producer: SnapshotProducer, base: TableMetadata
@@ -98,10 +93,19 @@ class Waiter:
         self._producer = producer
         self._base = base
         self.ticket: Ticket | None = None
+        self.location: str | None = None  # where the holder that committed it said it is
 
-    def enqueue(self) -> None:
+    def waiting(self, stem: str) -> None:
         prepared = self._producer.prepared_append(self._base)
-        self.ticket = self._queue.enqueue(prepared.snapshot_id, encode(prepared))
+        self.ticket = self._queue.enqueue(stem, encode(prepared))
+
+    def stop_waiting(self, rings: Sequence[bytes]) -> bool:
+        """Stop waiting for the lock once a holder committed this append."""
+        for message in rings:
+            if message.startswith(DONE) and len(message) > len(DONE):
+                with contextlib.suppress(UnicodeDecodeError):
+                    self.location = message[len(DONE) :].decode()
+        return self.ticket is not None and self.ticket.is_done()
 
     def settle(self) -> TicketState | None:
         """Where the request stands once the lock is had (or the wait for it timed out):
@@ -134,10 +138,10 @@ class Batch:
     producers: list[SnapshotProducer] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # written for this attempt only
 
-    def landed(self) -> None:
-        """After the swap landed: tell each owner."""
+    def landed(self, location: str) -> None:
+        """After the swap to ``location`` landed: tell each owner."""
         for claim in self.claims:
-            claim.done()
+            claim.done(location)
 
     def unused_manifests(self) -> list[str]:
         return [p for producer in self.producers for p in producer.unused_manifests()]
@@ -177,7 +181,7 @@ def _apply_claims(ops: QueueOwner, claims: list[Claim], base: TableMetadata, bat
             gave_back = True
             continue
         if base.has_snapshot(prepared.snapshot_id):
-            claim.done()  # committed already (by its owner, after a lost hand-over)
+            claim.done(None)  # committed already (by its owner, after a lost hand-over)
             continue
         producer = SnapshotProducer.for_prepared(ops.io, prepared, ops.manifest_cache)
         extra = {ATTEMPTS_KEY: "1", WAIT_MS_KEY: "0"}  # queued on its first attempt

@@ -20,9 +20,9 @@ import pyarrow as pa
 import pytest
 from pyiceberg.table import StaticTable
 
-from lakecat.catalog import Catalog
+from lakecat.catalog import Catalog, commit_lock
 from lakecat.catalog.commit import CommitResult
-from lakecat.catalog.commit_queue import FileCommitQueue, TicketState
+from lakecat.catalog.commit_queue import FileCommitQueue, TicketState, new_stem
 from lakecat.catalog.conflicts import ATTEMPTS_KEY
 from lakecat.catalog.group_commit import Waiter, decode, drain, encode
 from lakecat.catalog.intent import Intent, OpKind
@@ -108,6 +108,7 @@ class _Appenders:
     def join(self) -> dict[int, CommitResult]:
         for t in self.threads:
             t.join(timeout=60)
+            assert not t.is_alive(), "a writer did not finish"
         assert not self.errors, self.errors
         return self.results
 
@@ -166,7 +167,7 @@ def test_with_group_commit_off_queued_writers_commit_one_by_one(lake: Catalog) -
     with _hold_lock(lake):
         appenders = _Appenders(lake.uri, lake.warehouse, range(1, WAITERS + 1)).start()
         time.sleep(0.5)  # they wait for the lock without queueing
-        assert _queued(_queue(lake)) == []
+        assert _requests(_queue(lake)) == []
     appenders.join()
     table = lake.load_table("db.t")
     assert parse_version(table.metadata_location) == before + WAITERS
@@ -252,12 +253,36 @@ def test_a_holder_also_commits_appends_queued_while_it_applied_the_first_ones(
         new_location = new_metadata_location(base.location, base_location, base.properties)
         write_metadata(ops.io, new_location, batch.metadata)
         ops.swap(expected=base_location, new=new_location)
-        batch.landed()
+        batch.landed(new_location)
     results = {**appenders.join(), **late.join()}
     table = lake.load_table("db.t")
     assert table.metadata_location == new_location  # all three in the one version
     assert {r.snapshot_id for r in results.values()} == {s.snapshot_id for s in table.snapshots()}
     assert _writers_in(table) == [1, 2, 3]
+
+
+def test_queued_writers_return_as_soon_as_their_holder_landed_them(
+    lake: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """They do not wait for the lock: the holder rings each with its new location."""
+    monkeypatch.setattr(commit_lock, "SAFETY_POLL_S", 3600.0)  # woken by rings alone
+    lake.load_table("db.t").set_properties({"commit.lock.acquire-timeout-ms": "600000"})
+    with _hold_lock(lake):
+        appenders = _queue_behind_the_lock(lake, range(1, 3))
+        ops = _ops(lake)
+        base, base_location = ops.refresh()
+        batch = drain(ops, _queue(lake), base=base, head=base)
+        new_location = new_metadata_location(base.location, base_location, base.properties)
+        write_metadata(ops.io, new_location, batch.metadata)
+        ops.swap(expected=base_location, new=new_location)
+        batch.landed(new_location)
+        results = appenders.join()  # the lock is still held
+        assert sorted(results) == [1, 2]
+    assert all(r.metadata_location == new_location for r in results.values())
+    assert {r.snapshot_id for r in results.values()} == {
+        s.snapshot_id for s in lake.load_table("db.t").snapshots()
+    }
+    assert _queued(_queue(lake)) == []
 
 
 def test_a_claimed_writer_waits_past_the_lock_timeout_for_its_holder(lake: Catalog) -> None:
@@ -273,7 +298,7 @@ def test_a_claimed_writer_waits_past_the_lock_timeout_for_its_holder(lake: Catal
         new_location = new_metadata_location(base.location, base_location, base.properties)
         write_metadata(ops.io, new_location, batch.metadata)
         ops.swap(expected=base_location, new=new_location)
-        batch.landed()
+        batch.landed(new_location)
     results = appenders.join()
     table = lake.load_table("db.t")
     assert table.metadata_location == new_location
@@ -335,11 +360,11 @@ def test_a_writer_keeps_its_files_while_a_holder_has_its_request(lake: Catalog) 
     producer = SnapshotProducer(table.io, intent)
 
     waiter = Waiter(queue, producer, table.metadata)
-    waiter.enqueue()
+    waiter.waiting(new_stem())
     assert waiter.may_delete_files() is True  # withdrawn: nobody has it
     assert _queued(queue) == []
 
-    waiter.enqueue()
+    waiter.waiting(new_stem())
     assert [c.payload for c in queue.claim(10)] != []
     assert waiter.may_delete_files() is False  # a holder may be committing its files
     assert waiter.settle() is TicketState.CLAIMED
@@ -349,7 +374,7 @@ def test_a_writer_keeps_its_files_while_a_holder_has_its_request(lake: Catalog) 
 
 def test_a_request_the_holder_cannot_read_goes_back_to_its_writer(lake: Catalog) -> None:
     queue = _queue(lake)
-    ticket = queue.enqueue(42, b'{"format": 99}')
+    ticket = queue.enqueue(new_stem(), b'{"format": 99}')
     assert ticket is not None
     ops = _ops(lake)
     base, _ = ops.refresh()
