@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter, itemgetter
 from typing import Any, TypeVar
 
 import orjson
@@ -214,18 +215,16 @@ def _from_json(
         snapshot_log=_log(
             obj.get("snapshot-log") or (),
             previous.snapshot_log if previous else (),
+            itemgetter("timestamp-ms", "snapshot-id"),
+            attrgetter("timestamp_ms", "snapshot_id"),
             lambda e: SnapshotLogEntry(e["timestamp-ms"], e["snapshot-id"]),
-            lambda old, e: (
-                old.snapshot_id == e["snapshot-id"] and old.timestamp_ms == e["timestamp-ms"]
-            ),
         ),
         metadata_log=_log(
             obj.get("metadata-log") or (),
             previous.metadata_log if previous else (),
+            itemgetter("timestamp-ms", "metadata-file"),
+            attrgetter("timestamp_ms", "metadata_file"),
             lambda e: MetadataLogEntry(e["timestamp-ms"], e["metadata-file"]),
-            lambda old, e: (
-                old.metadata_file == e["metadata-file"] and old.timestamp_ms == e["timestamp-ms"]
-            ),
         ),
         refs=refs,
         statistics=tuple(obj.get("statistics") or ()),
@@ -256,27 +255,29 @@ _LOG_ALIGN_LIMIT = 64  # how far into the previous log its first surviving entry
 def _log(
     items: Sequence[dict[str, Any]],
     previous: tuple[_Entry, ...],
+    item_key: Callable[[dict[str, Any]], Any],
+    entry_key: Callable[[_Entry], Any],
     make: Callable[[dict[str, Any]], _Entry],
-    same: Callable[[_Entry, dict[str, Any]], bool],
 ) -> tuple[_Entry, ...]:
-    """A log's entries, reusing ``previous``'s where equal. A table's next version keeps its
-    log, less the oldest entries (expiry, ``write.metadata.previous-versions-max``), plus new
-    ones at the end: so the walk aligns on the first item and then goes in step."""
-    j = len(previous)
-    if previous and items:
-        first = items[0]
-        for i, entry in enumerate(previous[:_LOG_ALIGN_LIMIT]):
-            if same(entry, first):
-                j = i
-                break
-    out = []
-    for item in items:
-        if j < len(previous) and same(previous[j], item):
-            out.append(previous[j])
-        else:
-            out.append(make(item))
-        j += 1
-    return tuple(out)
+    """A log's entries, reusing ``previous``'s where their keys are equal. A table's next
+    version keeps its log, less the oldest entries (expiry,
+    ``write.metadata.previous-versions-max``), plus new ones at the end: so the walk aligns on
+    the first item and then goes in step (compared as whole lists where it can)."""
+    keys = list(map(item_key, items))
+    if not previous or not keys:
+        return tuple(map(make, items))
+    previous_keys = list(map(entry_key, previous))
+    try:
+        j = previous_keys.index(keys[0], 0, _LOG_ALIGN_LIMIT)
+    except ValueError:
+        return tuple(map(make, items))
+    kept = min(len(keys), len(previous) - j)
+    if keys[:kept] == previous_keys[j : j + kept]:  # the usual case: one comparison
+        return previous[j : j + kept] + tuple(map(make, items[kept:]))
+    return tuple(
+        previous[j + i] if i < kept and keys[i] == previous_keys[j + i] else make(item)
+        for i, item in enumerate(items)
+    )
 
 
 def _snapshot_from_json(obj: dict[str, Any]) -> Snapshot:

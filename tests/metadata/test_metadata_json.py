@@ -678,6 +678,25 @@ def test_a_version_sharing_snapshots_with_the_previous_one_parses_only_what_is_n
         assert serialize_metadata(parsed) == serialize_metadata(grown)
 
 
+def test_a_log_entry_that_differs_from_the_previous_versions_is_parsed_anew() -> None:
+    base = _with_snapshots(_metadata(), 10)
+    previous = _with_logs(base, range(1, 11))
+    changed = list(previous.snapshot_log)
+    changed[4] = SnapshotLogEntry(1, changed[4].snapshot_id)  # same snapshot, other time
+    doctored = dataclasses.replace(previous, snapshot_log=tuple(changed))
+    parsed = parse_metadata(serialize_metadata(doctored), previous=previous)
+    assert parsed == doctored == parse_metadata(serialize_metadata(doctored))
+    assert parsed.snapshot_log[4] == changed[4]
+    assert parsed.snapshot_log[3] is previous.snapshot_log[3]
+    assert parsed.snapshot_log[5] is previous.snapshot_log[5]
+    # a log whose first entry is not in the previous one is parsed whole
+    unknown = (SnapshotLogEntry(5, 999), *previous.snapshot_log)
+    other = dataclasses.replace(previous, snapshot_log=unknown, metadata_log=())
+    reparsed = parse_metadata(serialize_metadata(other), previous=previous)
+    assert reparsed == other
+    assert reparsed.snapshot_log[1] is not previous.snapshot_log[0]
+
+
 def test_the_shared_prefix_is_skipped_only_when_every_byte_matches() -> None:
     base = _metadata()
     previous = _with_snapshots(base, 10)
