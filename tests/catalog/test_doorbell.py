@@ -155,6 +155,28 @@ def test_a_waiter_that_stops_on_a_ring_passes_the_release_on(
     assert outcomes == {"stops": False, "waits": True}
 
 
+def test_without_doorbells_waiters_poll_for_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where FIFOs cannot be made, a waiter tries the lock every few milliseconds."""
+    monkeypatch.setattr(commit_lock, "hang", lambda folder, stem: None)
+    lock = FileLock(str(tmp_path / "locks"))
+    got: list[bool] = []
+
+    def waiter() -> None:
+        with lock.hold("k", 30) as held:
+            got.append(held is not None)
+
+    with lock.hold("k", 1):
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        time.sleep(0.05)
+        assert got == []
+    thread.join(timeout=20)
+    assert got == [True]
+    assert not os.path.exists(lock.queue("k").folder) or _public(Path(lock.queue("k").folder)) == []
+
+
 def _wait_for_bells(lock: FileLock, n: int) -> None:
     folder = lock.queue("k").folder
     deadline = time.monotonic() + 30
