@@ -45,7 +45,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from lakecat.catalog.doorbell import BELL, DONE, IDLE_SUFFIX, RELEASED, listening, ring
-from lakecat.catalog.idle_files import Pool, idle_since_ns
+from lakecat.catalog.idle_files import Pool, idle_since_ns, make_file
 
 log = logging.getLogger("lakecat.commit")
 
@@ -83,20 +83,8 @@ class _Slot:
 
     @staticmethod
     def make(folder: str, idle: str) -> _Slot | None:
-        tmp = idle + ".tmp"
-        fd = -1
-        try:
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            os.rename(tmp, idle)
-        except OSError as exc:
-            log.debug("could not make a commit request file (%s)", exc)
-            if fd >= 0:
-                os.close(fd)
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-            return None
-        return _Slot(folder, idle, fd)
+        fd = make_file(idle, _locked_file)  # in place only once locked
+        return None if fd is None else _Slot(folder, idle, fd)
 
     def fill(self, payload: bytes) -> None:
         assert self._fd is not None
@@ -112,6 +100,16 @@ class _Slot:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _locked_file(path: str) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # proof of life while this process has it open
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 _slots: Pool[_Slot] = Pool(_SLOT, _Slot.make)

@@ -31,7 +31,7 @@ import os
 import select
 import stat
 
-from lakecat.catalog.idle_files import Pool
+from lakecat.catalog.idle_files import Pool, make_file
 
 BELL = ".bell"
 IDLE_SUFFIX = ".fifo"
@@ -53,19 +53,8 @@ class Doorbell:
     @staticmethod
     def make(folder: str, idle: str) -> Doorbell | None:
         """A new doorbell at ``idle``; None if the file system has no FIFOs (or no room)."""
-        tmp = idle + ".tmp"
-        fd = -1
-        try:
-            os.mkfifo(tmp, 0o600)
-            fd = os.open(tmp, os.O_RDWR | os.O_NONBLOCK)
-            os.rename(tmp, idle)  # in place only once listened at
-        except OSError:
-            if fd >= 0:
-                os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            return None
-        return Doorbell(folder, idle, fd)
+        fd = make_file(idle, _listened_fifo)  # in place only once listened at
+        return None if fd is None else Doorbell(folder, idle, fd)
 
     def wait(self, timeout_s: float) -> list[bytes]:
         """Sleep until rung or ``timeout_s`` passed; the rings heard (none after a timeout)."""
@@ -124,6 +113,11 @@ class Doorbell:
                 break
             chunks.append(chunk)
         return [m for m in b"".join(chunks).split(b"\n") if m]
+
+
+def _listened_fifo(path: str) -> int:
+    os.mkfifo(path, 0o600)
+    return os.open(path, os.O_RDWR | os.O_NONBLOCK)
 
 
 _bells: Pool[Doorbell] = Pool(IDLE_SUFFIX, Doorbell.make)

@@ -18,12 +18,16 @@ starts with an empty pool: it must not share its parent's files.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
+import logging
 import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
+
+log = logging.getLogger("lakecat.commit")
 
 IDLE_PREFIX = ".idle-"
 MAX_IDLE = 16  # per kind and process
@@ -57,6 +61,24 @@ def idle_since_ns(name: str) -> int | None:
         return int(name[len(IDLE_PREFIX) :].split("-", 1)[0])
     except ValueError:
         return None
+
+
+def make_file(idle: str, create: Callable[[str], int]) -> int | None:
+    """A new file at ``idle``, made by ``create(path)`` (which returns it open) under a
+    temporary name first, so the file is in place only once ready; None if it cannot be made."""
+    tmp = idle + ".tmp"
+    fd = -1
+    try:
+        fd = create(tmp)
+        os.rename(tmp, idle)
+    except OSError as exc:
+        log.debug("could not make %s (%s)", idle, exc)
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return None
+    return fd
 
 
 class Pool(Generic[T]):

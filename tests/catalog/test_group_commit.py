@@ -24,12 +24,13 @@ from lakecat.catalog import Catalog, commit_lock
 from lakecat.catalog.commit import CommitResult
 from lakecat.catalog.commit_queue import FileCommitQueue, TicketState, new_stem
 from lakecat.catalog.conflicts import ATTEMPTS_KEY
-from lakecat.catalog.group_commit import Waiter, decode, drain, encode
+from lakecat.catalog.group_commit import Batch, Waiter, decode, drain, encode
 from lakecat.catalog.intent import Intent, OpKind
 from lakecat.catalog.producer import PreparedAppend, SnapshotProducer
 from lakecat.metadata.datafile import ManifestContent, ManifestFile, PartitionFieldSummary
 from lakecat.metadata.errors import StorageError
 from lakecat.metadata.metadata_files import new_metadata_location, parse_version, write_metadata
+from lakecat.metadata.table_metadata import TableMetadata
 
 WAITERS = 3
 
@@ -121,6 +122,14 @@ def _queue_behind_the_lock(lake: Catalog, writers: range) -> _Appenders:
     return appenders
 
 
+def _swap_in(ops: Any, base: TableMetadata, base_location: str, batch: Batch) -> str:
+    """Commit what a holder drained, as the holder would (without telling the writers)."""
+    new_location = new_metadata_location(base.location, base_location, base.properties)
+    write_metadata(ops.io, new_location, batch.metadata)
+    ops.swap(expected=base_location, new=new_location)
+    return str(new_location)
+
+
 def _writers_in(table: Any) -> list[int]:
     return sorted(set(table.to_arrow().column("writer").to_pylist()))
 
@@ -202,9 +211,7 @@ def test_writers_whose_holder_landed_them_without_saying_so_do_not_commit_twice(
         base, base_location = ops.refresh()
         batch = drain(ops, _queue(lake), base=base, head=base)
         assert len(batch.claims) == 2
-        new_location = new_metadata_location(base.location, base_location, base.properties)
-        write_metadata(ops.io, new_location, batch.metadata)
-        ops.swap(expected=base_location, new=new_location)  # landed; no claim marked done
+        new_location = _swap_in(ops, base, base_location, batch)  # no claim marked done
     results = appenders.join()
     table = lake.load_table("db.t")
     assert table.metadata_location == new_location  # nobody committed again
@@ -250,9 +257,7 @@ def test_a_holder_also_commits_appends_queued_while_it_applied_the_first_ones(
         batch = drain(ops, queue, base=base, head=base)
         assert claims == [2, 1, 0]  # looked again until the queue was empty
         assert len(batch.claims) == 3
-        new_location = new_metadata_location(base.location, base_location, base.properties)
-        write_metadata(ops.io, new_location, batch.metadata)
-        ops.swap(expected=base_location, new=new_location)
+        new_location = _swap_in(ops, base, base_location, batch)
         batch.landed(new_location)
     results = {**appenders.join(), **late.join()}
     table = lake.load_table("db.t")
@@ -272,9 +277,7 @@ def test_queued_writers_return_as_soon_as_their_holder_landed_them(
         ops = _ops(lake)
         base, base_location = ops.refresh()
         batch = drain(ops, _queue(lake), base=base, head=base)
-        new_location = new_metadata_location(base.location, base_location, base.properties)
-        write_metadata(ops.io, new_location, batch.metadata)
-        ops.swap(expected=base_location, new=new_location)
+        new_location = _swap_in(ops, base, base_location, batch)
         batch.landed(new_location)
         results = appenders.join()  # the lock is still held
         assert sorted(results) == [1, 2]
@@ -295,9 +298,7 @@ def test_a_claimed_writer_waits_past_the_lock_timeout_for_its_holder(lake: Catal
         base, base_location = ops.refresh()
         batch = drain(ops, _queue(lake), base=base, head=base)
         time.sleep(1.0)  # both writers' lock waits time out while their requests are claimed
-        new_location = new_metadata_location(base.location, base_location, base.properties)
-        write_metadata(ops.io, new_location, batch.metadata)
-        ops.swap(expected=base_location, new=new_location)
+        new_location = _swap_in(ops, base, base_location, batch)
         batch.landed(new_location)
     results = appenders.join()
     table = lake.load_table("db.t")
