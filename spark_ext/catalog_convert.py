@@ -163,7 +163,8 @@ def _filter(p: Mapping[str, Any]) -> ds.Filter | None:
         column, value = tuple(left["ref"]), literal(right)
         if op == "<>":
             return ds.Not(ds.EqualTo(column, value))
-        return _COMPARISON_FILTERS[op](column, value)
+        made: ds.Filter = _COMPARISON_FILTERS[op](column, value)
+        return made
     if op == "STARTS_WITH" and len(children) == 2 and "ref" in children[0]:
         return ds.StringStartsWith(tuple(children[0]["ref"]), literal(children[1]))
     return None

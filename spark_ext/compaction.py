@@ -22,10 +22,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from lakecat.catalog import Catalog
-from lakecat.catalog.intent import Intent, OpKind
-from lakecat.catalog.maintenance import CompactionResult, FileGroup, plan_file_groups
-from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES
-from lakecat.catalog.scan import RowFilter
+from lakecat.catalog.engine import (
+    DEFAULT_MAX_GROUP_SIZE_BYTES,
+    CompactionResult,
+    FileGroup,
+    Intent,
+    OpKind,
+    RowFilter,
+    plan_file_groups,
+)
 from lakecat.metadata import properties as P
 from lakecat.metadata.datafile import DataFile
 from lakecat.metadata.errors import CommitConflict, LakecatError, RetriesExhausted, ValidationError

@@ -51,9 +51,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from lakecat.catalog import Catalog
-from lakecat.catalog.commit import CommitResult
-from lakecat.catalog.producer import data_dir
+from lakecat.catalog import Catalog, CommitResult
+from lakecat.catalog.engine import data_dir
 from lakecat.metadata.datafile import DataFile
 from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.fileio import FileInfo, FileIO, join, local_path, to_uri

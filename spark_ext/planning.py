@@ -17,8 +17,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from lakecat.catalog.scan import Scan
-from lakecat.catalog.table import to_timestamp_ms
+from lakecat.catalog.engine import Scan, to_timestamp_ms
 from lakecat.metadata import properties as P
 from lakecat.metadata.datafile import DataFile, Status
 from lakecat.metadata.errors import ValidationError

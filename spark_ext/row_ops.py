@@ -30,8 +30,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from lakecat.catalog import Catalog
-from lakecat.catalog.intent import Intent, OpKind
-from lakecat.catalog.scan import Scan
+from lakecat.catalog.engine import Intent, OpKind, Scan
 from lakecat.metadata import properties as P
 from lakecat.metadata.datafile import DataFile
 from lakecat.metadata.errors import LakecatError, ValidationError

@@ -93,7 +93,7 @@ def _start_callback_server(spark: Any) -> None:
     """PySpark's Py4J callback server, through which the JVM calls the bridge."""
     from pyspark.java_gateway import ensure_callback_server_started
 
-    ensure_callback_server_started(spark.sparkContext._gateway)
+    ensure_callback_server_started(spark.sparkContext._gateway)  # type: ignore[no-untyped-call]
 
 
 class CatalogSessionBuilder:

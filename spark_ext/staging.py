@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakecat.catalog import Catalog, Table
-from lakecat.catalog.producer import metadata_dir
+from lakecat.catalog.engine import metadata_dir
 from lakecat.metadata.datafile import DataFile
 from lakecat.metadata.errors import CorruptMetadata
 from lakecat.metadata.fileio import FileIO, join

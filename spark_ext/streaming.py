@@ -32,8 +32,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from lakecat.catalog.conflicts import app_versions, check_transaction
-from lakecat.catalog.intent import Intent, new_snapshot_id
+from lakecat.catalog.engine import Intent, app_versions, check_transaction, new_snapshot_id
 from lakecat.metadata.datafile import DataFile
 from lakecat.metadata.errors import StorageError, ValidationError
 from lakecat.metadata.fileio import file_io_for, join, to_uri

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import TaskContext
 
-from lakecat.catalog.writer import conform, write_files
+from lakecat.catalog.engine import conform, write_files
 from lakecat.metadata import properties as P
 from lakecat.metadata.datafile import DataFile
 from lakecat.metadata.errors import CommitFailed, StorageError, ValidationError

@@ -36,13 +36,18 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from lakecat.catalog import Catalog, CommitResult, Table
-from lakecat.catalog.commit import metadata_delta
-from lakecat.catalog.conflicts import check_metadata, check_protocol
-from lakecat.catalog.intent import Intent, OpKind, new_snapshot_id
-from lakecat.catalog.producer import metadata_dir
-from lakecat.catalog.row_ops import plan_delete
-from lakecat.catalog.scan import Scan
-from lakecat.catalog.writer import write_files
+from lakecat.catalog.engine import (
+    Intent,
+    OpKind,
+    Scan,
+    check_metadata,
+    check_protocol,
+    metadata_delta,
+    metadata_dir,
+    new_snapshot_id,
+    plan_delete,
+    write_files,
+)
 from lakecat.metadata import properties as P
 from lakecat.metadata.arrow_schema import arrow_to_schema
 from lakecat.metadata.datafile import DataFile

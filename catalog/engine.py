@@ -1,0 +1,61 @@
+"""What an engine integration builds on: the catalog's API below the table API.
+
+The table API (:mod:`lakecat.catalog`: ``Catalog``, ``Table``, ``CommitResult``) is enough to
+read and write tables from Python. An engine that writes data files itself and commits them
+through lakecat, as the Spark integration (:mod:`lakecat.spark_ext`) does, needs the pieces
+the table API is made of: an operation's intent, scan planning, writing data files in the
+table's form, the checks a distributed job runs before its commit, and where a table keeps its
+files. This module names them; ``lakecat.spark_ext`` imports from ``lakecat.catalog`` only
+through here and the package itself (``tests/test_layering.py`` holds it to that), so what
+lies behind them can be reorganized freely.
+
+* an operation's intent, committed by ``Table.commit_intent``: ``Intent``, ``OpKind``,
+  ``new_snapshot_id``;
+* planning reads: ``Scan``, ``RowFilter``, ``to_timestamp_ms``, ``plan_delete``;
+* data files in the table's form, and where a table keeps its files: ``conform``,
+  ``write_files``, ``data_dir``, ``metadata_dir``;
+* the checks a job runs against the version it started from before it commits:
+  ``metadata_delta``, ``check_metadata``, ``check_protocol``, ``app_versions``,
+  ``check_transaction``;
+* compaction planning: ``plan_file_groups``, ``FileGroup``, ``CompactionResult``,
+  ``DEFAULT_MAX_GROUP_SIZE_BYTES``.
+"""
+
+from lakecat.catalog.commit import metadata_delta
+from lakecat.catalog.conflicts import (
+    app_versions,
+    check_metadata,
+    check_protocol,
+    check_transaction,
+)
+from lakecat.catalog.intent import Intent, OpKind, new_snapshot_id
+from lakecat.catalog.maintenance import CompactionResult, FileGroup, plan_file_groups
+from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES
+from lakecat.catalog.producer import data_dir, metadata_dir
+from lakecat.catalog.row_ops import plan_delete
+from lakecat.catalog.scan import RowFilter, Scan
+from lakecat.catalog.table import to_timestamp_ms
+from lakecat.catalog.writer import conform, write_files
+
+__all__ = [
+    "DEFAULT_MAX_GROUP_SIZE_BYTES",
+    "CompactionResult",
+    "FileGroup",
+    "Intent",
+    "OpKind",
+    "RowFilter",
+    "Scan",
+    "app_versions",
+    "check_metadata",
+    "check_protocol",
+    "check_transaction",
+    "conform",
+    "data_dir",
+    "metadata_delta",
+    "metadata_dir",
+    "new_snapshot_id",
+    "plan_delete",
+    "plan_file_groups",
+    "to_timestamp_ms",
+    "write_files",
+]
