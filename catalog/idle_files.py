@@ -3,8 +3,8 @@
 A writer waiting for the file commit lock needs a doorbell (:mod:`lakecat.catalog.doorbell`)
 and, for a queued append, a request file (:mod:`lakecat.catalog.commit_queue`). Creating a
 file costs an inode allocation, the most expensive metadata operation of many file systems
-(ext4 without a journal, for one, walks past every recently freed inode of the group first),
-and under contention it is paid while other writers wait. So each process keeps such files
+(ext4 without a journal, for one, checks each free inode it passes for a recent deletion), and
+under contention it is paid while other writers wait. So each process keeps such files
 open in a pool: a wait takes one, gives it its public name with a rename, and renames it back
 to its hidden idle name, ``.idle-<time>-<pid>-<n><suffix>``, when done. Renames allocate
 nothing.
