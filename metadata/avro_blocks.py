@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import os
 import zlib
 from dataclasses import dataclass
@@ -94,15 +95,12 @@ class Blocks:
 def read_blocks(data: bytes) -> Blocks | None:
     """The blocks of an Avro container file, or None for a codec other than null and
     deflate (the caller then reads the file with fastavro as a whole)."""
-    stream = io.BytesIO(data)
-    reader = fastavro.reader(stream)  # reads and checks the header only
-    codec = reader.codec
-    if codec not in ("null", "deflate"):
+    metadata, sync, pos = _read_header(data)
+    codec = metadata.get("avro.codec", b"null")
+    if codec not in (b"null", b"deflate"):
         return None
-    sync = reader._header["sync"]
-    schema = fastavro.parse_schema(reader.writer_schema, _write_hint=False)
+    schema = _parsed_schema(metadata["avro.schema"])
     blocks = []
-    pos = stream.tell()
     end = len(data)
     while pos < end:
         count, pos = _read_long(data, pos)
@@ -114,13 +112,51 @@ def read_blocks(data: bytes) -> Blocks | None:
         if data[pos : pos + _SYNC_SIZE] != sync:
             raise CorruptMetadata("an Avro block does not end with the file's sync marker")
         pos += _SYNC_SIZE
-        if codec == "deflate":
+        if codec == b"deflate":
             try:
                 block = zlib.decompress(block, -15)
             except zlib.error as exc:
                 raise CorruptMetadata(f"an Avro block does not inflate: {exc}") from exc
         blocks.append((count, block))
     return Blocks(schema, blocks)
+
+
+def _read_header(data: bytes) -> tuple[dict[str, bytes], bytes, int]:
+    """A container file's metadata map, its sync marker and where its first block starts."""
+    if data[:4] != _MAGIC:
+        raise CorruptMetadata("not an Avro container file (no Obj\\x01 at its start)")
+    metadata: dict[str, bytes] = {}
+    pos = len(_MAGIC)
+    while True:
+        count, pos = _read_long(data, pos)
+        if count == 0:
+            break
+        if count < 0:  # a block of -count entries preceded by its byte size
+            count = -count
+            _, pos = _read_long(data, pos)
+        for _ in range(count):
+            key, pos = _read_bytes(data, pos)
+            value, pos = _read_bytes(data, pos)
+            metadata[key.decode()] = value
+    if pos + _SYNC_SIZE > len(data):
+        raise CorruptMetadata("an Avro header runs past the end of the file")
+    if "avro.schema" not in metadata:
+        raise CorruptMetadata("an Avro header without a schema")
+    return metadata, data[pos : pos + _SYNC_SIZE], pos + _SYNC_SIZE
+
+
+def _read_bytes(data: bytes, pos: int) -> tuple[bytes, int]:
+    size, pos = _read_long(data, pos)
+    if size < 0 or pos + size > len(data):
+        raise CorruptMetadata("an Avro string runs past the end of the file")
+    return data[pos : pos + size], pos + size
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_schema(schema_json: bytes) -> Any:
+    """The schema of a file header, parsed once per distinct schema. Parsed with fastavro's
+    hint, so that decoding each row with it does not parse it again (shared: never mutated)."""
+    return fastavro.parse_schema(json.loads(schema_json))
 
 
 def _long(value: int) -> bytes:

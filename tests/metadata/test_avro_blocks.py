@@ -76,3 +76,57 @@ def test_a_damaged_container_is_corrupt_metadata() -> None:
     count, block = blocks.blocks[0]
     with pytest.raises(CorruptMetadata, match="left over"):
         blocks.decode(block + b"\x00", count)
+
+
+def test_a_damaged_header_is_corrupt_metadata() -> None:
+    data = container(SCHEMA, {"k": "v"}, [encode_row(SCHEMA, r) for r in ROWS])
+    with pytest.raises(CorruptMetadata, match="not an Avro container"):
+        read_blocks(b"PAR1" + data[4:])
+    for cut in (5, 20, 60):  # inside the metadata map, a string, the sync marker
+        with pytest.raises(CorruptMetadata, match=r"past the end|truncated"):
+            read_blocks(data[:cut])
+
+
+def test_a_header_map_written_in_sized_blocks_is_read() -> None:
+    """Avro lets a writer give a map block's byte size after a negative entry count."""
+    schema_json = fastavro.reader(io.BytesIO(_fastavro_file([], "null"))).metadata["avro.schema"]
+    entries = b"".join(
+        _long(len(t)) + t for pair in ((b"avro.schema", schema_json.encode()),) for t in pair
+    )
+    sync = bytes(range(16))
+    row = encode_row(SCHEMA, ROWS[0])
+    data = (
+        b"Obj\x01"
+        + _long(-1)
+        + _long(len(entries))
+        + entries
+        + _long(0)
+        + sync
+        + _long(1)
+        + _long(len(row))
+        + row
+        + sync
+    )
+    assert list(fastavro.reader(io.BytesIO(data))) == [ROWS[0]]
+    blocks = read_blocks(data)
+    assert blocks is not None
+    assert [r for c, b in blocks.blocks for r in blocks.decode(b, c)] == [ROWS[0]]
+
+
+def test_files_of_one_schema_share_its_parse_made_for_decoding_rows() -> None:
+    first = read_blocks(_fastavro_file(ROWS, "null"))
+    second = read_blocks(container(SCHEMA, {}, [encode_row(SCHEMA, ROWS[0])]))
+    assert first is not None and second is not None
+    assert first.writer_schema is second.writer_schema  # parsed once
+    # parsed with fastavro's hint: decoding a row does not parse the schema again
+    assert first.writer_schema.get("__fastavro_parsed") is True
+
+
+def _long(value: int) -> bytes:
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
