@@ -9,7 +9,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from lakecat.metadata.avro_blocks import container, encode_row, read_blocks
+from lakecat.metadata.avro_blocks import _long, container, encode_row, read_blocks
 from lakecat.metadata.errors import CorruptMetadata
 
 SCHEMA = fastavro.parse_schema(
@@ -120,13 +120,3 @@ def test_files_of_one_schema_share_its_parse_made_for_decoding_rows() -> None:
     assert first.writer_schema is second.writer_schema  # parsed once
     # parsed with fastavro's hint: decoding a row does not parse the schema again
     assert first.writer_schema.get("__fastavro_parsed") is True
-
-
-def _long(value: int) -> bytes:
-    n = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
