@@ -42,7 +42,7 @@ from typing import Any, Protocol
 from lakecat.catalog.commit_queue import Claim, FileCommitQueue, Ticket, TicketState
 from lakecat.catalog.conflicts import ATTEMPTS_KEY, WAIT_MS_KEY
 from lakecat.catalog.doorbell import DONE
-from lakecat.catalog.intent import Intent, OpKind
+from lakecat.catalog.intent import Intent
 from lakecat.catalog.producer import PreparedAppend, SnapshotProducer
 from lakecat.metadata import properties as P
 from lakecat.metadata.apply import apply
@@ -66,15 +66,11 @@ class QueueOwner(Protocol):
     def commit_queue(self, properties: Mapping[str, str]) -> FileCommitQueue | None: ...
 
 
-def groupable(intent: Intent) -> bool:
-    return intent.kind is OpKind.APPEND and intent.app_id is None
-
-
 def queue_for(
     ops: QueueOwner, intent: Intent, properties: Mapping[str, str]
 ) -> FileCommitQueue | None:
     """The table's queue if this intent takes part in group commits."""
-    if not groupable(intent):
+    if not intent.can_be_handed_over:
         return None
     if not P.get_bool(properties, P.GROUP_COMMIT_ENABLED, P.GROUP_COMMIT_ENABLED_DEFAULT):
         return None

@@ -86,6 +86,12 @@ class Intent:
         return self.kind is not OpKind.APPEND
 
     @property
+    def can_be_handed_over(self) -> bool:
+        """A blind append without an application id: it never conflicts, so another writer
+        can commit it without validating anything (:mod:`lakecat.catalog.group_commit`)."""
+        return self.kind is OpKind.APPEND and self.app_id is None
+
+    @property
     def snapshot_operation(self) -> str:
         if self.kind is OpKind.DELETE and self.added_files:
             return OVERWRITE  # a delete that rewrote files adds files: spec says overwrite

@@ -170,7 +170,7 @@ class SnapshotProducer:
 
     def prepared_append(self, base: TableMetadata) -> PreparedAppend:
         """This blind append, ready for another writer to commit (see :class:`PreparedAppend`)."""
-        if self.intent.kind is not OpKind.APPEND or self.intent.app_id is not None:
+        if not self.intent.can_be_handed_over:
             raise ValueError("only blind appends without an application id can be handed over")
         return PreparedAppend(
             snapshot_id=self.intent.snapshot_id,
