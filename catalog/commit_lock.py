@@ -47,8 +47,9 @@ from typing import Protocol
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from lakecat.catalog.commit_queue import FileCommitQueue, new_stem
+from lakecat.catalog.commit_queue import FileCommitQueue
 from lakecat.catalog.doorbell import RELEASED, SAFETY_POLL_S, hang
+from lakecat.catalog.idle_files import new_stem
 
 log = logging.getLogger("lakecat.commit")
 

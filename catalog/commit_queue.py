@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
-import itertools
 import logging
 import os
 import time
@@ -53,14 +52,8 @@ _REQ, _CLAIMED, _DONE = ".req", ".claimed", ".done"
 _SLOT = ".slot"  # a request file while idle (:mod:`lakecat.catalog.idle_files`)
 MAX_REQUEST_BYTES = 64 * 1024 * 1024  # a request lists manifests, not data files
 _TIDY_AFTER_NS = 60 * 1_000_000_000
-_numbers = itertools.count()
 _IDLE_TIDY_EVERY_S = 60.0
 _last_idle_tidy: dict[str, float] = {}  # queue folder -> when this process last tidied it
-
-
-def new_stem() -> str:
-    """A new waiter's name: unique on the machine, and sorting by the time it was made."""
-    return f"{time.time_ns():020d}-{os.getpid()}-{next(_numbers)}"
 
 
 class TicketState(enum.Enum):
@@ -202,8 +195,8 @@ class FileCommitQueue:
         self.folder = folder
 
     def enqueue(self, stem: str, payload: bytes) -> Ticket | None:
-        """Queue a request as waiter ``stem`` (:func:`new_stem`); ``None`` if it cannot be
-        queued (the owner just waits its turn)."""
+        """Queue a request as waiter ``stem`` (:func:`lakecat.catalog.idle_files.new_stem`);
+        ``None`` if it cannot be queued (the owner just waits its turn)."""
         slot = _slots.take(self.folder)
         if slot is None:
             return None

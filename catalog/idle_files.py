@@ -47,10 +47,14 @@ T = TypeVar("T", bound=Pooled)
 _numbers = itertools.count()
 
 
+def new_stem() -> str:
+    """A new name, unique on the machine and sorting by the time it was made:
+    ``<time>-<pid>-<n>`` (a waiter's name in the queue folder, or the core of an idle one)."""
+    return f"{time.time_ns():020d}-{os.getpid()}-{next(_numbers)}"
+
+
 def idle_path(folder: str, suffix: str) -> str:
-    return os.path.join(
-        folder, f"{IDLE_PREFIX}{time.time_ns():020d}-{os.getpid()}-{next(_numbers)}{suffix}"
-    )
+    return os.path.join(folder, f"{IDLE_PREFIX}{new_stem()}{suffix}")
 
 
 def idle_since_ns(name: str) -> int | None:

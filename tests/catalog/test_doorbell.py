@@ -16,8 +16,9 @@ import pytest
 
 from lakecat.catalog import commit_lock, commit_queue
 from lakecat.catalog.commit_lock import FileLock
-from lakecat.catalog.commit_queue import FileCommitQueue, TicketState, new_stem
+from lakecat.catalog.commit_queue import FileCommitQueue, TicketState
 from lakecat.catalog.doorbell import DONE, RELEASED, hang, ring
+from lakecat.catalog.idle_files import new_stem
 
 
 def _public(folder: Path) -> list[str]:

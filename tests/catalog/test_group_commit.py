@@ -22,9 +22,10 @@ from pyiceberg.table import StaticTable
 
 from lakecat.catalog import Catalog, commit_lock
 from lakecat.catalog.commit import CommitResult
-from lakecat.catalog.commit_queue import FileCommitQueue, TicketState, new_stem
+from lakecat.catalog.commit_queue import FileCommitQueue, TicketState
 from lakecat.catalog.conflicts import ATTEMPTS_KEY
 from lakecat.catalog.group_commit import Batch, Waiter, decode, drain, encode
+from lakecat.catalog.idle_files import new_stem
 from lakecat.catalog.intent import Intent, OpKind
 from lakecat.catalog.producer import PreparedAppend, SnapshotProducer
 from lakecat.metadata.datafile import ManifestContent, ManifestFile, PartitionFieldSummary
