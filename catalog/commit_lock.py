@@ -176,6 +176,7 @@ class FileLock:
         self, key: str, timeout_s: float, *, hooks: WaitHooks | None = None
     ) -> Iterator[Hold | None]:
         path = self._stem(key) + ".lock"
+        queue = self.queue(key)
         try:
             os.makedirs(self.folder, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -187,7 +188,7 @@ class FileLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            locked = self._wait(key, fd, timeout_s, hooks)
+            locked = self._wait(key, queue, fd, timeout_s, hooks)
         except OSError as exc:
             os.close(fd)
             log.debug("commit lock unavailable (%s); committing without it", exc)
@@ -197,11 +198,17 @@ class FileLock:
         finally:
             if locked is not None:
                 os.close(locked)  # releases the flock
-                self.queue(key).wake_next()
+                queue.wake_next()
 
-    def _wait(self, key: str, fd: int, timeout_s: float, hooks: WaitHooks | None) -> int | None:
+    def _wait(
+        self,
+        key: str,
+        queue: FileCommitQueue,
+        fd: int,
+        timeout_s: float,
+        hooks: WaitHooks | None,
+    ) -> int | None:
         """``fd`` once locked, or None (closed) after ``timeout_s`` or when ``hooks`` stop."""
-        queue = self.queue(key)
         stem = new_stem()
         bell = hang(queue.folder, stem)
         deadline = time.monotonic() + timeout_s
