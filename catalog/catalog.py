@@ -23,6 +23,7 @@ from lakecat.catalog.identifiers import (
     parse_namespace,
     parse_table_identifier,
 )
+from lakecat.catalog.interrupts import DeferredInterrupts
 from lakecat.catalog.metadata_cache import MetadataFileCache
 from lakecat.catalog.reachable import reachable_files
 from lakecat.catalog.sql_store import SqlCatalogStore
@@ -34,6 +35,7 @@ from lakecat.metadata.errors import (
     CommitStateUnknown,
     ConcurrentCreate,
     CorruptMetadata,
+    LakecatError,
     StorageError,
     TableAlreadyExists,
     ValidationError,
@@ -96,6 +98,7 @@ class _TableOps:
         *,
         hooks: WaitHooks | None = None,
         timeout_s: float | None = None,
+        faults: list[str] | None = None,
     ) -> AbstractContextManager[Hold | None]:
         if not P.get_bool(properties, P.COMMIT_LOCK_ENABLED, P.COMMIT_LOCK_ENABLED_DEFAULT):
             return nullcontext(None)
@@ -106,12 +109,18 @@ class _TableOps:
                 P.COMMIT_LOCK_ACQUIRE_TIMEOUT_MS_DEFAULT,
             )
             timeout_s = max(0, timeout_ms) / 1000
-        return self.lock.hold(self._lock_key, timeout_s, hooks=hooks)
+        return self.lock.hold(self._lock_key, timeout_s, hooks=hooks, faults=faults)
 
     def commit_queue(self, properties: Mapping[str, str]) -> FileCommitQueue | None:
         if not P.get_bool(properties, P.COMMIT_LOCK_ENABLED, P.COMMIT_LOCK_ENABLED_DEFAULT):
             return None  # queued appends are handed to the lock's holder
         return self.lock.queue(self._lock_key)
+
+    def forget(self) -> None:
+        """What this process remembers under the table's name goes: the name was dropped or
+        renamed away, and the next table to take it is another table."""
+        self.lock.forget(self._lock_key)
+        self.metadata_cache.forget_table(self.name)
 
     @property
     def _lock_key(self) -> str:
@@ -283,19 +292,24 @@ class Catalog:
         )
         metadata_location = new_metadata_location(metadata.location, None, metadata.properties)
         write_metadata(self.io, metadata_location, metadata)
+        interrupts = DeferredInterrupts()  # the row's INSERT is this table's point of no return
+        interrupts.start()
         try:
             self.store.create_table_row(ns, name, metadata_location)
-        except CommitStateUnknown:
-            raise  # the row may exist and point at this file: keep it
         except TableAlreadyExists as exc:
             self.io.delete(metadata_location)
             raise ConcurrentCreate(
                 f"table {namespace_to_string(ns)}.{name} was created by another writer at the "
                 "same time; load it instead"
             ) from exc
-        except BaseException:
-            self.io.delete(metadata_location)
+        except CommitStateUnknown:
+            raise  # the row may exist and point at this file: keep it
+        except LakecatError:
+            self.io.delete(metadata_location)  # the store's contract: definitely not created
             raise
+        # anything else (an unexpected error) may have come after the INSERT: keep the file
+        finally:
+            interrupts.stop(f"lakecat: creating {namespace_to_string(ns)}.{name} was interrupted")
         return Table(self._ops(ns, name), metadata, metadata_location)
 
     def load_table(self, identifier: str | Sequence[str]) -> Table:
@@ -316,6 +330,8 @@ class Catalog:
         src_ns, src = parse_table_identifier(source)
         dst_ns, dst = parse_table_identifier(destination)
         self.store.rename_table(src_ns, src, dst_ns, dst)
+        self._ops(src_ns, src).forget()
+        self._ops(dst_ns, dst).forget()
 
     def drop_table(self, identifier: str | Sequence[str], *, purge: bool = False) -> None:
         """Remove a table from the catalog; with ``purge`` also delete all its files.
@@ -325,6 +341,7 @@ class Catalog:
         """
         ns, name = parse_table_identifier(identifier)
         location = self.store.drop_table_row(ns, name)
+        self._ops(ns, name).forget()
         if purge:
             self._purge(location)
 

@@ -5,34 +5,56 @@ Every write goes through :func:`commit_intent` (data changes) or :func:`commit_u
 
 1. **validate**: check the intent against every commit that landed on the branch since the
    operation's starting snapshot (:mod:`lakecat.catalog.conflicts`); a conflict raises a typed
-   :class:`CommitConflict` after deleting every file this operation wrote;
+   :class:`CommitConflict` after deleting every file this operation wrote. A base whose table
+   UUID is not the one the operation started from (the table was dropped and re-created under
+   its name) fails the ``assert-table-uuid`` requirement the same way;
 2. **produce**: write what this base needs (manifest list, rewritten or merged manifests; new
    data files and their manifests were written once and are reused), then the new metadata.json
    from the pure ``apply(base, updates)``;
-3. **swap**: the catalog's compare-and-swap of the metadata pointer, whose contract is
+3. **swap**: the catalog's compare-and-swap of the metadata pointer
+   (:meth:`lakecat.catalog.sql_store.SqlCatalogStore.swap_metadata_location` has its contract);
+4. **after the swap**: tell the appends grouped into this commit, leave the lock hint, release
+   the lock, cache the new metadata, delete superseded manifests and metadata files.
 
-   * returns: committed;
-   * :class:`CommitFailed` / :class:`CatalogUnavailable`: definitely not committed. This
-     attempt's manifest list and metadata.json are deleted, the base refreshed, and after a
-     jittered exponential backoff (``commit.retry.*`` table properties) the loop re-applies;
-   * :class:`CommitStateUnknown`: may have landed. Nothing is deleted. The pointer is re-read:
-     if the table now contains this operation's snapshot id (stable across attempts) the commit
-     succeeded; if it can be read and does not, the loop retries; if it cannot be read,
-     ``CommitStateUnknown`` is raised to the caller.
+An attempt moves through three phases (:class:`Phase`), and the phase alone decides what a
+failure may delete:
+
+* ``BUILDING``: nothing was sent. A failure deletes this attempt's manifest lists and
+  metadata file; when the operation gives up, also every file it wrote (data files included).
+* ``SWAP_SENT``: from the moment the swap may have been sent. Nothing is deleted unless the
+  outcome is known not to have landed:
+
+  - :class:`CommitFailed` (another pointer), :class:`NoSuchTable`, :class:`CatalogRefused`, or
+    :class:`CatalogUnavailable` (not sent): back to ``BUILDING``. A lost swap is retried after
+    refreshing the base and a jittered exponential backoff (``commit.retry.*`` table
+    properties); an unreachable catalog is retried at most ``commit.retry.num-retries`` times;
+    a missing table or a refusal (read-only database, no permission) fails at once;
+  - :class:`CommitStateUnknown`: the pointer is re-read. This operation's snapshot id (stable
+    across attempts) in the table, or the pointer at our file, means committed; another
+    pointer without it means not landed (retried; this attempt's files are kept, as the swap
+    could in theory still be applied late, and orphan removal takes them); a catalog that
+    cannot be read raises ``CommitStateUnknown`` to the caller, deleting nothing;
+  - anything else (an interrupt that could not be deferred, an unexpected error): unknown,
+    nothing is deleted.
+* ``LANDED``: the swap committed. Every step after it is best effort: a failure, a
+  ``KeyboardInterrupt`` included, is logged as a warning and listed in
+  :attr:`CommitResult.warnings`, and the commit is reported as landed.
+
+From just before the swap until the steps after it are done, Ctrl-C is held back
+(:mod:`lakecat.catalog.interrupts`) and delivered when the window closes, with a note saying
+whether the commit landed: an interrupt never decides which phase a failure belongs to.
 
 An attempt runs under the table's advisory commit lock (:mod:`lakecat.catalog.commit_lock`)
 when it can be had: it first moves the base to the current pointer (on a first attempt, to the
-location the lock's previous holder committed, when the lock carries that hint), so lakecat
-writers queue for milliseconds instead of losing the swap and redoing the attempt. What does
-not depend on the base (the new data files' manifests) is written before the lock is taken.
-The lock decides nothing: the swap alone does, and a writer without the lock is as safe as one
-with it. A blind append that finds the lock busy queues itself for the holder instead, which
-commits it as its own snapshot in the holder's metadata version (a group commit,
-:mod:`lakecat.catalog.group_commit`); the queued writer stops waiting as soon as the holder
-says it landed, and otherwise settles when it gets the lock.
-
-Nothing fallible that could change the outcome runs after a successful swap: cleanup of
-superseded files is best effort and only logged.
+location the lock's previous holder committed to this table, when the lock carries that hint),
+so lakecat writers queue for milliseconds instead of losing the swap and redoing the attempt.
+What does not depend on the base (the new data files' manifests) is written before the lock is
+taken. The lock decides nothing: the swap alone does, and a writer without the lock is as safe
+as one with it. A lock that fails is reported in :attr:`CommitResult.warnings`. A blind append
+that finds the lock busy queues itself for the holder instead, which commits it as its own
+snapshot in the holder's metadata version (a group commit, :mod:`lakecat.catalog.group_commit`);
+the queued writer stops waiting as soon as the holder says it landed, and otherwise settles
+when it gets the lock.
 
 Blind appends cannot conflict, so they retry on lost swaps until
 ``commit.retry.total-timeout-ms`` regardless of ``commit.retry.num-retries``: an append never
@@ -41,12 +63,16 @@ fails because of other writers.
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from functools import partial
+from types import TracebackType
 from typing import Protocol
 
 from lakecat.catalog.commit_lock import Hold, WaitHooks
@@ -62,15 +88,18 @@ from lakecat.catalog.conflicts import (
 )
 from lakecat.catalog.group_commit import Batch, Waiter, drain, queue_for
 from lakecat.catalog.intent import Intent, OpKind
+from lakecat.catalog.interrupts import DeferredInterrupts
 from lakecat.catalog.producer import SnapshotProducer
 from lakecat.metadata import properties as P
 from lakecat.metadata.apply import apply
 from lakecat.metadata.datafile import DataFile, Status
 from lakecat.metadata.errors import (
+    CatalogRefused,
     CatalogUnavailable,
     CommitFailed,
     CommitStateUnknown,
     LakecatError,
+    NoSuchTable,
     RetriesExhausted,
     StorageError,
 )
@@ -86,7 +115,7 @@ from lakecat.metadata.metadata_files import (
 )
 from lakecat.metadata.parquet import partition_path
 from lakecat.metadata.table_metadata import TableMetadata
-from lakecat.metadata.updates import TableRequirement, TableUpdate
+from lakecat.metadata.updates import AssertTableUUID, TableRequirement, TableUpdate
 
 log = logging.getLogger("lakecat.commit")
 
@@ -113,7 +142,8 @@ class TableOperations(Protocol):
         ...
 
     def swap(self, *, expected: str, new: str) -> None:
-        """Compare-and-swap the metadata pointer (contract in the module docstring)."""
+        """Compare-and-swap the metadata pointer (the contract is
+        :meth:`lakecat.catalog.sql_store.SqlCatalogStore.swap_metadata_location`'s)."""
         ...
 
     def committed(self, location: str, metadata: TableMetadata) -> None:
@@ -126,10 +156,11 @@ class TableOperations(Protocol):
         *,
         hooks: WaitHooks | None = None,
         timeout_s: float | None = None,
+        faults: list[str] | None = None,
     ) -> AbstractContextManager[Hold | None]:
         """The advisory commit lock (:mod:`lakecat.catalog.commit_lock`); yields the hold, or
-        None when not held. ``hooks`` are as in ``CommitLock.hold``; ``timeout_s`` overrides
-        ``commit.lock.acquire-timeout-ms``."""
+        None when not held. ``hooks`` and ``faults`` are as in ``CommitLock.hold``;
+        ``timeout_s`` overrides ``commit.lock.acquire-timeout-ms``."""
         ...
 
     def commit_queue(self, properties: Mapping[str, str]) -> FileCommitQueue | None:
@@ -168,12 +199,18 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class CommitResult:
+    """A commit that landed (or was skipped as already committed).
+
+    ``warnings`` lists what went wrong without changing that outcome: commit-lock faults
+    (the commit went on without the lock) and best-effort steps after the swap that failed."""
+
     metadata: TableMetadata
     metadata_location: str
     snapshot_id: int | None
     attempts: int
     wait_ms: int
     skipped: bool = False  # an (app id, version) already committed and the caller chose to skip
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -182,12 +219,33 @@ class _Clock:
     unbounded_retries: bool
     start: float = field(default_factory=time.monotonic)
     waited_ms: float = 0.0
+    unavailable: int = 0  # attempts that found the catalog unreachable
+    last_loss: BaseException | None = None  # why the last attempt did not land
+
+    def lost(self, why: BaseException) -> None:
+        self.last_loss = why
+        if isinstance(why, CatalogUnavailable):
+            self.unavailable += 1
 
     def may_retry(self, attempt: int) -> bool:
         elapsed_ms = (time.monotonic() - self.start) * 1000
         if elapsed_ms >= self.policy.total_timeout_ms:
             return False
+        if self.unavailable > self.policy.num_retries:
+            return False  # an unreachable catalog is not a lost race: bounded even for appends
         return self.unbounded_retries or attempt <= self.policy.num_retries
+
+    def give_up(self, table: str, attempt: int) -> BaseException:
+        """The error for an operation that may not retry any more."""
+        if isinstance(self.last_loss, CatalogUnavailable):
+            return self.last_loss  # the catalog stayed unreachable: say so, not "lost a race"
+        elapsed = int((time.monotonic() - self.start) * 1000)
+        error = RetriesExhausted(
+            f"{table}: lost the commit race {attempt} time(s) in {elapsed} ms; raise "
+            f"{P.COMMIT_NUM_RETRIES} or {P.COMMIT_TOTAL_RETRY_TIME_MS} for this table"
+        )
+        error.__cause__ = self.last_loss
+        return error
 
     def wait(self, attempt: int) -> float:
         ms = self.policy.backoff_ms(attempt)
@@ -212,6 +270,103 @@ def commit_intent(
     return _IntentCommit(ops, intent, start, start_location).run()
 
 
+class Phase(enum.Enum):
+    """Where an attempt stands relative to its swap: what a failure may delete."""
+
+    BUILDING = "building"  # nothing sent: this attempt's files may go
+    SWAP_SENT = "swap-sent"  # may have landed: nothing is deleted
+    LANDED = "landed"  # committed: only best-effort steps follow
+
+
+class Landing:
+    """One attempt's swap and the steps after it, with the point of no return made explicit.
+
+    Use it as a context manager around the attempt, lock included: call :meth:`swap` when the
+    new metadata file is written, and :meth:`after` for each step once it landed. Leaving the
+    block after the swap landed never raises for those steps or for the lock's release (they
+    are logged and kept in ``warnings``); a SIGINT that arrived from the swap on is delivered
+    on leaving (see :mod:`lakecat.catalog.interrupts`)."""
+
+    def __init__(self, ops: TableOperations, warnings: list[str]) -> None:
+        self.ops = ops
+        self.warnings = warnings
+        self.phase = Phase.BUILDING
+        self.location: str | None = None  # the metadata file that landed
+        self._interrupts = DeferredInterrupts()
+
+    def swap(self, *, expected: str, new: str, snapshot_id: int | None) -> BaseException | None:
+        """Swap the pointer from ``expected`` to ``new``. ``None``: it landed (the phase is
+        ``LANDED``). Otherwise the reason it definitely did not land and may be retried (a lost
+        race, an unreachable catalog, an unknown outcome the catalog shows did not land), the
+        phase back at ``BUILDING``. A missing table or a refusal raises, also back at
+        ``BUILDING``; an unknown outcome that cannot be resolved raises in ``SWAP_SENT``."""
+        self._interrupts.start()
+        self.phase = Phase.SWAP_SENT
+        try:
+            _swap(self.ops, expected, new, snapshot_id)
+        except (NoSuchTable, CatalogRefused):
+            self.phase = Phase.BUILDING  # definitely not committed: the store's contract
+            raise
+        except (CommitFailed, CatalogUnavailable, _NotLanded) as exc:
+            self.phase = Phase.BUILDING
+            return exc
+        self.phase = Phase.LANDED
+        self.location = new
+        return None
+
+    def after(self, step: str, action: Callable[[], object]) -> None:
+        """Run a best-effort step after the swap landed: a failure cannot fail the commit."""
+        try:
+            action()
+        except (Exception, KeyboardInterrupt) as exc:
+            self.warn(step, exc)
+
+    def warn(self, step: str, exc: BaseException) -> None:
+        log.warning(
+            "commit landed; %s failed: %r",
+            step,
+            exc,
+            extra={"table": self.ops.name, "location": self.location},
+        )
+        self.warnings.append(f"{step}: {type(exc).__name__}: {exc}")
+
+    @contextlib.contextmanager
+    def held(self, lock: AbstractContextManager[Hold | None]) -> Iterator[Hold | None]:
+        """Hold the commit lock for the block; once the swap landed, a failure to release it
+        is a warning, not an error."""
+        hold = lock.__enter__()
+        try:
+            yield hold
+        except BaseException as exc:
+            if not lock.__exit__(type(exc), exc, exc.__traceback__):
+                raise
+        else:
+            try:
+                lock.__exit__(None, None, None)
+            except (Exception, KeyboardInterrupt) as exc:
+                if self.phase is not Phase.LANDED:
+                    raise
+                self.warn("releasing the commit lock", exc)
+
+    def __enter__(self) -> Landing:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        name = self.ops.name
+        if self.phase is Phase.LANDED:
+            note = f"lakecat: the commit of {name} landed ({self.location}) before this interrupt"
+        elif self.phase is Phase.BUILDING:
+            note = f"lakecat: the commit of {name} did not land"
+        else:
+            note = f"lakecat: the commit of {name} may or may not have landed"
+        self._interrupts.stop(note)
+
+
 @dataclass(frozen=True)
 class _Handed:
     """This append, committed by a lock holder's group commit: where to read the table."""
@@ -222,7 +377,6 @@ class _Handed:
 
 @dataclass(frozen=True)
 class _Swapped:
-    outcome: object
     metadata: TableMetadata
     location: str
     batch: Batch | None
@@ -245,6 +399,7 @@ class _IntentCommit:
             self.base, self.base_location = start, start_location
         else:
             self.base, self.base_location = ops.refresh()
+        self.same_table = AssertTableUUID((start or self.base).table_uuid)
         policy = RetryPolicy.from_properties(self.base.properties)
         self.clock = _Clock(policy, unbounded_retries=intent.kind is OpKind.APPEND)
         self.producer = SnapshotProducer(ops.io, intent, ops.manifest_cache)
@@ -253,6 +408,8 @@ class _IntentCommit:
         self.waiter: Waiter | None = None
         self.attempt = 0
         self.pending: list[str] = []  # this attempt's manifest lists and metadata file
+        self.landing: Landing | None = None  # the current attempt's
+        self.warnings: list[str] = []
 
     def run(self) -> CommitResult:
         ops = self.ops
@@ -265,23 +422,20 @@ class _IntentCommit:
                 if result is not None:
                     return result
                 if not self.clock.may_retry(self.attempt):
-                    raise RetriesExhausted(
-                        f"{ops.name}: lost the commit race {self.attempt} time(s) in "
-                        f"{int((time.monotonic() - self.clock.start) * 1000)} ms; raise "
-                        f"{P.COMMIT_NUM_RETRIES} or {P.COMMIT_TOTAL_RETRY_TIME_MS} for this table"
-                    )
+                    raise self.clock.give_up(ops.name, self.attempt)
                 self.clock.wait(self.attempt)
                 self.base, self.base_location = ops.refresh()
-        except CommitStateUnknown:
-            raise  # may have landed: delete nothing
         except BaseException:
-            # Definitely not committed (conflict, exhausted retries, a failed write, an error
-            # before the swap): every file this operation wrote goes, data files included,
-            # unless a lock holder took this append to commit it.
-            ours = [*intent_files(self.intent), *self.producer.written]
-            if self.waiter is not None and not self.waiter.may_delete_files():
-                ours = []
-            _delete(ops.io, [*ours, *self.pending])
+            # Only a commit known not to have landed deletes: when the swap may have been
+            # sent, or landed, every file stays (orphan removal takes what was not needed).
+            if self.landing is None or self.landing.phase is Phase.BUILDING:
+                # Definitely not committed (conflict, exhausted retries, a failed write, an
+                # error before the swap): every file this operation wrote goes, data files
+                # included, unless a lock holder took this append to commit it.
+                ours = [*intent_files(self.intent), *self.producer.written]
+                if self.waiter is not None and not self.waiter.may_delete_files():
+                    ours = []
+                _delete(ops.io, [*ours, *self.pending])
             raise
         finally:
             if self.waiter is not None:
@@ -293,29 +447,37 @@ class _IntentCommit:
         if self.queue is not None and self.attempt == 1:
             self.waiter = Waiter(self.queue, self.producer, self.base)
         hooks = self.waiter if self.attempt == 1 else None
-        with ops.commit_lock(self.base.properties, hooks=hooks) as lock:
-            handed = self._settle(lock)
-            if handed is None:
-                swapped = self._build_and_swap(lock)
+        self.landing = landing = Landing(ops, self.warnings)
+        with landing:
+            lock_cm = ops.commit_lock(self.base.properties, hooks=hooks, faults=self.warnings)
+            with landing.held(lock_cm) as lock:
+                handed = self._settle(lock)
+                outcome = None if handed is not None else self._build_and_swap(lock, landing)
+            if isinstance(outcome, _Swapped):
+                return self._landed(outcome, landing)
         if handed is not None:
             return self._handed_result(handed)
-        if isinstance(swapped, CommitResult):
-            return swapped
-        if swapped.outcome is _Outcome.COMMITTED:
-            new, new_location = swapped.metadata, swapped.location
-            ops.committed(new_location, new)
-            unused = self.producer.unused_manifests()
-            if swapped.batch is not None:
-                unused += swapped.batch.unused_manifests()
-            _after_commit(ops.io, self.base, self.base_location, new, unused)
-            return CommitResult(
-                new, new_location, self.intent.snapshot_id, self.attempt, int(self.clock.waited_ms)
-            )
-        if swapped.outcome is _Outcome.LOST:
-            _delete(ops.io, self.pending)
-        # UNKNOWN_NOT_LANDED: this attempt's files are kept (orphan removal takes them)
-        self.pending = []
-        return None
+        return outcome  # skipped as already committed, or None: retry
+
+    def _landed(self, swapped: _Swapped, landing: Landing) -> CommitResult:
+        """The steps after a swap that landed, the lock released: none can fail the commit."""
+        new, new_location = swapped.metadata, swapped.location
+        unused = self.producer.unused_manifests()
+        if swapped.batch is not None:
+            unused += swapped.batch.unused_manifests()
+        landing.after("caching the new metadata", lambda: self.ops.committed(new_location, new))
+        landing.after(
+            "deleting superseded files",
+            lambda: _after_commit(self.ops.io, self.base, self.base_location, new, unused),
+        )
+        return CommitResult(
+            new,
+            new_location,
+            self.intent.snapshot_id,
+            self.attempt,
+            int(self.clock.waited_ms),
+            warnings=tuple(self.warnings),
+        )
 
     def _settle(self, lock: Hold | None) -> _Handed | None:
         """Where the attempt starts once the lock is had (or not: after its timeout, or when
@@ -326,13 +488,13 @@ class _IntentCommit:
         state = self.waiter.settle() if self.waiter is not None and self.attempt == 1 else None
         if state is None:  # not queued, or withdrawn: commit on our own
             if lock is not None:  # writers that take the lock wait here, not losing swaps
-                hint = lock.hint() if self.attempt == 1 else None
+                hint = lock.hint(self.same_table.uuid) if self.attempt == 1 else None
                 self.base, self.base_location = _fresh(
                     self.ops, self.base, self.base_location, hint
                 )
             return None
         assert self.waiter is not None
-        hint = lock.hint() if lock is not None else self.waiter.location
+        hint = lock.hint(self.same_table.uuid) if lock is not None else self.waiter.location
         if state is TicketState.CLAIMED and lock is None:  # its holder may still be at work
             state, hint = self._wait_for_holder()
         if state is TicketState.DONE:
@@ -357,7 +519,7 @@ class _IntentCommit:
                     f"writer's group commit, which had not finished after {timeout_s:.0f} s; "
                     f"check whether snapshot {self.intent.snapshot_id} is in the table"
                 )
-            return self.waiter.settle() or TicketState.CLAIMED, lock.hint()
+            return self.waiter.settle() or TicketState.CLAIMED, lock.hint(self.same_table.uuid)
 
     def _handed_result(self, handed: _Handed) -> CommitResult:
         ops, snapshot_id = self.ops, self.intent.snapshot_id
@@ -373,15 +535,33 @@ class _IntentCommit:
             "append committed by the commit lock's holder",
             extra={"table": ops.name, "snapshot_id": snapshot_id, "location": location},
         )
-        return CommitResult(metadata, location, snapshot_id, 1, int(self.clock.waited_ms))
+        return CommitResult(
+            metadata,
+            location,
+            snapshot_id,
+            1,
+            int(self.clock.waited_ms),
+            warnings=tuple(self.warnings),
+        )
 
-    def _build_and_swap(self, lock: Hold | None) -> _Swapped | CommitResult:
+    def _build_and_swap(
+        self, lock: Hold | None, landing: Landing
+    ) -> _Swapped | CommitResult | None:
+        """Build on the base and swap: what landed, a skip (already committed), or ``None``
+        when it did not land and may be retried."""
         ops, intent, base, base_location = self.ops, self.intent, self.base, self.base_location
+        self.same_table.validate(base)
         already = _already_committed(intent, base)
         if already is not None:
             _delete(ops.io, intent_files(intent) + self.producer.written)
             return CommitResult(
-                base, base_location, already, self.attempt, int(self.clock.waited_ms), True
+                base,
+                base_location,
+                already,
+                self.attempt,
+                int(self.clock.waited_ms),
+                True,
+                warnings=tuple(self.warnings),
             )
         self.window.validate(self.start or base, base)
         extra = {ATTEMPTS_KEY: str(self.attempt), WAIT_MS_KEY: str(int(self.clock.waited_ms))}
@@ -397,13 +577,25 @@ class _IntentCommit:
         self.pending.append(new_location)
         write_metadata(ops.io, new_location, new)
         _log_attempt(ops, intent, base, self.attempt, self.clock)
-        outcome = _swap(ops, base_location, new_location, intent.snapshot_id)
-        if outcome is _Outcome.COMMITTED:
-            if batch is not None:
-                batch.landed(new_location)
-            if lock is not None:
-                lock.publish(new_location)
-        return _Swapped(outcome, new, new_location, batch)
+        lost = landing.swap(
+            expected=base_location, new=new_location, snapshot_id=intent.snapshot_id
+        )
+        if lost is not None:
+            self.clock.lost(lost)
+            if not isinstance(lost, _NotLanded):
+                _delete(ops.io, self.pending)
+            # else: this attempt's files are kept (see the module docstring)
+            self.pending = []
+            return None
+        if batch is not None:
+            landing.after(
+                "telling the grouped appends' writers", partial(batch.landed, new_location)
+            )
+        if lock is not None:
+            landing.after(
+                "recording the lock hint", partial(lock.publish, new_location, new.table_uuid)
+            )
+        return _Swapped(new, new_location, batch)
 
 
 def _load_or_none(ops: TableOperations, location: str) -> TableMetadata | None:
@@ -417,41 +609,75 @@ def _load_or_none(ops: TableOperations, location: str) -> TableMetadata | None:
 def commit_updates(
     ops: TableOperations,
     build: Callable[[TableMetadata], tuple[Sequence[TableUpdate], Sequence[TableRequirement]]],
+    *,
+    table_uuid: str | None = None,
 ) -> CommitResult:
     """Commit a metadata-only change, rebuilt from each refreshed base.
 
     ``build`` returns the update records and the requirements they rely on; a requirement that
     no longer holds on a refreshed base raises its typed error (``RequirementFailed``, or the
-    ``MetadataChanged`` the builder chose) and nothing is retried.
+    ``MetadataChanged`` the builder chose) and nothing is retried. ``table_uuid`` is the table
+    the caller loaded (a ``RequirementFailed`` if the name now holds another table); by default
+    the table found on the first read. Phases and outcomes are as for :func:`commit_intent`.
     """
     base, base_location = ops.refresh()
+    same_table = AssertTableUUID(table_uuid or base.table_uuid)
     clock = _Clock(RetryPolicy.from_properties(base.properties), unbounded_retries=False)
+    warnings: list[str] = []
     attempt = 0
     while True:
         attempt += 1
-        with ops.commit_lock(base.properties) as lock:
-            if lock is not None:
-                hint = lock.hint() if attempt == 1 else None
-                base, base_location = _fresh(ops, base, base_location, hint)
-            updates, requirements = build(base)
-            for requirement in requirements:
-                requirement.validate(base)
-            new = apply(base, list(updates), base_location=base_location)
-            if new is base:  # nothing to change: no commit
-                return CommitResult(base, base_location, None, attempt, int(clock.waited_ms))
-            new_location = new_metadata_location(base.location, base_location, new.properties)
-            write_metadata(ops.io, new_location, new)
-            outcome = _swap(ops, base_location, new_location, None)
-            if lock is not None and outcome is _Outcome.COMMITTED:
-                lock.publish(new_location)
-        if outcome is _Outcome.COMMITTED:
-            ops.committed(new_location, new)
-            _prune_metadata_files(ops.io, base, base_location, new)
-            return CommitResult(new, new_location, None, attempt, int(clock.waited_ms))
-        if outcome is _Outcome.LOST:
-            ops.io.delete(new_location)
+        with Landing(ops, warnings) as landing:
+            with landing.held(ops.commit_lock(base.properties, faults=warnings)) as lock:
+                if lock is not None:
+                    hint = lock.hint(same_table.uuid) if attempt == 1 else None
+                    base, base_location = _fresh(ops, base, base_location, hint)
+                same_table.validate(base)
+                updates, requirements = build(base)
+                for requirement in requirements:
+                    requirement.validate(base)
+                new = apply(base, list(updates), base_location=base_location)
+                if new is base:  # nothing to change: no commit
+                    return CommitResult(
+                        base,
+                        base_location,
+                        None,
+                        attempt,
+                        int(clock.waited_ms),
+                        warnings=tuple(warnings),
+                    )
+                new_location = new_metadata_location(base.location, base_location, new.properties)
+                write_metadata(ops.io, new_location, new)
+                try:
+                    lost = landing.swap(expected=base_location, new=new_location, snapshot_id=None)
+                except BaseException:
+                    if landing.phase is Phase.BUILDING:
+                        _delete(ops.io, [new_location])
+                    raise
+                if lost is None and lock is not None:
+                    landing.after(
+                        "recording the lock hint",
+                        partial(lock.publish, new_location, new.table_uuid),
+                    )
+            if lost is None:
+                landing.after("caching the new metadata", partial(ops.committed, new_location, new))
+                landing.after(
+                    "deleting superseded metadata files",
+                    partial(_prune_metadata_files, ops.io, base, base_location, new),
+                )
+                return CommitResult(
+                    new,
+                    new_location,
+                    None,
+                    attempt,
+                    int(clock.waited_ms),
+                    warnings=tuple(warnings),
+                )
+        clock.lost(lost)
+        if not isinstance(lost, _NotLanded):
+            _delete(ops.io, [new_location])
         if not clock.may_retry(attempt):
-            raise RetriesExhausted(f"{ops.name}: lost the commit race {attempt} time(s)")
+            raise clock.give_up(ops.name, attempt)
         clock.wait(attempt)
         base, base_location = ops.refresh()
 
@@ -573,39 +799,36 @@ def _already_committed(intent: Intent, base: TableMetadata) -> int | None:
 
 
 # ---- the swap and its outcomes ------------------------------------------------------------
-class _Outcome:
-    COMMITTED = object()
-    LOST = object()
-    UNKNOWN_NOT_LANDED = object()
+class _NotLanded(Exception):
+    """The swap's outcome was unknown, and the catalog, read again, shows it did not land."""
 
 
-def _swap(
-    ops: TableOperations,
-    expected: str,
-    new: str,
-    snapshot_id: int | None,
-) -> object:
+def _swap(ops: TableOperations, expected: str, new: str, snapshot_id: int | None) -> None:
+    """The swap with an unknown outcome resolved: returns when it landed; raises what the
+    store raised for a definite failure, :class:`_NotLanded`, or ``CommitStateUnknown`` when
+    the catalog cannot be read back."""
     try:
         ops.swap(expected=expected, new=new)
-        return _Outcome.COMMITTED
+        return
     except (CommitFailed, CatalogUnavailable) as exc:
         log.info("commit lost the swap", extra={"table": ops.name, "reason": str(exc)})
-        return _Outcome.LOST
-    except CommitStateUnknown:
+        raise
+    except CommitStateUnknown as exc:
         log.warning("commit state unknown; checking the pointer", extra={"table": ops.name})
-        try:
-            current, location = ops.refresh()
-        except LakecatError as exc:
-            raise CommitStateUnknown(
-                f"{ops.name}: the catalog failed after the swap was sent and cannot be read "
-                f"back ({exc}); the commit may or may not have landed. Check whether "
-                f"snapshot {snapshot_id} is in the table before re-running"
-            ) from exc
-        if location == new:
-            return _Outcome.COMMITTED
-        if snapshot_id is not None and current.has_snapshot(snapshot_id):
-            return _Outcome.COMMITTED
-        return _Outcome.UNKNOWN_NOT_LANDED
+        unknown = exc
+    try:
+        current, location = ops.refresh()
+    except LakecatError as exc:
+        raise CommitStateUnknown(
+            f"{ops.name}: the catalog failed after the swap was sent and cannot be read "
+            f"back ({exc}); the commit may or may not have landed. Check whether "
+            f"snapshot {snapshot_id} is in the table before re-running"
+        ) from exc
+    if location == new:
+        return
+    if snapshot_id is not None and current.has_snapshot(snapshot_id):
+        return
+    raise _NotLanded(str(unknown)) from unknown
 
 
 # ---- cleanup ------------------------------------------------------------------------------
@@ -628,11 +851,10 @@ def _after_commit(
     new: TableMetadata,
     unused_manifests: Sequence[str],
 ) -> None:
-    try:
-        _delete(io, unused_manifests)
-        _prune_metadata_files(io, base, base_location, new)
-    except LakecatError as exc:  # the commit has landed; cleanup must not change that
-        log.warning("post-commit cleanup failed: %s", exc)
+    """Delete what a landed commit superseded (run as a best-effort step: see
+    :meth:`Landing.after`)."""
+    _delete(io, unused_manifests)
+    _prune_metadata_files(io, base, base_location, new)
 
 
 def _prune_metadata_files(

@@ -21,15 +21,22 @@ contract:
   advisory lock with its connection.
 * ``commit.lock.enabled=false`` turns it off for a table.
 * A held lock may carry a **hint**: the metadata location its previous holder committed
-  (:class:`Hold`). The file lock keeps it in the lock file, so the next holder finds the
-  current pointer without a catalog query. A hint is only ever a guess: a writer that
-  committed without the lock leaves it stale, the swap built on it then fails, and the writer
-  retries from the catalog's pointer (``lakecat.catalog.commit`` trusts a hint on an
-  attempt's first try only).
+  (:class:`Hold`), with the table's UUID. The file lock keeps it in the lock file, so the next
+  holder finds the current pointer without a catalog query. A hint is only ever a guess: a
+  writer that committed without the lock leaves it stale, the swap built on it then fails, and
+  the writer retries from the catalog's pointer (``lakecat.catalog.commit`` trusts a hint on
+  an attempt's first try only). The lock is keyed by the table's name, which a dropped table
+  hands on to the next table of that name: a hint is only given to a writer of the table (the
+  UUID) that published it, and dropping or renaming a table clears it (:meth:`CommitLock.forget`).
+* A lock that fails (a lock file that cannot be made, a PostgreSQL session that errs) never
+  fails the commit, which goes on without it; but it is not silent either: each fault is logged
+  as a warning and appended to the caller's ``faults`` list, which the commit result reports.
 
-Implementations: a ``flock`` on a file beside a SQLite catalog (the writers of an embedded
-catalog share its machine), ``pg_advisory_lock`` on PostgreSQL (shared by every machine using
-the catalog), a process-local lock for an in-memory SQLite catalog.
+Implementations: a ``flock`` on a file in a folder beside a SQLite catalog's database file
+(:func:`sqlite_database_file` finds that file the way SQLite does, so a path and a ``file:``
+URI of one database share one lock; the writers of an embedded catalog share its machine),
+``pg_advisory_lock`` on PostgreSQL (shared by every machine using the catalog), a
+process-local lock for an in-memory SQLite catalog.
 """
 
 from __future__ import annotations
@@ -43,11 +50,14 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Protocol
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from sqlalchemy import text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import URL, Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from lakecat.catalog.commit_queue import FileCommitQueue
+from lakecat.catalog.db import describe_error, is_lock_timeout
 from lakecat.catalog.doorbell import RELEASED, SAFETY_POLL_S, hang
 from lakecat.catalog.idle_files import new_stem
 
@@ -58,35 +68,33 @@ class Hold:
     """A held commit lock. This one carries no hint (PostgreSQL's advisory lock, the
     process-local lock)."""
 
-    def hint(self) -> str | None:
-        """The metadata location the previous holder committed, if known (a guess: see the
-        module docstring)."""
+    def hint(self, table_uuid: str) -> str | None:
+        """The metadata location the previous holder committed for the table ``table_uuid``,
+        if known (a guess: see the module docstring)."""
         return None
 
-    def publish(self, location: str) -> None:
-        """Record ``location``, just committed by this holder, as the next holder's hint."""
+    def publish(self, location: str, table_uuid: str) -> None:
+        """Record ``location``, just committed by this holder to the table ``table_uuid``, as
+        the next holder's hint."""
 
 
 class _FileHold(Hold):
-    """The hint lives in the lock file itself, read and written only by its holder."""
+    """The hint lives in the lock file itself, read and written only by its holder:
+    ``<HINT_TAG> <table uuid> <location>``. Anything else (an older lakecat's bare location,
+    a cleared file) is no hint."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
 
-    def hint(self) -> str | None:
+    def hint(self, table_uuid: str) -> str | None:
         try:
             data = os.pread(self._fd, _MAX_HINT_BYTES + 1, 0)
         except OSError:
             return None
-        if not data or len(data) > _MAX_HINT_BYTES:
-            return None
-        try:
-            return data.decode()
-        except UnicodeDecodeError:
-            return None
+        return _parse_hint(data, table_uuid)
 
-    def publish(self, location: str) -> None:
-        data = location.encode()
+    def publish(self, location: str, table_uuid: str) -> None:
+        data = f"{_HINT_TAG} {table_uuid} {location}".encode()
         if len(data) > _MAX_HINT_BYTES:
             return
         try:
@@ -95,8 +103,32 @@ class _FileHold(Hold):
         except OSError as exc:  # only a hint: the next holder asks the catalog instead
             log.debug("could not record the commit hint: %s", exc)
 
+    def clear(self) -> None:
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, 0)
+
 
 _MAX_HINT_BYTES = 8192
+_HINT_TAG = "lakecat-hint-v2"
+
+
+def _parse_hint(data: bytes, table_uuid: str) -> str | None:
+    if not data or len(data) > _MAX_HINT_BYTES:
+        return None
+    try:
+        tag, uuid, location = data.decode().split(" ", 2)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if tag != _HINT_TAG or uuid != table_uuid or not location:
+        return None
+    return location
+
+
+def _fault(faults: list[str] | None, message: str) -> None:
+    """A lock that stopped working: said as a warning, and counted by the caller."""
+    log.warning("commit lock: %s; committing without it", message)
+    if faults is not None:
+        faults.append(f"commit lock: {message}")
 
 
 class WaitHooks(Protocol):
@@ -115,13 +147,25 @@ class WaitHooks(Protocol):
 
 class CommitLock(Protocol):
     def hold(
-        self, key: str, timeout_s: float, *, hooks: WaitHooks | None = None
+        self,
+        key: str,
+        timeout_s: float,
+        *,
+        hooks: WaitHooks | None = None,
+        faults: list[str] | None = None,
     ) -> contextlib.AbstractContextManager[Hold | None]:
         """Hold the lock for ``key`` while the block runs; the value is the :class:`Hold`, or
-        ``None`` when not held (after ``timeout_s``, or when ``hooks`` stopped the wait: the
-        block runs anyway, unlocked).
+        ``None`` when not held (after ``timeout_s``, when ``hooks`` stopped the wait, or when
+        the lock failed: the block runs anyway, unlocked). Neither entering nor leaving the
+        block raises for the lock's own failures: each is logged as a warning and appended to
+        ``faults``.
 
         ``hooks`` are called if the lock is busy, by the locks that have a queue."""
+        ...
+
+    def forget(self, key: str) -> None:
+        """Clear what the lock of ``key`` remembers (its hint): the table of that name was
+        dropped or renamed. Best effort, bounded wait, never raises."""
         ...
 
     def queue(self, key: str) -> FileCommitQueue | None:
@@ -135,15 +179,40 @@ def commit_lock_for(engine: Engine) -> CommitLock:
     backend = engine.url.get_backend_name()
     if backend == "postgresql":
         return PostgresAdvisoryLock(engine)
-    database = engine.url.database
-    if (
-        backend == "sqlite"
-        and database
-        and database != ":memory:"
-        and "mode=memory" not in str(engine.url)
-    ):
-        return FileLock(f"{os.path.abspath(database)}.locks")
+    if backend == "sqlite":
+        database = sqlite_database_file(engine.url)
+        if database is not None:
+            return FileLock(f"{database}.locks")
     return ProcessLock()
+
+
+def sqlite_database_file(url: URL) -> str | None:
+    """The database file a SQLite URL opens, as one canonical absolute path (symbolic links
+    resolved), or None for an in-memory database.
+
+    Read as SQLite reads it: with ``uri=true`` the database is a ``file:`` URI (``file:/p``,
+    ``file:///p``, ``file://localhost/p``, percent-escapes, a ``mode`` parameter); without it,
+    a plain path, even one that starts with ``file:``. A relative path is relative to the
+    working directory, as for SQLite itself."""
+    database = url.database
+    if not database or database == ":memory:":
+        return None
+    query = {k: v if isinstance(v, str) else v[-1] for k, v in url.query.items()}
+    if _truthy(query.get("uri")) and database.startswith("file:"):
+        parts = urlsplit(database)
+        if parts.netloc not in ("", "localhost"):
+            return None  # SQLite refuses other hosts: no file to lock
+        modes = parse_qs(parts.query).get("mode", [])
+        if query.get("mode") == "memory" or "memory" in modes:
+            return None
+        database = unquote(parts.path)
+        if not database or database == ":memory:":
+            return None
+    return os.path.realpath(database)
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.lower() in ("1", "true", "yes", "on")
 
 
 def lock_id(key: str) -> int:
@@ -173,7 +242,12 @@ class FileLock:
 
     @contextlib.contextmanager
     def hold(
-        self, key: str, timeout_s: float, *, hooks: WaitHooks | None = None
+        self,
+        key: str,
+        timeout_s: float,
+        *,
+        hooks: WaitHooks | None = None,
+        faults: list[str] | None = None,
     ) -> Iterator[Hold | None]:
         path = self._stem(key) + ".lock"
         queue = self.queue(key)
@@ -181,24 +255,51 @@ class FileLock:
             os.makedirs(self.folder, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            log.debug("commit lock unavailable (%s); committing without it", exc)
+            _fault(faults, f"cannot open {path} ({exc})")
             yield None
             return
         locked: int | None = fd
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            locked = self._wait(key, queue, fd, timeout_s, hooks)
+            locked = self._wait(key, queue, fd, timeout_s, hooks, faults)
         except OSError as exc:
             os.close(fd)
-            log.debug("commit lock unavailable (%s); committing without it", exc)
+            _fault(faults, f"cannot lock {path} ({exc})")
             locked = None
         try:
             yield None if locked is None else _FileHold(locked)
         finally:
             if locked is not None:
                 os.close(locked)  # releases the flock
-                queue.wake_next()
+                try:
+                    queue.wake_next()
+                except OSError as exc:  # the next waiter wakes on its own safety poll
+                    _fault(faults, f"cannot wake the next waiter ({exc})")
+
+    def forget(self, key: str) -> None:
+        path = self._stem(key) + ".lock"
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except OSError:
+            return  # no lock file: nothing remembered
+        try:
+            deadline = time.monotonic() + _FORGET_WAIT_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        # a holder is committing: the table UUID in the hint still guards it
+                        log.debug("commit lock %s busy; its hint is left to the UUID check", key)
+                        return
+                    time.sleep(_POLL_WITHOUT_BELL_S)
+                except OSError:
+                    return
+            _FileHold(fd).clear()
+        finally:
+            os.close(fd)
 
     def _wait(
         self,
@@ -207,6 +308,7 @@ class FileLock:
         fd: int,
         timeout_s: float,
         hooks: WaitHooks | None,
+        faults: list[str] | None,
     ) -> int | None:
         """``fd`` once locked, or None (closed) after ``timeout_s`` or when ``hooks`` stop."""
         stem = new_stem()
@@ -226,7 +328,7 @@ class FileLock:
                 except BlockingIOError:
                     pass
                 except OSError as exc:
-                    log.debug("commit lock unavailable (%s); committing without it", exc)
+                    _fault(faults, f"cannot lock {key} ({exc})")
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -246,16 +348,24 @@ class FileLock:
             if bell is not None:
                 unused += bell.take_down()
             if locked is None and RELEASED in unused:  # we were the one rung: pass it on
-                queue.wake_next()
+                try:
+                    queue.wake_next()
+                except OSError as exc:
+                    _fault(faults, f"cannot wake the next waiter ({exc})")
 
 
 _POLL_WITHOUT_BELL_S = 0.002
+_FORGET_WAIT_S = 1.0
 
 
 class PostgresAdvisoryLock:
     """A session-level ``pg_advisory_lock`` on a connection of the catalog's pool, held for
     the block and released after it (or by PostgreSQL when the connection dies). Waiting is
-    PostgreSQL's own queue, bounded by ``lock_timeout`` for that one statement."""
+    PostgreSQL's own queue, bounded by ``lock_timeout`` for that one statement.
+
+    A wait that times out is the lock doing its job (the block runs unlocked); anything else
+    that goes wrong (no connection, an error from the server, a failed unlock) is a fault:
+    a warning, and an entry in the caller's ``faults``."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -263,15 +373,23 @@ class PostgresAdvisoryLock:
     def queue(self, key: str) -> None:
         return None  # machines share this lock but not a folder: no group commit
 
+    def forget(self, key: str) -> None:
+        return None  # no hint is kept
+
     @contextlib.contextmanager
     def hold(
-        self, key: str, timeout_s: float, *, hooks: WaitHooks | None = None
+        self,
+        key: str,
+        timeout_s: float,
+        *,
+        hooks: WaitHooks | None = None,
+        faults: list[str] | None = None,
     ) -> Iterator[Hold | None]:
         ident = lock_id(f"lakecat-commit:{key}")
         try:
             connection = self.engine.connect()
-        except Exception as exc:  # the swap will report an unreachable catalog itself
-            log.debug("commit lock unavailable (%s); committing without it", exc)
+        except SQLAlchemyError as exc:  # the swap will report an unreachable catalog itself
+            _fault(faults, f"no connection for {key} ({describe_error(exc)})")
             yield None
             return
         held = False
@@ -283,22 +401,28 @@ class PostgresAdvisoryLock:
                 connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": ident})
                 connection.commit()
                 held = True
-            except Exception as exc:
-                with contextlib.suppress(Exception):
+            except SQLAlchemyError as exc:
+                with contextlib.suppress(SQLAlchemyError):
                     connection.rollback()
-                log.debug("commit lock %s not held (%s); committing without it", key, exc)
+                if is_lock_timeout(exc):
+                    log.debug("commit lock %s not held (timeout %.1f s)", key, timeout_s)
+                else:
+                    _fault(faults, f"cannot take {key} ({describe_error(exc)})")
             yield Hold() if held else None
         finally:
             if held:
                 try:
                     connection.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": ident})
                     connection.commit()
-                except Exception:
+                except SQLAlchemyError as exc:
                     # never return a connection that may still hold the lock to the pool:
                     # closing the session releases it
-                    with contextlib.suppress(Exception):
+                    _fault(
+                        faults, f"cannot release {key}, closing its session ({describe_error(exc)})"
+                    )
+                    with contextlib.suppress(SQLAlchemyError):
                         connection.invalidate()
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(SQLAlchemyError):
                 connection.close()
 
 
@@ -311,9 +435,17 @@ class ProcessLock:
     def queue(self, key: str) -> None:
         return None
 
+    def forget(self, key: str) -> None:
+        return None  # no hint is kept
+
     @contextlib.contextmanager
     def hold(
-        self, key: str, timeout_s: float, *, hooks: WaitHooks | None = None
+        self,
+        key: str,
+        timeout_s: float,
+        *,
+        hooks: WaitHooks | None = None,
+        faults: list[str] | None = None,
     ) -> Iterator[Hold | None]:
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())

@@ -23,6 +23,11 @@ Error classification (by exception type and driver error code, never by message 
     * :func:`is_unique_violation`: an INSERT or UPDATE hit a primary key.
     * :func:`is_connection_lost`: the connection died under the statement, so the server may
       have acted on whatever had been sent.
+    * :func:`unavailable_error`: the lakecat error for a database failure that is not
+      retryable: :class:`CatalogUnavailable` when the database could not be reached (no
+      connection, the server shutting down, out of connections: worth trying again later), a
+      :class:`CatalogRefused` kind when it answered with a refusal that trying again would
+      meet again (read-only, permission, a broken or missing catalog table).
 """
 
 from __future__ import annotations
@@ -37,15 +42,24 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 
-from lakecat.metadata.errors import CatalogUnavailable, ValidationError
+from lakecat.metadata.errors import (
+    CatalogPermissionDenied,
+    CatalogReadOnly,
+    CatalogRefused,
+    CatalogUnavailable,
+    ValidationError,
+)
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT_MS",
     "backoff_seconds",
     "create_catalog_engine",
+    "describe_error",
     "is_connection_lost",
+    "is_lock_timeout",
     "is_retryable",
     "is_unique_violation",
+    "unavailable_error",
     "write_engine",
 ]
 
@@ -61,7 +75,18 @@ _SQLITE_UNIQUE_CODES = frozenset(
     {sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE}
 )
 _PG_RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
+_SQLITE_READ_ONLY_CODES = frozenset({sqlite3.SQLITE_READONLY})
+_SQLITE_PERMISSION_CODES = frozenset({sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH})
+# Primary codes for "the database file cannot be used now", not a refusal of the statement.
+_SQLITE_UNREACHABLE_CODES = frozenset({sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PROTOCOL})
+_PG_READ_ONLY_SQLSTATES = frozenset({"25006"})  # read_only_sql_transaction
+_PG_PERMISSION_SQLSTATES = frozenset({"42501"})  # insufficient_privilege
+# SQLSTATE classes of a server that cannot serve now: connection exception, insufficient
+# resources (e.g. too many connections), operator intervention (shutting down).
+_PG_UNREACHABLE_CLASSES = frozenset({"08", "53", "57"})
+_PG_PERMISSION_CLASSES = frozenset({"28"})  # invalid authorization specification
 _PG_UNIQUE_VIOLATION = "23505"
+_PG_LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout ran out
 
 _BACKOFF_BASE_SECONDS = 0.01
 _BACKOFF_CAP_SECONDS = 0.5
@@ -152,6 +177,52 @@ def is_retryable(exc: BaseException) -> bool:
         # Extended codes (e.g. SQLITE_BUSY_SNAPSHOT) keep the primary code in the low byte.
         return code is not None and (code & 0xFF) in _SQLITE_RETRYABLE_PRIMARY_CODES
     return _sqlstate(error) in _PG_RETRYABLE_SQLSTATES
+
+
+def unavailable_error(exc: BaseException) -> type[CatalogUnavailable]:
+    """The lakecat error class for ``exc``, a database failure that is not retryable.
+
+    ``CatalogUnavailable`` when the database could not be reached or cannot serve now (the
+    commit loop may try again later); a :class:`CatalogRefused` kind when the database was
+    reached and refused the statement for a reason trying again would meet again."""
+    error = _driver_error(exc)
+    if error is None or is_connection_lost(exc):
+        return CatalogUnavailable
+    if isinstance(error, sqlite3.Error):
+        code = getattr(error, "sqlite_errorcode", None)
+        if code is None:
+            return CatalogUnavailable
+        primary = code & 0xFF
+        if primary in _SQLITE_READ_ONLY_CODES:
+            return CatalogReadOnly
+        if primary in _SQLITE_PERMISSION_CODES:
+            return CatalogPermissionDenied
+        if primary in _SQLITE_UNREACHABLE_CODES:
+            return CatalogUnavailable
+        return CatalogRefused
+    sqlstate = _sqlstate(error)
+    if sqlstate is None:  # e.g. psycopg's "connection refused": no server answered
+        return CatalogUnavailable
+    if sqlstate in _PG_READ_ONLY_SQLSTATES:
+        return CatalogReadOnly
+    if sqlstate in _PG_PERMISSION_SQLSTATES or sqlstate[:2] in _PG_PERMISSION_CLASSES:
+        return CatalogPermissionDenied
+    if sqlstate[:2] in _PG_UNREACHABLE_CLASSES:
+        return CatalogUnavailable
+    return CatalogRefused
+
+
+def is_lock_timeout(exc: BaseException) -> bool:
+    """True if PostgreSQL gave up waiting for a lock (``lock_timeout``)."""
+    error = _driver_error(exc)
+    return error is not None and _sqlstate(error) == _PG_LOCK_NOT_AVAILABLE
+
+
+def describe_error(exc: BaseException | None) -> str:
+    """The driver's own words for a database error (its class and message), for messages."""
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        return f"{type(exc.orig).__name__}: {exc.orig}".strip()
+    return f"{type(exc).__name__}: {exc}"
 
 
 def is_unique_violation(exc: BaseException) -> bool:

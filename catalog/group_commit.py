@@ -23,6 +23,8 @@ The rules that keep it safe:
 * An owner that gives up (an error, an interrupt) while a holder has its request deletes none
   of its files: the holder may be committing them.
 * A request whose owner died is dropped, never committed.
+* A request carries the UUID of the table it was prepared for, and a holder commits it to no
+  other: the queue is keyed by the table's name, which a dropped table hands on to the next.
 
 Only the file lock of a SQLite catalog has a queue (its writers share one machine);
 ``commit.group-commit.enabled=false`` turns grouping off for a table.
@@ -176,6 +178,16 @@ def _apply_claims(ops: QueueOwner, claims: list[Claim], base: TableMetadata, bat
             claim.give_back()
             gave_back = True
             continue
+        if prepared.table_uuid != base.table_uuid:  # prepared for a table since dropped
+            log.info(
+                "leaving queued append %s to its writer: it was prepared for table %s, not %s",
+                prepared.snapshot_id,
+                prepared.table_uuid,
+                base.table_uuid,
+            )
+            claim.give_back()
+            gave_back = True
+            continue
         if base.has_snapshot(prepared.snapshot_id):
             claim.done(None)  # committed already (by its owner, after a lost hand-over)
             continue
@@ -198,7 +210,7 @@ def _apply_claims(ops: QueueOwner, claims: list[Claim], base: TableMetadata, bat
 
 
 # ---- the request's wire form ----------------------------------------------------------------
-FORMAT = 1
+FORMAT = 2  # 2: with the table's UUID
 
 
 def encode(prepared: PreparedAppend) -> bytes:
@@ -206,6 +218,7 @@ def encode(prepared: PreparedAppend) -> bytes:
         {
             "format": FORMAT,
             "snapshot-id": prepared.snapshot_id,
+            "table-uuid": prepared.table_uuid,
             "branch": prepared.branch,
             "manifests": [_manifest_json(m) for m in prepared.manifests],
             "change-summary": dict(prepared.change_summary),
@@ -227,6 +240,7 @@ def decode(payload: bytes) -> PreparedAppend:
             manifests=tuple(_manifest_from_json(m) for m in doc["manifests"]),
             change_summary=tuple((str(k), str(v)) for k, v in doc["change-summary"].items()),
             extra_summary=tuple((str(k), str(v)) for k, v in doc["extra-summary"].items()),
+            table_uuid=str(doc["table-uuid"]),
         )
     except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
         raise ValueError(f"unreadable commit request: {exc}") from exc

@@ -43,6 +43,12 @@ class MetadataFileCache:
                 while len(cache) > self.max_files:
                     cache.popitem(last=False)
 
+    def forget_table(self, table: str) -> None:
+        """Drop what is remembered under ``table``'s name (dropped or renamed: the next table
+        of that name is another one)."""
+        with self._lock:
+            self._latest.pop(table, None)
+
     def latest(self, table: str) -> TableMetadata | None:
         """The metadata last put for ``table`` (any version), if still remembered."""
         with self._lock:

@@ -80,6 +80,7 @@ class PreparedAppend:
     manifests: tuple[ManifestFile, ...]
     change_summary: tuple[tuple[str, str], ...]
     extra_summary: tuple[tuple[str, str], ...] = ()
+    table_uuid: str = ""  # the table it was prepared for: a holder commits it to no other
 
 
 @dataclass
@@ -178,6 +179,7 @@ class SnapshotProducer:
             manifests=tuple(self._write_new_manifests(base)),
             change_summary=tuple(self._change_summary().items()),
             extra_summary=self.intent.extra_summary,
+            table_uuid=base.table_uuid,
         )
 
     @classmethod

@@ -32,7 +32,7 @@ from sqlalchemy import (
     update,
 )
 
-from lakecat.metadata.errors import CatalogUnavailable
+from lakecat.metadata.errors import CatalogRefused
 
 __all__ = [
     "ICEBERG_TABLES",
@@ -129,7 +129,7 @@ class TableLayout:
 def prepare_tables(connection: Connection, *, create: bool) -> TableLayout:
     """Create the catalog tables that are missing (if ``create``) and detect the layout.
 
-    Runs inside the caller's transaction. Raises CatalogUnavailable if a table is missing and
+    Runs inside the caller's transaction. Raises CatalogRefused if a table is missing and
     ``create`` is false.
     """
     inspector = inspect(connection)
@@ -137,9 +137,7 @@ def prepare_tables(connection: Connection, *, create: bool) -> TableLayout:
     if missing:
         if not create:
             names = ", ".join(t.name for t in missing)
-            raise CatalogUnavailable(
-                f"the catalog database has no {names} table (create_schema=False)"
-            )
+            raise CatalogRefused(f"the catalog database has no {names} table (create_schema=False)")
         _METADATA.create_all(connection, tables=missing)
     # A fresh inspector: the first one cached the column list from before any CREATE.
     columns = {

@@ -7,9 +7,12 @@ change can have landed:
 ============================  ===================================================================
 phase                         failure ->
 ============================  ===================================================================
-check-out, connect, BEGIN     nothing was sent: CatalogUnavailable
+check-out, connect, BEGIN     nothing was sent: CatalogUnavailable, or the CatalogRefused kind
+                              the database answered with (a bad password, a read-only server)
 a statement                   the database refused it with the connection up: the transaction
-                              is rolled back and never committed: CatalogUnavailable.
+                              is rolled back and never committed: a CatalogRefused kind
+                              (CatalogReadOnly, CatalogPermissionDenied, ...), or
+                              CatalogUnavailable where the server said it cannot serve now.
                               The connection was lost: CommitStateUnknown for an ambiguous
                               unit of work (one whose COMMIT publishes a change a caller cleans
                               up after, e.g. the compare-and-swap), else CatalogUnavailable
@@ -18,6 +21,9 @@ any phase, retryable error    the database rolled back (SQLite busy/locked, Post
                               40P01): the whole unit runs again, at most ``max_attempts``
                               times with jittered backoff, then CatalogUnavailable
 ============================  ===================================================================
+
+Which database errors are refusals, and of which kind, is
+:func:`lakecat.catalog.db.unavailable_error`.
 
 Errors the unit of work raises itself (NoSuchTable, ...) roll the transaction back and pass
 through unchanged; a unit may raise :class:`RetryTransaction` to be run again.
@@ -31,9 +37,16 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
-from lakecat.catalog.db import backoff_seconds, is_connection_lost, is_retryable, write_engine
+from lakecat.catalog.db import (
+    backoff_seconds,
+    describe_error,
+    is_connection_lost,
+    is_retryable,
+    unavailable_error,
+    write_engine,
+)
 from lakecat.metadata.errors import CatalogUnavailable, CommitStateUnknown
 
 __all__ = ["RetryTransaction", "TransactionRunner"]
@@ -77,7 +90,7 @@ class TransactionRunner:
                 if attempt >= self._max_attempts:
                     raise CatalogUnavailable(
                         f"{action}: the database stayed busy through {attempt} attempts "
-                        f"({_describe(retry.__cause__)}); nothing was committed"
+                        f"({describe_error(retry.__cause__)}); nothing was committed"
                     ) from retry.__cause__
                 wait = backoff_seconds(attempt)
                 logger.info(
@@ -109,11 +122,11 @@ def _attempt(
             if ambiguous_commit and is_connection_lost(exc):
                 raise CommitStateUnknown(
                     f"{action}: the connection was lost during the statement; the change may "
-                    f"or may not have been committed ({_describe(exc)})"
+                    f"or may not have been committed ({describe_error(exc)})"
                 ) from exc
-            raise CatalogUnavailable(
+            raise unavailable_error(exc)(
                 f"{action}: the database refused the statement; nothing was committed "
-                f"({_describe(exc)})"
+                f"({describe_error(exc)})"
             ) from exc
         except BaseException:
             _rollback_after_failure(connection)
@@ -127,9 +140,9 @@ def _attempt(
             if ambiguous_commit:
                 raise CommitStateUnknown(
                     f"{action}: COMMIT failed; the change may or may not have been committed "
-                    f"({_describe(exc)})"
+                    f"({describe_error(exc)})"
                 ) from exc
-            raise CatalogUnavailable(f"{action}: COMMIT failed ({_describe(exc)})") from exc
+            raise CatalogUnavailable(f"{action}: COMMIT failed ({describe_error(exc)})") from exc
         return result
 
 
@@ -137,10 +150,10 @@ def _not_sent(exc: SQLAlchemyError, action: str) -> Exception:
     """Classify a failure before any statement of the transaction reached the database."""
     if is_retryable(exc):
         return RetryTransaction()
-    unavailable: Exception = CatalogUnavailable(
-        f"{action}: cannot reach the catalog database ({_describe(exc)})"
-    )
-    return unavailable
+    kind, why = unavailable_error(exc), describe_error(exc)
+    if kind is CatalogUnavailable:
+        return CatalogUnavailable(f"{action}: cannot reach the catalog database ({why})")
+    return kind(f"{action}: the catalog database refused the connection ({why})")
 
 
 def _rollback_after_failure(connection: Connection) -> None:
@@ -160,9 +173,3 @@ def _discard_after_failed_commit(connection: Connection) -> None:
         connection.invalidate()
     except SQLAlchemyError:
         logger.debug("closing a connection after a failed COMMIT failed", exc_info=True)
-
-
-def _describe(exc: BaseException | None) -> str:
-    if isinstance(exc, DBAPIError) and exc.orig is not None:
-        return f"{type(exc.orig).__name__}: {exc.orig}".strip()
-    return f"{type(exc).__name__}: {exc}"

@@ -471,7 +471,7 @@ class Table:
         ``build(base)`` returns update records and the requirements they rely on; it runs
         again on every retry (see :func:`lakecat.catalog.commit.commit_updates`).
         """
-        result = commit_metadata_updates(self._ops, build)
+        result = commit_metadata_updates(self._ops, build, table_uuid=self.metadata.table_uuid)
         self.metadata, self.metadata_location = result.metadata, result.metadata_location
         return result
 

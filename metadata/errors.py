@@ -25,6 +25,9 @@ calls the library, so callers never need to catch a library's own exception type
     ├── CorruptMetadata            a metadata, manifest or data file unreadable per the spec
     ├── StorageError               the file-IO seam failed (OS / object-store error)
     ├── CatalogUnavailable         the catalog database cannot be reached or answered an error
+    │   └── CatalogRefused         it answered: the statement was refused (never retried)
+    │       ├── CatalogReadOnly          the database (file, connection or server) takes no writes
+    │       └── CatalogPermissionDenied  the database user may not do this
     └── CommitError
         ├── CommitFailed           the change definitely did not land (lost compare-and-swap)
         │   └── RequirementFailed  a requirement record did not hold against the base
@@ -119,7 +122,28 @@ class StorageError(LakecatError, OSError):
 
 
 class CatalogUnavailable(LakecatError):
-    """The catalog database could not be reached or answered with an error."""
+    """The catalog database could not be reached or answered with an error.
+
+    Nothing was committed. The commit loop retries an unreachable catalog a bounded number of
+    times (``commit.retry.num-retries``), never a :class:`CatalogRefused`.
+    """
+
+
+class CatalogRefused(CatalogUnavailable):
+    """The database was reached and refused the statement with an error (rolled back).
+
+    Trying again would meet the same refusal, so no commit retries it: the message names the
+    database's own reason.
+    """
+
+
+class CatalogReadOnly(CatalogRefused):
+    """The catalog database takes no writes: a read-only file, URL (``mode=ro``), connection
+    or server (a PostgreSQL standby, ``default_transaction_read_only``)."""
+
+
+class CatalogPermissionDenied(CatalogRefused):
+    """The database user may not do this (no privilege on the catalog tables, bad password)."""
 
 
 class CommitError(LakecatError):

@@ -193,3 +193,73 @@ def test_an_in_memory_catalog_locks_within_the_process() -> None:
     with catalog.commit_lock.hold("k", 1) as held, catalog.commit_lock.hold("k", 0.05) as second:
         assert held and not second
     catalog.close()
+
+
+@pytest.mark.postgres
+def test_a_postgres_lock_that_stops_working_says_so_and_the_commit_counts_it(
+    postgres_url: str, warehouse: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A timeout is the lock doing its job (silent); a lock that fails is a warning, and a
+    commit made without it lists the fault in its result."""
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    catalog = Catalog(postgres_url, warehouse=warehouse)
+    lock = catalog.commit_lock
+    assert isinstance(lock, PostgresAdvisoryLock)
+    faults: list[str] = []
+    with lock.hold("k", 1, faults=faults) as held, lock.hold("k", 0.1, faults=faults) as second:
+        assert held and not second
+    assert faults == []  # a wait that timed out is no fault
+
+    # the lock's session is killed while it is held: releasing it fails
+    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with caplog.at_level("WARNING", logger="lakecat.commit"):
+        with lock.hold("k", 1, faults=faults) as held:
+            assert held
+            with admin.connect() as connection:
+                connection.execute(
+                    sa.text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+                    )
+                )
+        assert len(faults) == 1 and "cannot release" in faults[0]
+        assert "cannot release" in caplog.text
+    admin.dispose()
+    with lock.hold("k", 1) as again:  # the lock works again
+        assert again
+
+    # a commit whose lock cannot connect: it lands without the lock and says so
+    dead = make_url(postgres_url).set(host="127.0.0.1", port=_closed_port())
+    catalog.commit_lock = PostgresAdvisoryLock(sa.create_engine(dead))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", _rows(0, 0).schema)
+    result = table.append(_rows(1, 3))
+    assert len(result.warnings) == 1 and result.warnings[0].startswith("commit lock: no connection")
+    assert catalog.load_table("db.t").to_arrow().num_rows == 3
+    catalog.close()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port  # nothing listens there once the probe is closed
+
+
+def test_a_file_lock_that_cannot_be_made_says_so_and_the_commit_counts_it(
+    sqlite_url: str, warehouse: str, tmp_path: Path
+) -> None:
+    catalog = Catalog(sqlite_url, warehouse=warehouse)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    catalog.commit_lock = FileLock(str(blocker))  # its folder cannot be made: a file is there
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", _rows(0, 0).schema)
+    result = table.append(_rows(1, 3))
+    assert len(result.warnings) == 1 and "cannot open" in result.warnings[0]
+    assert catalog.load_table("db.t").to_arrow().num_rows == 3
+    catalog.close()

@@ -21,9 +21,12 @@ import pytest
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.reachable import reachable_files
 from lakecat.metadata.errors import (
+    CatalogReadOnly,
     CatalogUnavailable,
+    CommitFailed,
     CommitStateUnknown,
     LakecatError,
+    RetriesExhausted,
     StorageError,
 )
 from lakecat.metadata.fileio import LocalFileIO
@@ -227,3 +230,54 @@ def test_every_fault_leaves_one_of_three_outcomes(setup) -> None:
         acknowledged += list(range(start, start + 5))
         start += 100
     assert_consistent(catalog, sorted(acknowledged))
+
+
+class AlwaysFailingSwap(FaultyOps):
+    """Every swap fails with ``error``."""
+
+    error: BaseException = CatalogUnavailable("injected")
+
+    def swap(self, *, expected: str, new: str) -> None:
+        self.calls.append("failed")
+        raise self.error
+
+
+def _always_failing(catalog: Catalog, error: BaseException) -> tuple[Table, AlwaysFailingSwap]:
+    plain = catalog.load_table("db.f")
+    plain.set_properties({"commit.retry.min-wait-ms": "1", "commit.retry.max-wait-ms": "2"})
+    ops = AlwaysFailingSwap(plain._ops)
+    ops.error = error
+    return Table(ops, plain.metadata, plain.metadata_location), ops  # type: ignore[arg-type]
+
+
+def test_an_unreachable_catalog_fails_even_a_blind_append_after_the_retry_budget(setup) -> None:
+    catalog, _, _ = setup
+    t, ops = _always_failing(catalog, CatalogUnavailable("injected: connection refused"))
+    before = files_under(t)
+    with pytest.raises(CatalogUnavailable, match="connection refused"):
+        t.append(batch(10))  # blind appends retry lost races without bound, not this
+    assert ops.calls == ["failed"] * 5  # the first attempt and commit.retry.num-retries (4)
+    assert files_under(t) == before  # no file of the failed append is left
+    assert_consistent(catalog, list(range(5)))
+
+
+def test_a_catalog_that_refuses_the_swap_fails_at_once(setup) -> None:
+    catalog, _, _ = setup
+    t, ops = _always_failing(catalog, CatalogReadOnly("injected: attempt to write a readonly db"))
+    before = files_under(t)
+    with pytest.raises(CatalogReadOnly):
+        t.append(batch(10))
+    assert ops.calls == ["failed"]
+    assert files_under(t) == before
+    assert_consistent(catalog, list(range(5)))
+
+
+def test_exhausted_retries_say_what_the_last_lost_swap_was(setup) -> None:
+    catalog, _, _ = setup
+    t, ops = _always_failing(catalog, CommitFailed("injected: the pointer moved"))
+    with pytest.raises(RetriesExhausted) as info:
+        t.delete("id = 1")
+    assert isinstance(info.value.__cause__, CommitFailed)
+    assert "the pointer moved" in str(info.value.__cause__)
+    assert len(ops.calls) == 5
+    assert_consistent(catalog, list(range(5)))

@@ -388,6 +388,29 @@ def test_a_request_the_holder_cannot_read_goes_back_to_its_writer(lake: Catalog)
     ticket.close()
 
 
+def test_a_request_prepared_for_a_dropped_table_of_the_same_name_goes_back_to_its_writer(
+    lake: Catalog,
+) -> None:
+    """The queue is keyed by the table's name: a holder commits a request only to the table
+    (UUID) it was prepared for."""
+    queue = _queue(lake)
+    ops = _ops(lake)
+    base, _ = ops.refresh()
+    stranger = PreparedAppend(
+        snapshot_id=99,
+        branch="main",
+        manifests=(),
+        change_summary=(),
+        table_uuid="00000000-0000-0000-0000-000000000000",
+    )
+    ticket = queue.enqueue(new_stem(), encode(stranger))
+    assert ticket is not None
+    batch = drain(ops, queue, base=base, head=base)
+    assert batch.claims == [] and batch.metadata is base
+    assert ticket.withdraw() is TicketState.WITHDRAWN  # given back, not committed here
+    ticket.close()
+
+
 def test_a_request_round_trips_through_its_wire_form() -> None:
     manifest = ManifestFile(
         manifest_path="file:///w/m1.avro",
@@ -415,6 +438,7 @@ def test_a_request_round_trips_through_its_wire_form() -> None:
         manifests=(manifest,),
         change_summary=(("added-data-files", "2"), ("added-records", "20")),
         extra_summary=(("job", "nightly"),),
+        table_uuid="5e4bd5b2-3a33-4d51-9f6a-0f6c1f2a3b4c",
     )
     assert decode(encode(prepared)) == prepared
     with pytest.raises(ValueError):
