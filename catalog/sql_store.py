@@ -21,9 +21,11 @@ The compare-and-swap contract (:meth:`SqlCatalogStore.swap_metadata_location`)
     * :class:`NoSuchTable`: **definitely not committed**; the table is gone (dropped or
       renamed). Checked only after the UPDATE matched no row.
     * :class:`CatalogUnavailable`: **definitely not committed**; the database could not be
-      reached before the UPDATE was sent, refused it with an error while the connection stayed
-      up (the transaction is rolled back and never committed), or stayed busy through every
-      statement retry.
+      reached before the UPDATE was sent, or stayed busy through every statement retry. Its
+      :class:`CatalogRefused` kinds (:class:`CatalogReadOnly`,
+      :class:`CatalogPermissionDenied`, ...): the database refused the statement with an error
+      while the connection stayed up (the transaction is rolled back and never committed);
+      trying again would meet the same refusal.
     * :class:`CommitStateUnknown`: **may or may not have committed**; the connection was lost
       while the UPDATE was in flight, or the COMMIT failed in any way other than the database
       reporting that it rolled back. Delete nothing; reload the table and check whether ``new``
@@ -491,10 +493,11 @@ class SqlCatalogStore:
         """Atomically move the table's pointer from ``expected`` to ``new``.
 
         Returns normally: committed. CommitFailed (the pointer is no longer ``expected``),
-        NoSuchTable (the table is gone) and CatalogUnavailable (not reached, refused, or busy
-        through every retry): definitely not committed. CommitStateUnknown: the connection was
-        lost with the UPDATE in flight or the COMMIT failed, so it may have committed; delete
-        nothing and check the pointer. The module docstring has the full contract.
+        NoSuchTable (the table is gone), CatalogUnavailable (not reached, or busy through every
+        retry) and its CatalogRefused kinds (refused): definitely not committed.
+        CommitStateUnknown: the connection was lost with the UPDATE in flight or the COMMIT
+        failed, so it may have committed; delete nothing and check the pointer. The module
+        docstring has the full contract.
         """
         encoded = namespace_to_string(namespace)
         validate_name(name)
