@@ -78,7 +78,12 @@ def plan_update(
     if not set_values:
         raise ValidationError("update needs at least one column to set")
     for name in set_values:
-        schema.find_field(name)
+        field = schema.find_field(name)
+        if schema.parent_id(field.field_id) is not None:
+            top = schema.column_path(field.field_id)[0]
+            raise ValidationError(
+                f"update sets whole top-level columns; {name!r} is a field nested in {top!r}"
+            )
     plan = RowLevelPlan(read_filter=where)
     if snapshot is None:
         return plan

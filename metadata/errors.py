@@ -12,6 +12,7 @@ calls the library, so callers never need to catch a library's own exception type
     │   ├── SchemaMismatch         data whose schema does not fit the table's
     │   ├── NullInRequiredColumn   nulls written into a required column
     │   ├── UnknownColumn          a column name a filter, projection or change refers to
+    │   │   └── AmbiguousColumn    a full name two fields share (a schema another engine wrote)
     │   └── InvalidUpdate          a metadata change that the spec does not allow
     ├── NotFound
     │   ├── NoSuchNamespace
@@ -22,6 +23,7 @@ calls the library, so callers never need to catch a library's own exception type
     │   ├── NamespaceAlreadyExists
     │   └── TableAlreadyExists
     ├── NamespaceNotEmpty
+    ├── TableKeptChanging          a maintenance job re-planned as often as it may; no change
     ├── CorruptMetadata            a metadata, manifest or data file unreadable per the spec
     ├── StorageError               the file-IO seam failed (OS / object-store error)
     ├── CatalogUnavailable         the catalog database cannot be reached or answered an error
@@ -73,6 +75,11 @@ class UnknownColumn(ValidationError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class AmbiguousColumn(UnknownColumn):
+    """A full column name that more than one field of the schema has (Iceberg forbids it;
+    lakecat never creates such a schema, but may load one another engine wrote)."""
+
+
 class InvalidUpdate(ValidationError):
     """A metadata change the Iceberg spec does not allow (e.g. narrowing a type)."""
 
@@ -111,6 +118,11 @@ class TableAlreadyExists(AlreadyExists):
 
 class NamespaceNotEmpty(LakecatError):
     pass
+
+
+class TableKeptChanging(LakecatError):
+    """A maintenance job found a file it read deleted by a concurrent commit on every re-plan it
+    allows. The job had no effect (it committed and deleted nothing); run it again later."""
 
 
 class CorruptMetadata(LakecatError):

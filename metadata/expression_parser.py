@@ -300,7 +300,9 @@ class _Parser:
             if num.kind != "number":
                 self.fail("a number after '-'")
             self.advance()
-            return -num.value
+            value = num.value
+            # copy_negate, not unary minus: that rounds to the context's 28 digits
+            return value.copy_negate() if isinstance(value, Decimal) else -value
         if tok.is_word("true", "false"):
             self.advance()
             return tok.text.lower() == "true"

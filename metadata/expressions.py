@@ -337,7 +337,7 @@ class BoundPredicate(Expression):
     literals: frozenset[Any] = frozenset()
 
     def __str__(self) -> str:
-        name = quote_name(self.ref.name)
+        name = quote_path(self.ref.path) if self.ref.path else quote_name(self.ref.name)
         if self.op in UNARY_OPS:
             return f"{name} {self.op.value}"
         if self.op in SET_OPS:
@@ -532,7 +532,9 @@ def _resolve(
     """The bound reference of the predicate's column, and whether it can never be null."""
     try:
         field = schema.find_field(pred.term, case_sensitive=case_sensitive)
-    except UnknownColumn:
+    except UnknownColumn as exc:
+        if len(schema.fields_named(pred.term, case_sensitive=case_sensitive)) > 1:
+            raise UnknownColumn(f"{exc} (in filter {pred})") from None
         columns = ", ".join(schema.column_names)
         raise UnknownColumn(
             f"unknown column {pred.term!r} in filter {pred} (columns: {columns})"
@@ -665,15 +667,34 @@ def is_bound(expr: Expression) -> bool:
 RESERVED_WORDS = frozenset(
     {"and", "or", "not", "in", "is", "null", "true", "false", "like", "between", "nan"}
 )
-_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PLAIN_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _quote_part(part: str) -> str:
+    if _PLAIN_PART.match(part) and part.lower() not in RESERVED_WORDS:
+        return part
+    return "`" + part.replace("`", "``") + "`"
 
 
 def quote_name(name: str) -> str:
-    """A column name as the parser reads it: plain when possible, else in backquotes."""
-    parts = name.split(".")
-    if all(_PLAIN_NAME.match(p) and p.lower() not in RESERVED_WORDS for p in parts):
-        return name
-    return "`" + name.replace("`", "``") + "`"
+    """A full column name as the parser reads it back, to exactly ``name``: as it is when it
+    reads as dot-separated plain identifiers (``loc.city``), else the whole name in
+    backquotes with each backquote in it doubled.
+
+    The parser joins the parts of a column with ``"."``, so ``a.b`` and the backquoted
+    ``a.b`` both read back as the full name ``"a.b"``, which :func:`bind` resolves as one
+    name (a top-level column ``"a.b"`` or field ``b`` of struct ``a``, whichever the schema
+    has; Iceberg schemas cannot have both)."""
+    plain = all(_quote_part(p) == p for p in name.split("."))  # printing only: never resolved
+    return name if plain else _quote_part(name)
+
+
+def quote_path(path: tuple[str, ...]) -> str:
+    """A column path (one name per level) as the parser reads it back: each part plain when
+    it can be, else in backquotes (a top-level column ``"a.b"`` prints backquoted, field
+    ``"x y"`` of struct ``s`` as ``s`` dot backquoted ``x y``). Reads back as the full name
+    ``".".join(path)``."""
+    return ".".join(_quote_part(p) for p in path)
 
 
 def _quote_string(text: str) -> str:

@@ -1,8 +1,10 @@
 """Metadata of a new table, with fresh ids, as Iceberg Java's ``TableMetadata.newTableMetadata``.
 
 The caller's schema ids are not trusted: fields are renumbered from 1 (Java's
-``TypeUtil.assignFreshIds`` order), and the partition spec and sort order, which refer to
-columns by id, are re-pointed by column name. Partition fields get ids from 1000, the spec id
+``TypeUtil.assignFreshIds`` order), and the partition spec, sort order and identifier fields,
+which refer to columns by id, are re-pointed to the renumbered field at the same place in the
+schema (matched by position, never by name, so names with dots or any other characters
+cannot mislead it). Partition fields get ids from 1000, the spec id
 0, the sort order id 1 (0 when unsorted), the schema id 0.
 """
 
@@ -12,10 +14,11 @@ import itertools
 import time
 import uuid as uuid_module
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from lakecat.metadata import properties as props
 from lakecat.metadata.apply import check_invariants
-from lakecat.metadata.errors import InvalidUpdate, UnknownColumn
+from lakecat.metadata.errors import InvalidUpdate
 from lakecat.metadata.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from lakecat.metadata.schema import Schema
 from lakecat.metadata.schema_evolution import assign_fresh_ids, check_schema
@@ -28,7 +31,7 @@ from lakecat.metadata.spec_evolution import (
 )
 from lakecat.metadata.table_metadata import FORMAT_VERSION, TableMetadata
 from lakecat.metadata.transforms import default_partition_field_name
-from lakecat.metadata.types import StructType
+from lakecat.metadata.types import IcebergType, ListType, MapType, NestedField, StructType
 
 INITIAL_SCHEMA_ID = 0
 INITIAL_SPEC_ID = 0
@@ -94,33 +97,66 @@ def fresh_schema_ids(schema: Schema) -> tuple[Schema, int]:
 
     fresh = assign_fresh_ids(StructType(schema.fields), next_id)
     assert isinstance(fresh, StructType)
-    by_name = Schema(fresh.fields)
+    renumbered = _renumbering(schema, Schema(fresh.fields))
     identifier_ids = tuple(
-        by_name.find_field(_column_name(schema, i, "identifier field")).field_id
-        for i in schema.identifier_field_ids
+        renumbered.fresh_id(i, "identifier field") for i in schema.identifier_field_ids
     )
     return Schema(fresh.fields, INITIAL_SCHEMA_ID, identifier_ids), last
 
 
-def _column_name(schema: Schema, field_id: int, what: str) -> str:
-    try:
-        name: str = schema.column_name(field_id)
-    except UnknownColumn as exc:
-        raise InvalidUpdate(f"{what} refers to column id {field_id}, not in the schema") from exc
-    return name
+@dataclass(frozen=True)
+class _Renumbering:
+    """The caller's field ids -> the fresh ids of the fields at the same places."""
+
+    ids: dict[int, int]
+    repeated: set[int]  # ids the caller's schema gives to more than one field
+
+    def fresh_id(self, field_id: int, what: str) -> int:
+        if field_id in self.repeated:
+            raise InvalidUpdate(f"{what} refers to column id {field_id}, which several fields have")
+        if field_id not in self.ids:
+            raise InvalidUpdate(f"{what} refers to column id {field_id}, not in the schema")
+        return self.ids[field_id]
+
+
+def _renumbering(schema: Schema, fresh: Schema) -> _Renumbering:
+    ids: dict[int, int] = {}
+    repeated: set[int] = set()
+
+    def visit(old: IcebergType, new: IcebergType) -> None:
+        for a, b in zip(_children(old), _children(new), strict=True):
+            if a.field_id in ids:
+                repeated.add(a.field_id)
+            ids[a.field_id] = b.field_id
+            visit(a.field_type, b.field_type)
+
+    visit(schema.as_struct, fresh.as_struct)
+    return _Renumbering(ids, repeated)
+
+
+def _children(t: IcebergType) -> tuple[NestedField, ...]:
+    if isinstance(t, StructType):
+        return t.fields
+    if isinstance(t, ListType):
+        return (t.element_field,)
+    if isinstance(t, MapType):
+        return (t.key_field, t.value_field)
+    return ()
 
 
 def _fresh_spec(spec: PartitionSpec, schema: Schema, fresh: Schema) -> PartitionSpec:
+    renumbered = _renumbering(schema, fresh)
     fields = []
     for i, f in enumerate(spec.fields):
-        source_name = _column_name(schema, f.source_id, f"partition field {f.name!r}")
+        source_id = renumbered.fresh_id(f.source_id, f"partition field {f.name!r}")
         transform = parse_user_transform(f.transform)
         fields.append(
             PartitionField(
-                source_id=fresh.find_field(source_name).field_id,
+                source_id=source_id,
                 field_id=PARTITION_FIELD_ID_START + i,
                 transform=str(transform),
-                name=f.name or default_partition_field_name(source_name, transform),
+                name=f.name
+                or default_partition_field_name(fresh.column_name(source_id), transform),
             )
         )
     return PartitionSpec(INITIAL_SPEC_ID, tuple(fields))
@@ -129,9 +165,10 @@ def _fresh_spec(spec: PartitionSpec, schema: Schema, fresh: Schema) -> Partition
 def _fresh_sort_order(order: SortOrder, schema: Schema, fresh: Schema) -> SortOrder:
     if order.is_unsorted:
         return SortOrder(0, ())
+    renumbered = _renumbering(schema, fresh)
     fields = tuple(
         SortField(
-            source_id=fresh.find_field(_column_name(schema, f.source_id, "sort field")).field_id,
+            source_id=renumbered.fresh_id(f.source_id, "sort field"),
             transform=str(parse_user_transform(f.transform)),
             direction=f.direction,
             null_order=f.null_order,

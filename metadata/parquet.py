@@ -258,13 +258,26 @@ def source_column(
 ) -> pa.Array:
     """The (combined) Arrow values of a possibly struct-nested source field. A field inside a
     list or map has no single value per row: :class:`ValidationError` with ``refusal``
-    (formatted with the field's dotted ``path``)."""
-    path = schema.column_name(field_id).split(".")
-    column = data.column(path[0]).combine_chunks()
-    for name in path[1:]:
-        if not pa.types.is_struct(column.type):
-            raise ValidationError(refusal.format(path=".".join(path)))
-        column = column.flatten()[column.type.get_field_index(name)]
+    (formatted with the field's dotted ``path``).
+
+    The field is found by walking the schema by id (:meth:`Schema.column_path`) and the Arrow
+    column by those names one level at a time, so names with dots, spaces or quotes resolve
+    to the one field they name."""
+    path = schema.column_path(field_id)
+    column: pa.Array | None = None
+    arrow_type: pa.DataType | pa.Schema = data.schema
+    for depth, name in enumerate(path):
+        if depth and not pa.types.is_struct(arrow_type):
+            raise ValidationError(refusal.format(path=schema.column_name(field_id)))
+        index = arrow_type.get_field_index(name)
+        if index < 0:  # -1: missing, or more than one field of that name
+            raise SchemaMismatch(
+                f"the data has no single column {'.'.join(repr(p) for p in path[: depth + 1])} "
+                f"for field {schema.column_name(field_id)!r} (id {field_id})"
+            )
+        column = data.column(index).combine_chunks() if column is None else column.flatten()[index]
+        arrow_type = column.type
+    assert column is not None
     return column
 
 

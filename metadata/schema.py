@@ -1,4 +1,21 @@
-"""Schemas: a struct of fields with ids, plus identifier fields."""
+"""Schemas: a struct of fields with ids, plus identifier fields.
+
+Column names
+------------
+A field's *full name* joins the names from its top-level column down to it with ``"."``
+(``"location.lat"``; a list's element is ``"<list>.element"``, a map's ``"<map>.key"`` and
+``"<map>.value"``). A name may itself contain dots, spaces, quotes or any Unicode: a top-level
+column literally named ``"a.b"`` has the full name ``"a.b"``, as does field ``b`` of struct
+``a``. Iceberg (Java's and pyiceberg's ``IndexByName``) therefore requires full names to be
+unique in a schema; lakecat refuses to create or evolve a schema where two fields share one
+(:func:`lakecat.metadata.schema_evolution.check_schema`), and a schema written elsewhere
+with such a clash still loads, but :meth:`Schema.find_field` refuses the ambiguous name
+(:class:`AmbiguousColumn`, an :class:`UnknownColumn`) while every other name and every field
+id resolve as usual.
+
+Inside lakecat a column is identified by its field id; code that needs to walk data to a
+field uses :meth:`Schema.column_path` (the tuple of names), never a split full name.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from lakecat.metadata.errors import UnknownColumn
+from lakecat.metadata.errors import AmbiguousColumn, UnknownColumn
 from lakecat.metadata.types import (
     IcebergType,
     ListType,
@@ -45,16 +62,36 @@ class Schema:
         return out
 
     @cached_property
-    def _by_name(self) -> dict[str, NestedField]:
-        return {name: f for name, f in _walk(self.fields, "")}
+    def _fields_by_name(self) -> dict[str, list[NestedField]]:
+        """Full name -> every field with that full name (more than one: ambiguous)."""
+        out: dict[str, list[NestedField]] = {}
+        for name, f in _walk(self.fields, ""):
+            out.setdefault(name, []).append(f)
+        return out
 
     @cached_property
-    def _by_lower_name(self) -> dict[str, NestedField]:
-        return {name.lower(): f for name, f in _walk(self.fields, "")}
+    def _by_lower_name(self) -> dict[str, list[NestedField]]:
+        out: dict[str, list[NestedField]] = {}
+        for name, f in _walk(self.fields, ""):
+            out.setdefault(name.lower(), []).append(f)
+        return out
 
     @cached_property
     def _name_by_id(self) -> dict[int, str]:
         return {f.field_id: name for name, f in _walk(self.fields, "")}
+
+    @cached_property
+    def _path_by_id(self) -> dict[int, tuple[str, ...]]:
+        out: dict[int, tuple[str, ...]] = {}
+
+        def visit(fields: tuple[NestedField, ...], prefix: tuple[str, ...]) -> None:
+            for f in fields:
+                path = (*prefix, f.name)
+                out[f.field_id] = path
+                visit(_children(f.field_type), path)
+
+        visit(self.fields, ())
+        return out
 
     @cached_property
     def _parent_by_id(self) -> dict[int, int]:
@@ -78,32 +115,108 @@ class Schema:
 
     # ---- lookups ------------------------------------------------------------------------
     def find_field(self, name_or_id: str | int, *, case_sensitive: bool = True) -> NestedField:
-        """The field with this id or (dotted) name; raises :class:`UnknownColumn`."""
+        """The field with this id or full (dotted) name; raises :class:`UnknownColumn`.
+
+        A name is matched whole against the fields' full names (see the module docstring),
+        never split: ``"a.b"`` finds a top-level column named ``"a.b"`` as well as field
+        ``b`` of struct ``a``. A name that two fields share (a schema lakecat would not
+        create) raises :class:`AmbiguousColumn`. Without
+        ``case_sensitive`` an exact match wins; a name that matches several fields only
+        ignoring case is ambiguous too.
+        """
         if isinstance(name_or_id, int):
             found = self._by_id.get(name_or_id)
-        elif case_sensitive:
-            found = self._by_name.get(name_or_id)
-        else:
-            found = self._by_lower_name.get(name_or_id.lower())
-        if found is None:
-            known = ", ".join(f.name for f in self.fields)
-            raise UnknownColumn(f"no column {name_or_id!r} in schema (columns: {known})")
+            if found is not None:
+                return found
+        elif isinstance(name_or_id, str):
+            candidates = self.fields_named(name_or_id, case_sensitive=case_sensitive)
+            if candidates:
+                return self._single(name_or_id, candidates)
+        known = ", ".join(repr(f.name) for f in self.fields)
+        raise UnknownColumn(f"no column {name_or_id!r} in schema (columns: {known})")
+
+    def fields_named(self, name: str, *, case_sensitive: bool = True) -> list[NestedField]:
+        """Every field :meth:`find_field` could take ``name`` for: none (unknown), one, or
+        several (ambiguous)."""
+        exact = self._fields_by_name.get(name, [])
+        if case_sensitive or exact:
+            return list(exact)
+        return list(self._by_lower_name.get(name.lower(), []))
+
+    def _single(self, name: str, fields: list[NestedField]) -> NestedField:
+        if len(fields) == 1:
+            return fields[0]
+        which = " and ".join(
+            f"{'.'.join(repr(p) for p in self.column_path(f.field_id))} (id {f.field_id})"
+            for f in fields
+        )
+        raise AmbiguousColumn(
+            f"column name {name!r} is ambiguous: it names the fields {which}; Iceberg requires "
+            "full column names to be unique in a schema"
+        )
+
+    def find_path(
+        self, path: tuple[str, ...] | list[str], *, case_sensitive: bool = True
+    ) -> NestedField:
+        """The field reached by walking ``path``, one field name per level from a top-level
+        column down (a list's child is ``"element"``, a map's ``"key"`` and ``"value"``).
+
+        Each part is one field's name, dots and all, so ``("a.b",)`` is the top-level
+        column ``"a.b"`` and ``("a", "b")`` field ``b`` of struct ``a``. Without
+        ``case_sensitive`` an exact match of a part wins over a case-insensitive one.
+        Raises :class:`UnknownColumn`.
+        """
+        parts = tuple(path)
+        if not parts or not all(isinstance(p, str) for p in parts):
+            raise UnknownColumn(f"not a column path: {path!r}")
+        siblings = self.fields
+        found: NestedField | None = None
+        for depth, part in enumerate(parts):
+            found = _match(siblings, part, case_sensitive)
+            if found is None:
+                where = (
+                    "the table"
+                    if depth == 0
+                    else "column " + ".".join(repr(p) for p in parts[:depth])
+                )
+                raise UnknownColumn(f"no field {part!r} in {where} (path {parts!r})")
+            siblings = _children(found.field_type)
+        assert found is not None
         return found
 
     def find_type(self, name_or_id: str | int) -> IcebergType:
         return self.find_field(name_or_id).field_type
 
     def has_field(self, name_or_id: str | int) -> bool:
+        """Whether :meth:`find_field` (case-sensitive) finds exactly one field."""
         if isinstance(name_or_id, int):
             return name_or_id in self._by_id
-        return name_or_id in self._by_name
+        return len(self._fields_by_name.get(name_or_id, ())) == 1
 
     def column_name(self, field_id: int) -> str:
-        """The full dotted name of a field id."""
+        """The full dotted name of a field id (for messages and name-based APIs; split it
+        never: use :meth:`column_path`)."""
         try:
             return self._name_by_id[field_id]
         except KeyError:
             raise UnknownColumn(f"no field with id {field_id} in schema") from None
+
+    def column_path(self, field_id: int) -> tuple[str, ...]:
+        """The names from the top-level column down to the field with this id:
+        ``("location", "lat")``; ``("a.b",)`` for a top-level column named ``"a.b"``."""
+        try:
+            return self._path_by_id[field_id]
+        except KeyError:
+            raise UnknownColumn(f"no field with id {field_id} in schema") from None
+
+    def ambiguous_names(self) -> dict[str, tuple[int, ...]]:
+        """Full names that more than one field has, with those fields' ids (empty for a
+        valid Iceberg schema)."""
+        return {
+            name: tuple(f.field_id for f in fields)
+            for name, fields in self._fields_by_name.items()
+            if len(fields) > 1
+        }
 
     def parent_id(self, field_id: int) -> int | None:
         return self._parent_by_id.get(field_id)
@@ -177,6 +290,19 @@ def _children(t: IcebergType) -> tuple[NestedField, ...]:
     if isinstance(t, MapType):
         return (t.key_field, t.value_field)
     return ()
+
+
+def _match(fields: tuple[NestedField, ...], name: str, case_sensitive: bool) -> NestedField | None:
+    exact = next((f for f in fields if f.name == name), None)
+    if exact is not None or case_sensitive:
+        return exact
+    folded = [f for f in fields if f.name.lower() == name.lower()]
+    if len(folded) > 1:
+        raise AmbiguousColumn(
+            f"field name {name!r} is ambiguous ignoring case: "
+            + ", ".join(repr(f.name) for f in folded)
+        )
+    return folded[0] if folded else None
 
 
 def _walk(fields: tuple[NestedField, ...], prefix: str) -> list[tuple[str, NestedField]]:

@@ -45,7 +45,9 @@ TABLE_ROOT_ID = -1
 # ---- schema checks shared with apply and new_table ------------------------------------------
 def check_schema(schema: Schema) -> None:
     """Raise :class:`InvalidUpdate` unless ids are unique, names are unique within each
-    struct and the identifier fields are valid (spec: "Identifier Field IDs")."""
+    struct, full (dotted) names are unique in the schema (a top-level column ``"a.b"`` next
+    to a struct ``a`` with a field ``b`` is refused, as Iceberg does) and the identifier
+    fields are valid (spec: "Identifier Field IDs")."""
     seen: set[int] = set()
 
     def visit_struct(fields: tuple[NestedField, ...], where: str) -> None:
@@ -71,6 +73,15 @@ def check_schema(schema: Schema) -> None:
             visit_field(t.value_id, t.value_type, name + ".value")
 
     visit_struct(schema.fields, "the table schema")
+    for name, ids in schema.ambiguous_names().items():
+        # Java's and pyiceberg's IndexByName: "Invalid schema, multiple fields for name".
+        paths = " and ".join(
+            ".".join(repr(p) for p in schema.column_path(i)) + f" (id {i})" for i in ids
+        )
+        raise InvalidUpdate(
+            f"the full column name {name!r} would name several fields: {paths}; Iceberg "
+            "requires full column names to be unique, rename one of them"
+        )
     for field_id in schema.identifier_field_ids:
         _check_identifier_field(schema, field_id)
 
@@ -169,10 +180,18 @@ class SchemaUpdate:
     ) -> SchemaUpdate:
         """Add an optional column; ``"a.b"`` or ``("a", "b")`` adds ``b`` to struct ``a``.
 
-        A tuple with one part adds a top-level column even if its name contains a dot.
-        ``after``/``before`` take full column names; nested types get fresh ids.
+        A string is a path of names separated by dots, so a name that contains a dot must be
+        given as a tuple: ``("a.b",)`` adds a top-level column named ``"a.b"``,
+        ``("s", "x.y")`` adds ``"x.y"`` to struct ``s``; each part of a tuple is one name
+        taken as it is. ``after``/``before`` take full column names; nested types get fresh
+        ids.
         """
-        parts = tuple(path.split(".")) if isinstance(path, str) else tuple(path)
+        if isinstance(path, str):
+            parts = tuple(path.split("."))
+        elif isinstance(path, tuple | list) and all(isinstance(p, str) for p in path):
+            parts = tuple(path)
+        else:
+            raise InvalidUpdate(f"a column path is a string or a tuple of names, not {path!r}")
         if not parts or any(not p for p in parts):
             raise InvalidUpdate(f"invalid column name {path!r}")
         if sum((first, after is not None, before is not None)) > 1:
@@ -185,7 +204,8 @@ class SchemaUpdate:
                 f"cannot add required column {full_name!r}: existing rows have no value for "
                 "it; add it as optional"
             )
-        existing = self._lookup(full_name)
+        parent_path = () if parent_id == TABLE_ROOT_ID else self._schema.column_path(parent_id)
+        existing = self._lookup_path((*parent_path, name))
         if existing is not None and existing.field_id not in self._deletes:
             raise InvalidUpdate(f"cannot add column {full_name!r}: it already exists")
         if self._normalize(full_name) in self._added:
@@ -355,9 +375,9 @@ class SchemaUpdate:
         self._last_column_id += 1
         return self._last_column_id
 
-    def _lookup(self, name: str) -> NestedField | None:
+    def _lookup_path(self, path: tuple[str, ...]) -> NestedField | None:
         try:
-            return self._schema.find_field(name, case_sensitive=self._case_sensitive)
+            return self._schema.find_path(path, case_sensitive=self._case_sensitive)
         except UnknownColumn:
             return None
 
@@ -371,7 +391,14 @@ class SchemaUpdate:
     def _parent_for_add(self, parent_parts: tuple[str, ...]) -> tuple[int, str]:
         if not parent_parts:
             return TABLE_ROOT_ID, ""
-        parent = self._existing(".".join(parent_parts))
+        try:
+            # Walked part by part: a part is one field's name, even when it contains a dot.
+            parent = self._schema.find_path(parent_parts, case_sensitive=self._case_sensitive)
+        except UnknownColumn as exc:
+            raise UnknownColumn(
+                f"{exc}; to add a column whose name contains a dot, pass the path as a tuple "
+                "of names, e.g. ('a.b',) for a top-level column 'a.b'"
+            ) from None
         parent_name = self._schema.column_name(parent.field_id)
         if isinstance(parent.field_type, ListType):
             parent = parent.field_type.element_field

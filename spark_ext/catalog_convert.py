@@ -63,6 +63,8 @@ def partition_by(transforms: Sequence[Mapping[str, Any]]) -> list[PartitionItem]
     out: list[PartitionItem] = []
     for t in transforms:
         name = t["name"]
+        # Spark's reference is one name per level; joined, it is the column's full name,
+        # which names one field (Iceberg schemas have unique full names).
         columns = [".".join(a["ref"]) for a in t["args"] if "ref" in a]
         literals = [int(a["literal"]) for a in t["args"] if "literal" in a]
         if len(columns) != 1:
@@ -87,7 +89,8 @@ def spark_transforms(table: Table) -> list[dict[str, Any]]:
     schema = table.schema()
     out: list[dict[str, Any]] = []
     for field in table.spec().fields:
-        column = {"ref": schema.column_name(field.source_id).split(".")}
+        # The names from the top-level column down, each as it is ("a.b" stays one name).
+        column = {"ref": list(schema.column_path(field.source_id))}
         transform = field.transform
         if transform == "identity":
             out.append({"name": "identity", "args": [column]})

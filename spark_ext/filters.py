@@ -104,24 +104,29 @@ def _convert_not(child: ds.Filter, schema: Schema) -> Expression | None:
         return None  # x NOT IN (.., NULL) is never true in SQL
     if isinstance(child, ds.EqualNullSafe):
         # NOT (x <=> v) is true for null x; lakecat's x != v is not.
-        return NotNull(_name(child)) if child.value is None and _column(child, schema) else None
+        column = _column(child, schema)
+        return NotNull(column[0]) if child.value is None and column is not None else None
     inner = _convert(child, schema)
     return None if inner is None else Not(inner)
 
 
-def _name(f: ds.Filter) -> str:
-    return ".".join(f.attribute)  # type: ignore[attr-defined]
-
-
 def _column(f: ds.Filter, schema: Schema) -> tuple[str, IcebergType] | None:
-    """The column a filter tests and its type; None for a column lakecat cannot filter on."""
+    """The column a filter tests (its full name) and its type; None for a column lakecat
+    cannot filter on.
+
+    Spark names the column as a path, one name per level; the path is walked field by field
+    (a name may contain dots), and the field's full name, unique in an Iceberg schema, is
+    what the lakecat expression refers to."""
     path = getattr(f, "attribute", None)
-    if not path or any("." in part for part in path):
-        return None  # a dot inside a name would make the dotted path ambiguous
-    name = ".".join(path)
-    if not schema.has_field(name):
+    if not path or not isinstance(path, tuple | list):
         return None
-    field = schema.find_field(name)
+    try:
+        field = schema.find_path(tuple(path))
+    except ValidationError:
+        return None
+    name = schema.column_name(field.field_id)
+    if not schema.has_field(name):
+        return None  # a schema written elsewhere with an ambiguous full name
     parent = schema.parent_id(field.field_id)
     while parent is not None:  # fields inside lists and maps have no value per row
         if isinstance(schema.find_type(parent), ListType | MapType):

@@ -127,16 +127,15 @@ def plan_partitions(
 
 
 def _source_path(schema: Schema, field_id: int) -> tuple[str, ...]:
-    names: list[str] = []
-    current: int | None = field_id
-    while current is not None:
-        names.append(schema.find_field(current).name)
-        parent = schema.parent_id(current)
-        if parent is not None and not isinstance(schema.find_type(parent), StructType):
+    """The names from the top-level column down to the source (walked by id: a name may
+    contain dots); :class:`NotNative` for a source inside a list or map."""
+    parent = schema.parent_id(field_id)
+    while parent is not None:
+        if not isinstance(schema.find_type(parent), StructType):
             name = schema.column_name(field_id)
             raise NotNative(f"partition source {name!r} is in a list or map")
-        current = parent
-    return tuple(reversed(names))
+        parent = schema.parent_id(parent)
+    return schema.column_path(field_id)
 
 
 def _encoding(pf: PartitionField, transform: Transform, t: PrimitiveType) -> Encoding:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -309,14 +309,63 @@ def created_table_args(
 
 
 def parse_partition_by(text: str) -> list[str | tuple[str, str]]:
-    """``"region, ts:day"`` -> ``["region", ("ts", "day")]`` (``column:transform`` items)."""
+    """``"region, ts:day"`` -> ``["region", ("ts", "day")]`` (``column:transform`` items).
+
+    A column is its full name (``s.x`` for field ``x`` of struct ``s``, ``a.b`` for a
+    top-level column named ``"a.b"``); a name with a comma, a colon or a backquote, or with
+    spaces at either end, goes in backquotes with a backquote in it doubled
+    (```a,b`:bucket[4]``). :class:`ValidationError` for an item without a column or an
+    unterminated backquote."""
     out: list[str | tuple[str, str]] = []
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        column, _, transform = item.partition(":")
-        out.append((column.strip(), transform.strip()) if transform else column.strip())
+    for column, transform in _partition_items(text):
+        out.append((column, transform) if transform else column)
     return out
+
+
+def _partition_items(text: str) -> Iterator[tuple[str, str]]:
+    """(column, transform or "") for each comma-separated item of a ``partition-by`` text."""
+    i, n = 0, len(text)
+    while i < n:
+        while i < n and text[i].isspace():
+            i += 1
+        if i < n and text[i] == "`":
+            chars: list[str] = []
+            i += 1
+            while True:
+                if i >= n:
+                    raise ValidationError(f"{PARTITION_BY}: unterminated backquote in {text!r}")
+                if text[i] == "`":
+                    if i + 1 < n and text[i + 1] == "`":
+                        chars.append("`")
+                        i += 2
+                        continue
+                    i += 1
+                    break
+                chars.append(text[i])
+                i += 1
+            column = "".join(chars)
+            rest_end = text.find(",", i)
+            rest_end = n if rest_end < 0 else rest_end
+            rest = text[i:rest_end].strip()
+            if rest and not rest.startswith(":"):
+                raise ValidationError(
+                    f"{PARTITION_BY}: expected ':' or ',' after `{column}` in {text!r}"
+                )
+            transform = rest[1:].strip()
+        else:
+            rest_end = text.find(",", i)
+            rest_end = n if rest_end < 0 else rest_end
+            item = text[i:rest_end]
+            column, _, transform = (part.strip() for part in item.partition(":"))
+            if not column:
+                if not transform:
+                    i = rest_end + 1
+                    continue  # an empty item ("a,,b" or a trailing comma)
+                raise ValidationError(f"{PARTITION_BY}: no column before ':' in {text!r}")
+        if not column:
+            raise ValidationError(f"{PARTITION_BY}: empty column name in {text!r}")
+        yield column, transform
+        i = rest_end + 1
 
 
 def write_mode(options: Mapping[str, str], *, overwrite: bool, unpartitioned: bool) -> WriteMode:

@@ -7,6 +7,10 @@
 * snapshot management: :func:`rollback_to_snapshot`, :func:`rollback_to_timestamp`,
   :func:`set_current_snapshot`, :func:`cherry_pick`, :func:`fast_forward`.
 
+A job that reads files a concurrent maintenance commit deletes under it (an expiry after a
+manifest rewrite or a compaction) plans again on the newer metadata, a bounded number of times
+(:mod:`lakecat.catalog.maintenance.replan`, :class:`TableKeptChanging`).
+
 Incremental reads and the data version live in :mod:`lakecat.catalog.changes`.
 """
 
@@ -32,6 +36,7 @@ from lakecat.catalog.maintenance.snapshots import (
     rollback_to_timestamp,
     set_current_snapshot,
 )
+from lakecat.metadata.errors import TableKeptChanging
 
 __all__ = [
     "CompactionResult",
@@ -41,6 +46,7 @@ __all__ = [
     "FileGroup",
     "ManifestRewriteResult",
     "OrphanResult",
+    "TableKeptChanging",
     "cherry_pick",
     "expire_snapshots",
     "fast_forward",

@@ -27,6 +27,14 @@ With ``partial_progress`` (the default) each group commits on its own, so a conf
 group, not the job: failed groups are reported in :attr:`CompactionResult.groups_failed`.
 Without it, all groups commit as one snapshot and a conflict raises.
 
+Planning reads the manifest list and manifests of the current snapshot. A concurrent manifest
+rewrite or compaction followed by an expiry can delete them between the refresh and the read;
+the plan is then made again on the newer metadata (:mod:`lakecat.catalog.maintenance.replan`:
+a bounded number of times; with the table unchanged, the missing file is an error of the table
+and propagates). Nothing has been written or committed at that point. A data file of a group
+that is missing when the group is read was removed by a concurrent commit (and then deleted by
+an expiry): that group is lost as it would be at commit time (see above).
+
 Memory: without a sort a group is read and written in slices of about the target file size;
 with a sort the whole group is held in memory (size it with ``max_group_size_bytes``).
 """
@@ -36,12 +44,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecat.catalog.intent import Intent, OpKind
+from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.catalog.scan import RowFilter, Scan
 from lakecat.catalog.writer import write_files
 from lakecat.metadata import properties as P
@@ -113,6 +122,14 @@ class CompactionResult:
     snapshot_ids: tuple[int, ...]
 
 
+class _Plan(NamedTuple):
+    start: TableMetadata
+    target: int
+    sort_keys: list[_SortKey] | None
+    sort_order_id: int | None
+    groups: list[FileGroup]
+
+
 @dataclass(frozen=True)
 class _SortKey:
     source_id: int
@@ -146,28 +163,37 @@ def rewrite_data_files(
     if max_group_size_bytes <= 0:
         raise ValidationError(f"max_group_size_bytes must be positive, not {max_group_size_bytes}")
     table.refresh()
-    start = table.metadata
-    target = target_file_size_bytes or P.get_int(
-        start.properties, P.WRITE_TARGET_FILE_SIZE_BYTES, P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
-    )
-    if target <= 0:
-        raise ValidationError(f"target_file_size_bytes must be positive, not {target}")
-    sort_keys, sort_order_id = _sort_keys(start, sort_by)
-    snapshot = start.current_snapshot
-    groups = (
-        plan_file_groups(
-            table.io,
-            start,
-            row_filter=row_filter,
-            target_file_size_bytes=target,
-            min_input_files=min_input_files,
-            max_group_size_bytes=max_group_size_bytes,
-            sort=sort_keys is not None,
-            sort_order_id=sort_order_id,
+
+    def plan() -> _Plan:  # on table.metadata as it is: refreshed on a re-plan
+        start = table.metadata
+        target = target_file_size_bytes or P.get_int(
+            start.properties,
+            P.WRITE_TARGET_FILE_SIZE_BYTES,
+            P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
         )
-        if snapshot is not None
-        else []
+        if target <= 0:
+            raise ValidationError(f"target_file_size_bytes must be positive, not {target}")
+        sort_keys, sort_order_id = _sort_keys(start, sort_by)
+        groups = (
+            plan_file_groups(
+                table.io,
+                start,
+                row_filter=row_filter,
+                target_file_size_bytes=target,
+                min_input_files=min_input_files,
+                max_group_size_bytes=max_group_size_bytes,
+                sort=sort_keys is not None,
+                sort_order_id=sort_order_id,
+            )
+            if start.current_snapshot is not None
+            else []
+        )
+        return _Plan(start, target, sort_keys, sort_order_id, groups)
+
+    start, target, sort_keys, sort_order_id, groups = plan_with_replans(
+        table, plan, job="rewrite_data_files"
     )
+    snapshot = start.current_snapshot
     job = _Job(table, start, target, sort_keys, sort_order_id, len(groups), progress)
     job.report()
     if groups:

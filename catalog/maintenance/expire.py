@@ -19,6 +19,16 @@ refreshed metadata, so a snapshot committed concurrently is newer than the expir
 survives. Only after the commit are files deleted: the manifest lists of the expired snapshots,
 and the manifests and data files they reference that no remaining snapshot references.
 
+Working out those files reads the trees of the remaining snapshots. A concurrent expiry may
+commit and delete some of them meanwhile; the read then fails, and the files to delete are
+worked out again on the newer metadata (:mod:`lakecat.catalog.maintenance.replan`): what the
+newest metadata references is kept, and what it no longer references is not needed by the
+table. Nothing after the commit raises: the commit stands. A file that cannot be deleted is
+logged and listed in :attr:`ExpireResult.not_deleted`; if the files to delete cannot be worked
+out at all (the table names a file that is missing, or kept changing), nothing is deleted and
+:attr:`ExpireResult.cleanup_error` says why. Orphan removal collects what is left either way.
+A dry run that races an expiry the same way is planned again on the newer metadata.
+
 Running reads: a reader that planned a scan of a snapshot still protected by the age/count
 guard is safe. A reader pinned to a snapshot older than the guard may find its files deleted
 under it, as in Iceberg: size ``history.expire.max-snapshot-age-ms`` above the longest read.
@@ -36,10 +46,11 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.catalog.table import Timestamp, to_timestamp_ms
 from lakecat.metadata import properties as P
 from lakecat.metadata.datafile import Status
-from lakecat.metadata.errors import NoSuchSnapshot, StorageError, ValidationError
+from lakecat.metadata.errors import LakecatError, NoSuchSnapshot, ValidationError
 from lakecat.metadata.fileio import FileIO, FileNotFoundStorageError
 from lakecat.metadata.manifest import read_manifest, read_manifest_list
 from lakecat.metadata.snapshots import MAIN_BRANCH, SnapshotRef
@@ -65,7 +76,10 @@ class ExpireResult:
     """Snapshots expired and files deleted (for ``dry_run``: what would be).
 
     With ``delete_files=False`` the file tuples are empty: nothing was deleted, and remove
-    orphan files collects the unreferenced files later.
+    orphan files collects the unreferenced files later. After a commit, cleanup never raises:
+    ``not_deleted`` are files whose deletion failed (not in the ``deleted_*`` tuples), and
+    ``cleanup_error`` is set when the files to delete could not be worked out, so that none
+    was deleted. Either way the expiry stands and orphan removal collects the leftovers.
     """
 
     expired_snapshot_ids: tuple[int, ...]
@@ -73,6 +87,8 @@ class ExpireResult:
     deleted_data_files: tuple[str, ...]
     deleted_manifests: tuple[str, ...]
     deleted_manifest_lists: tuple[str, ...]
+    not_deleted: tuple[str, ...] = ()
+    cleanup_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +127,9 @@ def expire_snapshots(
     ``older_than``: expire snapshots committed before this time (ms, datetime or ISO text);
     default now minus ``history.expire.max-snapshot-age-ms``. ``retain_last``: keep at least
     this many ancestors per branch; default ``history.expire.min-snapshots-to-keep``.
-    ``dry_run`` commits nothing and deletes nothing and reports what would go.
+    ``dry_run`` commits nothing and deletes nothing and reports what would go. Once the
+    expiry committed, failures to work out or delete the freed files are reported in the
+    result (see :class:`ExpireResult`), not raised.
     """
     if retain_last is not None and retain_last < 1:
         raise ValidationError(f"retain_last must be at least 1, not {retain_last}")
@@ -125,9 +143,16 @@ def expire_snapshots(
     for snapshot_id in policy.snapshot_ids:
         table.metadata.snapshot_by_id(snapshot_id)  # NoSuchSnapshot for an unknown id
     if dry_run:
-        base = table.metadata
-        plan = plan_expiry(base, policy)
-        return _result(table.io, base, plan, keep=base, delete=False)
+
+        def dry() -> ExpireResult:  # on table.metadata as it is: refreshed on a re-plan
+            base = table.metadata
+            plan = plan_expiry(base, policy, strict=False)  # the ids were checked above
+            data, manifests, lists = _freed_files(table.io, base, plan, keep=base)
+            return ExpireResult(
+                tuple(sorted(plan.expired)), plan.removed_refs, data, manifests, lists
+            )
+
+        return plan_with_replans(table, dry, job="expire_snapshots (dry run)")
 
     built: list[tuple[TableMetadata, ExpiryPlan]] = []
 
@@ -143,7 +168,9 @@ def expire_snapshots(
     base, plan = built[-1]
     if result.metadata is base:  # nothing to expire: no commit
         return ExpireResult((), (), (), (), ())
-    return _result(table.io, base, plan, keep=result.metadata, delete=delete_files)
+    if not delete_files:  # committed, files kept on request
+        return ExpireResult(tuple(sorted(plan.expired)), plan.removed_refs, (), (), ())
+    return _delete_freed_files(table, base, plan)
 
 
 def plan_expiry(
@@ -282,13 +309,13 @@ def _tree(
     return tree
 
 
-def _result(
-    io: FileIO, base: TableMetadata, plan: ExpiryPlan, *, keep: TableMetadata, delete: bool
-) -> ExpireResult:
-    """Work out (and with ``delete``, delete) the files only the expired snapshots used."""
-    expired_ids = tuple(sorted(plan.expired))
-    if not delete and keep is not base:  # committed, files kept on request
-        return ExpireResult(expired_ids, plan.removed_refs, (), (), ())
+def _freed_files(
+    io: FileIO, base: TableMetadata, plan: ExpiryPlan, *, keep: TableMetadata
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The data files, manifests and manifest lists that only the snapshots ``plan`` expires
+    from ``base`` use, given that the table now is ``keep``: every snapshot of ``keep`` but the
+    expired ones stays (``keep`` is ``base`` for a dry run)."""
+    expired_ids = sorted(plan.expired)
     kept_ids = [s.snapshot_id for s in keep.snapshots if s.snapshot_id not in plan.expired]
     kept = _tree(io, keep, kept_ids)
     # A manifest a kept snapshot still lists has only kept data files: no need to read it.
@@ -296,12 +323,51 @@ def _result(
     lists = tuple(sorted(gone.manifest_lists - kept.manifest_lists))
     manifests = tuple(sorted(gone.manifests - kept.manifests))
     data = tuple(sorted(gone.data_files - kept.data_files))
-    if delete:
-        # Data first, then manifests, then lists: an interrupted run leaves the tree readable
-        # down to what is already gone, and orphan removal takes the rest.
-        for location in (*data, *manifests, *lists):
-            try:
-                io.delete(location)
-            except StorageError as exc:  # the commit landed; a leftover is only an orphan
-                log.warning("could not delete %s: %s", location, exc)
-    return ExpireResult(expired_ids, plan.removed_refs, data, manifests, lists)
+    return data, manifests, lists
+
+
+def _delete_freed_files(table: Table, base: TableMetadata, plan: ExpiryPlan) -> ExpireResult:
+    """After the expiry committed (``table.metadata`` is its result): delete the files only the
+    expired snapshots used. Never raises: the commit stands whatever happens here."""
+    expired_ids = tuple(sorted(plan.expired))
+    try:
+        # The remaining snapshots' trees are read on table.metadata; when a concurrent expiry
+        # deletes part of them meanwhile, they are read again on the newer metadata: what it
+        # references is kept, what it dropped the table no longer needs.
+        data, manifests, lists = plan_with_replans(
+            table,
+            lambda: _freed_files(table.io, base, plan, keep=table.metadata),
+            job="expire_snapshots (files to delete)",
+        )
+    except (LakecatError, OSError) as exc:
+        log.warning(
+            "%s: expired snapshots %s, but could not work out which files they freed, so none "
+            "was deleted (remove_orphan_files collects them): %s",
+            table.name,
+            list(expired_ids),
+            exc,
+        )
+        return ExpireResult(
+            expired_ids, plan.removed_refs, (), (), (), cleanup_error=f"{type(exc).__name__}: {exc}"
+        )
+    failed: set[str] = set()
+    # Data first, then manifests, then lists: an interrupted run leaves the tree readable
+    # down to what is already gone, and orphan removal takes the rest.
+    for location in (*data, *manifests, *lists):
+        try:
+            table.io.delete(location)
+        except (LakecatError, OSError) as exc:  # the commit landed; a leftover is only an orphan
+            log.warning("could not delete %s: %s", location, exc)
+            failed.add(location)
+
+    def done(locations: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(p for p in locations if p not in failed)
+
+    return ExpireResult(
+        expired_ids,
+        plan.removed_refs,
+        done(data),
+        done(manifests),
+        done(lists),
+        not_deleted=tuple(p for p in (*data, *manifests, *lists) if p in failed),
+    )

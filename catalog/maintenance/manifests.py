@@ -13,6 +13,12 @@ the rewrite changes no data and no sequence-number semantics. It commits one ``r
 snapshot (summary ``manifests-created``, ``manifests-kept``, ``manifests-replaced``) through
 :func:`~lakecat.catalog.commit.commit_updates`: on a lost race the manifests are rewritten for
 the refreshed current snapshot, and the manifests of the lost attempt are deleted afterwards.
+
+The rewrite reads the manifest list and manifests of the current snapshot of the base it builds
+on. A concurrent rewrite or compaction followed by an expiry can delete them before they are
+read; the read fails, nothing has been committed, and the rewrite is planned again on the newer
+metadata (:mod:`lakecat.catalog.maintenance.replan`; the table unchanged means the table names
+a missing file, and that error propagates).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakecat.catalog.conflicts import OPERATION_KEY
 from lakecat.catalog.intent import new_snapshot_id
+from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.catalog.producer import metadata_dir
 from lakecat.metadata import properties as P
 from lakecat.metadata.datafile import ManifestContent, ManifestEntry, ManifestFile, Status
@@ -85,7 +92,11 @@ def rewrite_manifests(
         raise ValidationError(f"target_size_bytes must be positive, not {target_size_bytes}")
     rewriter = _Rewriter(table.io, target_size_bytes)
     try:
-        result = table.commit_updates(rewriter.build)
+        # A base whose files a concurrent expiry deleted under the build: plan again on the
+        # newer metadata (each attempt reads before it writes, so the failed one wrote nothing).
+        result = plan_with_replans(
+            table, lambda: table.commit_updates(rewriter.build), job="rewrite_manifests"
+        )
     except CommitStateUnknown:
         raise  # the files may be part of the table now: keep them
     except BaseException:

@@ -14,7 +14,10 @@ current snapshot is fast-forwarded to (``main`` is set to it); otherwise an ``ap
 is re-committed on ``main`` as a new append of the same data files (the files are reused, not
 copied; the summary records ``source-snapshot-id``); anything else raises
 :class:`ValidationError`. Picking a snapshot already in ``main``'s history, or one already
-picked, raises :class:`ValidationError`.
+picked, raises :class:`ValidationError`. Re-applying an append reads the picked snapshot's
+manifests; if a concurrent expiry deleted them, the pick is planned again on the refreshed
+table, where the snapshot is gone (:class:`NoSuchSnapshot`) (see
+:mod:`lakecat.catalog.maintenance.replan`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING
 from lakecat.catalog.changes import snapshot_file_changes
 from lakecat.catalog.commit import CommitResult
 from lakecat.catalog.intent import Intent, OpKind
+from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.catalog.producer import SnapshotProducer
 from lakecat.catalog.table import Timestamp, to_timestamp_ms
 from lakecat.metadata.datafile import DataFile
@@ -119,20 +123,25 @@ def fast_forward(table: Table, branch: str, to: str) -> CommitResult:
 
 def cherry_pick(table: Table, snapshot_id: int) -> CommitResult:
     """Apply the changes of ``snapshot_id`` (e.g. a staged or branch snapshot) to ``main``."""
-    view = table.metadata
-    picked = view.snapshot_by_id(snapshot_id)
-    _check_not_picked(view, picked)
-    if not _is_fast_forward(view, picked) and picked.operation != APPEND:
-        raise _not_pickable(picked)
-    added: tuple[DataFile, ...] = ()
-    if picked.operation == APPEND:
-        added = tuple(snapshot_file_changes(table.io, view, picked)[0])
-    intent = Intent(
-        kind=OpKind.APPEND,
-        starting_snapshot_id=view.current_snapshot_id,
-        added_files=added,
-        extra_summary=((SOURCE_SNAPSHOT_ID_KEY, str(snapshot_id)),),
-    )
+
+    def plan() -> tuple[Snapshot, Intent]:  # on table.metadata as it is: refreshed on a re-plan
+        view = table.metadata
+        picked = view.snapshot_by_id(snapshot_id)
+        _check_not_picked(view, picked)
+        if not _is_fast_forward(view, picked) and picked.operation != APPEND:
+            raise _not_pickable(picked)
+        added: tuple[DataFile, ...] = ()
+        if picked.operation == APPEND:
+            added = tuple(snapshot_file_changes(table.io, view, picked)[0])
+        intent = Intent(
+            kind=OpKind.APPEND,
+            starting_snapshot_id=view.current_snapshot_id,
+            added_files=added,
+            extra_summary=((SOURCE_SNAPSHOT_ID_KEY, str(snapshot_id)),),
+        )
+        return picked, intent
+
+    picked, intent = plan_with_replans(table, plan, job="cherry_pick")
     return _CherryPick(table, picked, intent).commit()
 
 
@@ -151,6 +160,11 @@ class _CherryPick:
     def build(self, base: TableMetadata) -> Build:
         self.attempts += 1
         self.last_produced = None
+        if not base.has_snapshot(self.picked.snapshot_id):
+            # Expired concurrently: its data files may be deleted, they must not be re-added.
+            raise NoSuchSnapshot(
+                f"snapshot {self.picked.snapshot_id} was expired while it was being cherry-picked"
+            )
         _check_not_picked(base, self.picked)
         main = base.refs.get(MAIN_BRANCH)
         if _is_fast_forward(base, self.picked):

@@ -617,6 +617,7 @@ def test_orphans_manifests_and_history_editing(
         "dry_run": True,
         "orphans": [stray.as_uri()],
         "deleted": False,
+        "not_deleted": [],
     }
     assert stray.exists()
     assert "deleted 1 orphan" in cli("remove-orphans", "db.events", "--older-than", "0s").out

@@ -44,6 +44,8 @@ from lakecat.metadata.expressions import (
     col,
     is_bound,
     or_,
+    quote_name,
+    quote_path,
     referenced_columns,
     referenced_field_ids,
     rewrite_not,
@@ -482,3 +484,66 @@ def test_referenced_columns_and_field_ids() -> None:
     expr = parse("id = 1 OR (loc.city LIKE 'a%' AND NOT score IS NAN)")
     assert referenced_columns(expr) == {"id", "loc.city", "score"}
     assert referenced_field_ids(bind(SCHEMA, expr)) == {1, 16, 5}
+
+
+# ---- names that need quoting ------------------------------------------------------------
+
+
+HOSTILE_NAMES = [
+    "a.b",
+    "with space",
+    'quote"d',
+    "back`tick",
+    "``",
+    "naïve_ünïcode",
+    "日本",
+    "x.and.y",
+    "a..b",
+    " padded ",
+    "in",
+    "1st",
+    "semi;colon='x'",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_quote_name_prints_a_name_the_parser_reads_back_unchanged(name: str) -> None:
+    for expr in (EqualTo(name, 1), In(name, frozenset({1, 2})), IsNull(name)):
+        assert parse(str(expr)) == expr
+    assert parse(f"{quote_name(name)} = 1").term == name
+    assert parse(f"{quote_path((name, name))} = 1").term == f"{name}.{name}"
+
+
+@given(st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=3))
+@settings(max_examples=300, deadline=None)
+def test_any_column_path_prints_and_parses_back_to_its_full_name(path: list[str]) -> None:
+    full = ".".join(path)
+    assert parse(f"{quote_path(tuple(path))} IS NULL").term == full
+    assert parse(f"{quote_name(full)} IS NULL").term == full
+
+
+def test_a_bound_filter_on_hostile_columns_prints_each_level_and_binds_back() -> None:
+    schema = Schema.of(
+        NestedField(1, "a.b", StringType()),
+        NestedField(2, "s", StructType((NestedField(3, "x y", LongType()),))),
+        NestedField(4, "s.x", LongType()),
+    )
+    bound = bind(schema, parse("`a.b` = 'v' AND s.`x y` > 1 AND `s.x` < 2"))
+    assert str(bound) == "`a.b` = 'v' AND s.`x y` > 1 AND `s.x` < 2"
+    assert bind(schema, parse(str(bound))) == bound
+    assert referenced_field_ids(bound) == {1, 3, 4}
+
+
+def test_a_filter_on_a_name_two_fields_share_is_refused_as_ambiguous() -> None:
+    schema = Schema.of(
+        NestedField(1, "a.b", StringType()),
+        NestedField(2, "a", StructType((NestedField(3, "b", StringType()),))),
+    )
+    with pytest.raises(UnknownColumn, match="ambiguous"):
+        bind(schema, parse("a.b = 'x'"))
+
+
+def test_a_negative_decimal_longer_than_the_decimal_context_parses_exactly() -> None:
+    # unary minus on a Decimal rounds to the context's 28 digits; the parser must not
+    value = Decimal("-10000000000000000000000000.001")
+    assert parse(f"a = {value}") == EqualTo("a", value)

@@ -18,7 +18,7 @@ import pytest
 from lakecat.metadata.arrow_schema import conform_to_schema, schema_to_arrow
 from lakecat.metadata.conversions import from_bytes
 from lakecat.metadata.datafile import DataFile
-from lakecat.metadata.errors import CorruptMetadata, SchemaMismatch, StorageError
+from lakecat.metadata.errors import CorruptMetadata, SchemaMismatch, StorageError, ValidationError
 from lakecat.metadata.fileio import FileNotFoundStorageError, LocalFileIO
 from lakecat.metadata.parquet import (
     ARROW_TO_PARQUET_RATIO,
@@ -26,6 +26,7 @@ from lakecat.metadata.parquet import (
     partition_and_split,
     partition_path,
     read_data_file,
+    source_column,
     write_data_file,
 )
 from lakecat.metadata.partitioning import UNPARTITIONED, PartitionField, PartitionSpec
@@ -632,6 +633,63 @@ def test_an_unpartitioned_spec_gives_one_group_with_an_empty_tuple():
             data, schema=EVENTS, spec=UNPARTITIONED, target_file_size_bytes=1 << 20
         )
     ] == [((), 10)]
+
+
+HOSTILE = Schema.of(
+    NestedField(1, "a.b", StringType()),
+    NestedField(
+        2, "s", StructType((NestedField(3, "x.y", LongType()), NestedField(4, "n", LongType())))
+    ),
+    NestedField(5, "s.x", StringType()),
+    NestedField(6, "l", ListType(7, StructType((NestedField(8, "v", LongType()),)))),
+)
+
+
+def hostile_rows() -> pa.Table:
+    return conform_to_schema(
+        pa.table(
+            {
+                "a.b": ["p", "q", "p", None],
+                "s": [{"x.y": 1, "n": 10}, None, {"x.y": 3, "n": 30}, {"x.y": 1, "n": 40}],
+                "s.x": ["u", "v", "w", "x"],
+                "l": [[{"v": 1}], [], None, [{"v": 2}]],
+            }
+        ),
+        HOSTILE,
+    )
+
+
+def test_source_columns_are_found_by_id_through_names_with_dots():
+    data = hostile_rows()
+    assert source_column(data, HOSTILE, 1).to_pylist() == ["p", "q", "p", None]
+    assert source_column(data, HOSTILE, 3).to_pylist() == [1, None, 3, 1]  # null parent
+    assert source_column(data, HOSTILE, 5).to_pylist() == ["u", "v", "w", "x"]
+    with pytest.raises(ValidationError, match="inside a list or map"):
+        source_column(data, HOSTILE, 8)
+    with pytest.raises(SchemaMismatch, match="no single column"):
+        source_column(data.drop_columns(["a.b"]), HOSTILE, 1)
+
+
+def test_partitioning_by_dotted_names_groups_by_the_named_fields():
+    spec = PartitionSpec(
+        0,
+        (
+            PartitionField(1, 1000, "identity", "a.b"),
+            PartitionField(3, 1001, "identity", "s.x.y"),
+            PartitionField(5, 1002, "identity", "s.x"),
+        ),
+    )
+    groups = partition_and_split(
+        hostile_rows(), schema=HOSTILE, spec=spec, target_file_size_bytes=1 << 30
+    )
+    got = [(p, t.column("s.x").to_pylist()) for p, t in groups]
+    assert got == [
+        (("p", 1, "u"), ["u"]),
+        (("q", None, "v"), ["v"]),
+        (("p", 3, "w"), ["w"]),
+        ((None, 1, "x"), ["x"]),
+    ]
+    assert partition_path(spec, HOSTILE, ("p", 1, "u")) == "a.b=p/s.x.y=1/s.x=u"
 
 
 def test_partition_path_escapes_like_java():

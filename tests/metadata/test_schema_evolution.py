@@ -140,6 +140,55 @@ def test_top_level_names_with_dots_are_added_with_a_one_part_tuple() -> None:
     assert schema.fields[-1].name == "a.b"
 
 
+def test_each_part_of_a_tuple_path_is_one_name_dots_and_all() -> None:
+    base = SchemaUpdate(_table()).add_column(("s.t",), StructType(())).apply()
+    metadata = apply(_table(), [AddSchema(base, 17), SetCurrentSchema(-1)])
+    schema = (
+        SchemaUpdate(metadata)
+        .add_column(("s.t", "u.v"), IntegerType())
+        .add_column(("loc", "x.y"), IntegerType())
+        .apply()
+    )
+    assert schema.column_path(schema.find_field("s.t.u.v").field_id) == ("s.t", "u.v")
+    assert schema.column_path(schema.find_field("loc.x.y").field_id) == ("loc", "x.y")
+    # a string is split on dots: "s.t" is no struct path, and the error says to use a tuple
+    with pytest.raises(UnknownColumn, match="tuple"):
+        SchemaUpdate(metadata).add_column("s.t.w", IntegerType())
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda u: u.add_column(("loc.lat",), IntegerType()),  # top-level "loc.lat" vs loc.lat
+        lambda u: u.add_column(("loc.new",), IntegerType()).add_column(
+            ("loc", "new"), IntegerType()
+        ),
+        lambda u: u.rename_column("ratio", "loc.lon"),
+    ],
+)
+def test_a_change_that_would_give_two_fields_one_full_name_is_refused(change) -> None:
+    with pytest.raises(InvalidUpdate, match=r"several fields|already being added"):
+        change(SchemaUpdate(_table())).apply()
+
+
+def test_a_schema_with_a_shared_full_name_is_refused_at_create_and_in_add_schema() -> None:
+    clash = Schema.of(
+        NestedField(1, "a.b", IntegerType()),
+        NestedField(2, "a", StructType((NestedField(3, "b", IntegerType()),))),
+    )
+    with pytest.raises(InvalidUpdate, match=r"'a\.b' would name several fields"):
+        new_table_metadata(
+            schema=clash,
+            spec=PartitionSpec(0, ()),
+            sort_order=UNSORTED,
+            location="s3://b/t",
+            properties={},
+        )
+    metadata = _table()
+    with pytest.raises(InvalidUpdate, match="several fields"):
+        apply(metadata, [AddSchema(replace(clash, schema_id=1), 17)])
+
+
 @pytest.mark.parametrize(
     ("kwargs", "expected"),
     [

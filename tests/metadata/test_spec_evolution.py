@@ -205,6 +205,55 @@ def test_a_new_table_renumbers_columns_and_repoints_spec_and_sort_order() -> Non
     assert (m.snapshots, m.refs, m.last_sequence_number, m.last_updated_ms) == ((), {}, 0, T0)
 
 
+def test_a_new_table_repoints_sources_by_place_whatever_the_names_hold() -> None:
+    schema = Schema.of(
+        NestedField(
+            50,
+            "s",
+            StructType((NestedField(51, "x.y", StringType(), required=True),)),
+            required=True,
+        ),
+        NestedField(40, "a.b", StringType()),
+        NestedField(30, "s.x", LongType(), required=True),
+        identifier_field_ids=(51, 30),
+    )
+    m = new_table_metadata(
+        schema=schema,
+        spec=PartitionSpec(
+            0, (PartitionField(51, 1, "identity", ""), PartitionField(40, 2, "bucket[4]", ""))
+        ),
+        sort_order=SortOrder(3, (SortField(30), SortField(40, direction="desc"))),
+        location="s3://b/t",
+        properties={},
+    )
+    fresh = m.schema()
+    # fresh ids: s=1, a.b=2, s.x=3, s.x.y=4
+    assert [fresh.column_path(i) for i in (1, 2, 3, 4)] == [
+        ("s",),
+        ("a.b",),
+        ("s.x",),
+        ("s", "x.y"),
+    ]
+    assert _fields(m.spec()) == [
+        (4, 1000, "identity", "s.x.y"),
+        (2, 1001, "bucket[4]", "a.b_bucket"),
+    ]
+    assert [f.source_id for f in m.sort_order().fields] == [3, 2]
+    assert fresh.identifier_field_ids == (4, 3)
+
+
+def test_a_new_table_refuses_a_source_id_that_several_fields_have() -> None:
+    schema = Schema.of(NestedField(1, "a", LongType()), NestedField(1, "b", LongType()))
+    with pytest.raises(InvalidUpdate, match="column id 1, which several fields have"):
+        new_table_metadata(
+            schema=schema,
+            spec=PartitionSpec(0, (PartitionField(1, 1, "identity", "p"),)),
+            sort_order=UNSORTED,
+            location="x",
+            properties={},
+        )
+
+
 def test_an_unpartitioned_unsorted_new_table_uses_ids_999_and_0() -> None:
     m = _table(PartitionSpec())
     assert m.last_partition_id == 999 and m.default_sort_order_id == 0

@@ -8,6 +8,7 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import datasource as ds
 
+from lakecat.metadata.expressions import bind, referenced_field_ids
 from lakecat.metadata.schema import Schema
 from lakecat.metadata.types import (
     DateType,
@@ -67,6 +68,47 @@ def test_filters_lakecat_evaluates_as_spark_does_are_converted(
     pushed: ds.Filter, expected: str
 ) -> None:
     assert converted(pushed) == expected
+
+
+HOSTILE = Schema(
+    (
+        NestedField(1, "a.b", StringType()),
+        NestedField(2, "s", StructType((NestedField(3, "x.y", LongType()),))),
+        NestedField(4, "with space", StringType()),
+        NestedField(5, "l", ListType(6, StructType((NestedField(7, "k.v", LongType()),)))),
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("pushed", "expected", "field_id"),
+    [
+        (ds.EqualTo(("a.b",), "x"), "a.b = 'x'", 1),
+        (ds.GreaterThan(("s", "x.y"), 3), "s.x.y > 3", 3),
+        (ds.IsNull(("with space",)), "`with space` IS NULL", 4),
+        (ds.Not(ds.EqualNullSafe(("a.b",), None)), "a.b IS NOT NULL", 1),
+    ],
+)
+def test_filters_on_columns_with_dots_in_their_names_are_converted(
+    pushed: ds.Filter, expected: str, field_id: int
+) -> None:
+    """Spark names the column one name per level; the lakecat filter names its full name,
+    which binds back to the very field."""
+    expression = to_expression(pushed, HOSTILE)
+    assert expression is not None and str(expression) == expected
+    assert referenced_field_ids(bind(HOSTILE, expression)) == {field_id}
+
+
+@pytest.mark.parametrize(
+    "pushed",
+    [
+        ds.EqualTo(("a", "b"), "x"),  # no struct a
+        ds.EqualTo(("s.x.y",), 1),  # no top-level "s.x.y"
+        ds.EqualTo(("l", "element", "k.v"), 1),  # inside a list
+    ],
+)
+def test_filters_on_paths_that_name_no_single_value_are_left_to_spark(pushed: ds.Filter) -> None:
+    assert to_expression(pushed, HOSTILE) is None
 
 
 def test_zoned_timestamps_convert_as_the_instant_spark_passes() -> None:

@@ -312,3 +312,94 @@ def test_write_options_are_validated_before_anything_is_written(spark: Any, lake
     with pytest.raises(Exception, match="go together"):
         df.write.format("lakecat").mode("append").option("app-id", "x").save("db.events")
     assert issubclass(ValidationError, ValueError)
+
+
+# ---- column names with dots, spaces, quotes ----------------------------------------------------
+
+
+def test_a_table_partitioned_by_a_dotted_column_is_written_and_read_through_spark(
+    spark: Any, lake: Catalog
+) -> None:
+    """``"a.b"`` is one top-level column: the data source write partitions by it (it used to
+    fail with ``KeyError: 'Field "a" does not exist'``), the native write too, a read pushes
+    a filter on it down to prune files, and delete and overwrite-filter find its rows."""
+    import lakecat.spark_ext as lk
+
+    schema = pa.schema([("id", pa.int64()), ("a.b", pa.string())])
+    table = lake.create_table("db.t", schema, partition_by=["a.b", ("a.b", "truncate[1]")])
+
+    def frame(rows: list[tuple[int, str]]) -> Any:
+        return spark.createDataFrame(rows, "id long, `a.b` string").coalesce(1)
+
+    frame([(1, "eu"), (2, "us"), (3, "eu")]).write.format("lakecat").mode("append").save("db.t")
+    assert lk.write(frame([(4, "eu"), (5, "ap")]), "db.t").native
+
+    table.refresh()
+    files = table.scan().plan_files()
+    assert sorted(f.partition for f in files) == [
+        ("ap", "a"),
+        ("eu", "e"),
+        ("eu", "e"),
+        ("us", "u"),
+    ]
+    df = spark.read.format("lakecat").option("split-size", "1").load("db.t")
+    assert df.schema.names == ["id", "a.b"]
+    eu = df.where("`a.b` = 'eu'")
+    assert eu.rdd.getNumPartitions() == 2  # pushed down: only the two 'eu' files are read
+    assert sorted(r.id for r in eu.collect()) == [1, 3, 4]
+    assert sorted(r.id for r in lk.read(spark, "db.t", filter="`a.b` = 'us'").collect()) == [2]
+
+    lk.delete(spark, "db.t", "`a.b` = 'us'")
+    frame([(6, "eu")]).write.format("lakecat").mode("overwrite").option(
+        "overwrite-filter", "`a.b` = 'eu'"
+    ).save("db.t")
+    assert sorted(map(tuple, spark.read.format("lakecat").load("db.t").collect())) == [
+        (5, "ap"),
+        (6, "eu"),
+    ]
+
+
+def test_a_write_creates_a_table_partitioned_by_a_dotted_struct_field(
+    spark: Any, lake: Catalog
+) -> None:
+    import lakecat.spark_ext as lk
+
+    df = spark.createDataFrame(
+        [(1, ("p",), "x"), (2, ("q",), "y"), (3, ("p",), None)],
+        "id long, s struct<`x.y`: string>, `a,b` string",
+    ).coalesce(1)
+    assert lk.write(df, "db.native", **{"partition-by": "s.x.y, `a,b`:truncate[1]"}).native
+    df.write.format("lakecat").option("partition-by", "s.x.y:bucket[2], `a,b`").mode("append").save(
+        "db.source"
+    )
+
+    native, source = lake.load_table("db.native"), lake.load_table("db.source")
+    assert native.schema().column_path(native.spec().fields[0].source_id) == ("s", "x.y")
+    assert source.schema().column_path(source.spec().fields[1].source_id) == ("a,b",)
+    assert sorted((f.partition for f in native.scan().plan_files()), key=str) == [
+        ("p", "x"),
+        ("p", None),
+        ("q", "y"),
+    ]
+    for name in ("db.native", "db.source"):
+        rows = spark.read.format("lakecat").load(name).where("s.`x.y` = 'p'").collect()
+        assert sorted(r.id for r in rows) == [1, 3]
+
+
+def test_partition_by_option_quotes_names_with_commas_and_colons() -> None:
+    from lakecat.spark_ext.write_jobs import parse_partition_by
+
+    assert parse_partition_by("region, ts:day, id:bucket[16]") == [
+        "region",
+        ("ts", "day"),
+        ("id", "bucket[16]"),
+    ]
+    assert parse_partition_by("a.b, s.x.y:day") == ["a.b", ("s.x.y", "day")]  # full names
+    assert parse_partition_by("`a,b`:bucket[4], `x``y`, with space : truncate[2],") == [
+        ("a,b", "bucket[4]"),
+        "x`y",
+        ("with space", "truncate[2]"),
+    ]
+    for bad in ("`unterminated", "`a` b", ":day"):
+        with pytest.raises(ValidationError):
+            parse_partition_by(bad)

@@ -28,6 +28,7 @@ from lakecat.spark_ext.catalog_convert import (
     literal,
     partition_by,
     predicates_expression,
+    spark_transforms,
 )
 from lakecat.spark_ext.jar import find_javac
 
@@ -98,6 +99,41 @@ def test_spark_partition_transforms_become_lakecat_partition_fields() -> None:
     ]
     with pytest.raises(UnsupportedByCatalog, match="unsupported partition transform zorder"):
         partition_by([{"name": "zorder", "args": [ref("id")]}])
+
+
+def test_partition_transforms_name_dotted_columns_one_name_per_level(tmp_path) -> None:
+    """A top-level ``"a.b"`` is the one-name reference ``["a.b"]`` (Spark prints
+    ``identity(`a.b`)``), field ``"x.y"`` of struct ``s`` is ``["s", "x.y"]``; and back."""
+    import pyarrow as pa
+
+    from lakecat.catalog import Catalog
+
+    schema = pa.schema(
+        [
+            ("a.b", pa.string()),
+            ("s", pa.struct([("x.y", pa.int64())])),
+            ("s.x", pa.string()),
+        ]
+    )
+    catalog = Catalog(f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "wh"))
+    try:
+        catalog.create_namespace("db")
+        items = partition_by(
+            [
+                {"name": "identity", "args": [ref("a.b")]},
+                {"name": "bucket", "args": [{"literal": "4"}, {"ref": ["s", "x.y"]}]},
+                {"name": "truncate", "args": [{"literal": "2"}, ref("s.x")]},
+            ]
+        )
+        assert items == ["a.b", ("s.x.y", "bucket[4]"), ("s.x", "truncate[2]")]
+        table = catalog.create_table("db.t", schema, partition_by=items)
+        assert spark_transforms(table) == [
+            {"name": "identity", "args": [{"ref": ["a.b"]}]},
+            {"name": "bucket", "args": [{"literal": 4}, {"ref": ["s", "x.y"]}]},
+            {"name": "truncate", "args": [{"literal": 2}, {"ref": ["s.x"]}]},
+        ]
+    finally:
+        catalog.close()
 
 
 def test_predicates_become_the_lakecat_filter_spark_means() -> None:
