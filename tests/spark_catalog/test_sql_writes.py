@@ -143,3 +143,18 @@ def test_dataframe_writer_v2_creates_appends_and_overwrites_partitions(lake, spa
     assert [f.transform for f in table.spec().fields] == ["identity"]
     assert [s.operation for s in table.snapshots()] == ["append", "append", "overwrite"]
     assert both_views(lake, "db.events") == [(1, "eu"), (3, "eu"), (4, "us")]
+
+
+def test_create_or_replace_over_a_table_with_deletes_in_its_history_writes_the_new_rows(
+    lake, by_region, spark
+) -> None:
+    """Spark runs createOrReplace as drop + create + write under the same name; the new
+    table's first commit used to be validated against the dropped table's history (a stale
+    commit-lock hint) and failed, and Spark then dropped the table."""
+    lake.sql("DELETE FROM lake.db.sales WHERE region = 'us'")
+    by_region.refresh().overwrite(rows((9, "eu", 9.0)), "region = 'eu'")
+    replacement = spark.createDataFrame(
+        [(20, "ap", 2.0), (21, "ap", 3.0)], "id long, region string, amount double"
+    )
+    replacement.writeTo("lake.db.sales").createOrReplace()
+    assert both_views(lake, "db.sales") == [(20, "ap"), (21, "ap")]
