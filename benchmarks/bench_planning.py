@@ -90,7 +90,7 @@ class Builder:
 
     def files(self, partitions: range | list[int], rows_per_file: int = 5) -> list[Any]:
         """One new data file per partition in ``partitions``."""
-        from lakecat.catalog.writer import conform, write_files
+        from lakecat.catalog.write.writer import conform, write_files
 
         n = len(partitions) * rows_per_file
         ids = list(range(self._next_id, self._next_id + n))
@@ -109,7 +109,7 @@ class Builder:
 
     def commit(self, files: list[Any]) -> int:
         """Register ``files`` in one append commit; the new snapshot id."""
-        from lakecat.catalog.intent import Intent, OpKind
+        from lakecat.catalog.commit.intent import Intent, OpKind
 
         result = self.table.commit_intent(Intent(OpKind.APPEND, added_files=tuple(files)))
         return int(result.snapshot_id)
@@ -120,7 +120,7 @@ def create(catalog: Any, name: str) -> Any:
 
 
 def manifest_count(table: Any, snapshot_id: int) -> int:
-    from lakecat.metadata.manifest import read_manifest_list
+    from lakecat.metadata.manifests.manifest import read_manifest_list
 
     snapshot = table.metadata.snapshot_by_id(snapshot_id)
     return len(read_manifest_list(table.io, snapshot.manifest_list))
@@ -175,7 +175,7 @@ class Planner:
     def plan(self, case: Case) -> int:
         """The number of files the plan holds."""
         if self.library == "lakecat":
-            from lakecat.metadata.expressions import EqualTo
+            from lakecat.metadata.expressions.expressions import EqualTo
 
             row_filter = (
                 None if case.filter_partition is None else EqualTo("part", case.filter_partition)

@@ -9,7 +9,7 @@
 """
 
 from lakecat.catalog.catalog import Catalog
-from lakecat.catalog.commit import CommitResult
+from lakecat.catalog.commit.pipeline import CommitResult
 from lakecat.catalog.table import Table
 
 __all__ = ["Catalog", "CommitResult", "Table"]

@@ -1,7 +1,7 @@
 """The SQL catalog: namespaces and tables over the JDBC-compatible pointer store.
 
 A table's state is the metadata tree in the warehouse; the catalog only holds each table's
-current metadata location and swaps it atomically (:mod:`lakecat.catalog.sql_store`). Tables
+current metadata location and swaps it atomically (:mod:`lakecat.catalog.store.store`). Tables
 created here are visible to Iceberg Java's ``JdbcCatalog`` and pyiceberg's ``SqlCatalog``
 configured with the same database and catalog name, and the other way round.
 """
@@ -12,24 +12,22 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lakecat.catalog.commit_lock import CommitLock, Hold, WaitHooks, commit_lock_for
-from lakecat.catalog.commit_queue import FileCommitQueue
+from lakecat.catalog.commit.coordination.lock import CommitLock, Hold, WaitHooks, commit_lock_for
+from lakecat.catalog.commit.interrupts import DeferredInterrupts
 from lakecat.catalog.identifiers import (
     namespace_to_string,
     parse_namespace,
     parse_table_identifier,
 )
-from lakecat.catalog.interrupts import DeferredInterrupts
+from lakecat.catalog.maintenance.reachable import reachable_files
 from lakecat.catalog.metadata_cache import MetadataFileCache
-from lakecat.catalog.reachable import reachable_files
-from lakecat.catalog.sql_store import SqlCatalogStore
+from lakecat.catalog.store.store import SqlCatalogStore
 from lakecat.catalog.table import Table
 from lakecat.metadata import properties as P
-from lakecat.metadata.arrow_schema import arrow_to_schema
 from lakecat.metadata.errors import (
     CommitFailed,
     CommitStateUnknown,
@@ -40,15 +38,23 @@ from lakecat.metadata.errors import (
     TableAlreadyExists,
     ValidationError,
 )
-from lakecat.metadata.fileio import FileIO, file_io_for, join, to_uri
-from lakecat.metadata.manifest_cache import DEFAULT_MAX_ENTRIES, ManifestCache
-from lakecat.metadata.metadata_files import new_metadata_location, read_metadata, write_metadata
-from lakecat.metadata.new_table import new_table_metadata
-from lakecat.metadata.partitioning import PartitionField, PartitionSpec
-from lakecat.metadata.schema import Schema
-from lakecat.metadata.sorting import SortField, SortOrder
-from lakecat.metadata.table_metadata import TableMetadata
-from lakecat.metadata.transforms import default_partition_field_name, parse_transform
+from lakecat.metadata.io.fileio import FileIO, file_io_for, join, to_uri
+from lakecat.metadata.manifests.cache import DEFAULT_MAX_ENTRIES, ManifestCache
+from lakecat.metadata.partitioning.spec import PartitionField, PartitionSpec
+from lakecat.metadata.partitioning.transforms import default_partition_field_name, parse_transform
+from lakecat.metadata.schema.arrow import arrow_to_schema
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.table.metadata_files import (
+    new_metadata_location,
+    read_metadata,
+    write_metadata,
+)
+from lakecat.metadata.table.new_table import new_table_metadata
+from lakecat.metadata.table.sorting import SortField, SortOrder
+from lakecat.metadata.table.table_metadata import TableMetadata
+
+if TYPE_CHECKING:
+    from lakecat.catalog.commit.coordination.queue import FileCommitQueue
 
 Namespace = tuple[str, ...]
 PartitionBy = Sequence[str | tuple[str, str]]
@@ -57,7 +63,8 @@ SortBy = Sequence[str | tuple[str, str]]
 
 @dataclass
 class _TableOps:
-    """Per-table operations for the commit loop (``lakecat.catalog.commit.TableOperations``)."""
+    """Per-table operations for the commit loop
+    (``lakecat.catalog.commit.pipeline.TableOperations``)."""
 
     store: SqlCatalogStore
     namespace: Namespace

@@ -21,21 +21,21 @@ lies behind them can be reorganized freely.
   ``DEFAULT_MAX_GROUP_SIZE_BYTES``.
 """
 
-from lakecat.catalog.commit import metadata_delta
-from lakecat.catalog.conflicts import (
+from lakecat.catalog.commit.conflicts import (
     app_versions,
     check_metadata,
     check_protocol,
     check_transaction,
 )
-from lakecat.catalog.intent import Intent, OpKind, new_snapshot_id
+from lakecat.catalog.commit.intent import Intent, OpKind, new_snapshot_id
+from lakecat.catalog.commit.pipeline import metadata_delta
+from lakecat.catalog.commit.producer import data_dir, metadata_dir
 from lakecat.catalog.maintenance import CompactionResult, FileGroup, plan_file_groups
 from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES
-from lakecat.catalog.producer import data_dir, metadata_dir
-from lakecat.catalog.row_ops import plan_delete
-from lakecat.catalog.scan import RowFilter, Scan
-from lakecat.catalog.table import to_timestamp_ms
-from lakecat.catalog.writer import conform, write_files
+from lakecat.catalog.read.scan import RowFilter, Scan
+from lakecat.catalog.write.row_ops import plan_delete
+from lakecat.catalog.write.writer import conform, write_files
+from lakecat.metadata.table.timetravel import to_timestamp_ms
 
 __all__ = [
     "DEFAULT_MAX_GROUP_SIZE_BYTES",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from lakecat.metadata.table_metadata import TableMetadata
+from lakecat.metadata.table.table_metadata import TableMetadata
 
 DEFAULT_MAX_FILES = 16
 

@@ -1,27 +1,33 @@
 """The Python table API: read, time-travel, write, evolve.
 
 A :class:`Table` holds the table's latest known metadata (immutable) and the operations object
-that commits through the catalog. Every write records an :class:`~lakecat.catalog.intent.Intent`
-and commits it with :func:`~lakecat.catalog.commit.commit_intent`; after a commit the table
-holds the committed metadata. ``refresh()`` re-reads the catalog.
+that commits through the catalog. Every write records an
+:class:`~lakecat.catalog.commit.intent.Intent` and commits it with
+:func:`~lakecat.catalog.commit.pipeline.commit_intent`; after a commit the table holds the committed
+metadata. ``refresh()`` re-reads the catalog.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lakecat.catalog.commit import CommitResult, commit_intent
-from lakecat.catalog.commit import commit_updates as commit_metadata_updates
-from lakecat.catalog.intent import Intent, OpKind
-from lakecat.catalog.row_level import MergeClauses, RowLevelPlan, SetValue, plan_merge, plan_update
-from lakecat.catalog.row_ops import plan_delete
-from lakecat.catalog.scan import RowFilter, Scan, to_expression
-from lakecat.catalog.writer import Data, as_tables, conform, write_files
+from lakecat.catalog.commit.intent import Intent, OpKind
+from lakecat.catalog.commit.pipeline import CommitResult, commit_intent
+from lakecat.catalog.commit.pipeline import commit_updates as commit_metadata_updates
+from lakecat.catalog.read.scan import RowFilter, Scan, to_expression
+from lakecat.catalog.write.row_level import (
+    MergeClauses,
+    RowLevelPlan,
+    SetValue,
+    plan_merge,
+    plan_update,
+)
+from lakecat.catalog.write.row_ops import plan_delete
+from lakecat.catalog.write.writer import Data, as_tables, conform, write_files
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import (
     InvalidUpdate,
@@ -30,16 +36,16 @@ from lakecat.metadata.errors import (
     RequirementFailed,
     ValidationError,
 )
-from lakecat.metadata.expressions import AlwaysTrue, Expression
-from lakecat.metadata.partitioning import PartitionSpec
-from lakecat.metadata.schema import Schema
-from lakecat.metadata.schema_evolution import SchemaUpdate
-from lakecat.metadata.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
-from lakecat.metadata.sorting import SortOrder
-from lakecat.metadata.spec_evolution import SpecUpdate
-from lakecat.metadata.table_metadata import TableMetadata
-from lakecat.metadata.timetravel import schema_for, snapshot_at
-from lakecat.metadata.updates import (
+from lakecat.metadata.expressions.expressions import AlwaysTrue, Expression
+from lakecat.metadata.partitioning.spec import PartitionSpec
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.table.schema_evolution import SchemaUpdate
+from lakecat.metadata.table.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
+from lakecat.metadata.table.sorting import SortOrder
+from lakecat.metadata.table.spec_evolution import SpecUpdate
+from lakecat.metadata.table.table_metadata import TableMetadata
+from lakecat.metadata.table.timetravel import Timestamp, schema_for, snapshot_at, to_timestamp_ms
+from lakecat.metadata.table.updates import (
     AssertCurrentSchemaId,
     AssertDefaultSpecId,
     AssertLastAssignedFieldId,
@@ -54,31 +60,7 @@ from lakecat.metadata.updates import (
 )
 
 if TYPE_CHECKING:
-    from lakecat.catalog.commit import TableOperations
-
-Timestamp = int | dt.datetime | dt.date | str
-
-
-def to_timestamp_ms(value: Timestamp) -> int:
-    """Milliseconds since the epoch from ms, a datetime (naive = UTC), a date or ISO text."""
-    if isinstance(value, bool):
-        raise ValidationError(f"not a timestamp: {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise ValidationError(f"not an ISO-8601 timestamp: {value!r}") from None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)
-        return int(value.timestamp() * 1000)
-    if isinstance(value, dt.date):
-        return int(
-            dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp() * 1000
-        )
-    raise ValidationError(f"not a timestamp: {value!r}")
+    from lakecat.catalog.commit.pipeline import TableOperations
 
 
 class Table:
@@ -469,7 +451,7 @@ class Table:
         """Commit a metadata change that ``build`` derives from each refreshed base.
 
         ``build(base)`` returns update records and the requirements they rely on; it runs
-        again on every retry (see :func:`lakecat.catalog.commit.commit_updates`).
+        again on every retry (see :func:`lakecat.catalog.commit.pipeline.commit_updates`).
         """
         result = commit_metadata_updates(self._ops, build, table_uuid=self.metadata.table_uuid)
         self.metadata, self.metadata_location = result.metadata, result.metadata_location

@@ -3,12 +3,12 @@
 Frozen models of everything a ``metadata.json`` holds, manifests and manifest lists through
 fastavro, Parquet data files with Iceberg metrics through pyarrow, the expression model with its
 evaluators, and the pure ``apply(base, updates)``. Storage is reached only through the FileIO
-seam in :mod:`lakecat.metadata.fileio`. Nothing here imports ``lakecat.catalog`` or
+seam in :mod:`lakecat.metadata.io.fileio`. Nothing here imports ``lakecat.catalog`` or
 ``lakecat.spark_ext``.
 """
 
-from lakecat.metadata.schema import Schema
-from lakecat.metadata.types import (
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.schema.types import (
     BinaryType,
     BooleanType,
     DateType,

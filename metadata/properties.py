@@ -60,7 +60,9 @@ UPDATE_ISOLATION_LEVEL = "write.update.isolation-level"
 MERGE_ISOLATION_LEVEL = "write.merge.isolation-level"
 SERIALIZABLE = "serializable"
 SNAPSHOT = "snapshot"
-ISOLATION_LEVEL_DEFAULT = SNAPSHOT  # write-serializable, Delta's default (spec section 2)
+ISOLATION_LEVEL_DEFAULT = (
+    SNAPSHOT  # write-serializable, Delta's default (docs/concurrency.md, section 2)
+)
 ISOLATION_LEVELS = (SERIALIZABLE, SNAPSHOT)
 
 # --- snapshot expiry ----------------------------------------------------------------------

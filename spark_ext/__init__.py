@@ -19,20 +19,20 @@ The driver plans and commits; executors only read and write data files (see
 ``docs/spark.md``).
 """
 
-from lakecat.spark_ext.catalog_bridge import CatalogBridge
-from lakecat.spark_ext.compaction import compact
-from lakecat.spark_ext.jar import (
+from lakecat.spark_ext.dml.compaction import compact
+from lakecat.spark_ext.dml.row_ops import RowLevelResult, delete, merge, update
+from lakecat.spark_ext.native.read import native_read_support, read
+from lakecat.spark_ext.native.support import NativeSupport
+from lakecat.spark_ext.native.write import native_write_support, write
+from lakecat.spark_ext.source.datasource import LakecatDataSource, register
+from lakecat.spark_ext.sql.bridge import CatalogBridge
+from lakecat.spark_ext.sql.jar import (
     CatalogJarBuildFailed,
     JavaCompilerNotFound,
     SparkCatalogError,
     catalog_jar,
 )
-from lakecat.spark_ext.native_read import native_read_support, read
-from lakecat.spark_ext.native_support import NativeSupport
-from lakecat.spark_ext.native_write import native_write_support, write
-from lakecat.spark_ext.row_ops import RowLevelResult, delete, merge, update
-from lakecat.spark_ext.source import LakecatDataSource, register
-from lakecat.spark_ext.sql_catalog import CatalogSessionBuilder, attach_catalog, session
+from lakecat.spark_ext.sql.plugin import CatalogSessionBuilder, attach_catalog, session
 
 __all__ = [
     "CatalogBridge",

@@ -21,7 +21,7 @@ from typing import Any
 
 from lakecat.catalog import Catalog
 from lakecat.metadata.errors import ValidationError
-from lakecat.metadata.fileio import FileIO, file_io_for
+from lakecat.metadata.io import FileIO, file_io_for
 
 DEFAULT_FORMAT = "lakecat"
 

@@ -21,7 +21,7 @@ time                 (none)                      Spark 4 rejects TIME; project t
 Reads hand Spark Arrow batches exactly in the form ``to_arrow_schema(spark schema)``;
 writes take Spark's Arrow batches, match columns to the table's by name (exact first, then
 case-insensitively, as Spark resolves names) and turn uuid text back into uuids before
-:func:`lakecat.catalog.writer.conform` checks and casts the rest.
+:func:`lakecat.catalog.write.writer.conform` checks and casts the rest.
 """
 
 from __future__ import annotations
@@ -32,10 +32,8 @@ from collections.abc import Callable
 import pyarrow as pa
 from pyspark.sql import types as st
 
-from lakecat.metadata.arrow_schema import list_parts, map_parts
 from lakecat.metadata.errors import SchemaMismatch
-from lakecat.metadata.schema import Schema
-from lakecat.metadata.types import (
+from lakecat.metadata.schema import (
     BinaryType,
     BooleanType,
     DateType,
@@ -49,12 +47,15 @@ from lakecat.metadata.types import (
     LongType,
     MapType,
     NestedField,
+    Schema,
     StringType,
     StructType,
     TimestampType,
     TimestamptzType,
     TimeType,
     UUIDType,
+    list_parts,
+    map_parts,
 )
 
 # Metadata columns a read adds on request (Iceberg Spark's names): the data file of each row
@@ -204,7 +205,7 @@ def uuid_text(arr: pa.Array) -> pa.Array:
 
 def from_spark_table(table: pa.Table, schema: Schema) -> pa.Table:
     """Spark's columns renamed to the table's names and uuid text parsed, ready for
-    :func:`lakecat.catalog.writer.conform` (which checks and casts everything else)."""
+    :func:`lakecat.catalog.write.writer.conform` (which checks and casts everything else)."""
     exact = {f.name: f for f in schema.fields}
     by_lower = {f.name.lower(): f for f in schema.fields}
     names: list[str] = []

@@ -11,7 +11,7 @@ A job that reads files a concurrent maintenance commit deletes under it (an expi
 manifest rewrite or a compaction) plans again on the newer metadata, a bounded number of times
 (:mod:`lakecat.catalog.maintenance.replan`, :class:`TableKeptChanging`).
 
-Incremental reads and the data version live in :mod:`lakecat.catalog.changes`.
+Incremental reads and the data version live in :mod:`lakecat.catalog.read.incremental`.
 """
 
 from lakecat.catalog.maintenance.compaction import (

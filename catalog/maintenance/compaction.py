@@ -12,8 +12,8 @@ rewritten (too large, older spec, unsorted).
 
 Each group's files are read in the current schema, concatenated (and sorted), and written as new
 files of the table's default spec; the group then commits as an ordinary
-:class:`~lakecat.catalog.intent.Intent` of kind ``REPLACE`` that started at the planned
-snapshot. The commit path gives the concurrency semantics (``shared/spec/concurrency.md``):
+:class:`~lakecat.catalog.commit.intent.Intent` of kind ``REPLACE`` that started at the planned
+snapshot. The commit path gives the concurrency semantics (``docs/concurrency.md``):
 
 * a concurrent append never fails, and never makes the compaction fail: the compaction
   re-applies on top of it (its new files do not matter to a ``replace``);
@@ -49,12 +49,11 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecat.catalog.intent import Intent, OpKind
+from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.maintenance.replan import plan_with_replans
-from lakecat.catalog.scan import RowFilter, Scan
-from lakecat.catalog.writer import write_files
+from lakecat.catalog.read.scan import RowFilter, Scan
+from lakecat.catalog.write.writer import write_files
 from lakecat.metadata import properties as P
-from lakecat.metadata.datafile import DataFile
 from lakecat.metadata.errors import (
     CommitConflict,
     LakecatError,
@@ -62,13 +61,14 @@ from lakecat.metadata.errors import (
     StorageError,
     ValidationError,
 )
-from lakecat.metadata.fileio import FileIO, FileNotFoundStorageError
-from lakecat.metadata.parquet import partition_path, read_data_file, source_column
-from lakecat.metadata.schema import Schema
-from lakecat.metadata.sorting import SortField
-from lakecat.metadata.table_metadata import TableMetadata
-from lakecat.metadata.transforms import parse_transform
-from lakecat.metadata.types import PrimitiveType
+from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError
+from lakecat.metadata.io.parquet import partition_path, read_data_file, source_column
+from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.partitioning.transforms import parse_transform
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.schema.types import PrimitiveType
+from lakecat.metadata.table.sorting import SortField
+from lakecat.metadata.table.table_metadata import TableMetadata
 
 if TYPE_CHECKING:
     from lakecat.catalog.table import Table

@@ -14,8 +14,8 @@ Which snapshots stay follows Iceberg Java's ``RemoveSnapshots``:
 * ``snapshot_ids`` are expired in addition; naming the head of a kept ref is an error.
 
 The change commits first, as an ordinary metadata commit through
-:func:`~lakecat.catalog.commit.commit_updates`: on a lost race the plan is recomputed on the
-refreshed metadata, so a snapshot committed concurrently is newer than the expiry time and
+:func:`~lakecat.catalog.commit.pipeline.commit_updates`: on a lost race the plan is recomputed on
+the refreshed metadata, so a snapshot committed concurrently is newer than the expiry time and
 survives. Only after the commit are files deleted: the manifest lists of the expired snapshots,
 and the manifests and data files they reference that no remaining snapshot references.
 
@@ -47,15 +47,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lakecat.catalog.maintenance.replan import plan_with_replans
-from lakecat.catalog.table import Timestamp, to_timestamp_ms
 from lakecat.metadata import properties as P
-from lakecat.metadata.datafile import Status
 from lakecat.metadata.errors import LakecatError, NoSuchSnapshot, ValidationError
-from lakecat.metadata.fileio import FileIO, FileNotFoundStorageError
-from lakecat.metadata.manifest import read_manifest, read_manifest_list
-from lakecat.metadata.snapshots import MAIN_BRANCH, SnapshotRef
-from lakecat.metadata.table_metadata import TableMetadata
-from lakecat.metadata.updates import (
+from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError
+from lakecat.metadata.manifests.datafile import Status
+from lakecat.metadata.manifests.manifest import read_manifest, read_manifest_list
+from lakecat.metadata.table.snapshots import MAIN_BRANCH, SnapshotRef
+from lakecat.metadata.table.table_metadata import TableMetadata
+from lakecat.metadata.table.timetravel import Timestamp, to_timestamp_ms
+from lakecat.metadata.table.updates import (
     AssertTableUUID,
     RemoveSnapshotRef,
     RemoveSnapshots,

@@ -1,7 +1,7 @@
 """Rewrite manifests: regroup the current snapshot's manifests by partition.
 
 Appends leave one small manifest per commit (merging on commit bounds how many, see
-:mod:`lakecat.catalog.producer`), and their entries are in commit order, so a scan filtering
+:mod:`lakecat.catalog.commit.producer`), and their entries are in commit order, so a scan filtering
 on a partition still opens most of them. ``rewrite_manifests`` reads every live entry of the
 current snapshot, sorts them per partition spec by partition, and writes them into manifests of
 about ``commit.manifest.target-size-bytes`` each, packing whole partitions (a partition larger
@@ -11,8 +11,8 @@ partitions and the partition summaries in the manifest list prune well.
 The entries are written as EXISTING with their original snapshot ids and sequence numbers, so
 the rewrite changes no data and no sequence-number semantics. It commits one ``replace``
 snapshot (summary ``manifests-created``, ``manifests-kept``, ``manifests-replaced``) through
-:func:`~lakecat.catalog.commit.commit_updates`: on a lost race the manifests are rewritten for
-the refreshed current snapshot, and the manifests of the lost attempt are deleted afterwards.
+:func:`~lakecat.catalog.commit.pipeline.commit_updates`: on a lost race the manifests are rewritten
+for the refreshed current snapshot, and the manifests of the lost attempt are deleted afterwards.
 
 The rewrite reads the manifest list and manifests of the current snapshot of the base it builds
 on. A concurrent rewrite or compaction followed by an expiry can delete them before they are
@@ -31,23 +31,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from lakecat.catalog.conflicts import OPERATION_KEY
-from lakecat.catalog.intent import new_snapshot_id
+from lakecat.catalog.commit.conflicts import OPERATION_KEY
+from lakecat.catalog.commit.intent import new_snapshot_id
+from lakecat.catalog.commit.producer import metadata_dir
 from lakecat.catalog.maintenance.replan import plan_with_replans
-from lakecat.catalog.producer import metadata_dir
 from lakecat.metadata import properties as P
-from lakecat.metadata.datafile import ManifestContent, ManifestEntry, ManifestFile, Status
 from lakecat.metadata.errors import CommitStateUnknown, StorageError, ValidationError
-from lakecat.metadata.fileio import FileIO, join
-from lakecat.metadata.manifest import (
+from lakecat.metadata.io.fileio import FileIO, join
+from lakecat.metadata.manifests.datafile import ManifestContent, ManifestEntry, ManifestFile, Status
+from lakecat.metadata.manifests.manifest import (
     read_manifest,
     read_manifest_list,
     write_manifest,
     write_manifest_list,
 )
-from lakecat.metadata.snapshots import MAIN_BRANCH, REPLACE, Snapshot
-from lakecat.metadata.table_metadata import TableMetadata
-from lakecat.metadata.updates import (
+from lakecat.metadata.table.snapshots import MAIN_BRANCH, REPLACE, Snapshot
+from lakecat.metadata.table.table_metadata import TableMetadata
+from lakecat.metadata.table.updates import (
     AddSnapshot,
     AssertRefSnapshotId,
     AssertTableUUID,

@@ -47,11 +47,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+from lakecat.catalog.maintenance.reachable import reachable_files
 from lakecat.catalog.maintenance.replan import plan_with_replans
-from lakecat.catalog.reachable import reachable_files
-from lakecat.catalog.table import Timestamp, to_timestamp_ms
 from lakecat.metadata.errors import LakecatError
-from lakecat.metadata.fileio import local_path
+from lakecat.metadata.io.fileio import local_path
+from lakecat.metadata.table.timetravel import Timestamp, to_timestamp_ms
 
 if TYPE_CHECKING:
     from lakecat.catalog.table import Table
@@ -119,7 +119,7 @@ def remove_orphan_files(
 def referenced_files(table: Table) -> set[str]:
     """Every file the table's metadata (``table.metadata``, as it is now) references, as
     written in the metadata. A file it must read that is missing raises
-    :class:`~lakecat.metadata.fileio.FileNotFoundStorageError`."""
+    :class:`~lakecat.metadata.io.fileio.FileNotFoundStorageError`."""
     metadata = table.metadata
     out: set[str] = reachable_files(table.io, metadata, table.metadata_location)
     for stats in (*metadata.statistics, *metadata.partition_statistics):

@@ -6,7 +6,7 @@ no longer referenced: :func:`~lakecat.catalog.maintenance.expire_snapshots` dele
 lists, manifests and data files only the expired snapshots used, after a
 :func:`~lakecat.catalog.maintenance.rewrite_manifests` or a compaction has replaced them. If
 that happens between the job's refresh and its read, the read raises
-:class:`~lakecat.metadata.fileio.FileNotFoundStorageError`. The table is not broken: the
+:class:`~lakecat.metadata.io.fileio.FileNotFoundStorageError`. The table is not broken: the
 newer metadata no longer names the file.
 
 :func:`plan_with_replans` tells the two cases apart and re-plans:
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from lakecat.metadata.errors import TableKeptChanging
-from lakecat.metadata.fileio import FileNotFoundStorageError
+from lakecat.metadata.io.fileio import FileNotFoundStorageError
 
 if TYPE_CHECKING:
     from lakecat.catalog.table import Table

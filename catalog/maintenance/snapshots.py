@@ -1,7 +1,8 @@
 """Snapshot management: rollback, set current, cherry-pick, fast-forward.
 
-Each is an ordinary commit through :func:`~lakecat.catalog.commit.commit_updates`: the change is
-rebuilt and re-validated on every refreshed base, and lands with the catalog's compare-and-swap.
+Each is an ordinary commit through :func:`~lakecat.catalog.commit.pipeline.commit_updates`: the
+change is rebuilt and re-validated on every refreshed base, and lands with the catalog's
+compare-and-swap.
 
 Moving ``main`` back (rollback, set current) is validated against the table as the caller sees
 it (``table.metadata``): if ``main`` moved since, the commit fails with
@@ -27,13 +28,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from lakecat.catalog.changes import snapshot_file_changes
-from lakecat.catalog.commit import CommitResult
-from lakecat.catalog.intent import Intent, OpKind
+from lakecat.catalog.commit.intent import Intent, OpKind
+from lakecat.catalog.commit.pipeline import CommitResult
+from lakecat.catalog.commit.producer import SnapshotProducer
 from lakecat.catalog.maintenance.replan import plan_with_replans
-from lakecat.catalog.producer import SnapshotProducer
-from lakecat.catalog.table import Timestamp, to_timestamp_ms
-from lakecat.metadata.datafile import DataFile
+from lakecat.catalog.read.incremental import snapshot_file_changes
 from lakecat.metadata.errors import (
     CommitStateUnknown,
     NoSuchRef,
@@ -41,10 +40,11 @@ from lakecat.metadata.errors import (
     StorageError,
     ValidationError,
 )
-from lakecat.metadata.snapshots import APPEND, MAIN_BRANCH, Snapshot, SnapshotRef
-from lakecat.metadata.table_metadata import TableMetadata
-from lakecat.metadata.timetravel import is_ancestor_of
-from lakecat.metadata.updates import (
+from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.table.snapshots import APPEND, MAIN_BRANCH, Snapshot, SnapshotRef
+from lakecat.metadata.table.table_metadata import TableMetadata
+from lakecat.metadata.table.timetravel import Timestamp, is_ancestor_of, to_timestamp_ms
+from lakecat.metadata.table.updates import (
     AssertRefSnapshotId,
     AssertTableUUID,
     SetSnapshotRef,

@@ -14,7 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from lakecat.catalog import Catalog
-from lakecat.catalog.commit_lock import FileLock, commit_lock_for, sqlite_database_file
+from lakecat.catalog.commit.coordination.file_lock import FileLock
+from lakecat.catalog.commit.coordination.lock import commit_lock_for, sqlite_database_file
 from lakecat.metadata.errors import CatalogReadOnly, RequirementFailed
 
 SCHEMA = pa.schema([("id", pa.int64())])

@@ -25,11 +25,11 @@ from pyiceberg.types import StringType as PyStringType
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.maintenance.compaction import rewrite_data_files
 from lakecat.metadata.errors import InvalidUpdate, UnknownColumn, ValidationError
-from lakecat.metadata.expression_parser import parse
-from lakecat.metadata.expressions import EqualTo, bind, quote_name
-from lakecat.metadata.parquet import read_data_file
-from lakecat.metadata.schema import Schema
-from lakecat.metadata.types import LongType, NestedField, StringType, StructType
+from lakecat.metadata.expressions.expressions import EqualTo, bind, quote_name
+from lakecat.metadata.expressions.parser import parse
+from lakecat.metadata.io.parquet import read_data_file
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.schema.types import LongType, NestedField, StringType, StructType
 
 HOSTILE = ["a.b", "with space", 'quote"d', "back`tick", "naïve_ünïcode", "日本", "x.and.y"]
 TRANSFORMS = ["identity", "bucket[4]", "truncate[2]"]

@@ -17,7 +17,7 @@ from pyiceberg.expressions import EqualTo
 from pyiceberg.table import StaticTable
 
 from lakecat.catalog import Catalog
-from lakecat.metadata.types import StringType
+from lakecat.metadata.schema.types import StringType
 
 
 def rows(ids: range, region: str) -> pa.Table:

@@ -22,7 +22,7 @@ from lakecat.metadata.errors import (
     UnknownColumn,
     ValidationError,
 )
-from lakecat.metadata.types import LongType, StringType
+from lakecat.metadata.schema.types import LongType, StringType
 
 UTC = dt.UTC
 

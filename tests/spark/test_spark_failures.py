@@ -88,8 +88,8 @@ def test_a_task_that_records_after_the_abort_removes_its_own_journal_entry(tmp_p
     from types import SimpleNamespace
 
     from lakecat.metadata.errors import CommitFailed
-    from lakecat.metadata.fileio import LocalFileIO
-    from lakecat.spark_ext.tasks import Journal
+    from lakecat.metadata.io.fileio import LocalFileIO
+    from lakecat.spark_ext.source.tasks import Journal
 
     journal = Journal(LocalFileIO(), f"file://{tmp_path}/spark-jobs/job")
     journal.abort()  # the driver: marker written, nothing recorded yet

@@ -8,9 +8,9 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import datasource as ds
 
-from lakecat.metadata.expressions import bind, referenced_field_ids
-from lakecat.metadata.schema import Schema
-from lakecat.metadata.types import (
+from lakecat.metadata.expressions.expressions import bind, referenced_field_ids
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.schema.types import (
     DateType,
     DecimalType,
     DoubleType,
@@ -22,7 +22,7 @@ from lakecat.metadata.types import (
     TimestamptzType,
     UUIDType,
 )
-from lakecat.spark_ext.filters import to_expression
+from lakecat.spark_ext.source.filters import to_expression
 
 pytestmark = pytest.mark.spark
 

@@ -12,7 +12,7 @@ import pytest
 
 import lakecat.spark_ext as lk
 from lakecat.catalog import Catalog, Table
-from lakecat.metadata.types import LongType
+from lakecat.metadata.schema.types import LongType
 
 pytestmark = pytest.mark.spark
 

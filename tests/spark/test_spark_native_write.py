@@ -19,11 +19,11 @@ from pyspark.sql.types import LongType
 
 import lakecat.spark_ext as lk
 from lakecat.catalog import Catalog, Table
-from lakecat.metadata.conversions import from_bytes
 from lakecat.metadata.errors import ConcurrentDeleteDelete
-from lakecat.metadata.fileio import local_path
-from lakecat.metadata.schema import Schema
-from lakecat.spark_ext.native_write import WRITE_CONFS
+from lakecat.metadata.io.fileio import local_path
+from lakecat.metadata.schema.conversions import from_bytes
+from lakecat.metadata.schema.schema import Schema
+from lakecat.spark_ext.native.write import WRITE_CONFS
 
 pytestmark = pytest.mark.spark
 

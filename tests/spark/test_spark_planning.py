@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lakecat.metadata.datafile import DataFile
 from lakecat.metadata.errors import ValidationError
-from lakecat.spark_ext.planning import ReadOptions, balance, pack
+from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.spark_ext.source.planning import ReadOptions, balance, pack
 
 pytestmark = pytest.mark.spark
 

@@ -176,7 +176,7 @@ def test_a_given_schema_projects_columns(spark: Any, lake: Catalog) -> None:
 
 
 def test_an_evolved_table_reads_old_files_by_field_id(spark: Any, lake: Catalog) -> None:
-    from lakecat.metadata.types import StringType
+    from lakecat.metadata.schema.types import StringType
 
     table = lake.create_table("db.events", EVENTS)
     table.append(events(range(3), "eu"))
@@ -387,7 +387,7 @@ def test_a_write_creates_a_table_partitioned_by_a_dotted_struct_field(
 
 
 def test_partition_by_option_quotes_names_with_commas_and_colons() -> None:
-    from lakecat.spark_ext.write_jobs import parse_partition_by
+    from lakecat.spark_ext.source.write_jobs import parse_partition_by
 
     assert parse_partition_by("region, ts:day, id:bucket[16]") == [
         "region",

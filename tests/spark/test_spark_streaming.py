@@ -14,7 +14,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from lakecat.catalog import Catalog
 from lakecat.metadata.errors import ConcurrentTransaction
 from lakecat.spark_ext.settings import CatalogSettings
-from lakecat.spark_ext.streaming import plan_stream
+from lakecat.spark_ext.source.streaming import plan_stream
 
 pytestmark = pytest.mark.spark
 

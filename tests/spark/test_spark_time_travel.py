@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from lakecat.catalog import Catalog, Table
-from lakecat.metadata.types import StringType
+from lakecat.metadata.schema.types import StringType
 
 pytestmark = pytest.mark.spark
 

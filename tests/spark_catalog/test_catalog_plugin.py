@@ -21,16 +21,16 @@ from lakecat.metadata import (
     TimestamptzType,
 )
 from lakecat.metadata.errors import LakecatError
-from lakecat.metadata.expression_parser import parse
+from lakecat.metadata.expressions.parser import parse
 from lakecat.spark_ext import JavaCompilerNotFound, catalog_jar
-from lakecat.spark_ext.catalog_convert import (
+from lakecat.spark_ext.sql.convert import (
     UnsupportedByCatalog,
     literal,
     partition_by,
     predicates_expression,
     spark_transforms,
 )
-from lakecat.spark_ext.jar import find_javac
+from lakecat.spark_ext.sql.jar import find_javac
 
 SCHEMA = Schema.of(
     NestedField(1, "id", LongType()),

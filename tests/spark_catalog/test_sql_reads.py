@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from lakecat.metadata import StringType
-from lakecat.spark_ext.sql_catalog import data_format
+from lakecat.spark_ext.sql.plugin import data_format
 
 pytestmark = pytest.mark.spark
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.spark
 
 def cli(lake, *args: str) -> dict:
     command = shutil.which("lakecat") or ""
-    entry = [command] if command else [sys.executable, "-m", "lakecat.catalog.cli"]
+    entry = [command] if command else [sys.executable, "-m", "lakecat.catalog.cli.entry"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECAT_")}
     env.update(LAKECAT_CATALOG_URL=lake.url, LAKECAT_WAREHOUSE=lake.catalog.warehouse)
     done = subprocess.run(

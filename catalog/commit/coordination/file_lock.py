@@ -1,0 +1,205 @@
+"""The file commit lock of a SQLite catalog: ``flock`` on a file in a folder beside the
+database, a hint of the current metadata location in the lock file itself, and waiting on a
+doorbell (:mod:`lakecat.catalog.commit.coordination.doorbell`) instead of blocking. POSIX only:
+:func:`lakecat.catalog.commit.coordination.lock.commit_lock_for` imports it where it can."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Iterator
+
+from lakecat.catalog.commit.coordination.doorbell import SAFETY_POLL_S, hang
+from lakecat.catalog.commit.coordination.idle_files import new_stem
+from lakecat.catalog.commit.coordination.lock import Hold, WaitHooks, fault, lock_id
+from lakecat.catalog.commit.coordination.protocol import RELEASED
+from lakecat.catalog.commit.coordination.queue import FileCommitQueue
+
+log = logging.getLogger("lakecat.commit")
+
+
+class _FileHold(Hold):
+    """The hint lives in the lock file itself, read and written only by its holder:
+    ``<HINT_TAG> <table uuid> <location>``. Anything else (an older lakecat's bare location,
+    a cleared file) is no hint."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def hint(self, table_uuid: str) -> str | None:
+        try:
+            data = os.pread(self._fd, _MAX_HINT_BYTES + 1, 0)
+        except OSError:
+            return None
+        return _parse_hint(data, table_uuid)
+
+    def publish(self, location: str, table_uuid: str) -> None:
+        data = f"{_HINT_TAG} {table_uuid} {location}".encode()
+        if len(data) > _MAX_HINT_BYTES:
+            return
+        try:
+            os.pwrite(self._fd, data, 0)
+            os.ftruncate(self._fd, len(data))
+        except OSError as exc:  # only a hint: the next holder asks the catalog instead
+            log.debug("could not record the commit hint: %s", exc)
+
+    def clear(self) -> None:
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, 0)
+
+
+_MAX_HINT_BYTES = 8192
+_HINT_TAG = "lakecat-hint-v2"
+
+
+def _parse_hint(data: bytes, table_uuid: str) -> str | None:
+    if not data or len(data) > _MAX_HINT_BYTES:
+        return None
+    try:
+        tag, uuid, location = data.decode().split(" ", 2)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if tag != _HINT_TAG or uuid != table_uuid or not location:
+        return None
+    return location
+
+
+class FileLock:
+    """``flock`` on ``<folder>/<hash of key>.lock``: exclusive between processes and between
+    threads (each hold opens the file anew, and flock locks belong to the open file).
+
+    A waiter tries the lock without blocking and, between tries, sleeps on its doorbell in the
+    table's queue folder (:mod:`lakecat.catalog.commit.coordination.doorbell`); a holder that lets
+    go rings the oldest waiter. So the lock passes on within a wake-up, no CPU is spent waiting, and
+    a wait can be given up at any moment (a queued append its holder committed stops waiting at
+    once) without leaving anything behind that could take the lock later.
+    """
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def _stem(self, key: str) -> str:
+        return os.path.join(self.folder, f"{lock_id(key) & (2**64 - 1):016x}")
+
+    def queue(self, key: str) -> FileCommitQueue:
+        return FileCommitQueue(self._stem(key) + ".queue")
+
+    @contextlib.contextmanager
+    def hold(
+        self,
+        key: str,
+        timeout_s: float,
+        *,
+        hooks: WaitHooks | None = None,
+        faults: list[str] | None = None,
+    ) -> Iterator[Hold | None]:
+        path = self._stem(key) + ".lock"
+        queue = self.queue(key)
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            fault(faults, f"cannot open {path} ({exc})")
+            yield None
+            return
+        locked: int | None = fd
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            locked = self._wait(key, queue, fd, timeout_s, hooks, faults)
+        except OSError as exc:
+            os.close(fd)
+            fault(faults, f"cannot lock {path} ({exc})")
+            locked = None
+        try:
+            yield None if locked is None else _FileHold(locked)
+        finally:
+            if locked is not None:
+                os.close(locked)  # releases the flock
+                try:
+                    queue.wake_next()
+                except OSError as exc:  # the next waiter wakes on its own safety poll
+                    fault(faults, f"cannot wake the next waiter ({exc})")
+
+    def forget(self, key: str) -> None:
+        path = self._stem(key) + ".lock"
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except OSError:
+            return  # no lock file: nothing remembered
+        try:
+            deadline = time.monotonic() + _FORGET_WAIT_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        # a holder is committing: the table UUID in the hint still guards it
+                        log.debug("commit lock %s busy; its hint is left to the UUID check", key)
+                        return
+                    time.sleep(_POLL_WITHOUT_BELL_S)
+                except OSError:
+                    return
+            _FileHold(fd).clear()
+        finally:
+            os.close(fd)
+
+    def _wait(
+        self,
+        key: str,
+        queue: FileCommitQueue,
+        fd: int,
+        timeout_s: float,
+        hooks: WaitHooks | None,
+        faults: list[str] | None,
+    ) -> int | None:
+        """``fd`` once locked, or None (closed) after ``timeout_s`` or when ``hooks`` stop."""
+        stem = new_stem()
+        bell = hang(queue.folder, stem)
+        deadline = time.monotonic() + timeout_s
+        rings: list[bytes] = []
+        unused: list[bytes] = []  # rings heard and not acted on
+        locked: int | None = None
+        try:
+            if hooks is not None:
+                hooks.waiting(stem)
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    locked = fd
+                    return locked
+                except BlockingIOError:
+                    pass
+                except OSError as exc:
+                    fault(faults, f"cannot lock {key} ({exc})")
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    log.debug("commit lock %s not held (timeout %.1f s)", key, timeout_s)
+                    break
+                if bell is not None:
+                    rings = bell.wait(min(left, SAFETY_POLL_S))
+                else:
+                    time.sleep(min(left, _POLL_WITHOUT_BELL_S))
+                if hooks is not None and hooks.stop_waiting(rings):
+                    unused = rings
+                    break
+            return None
+        finally:
+            if locked is None:
+                os.close(fd)
+            if bell is not None:
+                unused += bell.take_down()
+            if locked is None and RELEASED in unused:  # we were the one rung: pass it on
+                try:
+                    queue.wake_next()
+                except OSError as exc:
+                    fault(faults, f"cannot wake the next waiter ({exc})")
+
+
+_POLL_WITHOUT_BELL_S = 0.002
+_FORGET_WAIT_S = 1.0

@@ -1,0 +1,105 @@
+"""What a write operation means, recorded as data so it can be re-applied on a newer base.
+
+An :class:`Intent` is built once, when the operation plans its work against the snapshot it
+started from. It lists the data files the operation wrote (written once, never rewritten on
+retry), the files it removes and the files it read, the filter it read with, and the isolation
+level it asked for. The commit loop (:mod:`lakecat.catalog.commit.pipeline`) re-applies the same
+intent to every refreshed base until the swap succeeds or a conflict check fails.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from lakecat.metadata.expressions.expressions import AlwaysTrue, Expression
+from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.table.snapshots import APPEND, DELETE, OVERWRITE, REPLACE
+
+
+class OpKind(StrEnum):
+    """The kinds of write the conflict matrix distinguishes (docs/concurrency.md, section 3)."""
+
+    APPEND = "append"  # blind append: reads nothing
+    OVERWRITE = "overwrite"  # whole table or by filter
+    DYNAMIC_OVERWRITE = "dynamic-overwrite"  # replace the partitions written to
+    DELETE = "delete"
+    UPDATE = "update"
+    MERGE = "merge"  # merge and upsert: the insert side counts as a read
+    REPLACE = "replace"  # compaction: same rows, different files
+
+    @property
+    def snapshot_operation(self) -> str:
+        """The Iceberg snapshot operation this kind commits as."""
+        return _SNAPSHOT_OPERATION[self]
+
+    @property
+    def changes_data(self) -> bool:
+        return self is not OpKind.REPLACE
+
+
+_SNAPSHOT_OPERATION = {
+    OpKind.APPEND: APPEND,
+    OpKind.OVERWRITE: OVERWRITE,
+    OpKind.DYNAMIC_OVERWRITE: OVERWRITE,
+    OpKind.DELETE: DELETE,
+    OpKind.UPDATE: OVERWRITE,
+    OpKind.MERGE: OVERWRITE,
+    OpKind.REPLACE: REPLACE,
+}
+
+
+def new_snapshot_id() -> int:
+    """A random positive 63-bit id, as Iceberg Java derives it from a UUID."""
+    u = uuid.uuid4().int
+    return ((u >> 64) ^ (u & ((1 << 64) - 1))) & ((1 << 63) - 1)
+
+
+@dataclass(frozen=True)
+class Intent:
+    """One operation's recorded intent. Frozen: retries re-apply it, never change it."""
+
+    kind: OpKind
+    snapshot_id: int = field(default_factory=new_snapshot_id)
+    branch: str = "main"
+    # The snapshot the operation read (None: the table was empty, or a blind append).
+    starting_snapshot_id: int | None = None
+    added_files: tuple[DataFile, ...] = ()
+    removed_files: tuple[DataFile, ...] = ()
+    # Files read but kept (e.g. scanned by a merge and found without matches).
+    read_files: tuple[str, ...] = ()
+    # The filter the operation read with, as a string for messages and as an expression for
+    # the checks; AlwaysTrue for whole-table reads.
+    read_filter: Expression = field(default_factory=AlwaysTrue)
+    # For partition-scoped operations (dynamic partition overwrite): the (spec id, partition)
+    # pairs it read. A concurrent file in another spec is conservatively taken as read.
+    read_partitions: frozenset[tuple[int, tuple[object, ...]]] | None = None
+    isolation: str = "snapshot"
+    app_id: str | None = None
+    app_version: int | None = None
+    skip_if_committed: bool = False
+    extra_summary: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def reads_table(self) -> bool:
+        return self.kind is not OpKind.APPEND
+
+    @property
+    def can_be_handed_over(self) -> bool:
+        """A blind append without an application id: it never conflicts, so another writer
+        can commit it without validating anything
+        (:mod:`lakecat.catalog.commit.coordination.group`)."""
+        return self.kind is OpKind.APPEND and self.app_id is None
+
+    @property
+    def snapshot_operation(self) -> str:
+        if self.kind is OpKind.DELETE and self.added_files:
+            return OVERWRITE  # a delete that rewrote files adds files: spec says overwrite
+        if self.kind in (OpKind.UPDATE, OpKind.MERGE) and not self.removed_files:
+            return APPEND if self.added_files else DELETE
+        return self.kind.snapshot_operation
+
+    @property
+    def removed_paths(self) -> frozenset[str]:
+        return frozenset(f.file_path for f in self.removed_files)

@@ -1,0 +1,419 @@
+"""Build a new snapshot's metadata tree for an intent on top of a base.
+
+One :class:`SnapshotProducer` serves every attempt of one commit. What does not depend on the
+base is written once and reused: the manifests listing the operation's new data files (their
+entries inherit snapshot id and sequence numbers, so they stay valid on any base). What depends
+on the base is rebuilt only where the base changed: a base manifest that lost files is rewritten
+once per distinct base manifest, and merged manifests are cached by the manifests they merge.
+Each attempt writes exactly one new manifest list.
+
+Manifest merging follows Iceberg's ``ManifestMergeManager``: per partition spec, manifests are
+bin-packed from the oldest to ``commit.manifest.target-size-bytes``; a bin of more than one
+manifest is merged, except the bin holding the new manifest while it has fewer than
+``commit.manifest.min-count-to-merge`` manifests. That keeps the manifest list bounded.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from lakecat.catalog.commit.conflicts import (
+    APP_ID_KEY,
+    APP_VERSION_KEY,
+    BLIND_APPEND_KEY,
+    OPERATION_KEY,
+)
+from lakecat.catalog.commit.intent import Intent, OpKind
+from lakecat.metadata import properties as P
+from lakecat.metadata.errors import ConcurrentDeleteDelete
+from lakecat.metadata.io.fileio import FileIO, join
+from lakecat.metadata.manifests.cache import ManifestCache, NoCache
+from lakecat.metadata.manifests.datafile import DataFile, ManifestEntry, ManifestFile, Status
+from lakecat.metadata.manifests.manifest import (
+    as_listed,
+    write_manifest,
+    write_manifest_list,
+)
+from lakecat.metadata.table.snapshots import Snapshot
+from lakecat.metadata.table.table_metadata import TableMetadata
+from lakecat.metadata.table.updates import (
+    AddSnapshot,
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    SetSnapshotRef,
+    TableRequirement,
+    TableUpdate,
+)
+
+
+def metadata_dir(metadata: TableMetadata) -> str:
+    return metadata.properties.get(P.WRITE_METADATA_PATH) or join(metadata.location, "metadata")
+
+
+def data_dir(metadata: TableMetadata) -> str:
+    return metadata.properties.get(P.WRITE_DATA_PATH) or join(metadata.location, "data")
+
+
+@dataclass(frozen=True)
+class Produced:
+    """One attempt's result: the snapshot, the records to apply, the files it wrote."""
+
+    snapshot: Snapshot
+    updates: tuple[TableUpdate, ...]
+    requirements: tuple[TableRequirement, ...]
+    attempt_files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PreparedAppend:
+    """A blind append ready to commit on any base: what a group commit's lock holder needs to
+    commit it for the writer that prepared it (:mod:`lakecat.catalog.commit.coordination.group`).
+
+    ``manifests`` list the new data files and are written; ``change_summary`` holds the
+    snapshot summary's own counts (added files, records, size, changed partitions)."""
+
+    snapshot_id: int
+    branch: str
+    manifests: tuple[ManifestFile, ...]
+    change_summary: tuple[tuple[str, str], ...]
+    extra_summary: tuple[tuple[str, str], ...] = ()
+    table_uuid: str = ""  # the table it was prepared for: a holder commits it to no other
+
+
+@dataclass
+class SnapshotProducer:
+    """Writes manifests and manifest lists for one intent, across commit attempts."""
+
+    io: FileIO
+    intent: Intent
+    manifests: ManifestCache = field(default_factory=NoCache)
+    # another writer's append, committed by this one: its manifests are written already
+    prepared: PreparedAppend | None = None
+    commit_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    _manifest_count: int = 0
+    _new_manifests: dict[int, ManifestFile] = field(default_factory=dict)
+    _rewritten: dict[str, tuple[ManifestFile | None, frozenset[str]]] = field(default_factory=dict)
+    _merged: dict[tuple[str, ...], ManifestFile] = field(default_factory=dict)
+    written: list[str] = field(default_factory=list)  # every manifest written, any attempt
+    last_manifests: list[ManifestFile] = field(default_factory=list)  # the latest attempt's list
+
+    # ---- the attempt ----------------------------------------------------------------------
+    def produce(
+        self, base: TableMetadata, *, attempt: int, extra_summary: dict[str, str]
+    ) -> Produced:
+        intent = self.intent
+        parent = base.ref_snapshot(intent.branch) if intent.branch in base.refs else None
+        base_manifests = (
+            list(self.manifests.manifest_list(self.io, parent.manifest_list).manifests)
+            if parent
+            else []
+        )
+
+        kept, rewritten = self._remove_files(base, base_manifests)
+        new = list(self.prepared.manifests) if self.prepared else self._write_new_manifests(base)
+        manifests = new + rewritten + kept
+        if P.get_bool(base.properties, P.MANIFEST_MERGE_ENABLED, P.MANIFEST_MERGE_ENABLED_DEFAULT):
+            manifests = self._merge(base, manifests, first_new={m.manifest_path for m in new})
+        self.last_manifests = manifests
+
+        sequence_number = base.last_sequence_number + 1
+        list_location = join(
+            metadata_dir(base), f"snap-{intent.snapshot_id}-{attempt}-{self.commit_uuid}.avro"
+        )
+        write_manifest_list(
+            self.io,
+            list_location,
+            manifests,
+            snapshot_id=intent.snapshot_id,
+            parent_snapshot_id=parent.snapshot_id if parent else None,
+            sequence_number=sequence_number,
+            known=self.manifests.rows,
+        )
+        self.manifests.put_manifest_list(list_location, as_listed(manifests, sequence_number))
+        summary = self._summary(parent, extra_summary)
+        now = max(int(time.time() * 1000), base.last_updated_ms)
+        snapshot = Snapshot(
+            snapshot_id=intent.snapshot_id,
+            parent_snapshot_id=parent.snapshot_id if parent else None,
+            sequence_number=sequence_number,
+            timestamp_ms=now,
+            manifest_list=list_location,
+            operation=intent.snapshot_operation,
+            summary=summary,
+            schema_id=base.current_schema_id,
+        )
+        ref = base.refs.get(intent.branch)
+        updates: tuple[TableUpdate, ...] = (
+            AddSnapshot(snapshot),
+            # A commit moves the branch; its retention settings (used by expiry) stay.
+            SetSnapshotRef(
+                intent.branch,
+                intent.snapshot_id,
+                "branch",
+                max_ref_age_ms=ref.max_ref_age_ms if ref else None,
+                max_snapshot_age_ms=ref.max_snapshot_age_ms if ref else None,
+                min_snapshots_to_keep=ref.min_snapshots_to_keep if ref else None,
+            ),
+        )
+        requirements: tuple[TableRequirement, ...] = (
+            AssertTableUUID(base.table_uuid),
+            AssertRefSnapshotId(intent.branch, parent.snapshot_id if parent else None),
+        )
+        return Produced(snapshot, updates, requirements, (list_location,))
+
+    def prepare(self, base: TableMetadata) -> None:
+        """Write what no base changes (the manifests of the new data files) ahead of the
+        first attempt, so that it is not done while holding the commit lock."""
+        self._write_new_manifests(base)
+
+    def prepared_append(self, base: TableMetadata) -> PreparedAppend:
+        """This blind append, ready for another writer to commit (see :class:`PreparedAppend`)."""
+        if not self.intent.can_be_handed_over:
+            raise ValueError("only blind appends without an application id can be handed over")
+        return PreparedAppend(
+            snapshot_id=self.intent.snapshot_id,
+            branch=self.intent.branch,
+            manifests=tuple(self._write_new_manifests(base)),
+            change_summary=tuple(self._change_summary().items()),
+            extra_summary=self.intent.extra_summary,
+            table_uuid=base.table_uuid,
+        )
+
+    @classmethod
+    def for_prepared(
+        cls, io: FileIO, prepared: PreparedAppend, manifests: ManifestCache
+    ) -> SnapshotProducer:
+        """A producer committing another writer's prepared append."""
+        intent = Intent(
+            OpKind.APPEND,
+            snapshot_id=prepared.snapshot_id,
+            branch=prepared.branch,
+            extra_summary=prepared.extra_summary,
+        )
+        return cls(io, intent, manifests, prepared=prepared)
+
+    def unused_manifests(self) -> list[str]:
+        """Manifests written by any attempt that the latest manifest list does not use."""
+        used = {m.manifest_path for m in self.last_manifests}
+        return [p for p in self.written if p not in used]
+
+    # ---- pieces ---------------------------------------------------------------------------
+    def _next_manifest_location(self, base: TableMetadata) -> str:
+        self._manifest_count += 1
+        return join(metadata_dir(base), f"{self.commit_uuid}-m{self._manifest_count}.avro")
+
+    def _write(
+        self, base: TableMetadata, spec_id: int, entries: Iterable[ManifestEntry]
+    ) -> ManifestFile:
+        location = self._next_manifest_location(base)
+        manifest = write_manifest(
+            self.io,
+            location,
+            spec=base.spec(spec_id),
+            schema=base.schema(),
+            entries=entries,
+            added_snapshot_id=self.intent.snapshot_id,
+        )
+        self.written.append(location)
+        return manifest
+
+    def _write_new_manifests(self, base: TableMetadata) -> list[ManifestFile]:
+        by_spec: dict[int, list[DataFile]] = {}
+        for f in self.intent.added_files:
+            by_spec.setdefault(f.spec_id, []).append(f)
+        out = []
+        for spec_id, files in sorted(by_spec.items()):
+            cached = self._new_manifests.get(spec_id)
+            if cached is None:
+                # Snapshot id and sequence numbers left null: inherited from the manifest list,
+                # which is what lets every retry reuse this file unchanged.
+                cached = self._write(base, spec_id, (ManifestEntry(Status.ADDED, f) for f in files))
+                self._new_manifests[spec_id] = cached
+            out.append(cached)
+        return out
+
+    def _remove_files(
+        self, base: TableMetadata, base_manifests: list[ManifestFile]
+    ) -> tuple[list[ManifestFile], list[ManifestFile]]:
+        """Split base manifests into kept ones and rewrites that mark removed files DELETED."""
+        to_remove = self.intent.removed_paths
+        snapshot_id = self.intent.snapshot_id
+        kept: list[ManifestFile] = []
+        rewritten: list[ManifestFile] = []
+        found: set[str] = set()
+        specs = base.specs_by_id()
+        removed_partitions = {(f.spec_id, f.partition) for f in self.intent.removed_files}
+        for manifest in base_manifests:
+            if manifest.live_files_count == 0 and manifest.added_snapshot_id != snapshot_id:
+                continue  # only DELETED entries of older snapshots: nothing live to carry
+            if not to_remove or not _may_hold(manifest, removed_partitions):
+                kept.append(manifest)
+                continue
+            cached = self._rewritten.get(manifest.manifest_path)
+            if cached is None:
+                entries = list(
+                    self.manifests.read(self.io, manifest, specs=specs, schema=base.schema())
+                )
+                hit = frozenset(
+                    e.data_file.file_path
+                    for e in entries
+                    if e.status is not Status.DELETED and e.data_file.file_path in to_remove
+                )
+                replacement = None
+                if hit:
+                    replacement = self._write(
+                        base,
+                        manifest.partition_spec_id,
+                        _mark_deleted(entries, hit, snapshot_id),
+                    )
+                cached = (replacement, hit)
+                self._rewritten[manifest.manifest_path] = cached
+            replacement, hit = cached
+            found |= hit
+            if replacement is None:
+                kept.append(manifest)
+            else:
+                rewritten.append(replacement)
+        missing = to_remove - found
+        if missing:
+            raise ConcurrentDeleteDelete(
+                f"{self.intent.kind.value}: {len(missing)} file(s) to remove are no longer in the "
+                f"table (e.g. {sorted(missing)[0]}); a concurrent commit removed them",
+                files=tuple(sorted(missing)),
+            )
+        return kept, rewritten
+
+    def _merge(
+        self, base: TableMetadata, manifests: list[ManifestFile], *, first_new: set[str]
+    ) -> list[ManifestFile]:
+        target = P.get_int(
+            base.properties, P.MANIFEST_TARGET_SIZE_BYTES, P.MANIFEST_TARGET_SIZE_BYTES_DEFAULT
+        )
+        min_count = P.get_int(
+            base.properties, P.MANIFEST_MIN_MERGE_COUNT, P.MANIFEST_MIN_MERGE_COUNT_DEFAULT
+        )
+        groups: dict[int, list[ManifestFile]] = {}
+        for m in manifests:
+            groups.setdefault(m.partition_spec_id, []).append(m)
+        out: list[ManifestFile] = []
+        for spec_id in sorted(groups, reverse=True):
+            for bin_ in _pack_end(groups[spec_id], target):
+                holds_new = any(m.manifest_path in first_new for m in bin_)
+                if len(bin_) == 1 or (holds_new and len(bin_) < min_count):
+                    out.extend(bin_)
+                else:
+                    out.append(self._merged_manifest(base, spec_id, bin_))
+        return out
+
+    def _merged_manifest(
+        self, base: TableMetadata, spec_id: int, bin_: list[ManifestFile]
+    ) -> ManifestFile:
+        key = tuple(m.manifest_path for m in bin_)
+        cached = self._merged.get(key)
+        if cached is not None:
+            return cached
+        specs = base.specs_by_id()
+        snapshot_id = self.intent.snapshot_id
+        entries: list[ManifestEntry] = []
+        for m in bin_:
+            for e in self.manifests.read(self.io, m, specs=specs, schema=base.schema()):
+                entries.extend(_merge_entry(e, m, snapshot_id))
+        merged = self._write(base, spec_id, entries)
+        self._merged[key] = merged
+        return merged
+
+    def _summary(self, parent: Snapshot | None, extra: dict[str, str]) -> dict[str, str]:
+        intent = self.intent
+        s = dict(self.prepared.change_summary) if self.prepared else self._change_summary()
+        prev = parent.summary if parent else {}
+        for total, plus, minus in (
+            ("total-records", "added-records", "deleted-records"),
+            ("total-files-size", "added-files-size", "removed-files-size"),
+            ("total-data-files", "added-data-files", "deleted-data-files"),
+        ):
+            if parent is None or total in prev:
+                value = int(prev.get(total, "0")) + int(s.get(plus, "0")) - int(s.get(minus, "0"))
+                s[total] = str(value)
+        # lakecat writes no delete files; carry the delete totals only when a table has them
+        # (snapshot summaries are repeated in every metadata.json, so their size matters)
+        for key in ("total-delete-files", "total-position-deletes", "total-equality-deletes"):
+            if prev.get(key, "0") != "0":
+                s[key] = prev[key]
+        if intent.kind.value != intent.snapshot_operation:
+            s[OPERATION_KEY] = intent.kind.value  # e.g. "merge" committed as "overwrite"
+        if intent.kind is not OpKind.APPEND:
+            s[BLIND_APPEND_KEY] = "false"
+        if intent.app_id is not None and intent.app_version is not None:
+            s[APP_ID_KEY] = intent.app_id
+            s[APP_VERSION_KEY] = str(intent.app_version)
+        s.update(dict(intent.extra_summary))
+        s.update(extra)
+        return s
+
+    def _change_summary(self) -> dict[str, str]:
+        """The summary's counts of this operation's own change."""
+        intent = self.intent
+        added = intent.added_files
+        removed = intent.removed_files
+        s: dict[str, str] = {}
+        if added:
+            s["added-data-files"] = str(len(added))
+            s["added-records"] = str(sum(f.record_count for f in added))
+            s["added-files-size"] = str(sum(f.file_size_in_bytes for f in added))
+        if removed:
+            s["deleted-data-files"] = str(len(removed))
+            s["deleted-records"] = str(sum(f.record_count for f in removed))
+            s["removed-files-size"] = str(sum(f.file_size_in_bytes for f in removed))
+        s["changed-partition-count"] = str(
+            len({(f.spec_id, f.partition) for f in (*added, *removed)})
+        )
+        return s
+
+
+def _may_hold(manifest: ManifestFile, removed: set[tuple[int, tuple[object, ...]]]) -> bool:
+    """Cheap pre-check: a manifest of another spec cannot hold the removed files."""
+    return any(spec_id == manifest.partition_spec_id for spec_id, _ in removed)
+
+
+def _mark_deleted(
+    entries: list[ManifestEntry], hit: frozenset[str], snapshot_id: int
+) -> Iterable[ManifestEntry]:
+    for e in entries:
+        if e.status is Status.DELETED:
+            continue  # deletions of older snapshots are not carried (Iceberg drops them too)
+        if e.data_file.file_path in hit:
+            yield replace(e, status=Status.DELETED, snapshot_id=snapshot_id)
+        else:
+            yield replace(e, status=Status.EXISTING)
+
+
+def _merge_entry(
+    e: ManifestEntry, manifest: ManifestFile, snapshot_id: int
+) -> Iterable[ManifestEntry]:
+    if e.snapshot_id == snapshot_id and e.status is Status.ADDED:
+        # our own new files: keep them inheriting this commit's sequence number
+        yield replace(e, sequence_number=None, file_sequence_number=None)
+    elif e.status is Status.DELETED:
+        if e.snapshot_id == snapshot_id:
+            yield e
+    else:
+        yield replace(e, status=Status.EXISTING)
+
+
+def _pack_end(manifests: list[ManifestFile], target: int) -> list[list[ManifestFile]]:
+    """Iceberg's ``ListPacker.packEnd`` with lookback 1: fill bins from the oldest manifest."""
+    bins: list[list[ManifestFile]] = []
+    current: list[ManifestFile] = []
+    size = 0
+    for m in reversed(manifests):
+        if current and size + m.manifest_length > target:
+            bins.append(list(reversed(current)))
+            current, size = [], 0
+        current.append(m)
+        size += m.manifest_length
+    if current:
+        bins.append(list(reversed(current)))
+    return list(reversed(bins))

@@ -1,0 +1,43 @@
+"""Which files a table's metadata references: the basis of purge, expiry and orphan removal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.manifests.datafile import Status
+from lakecat.metadata.manifests.manifest import read_manifest, read_manifest_list
+from lakecat.metadata.table.table_metadata import TableMetadata
+
+
+def reachable_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    metadata_location: str | None,
+    *,
+    snapshot_ids: Iterable[int] | None = None,
+) -> set[str]:
+    """Every file the given snapshots (default: all) and the metadata files reference.
+
+    Includes metadata files in the metadata log, manifest lists, manifests and live data files
+    (entries that are ADDED or EXISTING; DELETED entries name files the snapshot no longer has).
+    """
+    wanted = set(snapshot_ids) if snapshot_ids is not None else None
+    out: set[str] = {e.metadata_file for e in metadata.metadata_log}
+    if metadata_location:
+        out.add(metadata_location)
+    seen_manifests: set[str] = set()
+    specs = metadata.specs_by_id()
+    for snap in metadata.snapshots:
+        if wanted is not None and snap.snapshot_id not in wanted:
+            continue
+        out.add(snap.manifest_list)
+        for manifest in read_manifest_list(io, snap.manifest_list):
+            if manifest.manifest_path in seen_manifests:
+                continue
+            seen_manifests.add(manifest.manifest_path)
+            out.add(manifest.manifest_path)
+            for entry in read_manifest(io, manifest, specs=specs, schema=metadata.schema()):
+                if entry.status is not Status.DELETED:
+                    out.add(entry.data_file.file_path)
+    return out

@@ -1,0 +1,231 @@
+"""Scans: plan the data files of one snapshot that may hold matching rows, then read them.
+
+Planning prunes in three steps, each cheaper than the next: manifests by their partition
+summaries, entries by their partition tuple (the filter projected through the partition
+transforms), and files by their column bounds and counts. Through the catalog's
+:class:`~lakecat.metadata.manifests.cache.ManifestCache`, a plan decodes each manifest list and
+manifest at most once per process; the partition filter is evaluated once per distinct
+partition of a manifest, not per file; and a filter on the first partition field decodes only
+the Avro blocks of a lakecat-written manifest that can match
+(:mod:`~lakecat.metadata.manifests.blocks`). Plans hold complete data files (every stat) either
+way. Reading resolves columns by field id (so renamed, added, dropped and promoted columns
+read correctly) and filters rows exactly.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+import pyarrow as pa
+
+from lakecat.metadata.expressions.evaluators import (
+    InclusiveMetricsEvaluator,
+    ManifestEvaluator,
+    PartitionEvaluator,
+    to_arrow_filter,
+)
+from lakecat.metadata.expressions.expressions import (
+    AlwaysTrue,
+    BoundExpression,
+    Expression,
+    bind,
+    referenced_field_ids,
+)
+from lakecat.metadata.expressions.parser import parse
+from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.parquet import read_data_file
+from lakecat.metadata.manifests.blocks import BlockTest
+from lakecat.metadata.manifests.cache import ManifestCache, NoCache
+from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.partitioning.spec import PartitionSpec
+from lakecat.metadata.schema.arrow import schema_to_arrow
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.table.snapshots import Snapshot
+from lakecat.metadata.table.table_metadata import TableMetadata
+
+RowFilter = Expression | str | None
+_READ_THREADS = 4
+
+
+def to_expression(row_filter: RowFilter) -> Expression:
+    """A filter given as an expression, a SQL-like string, or ``None`` (all rows)."""
+    if row_filter is None:
+        return AlwaysTrue()
+    if isinstance(row_filter, str):
+        return parse(row_filter)
+    return row_filter
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    files: tuple[DataFile, ...]
+    manifests_total: int
+    manifests_scanned: int
+    files_total: int
+
+    @property
+    def record_count(self) -> int:
+        return sum(f.record_count for f in self.files)
+
+
+class Scan:
+    """A read of one snapshot, with a row filter and a column projection."""
+
+    def __init__(
+        self,
+        io: FileIO,
+        metadata: TableMetadata,
+        snapshot: Snapshot | None,
+        schema: Schema,
+        *,
+        row_filter: RowFilter = None,
+        columns: Sequence[str] | None = None,
+        case_sensitive: bool = True,
+        manifest_cache: ManifestCache | None = None,
+    ) -> None:
+        self.io = io
+        self.manifests = manifest_cache or NoCache()
+        self.metadata = metadata
+        self.snapshot = snapshot
+        self.schema = schema
+        self.expression = to_expression(row_filter)
+        self.bound: BoundExpression = bind(schema, self.expression, case_sensitive=case_sensitive)
+        self.projected = (
+            schema.select(list(columns), case_sensitive=case_sensitive)
+            if columns is not None
+            else schema
+        )
+
+    # ---- planning -----------------------------------------------------------------------------
+    def plan(self) -> ScanPlan:
+        if self.snapshot is None:
+            return ScanPlan((), 0, 0, 0)
+        listing = self.manifests.manifest_list(self.io, self.snapshot.manifest_list)
+        specs = self.metadata.specs_by_id()
+        evaluators = _SpecEvaluators(self.schema, self.bound)
+        metrics = InclusiveMetricsEvaluator(self.schema, self.bound)
+        files: list[DataFile] = []
+        scanned = 0
+        total = 0
+        for manifest, summaries in zip(listing.manifests, listing.summaries, strict=True):
+            if not manifest.has_added_files and not manifest.has_existing_files:
+                continue
+            ev = evaluators.of(specs[manifest.partition_spec_id])
+            if summaries is not None and not ev.manifest.eval_summaries(summaries):
+                total += manifest.live_files_count
+                continue
+            scanned += 1
+            # counted from the list row: a filtered scan may decode only some of the entries
+            total += manifest.live_files_count
+            for live in self.manifests.live_files(
+                self.io, manifest, specs=specs, schema=self.schema, may_hold=ev.blocks
+            ):
+                files.extend(f for f in live.select(ev.partition.eval) if metrics.eval(f))
+        return ScanPlan(tuple(files), len(listing.manifests), scanned, total)
+
+    def plan_files(self) -> list[DataFile]:
+        return list(self.plan().files)
+
+    # ---- reading ------------------------------------------------------------------------------
+    def _read_schema(self) -> Schema:
+        """The projection plus the columns the filter needs."""
+        needed = {f.field_id for f in self.projected.fields} | {
+            self._top_level(fid) for fid in referenced_field_ids(self.bound)
+        }
+        return Schema(
+            tuple(f for f in self.schema.fields if f.field_id in needed), self.schema.schema_id
+        )
+
+    def _top_level(self, field_id: int) -> int:
+        parent = self.schema.parent_id(field_id)
+        while parent is not None:
+            field_id = parent
+            parent = self.schema.parent_id(field_id)
+        return field_id
+
+    def _read_one(self, f: DataFile, read_schema: Schema, arrow_filter: object) -> pa.Table:
+        table = read_data_file(self.io, f, projected=read_schema, row_filter=arrow_filter)
+        if read_schema is not self.projected:
+            table = table.select([fld.name for fld in self.projected.fields])
+        return table
+
+    def to_batches(self) -> Iterator[pa.Table]:
+        """Matching rows, one Arrow table per data file, in planning order.
+
+        Files are read a few at a time ahead of the consumer, so a consumer that stops early
+        (``to_arrow(limit=...)``) does not wait for the rest of the table to be read.
+        """
+        read_schema = self._read_schema()
+        arrow_filter = (
+            None if isinstance(self.expression, AlwaysTrue) else to_arrow_filter(self.bound)
+        )
+        files = list(self.plan().files)
+        with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
+            pending: deque[Future[pa.Table]] = deque()
+            try:
+                for f in files:
+                    pending.append(pool.submit(self._read_one, f, read_schema, arrow_filter))
+                    if len(pending) >= _READ_THREADS:
+                        yield pending.popleft().result()
+                while pending:
+                    yield pending.popleft().result()
+            finally:
+                for future in pending:
+                    future.cancel()
+
+    def to_arrow(self, *, limit: int | None = None) -> pa.Table:
+        """All matching rows (at most ``limit``) as one Arrow table."""
+        target = schema_to_arrow(self.projected)
+        tables: list[pa.Table] = []
+        rows = 0
+        for t in self.to_batches():
+            if t.num_rows:
+                tables.append(t)
+                rows += t.num_rows
+            if limit is not None and rows >= limit:
+                break
+        if not tables:
+            return target.empty_table()
+        out = pa.concat_tables(tables).cast(target) if len(tables) > 1 else tables[0]
+        return out.slice(0, limit) if limit is not None else out
+
+    def count(self) -> int:
+        """Matching row count; files fully inside the filter are counted from metadata."""
+        if isinstance(self.expression, AlwaysTrue):
+            return self.plan().record_count
+        return sum(t.num_rows for t in self.to_batches())
+
+
+class _Evaluators:
+    """A scan filter's evaluators for one partition spec."""
+
+    def __init__(self, spec: PartitionSpec, schema: Schema, bound: BoundExpression) -> None:
+        self.manifest = ManifestEvaluator(spec, schema, bound)
+        self.partition = PartitionEvaluator(spec, schema, bound)
+        # Blocks of a partition-ordered manifest are known by their first field's range.
+        by_first = (
+            ManifestEvaluator(replace(spec, fields=spec.fields[:1]), schema, bound)
+            if spec.fields
+            else None
+        )
+        self.blocks: BlockTest | None = (
+            None
+            if by_first is None or isinstance(by_first.projected, AlwaysTrue)
+            else by_first.eval_summaries
+        )
+
+
+class _SpecEvaluators:
+    def __init__(self, schema: Schema, bound: BoundExpression) -> None:
+        self._schema = schema
+        self._bound = bound
+        self._by_spec: dict[int, _Evaluators] = {}
+
+    def of(self, spec: PartitionSpec) -> _Evaluators:
+        found = self._by_spec.get(spec.spec_id)
+        if found is None:
+            found = self._by_spec[spec.spec_id] = _Evaluators(spec, self._schema, self._bound)
+        return found

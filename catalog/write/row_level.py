@@ -1,0 +1,307 @@
+"""Row-level UPDATE and MERGE (and upsert), copy-on-write over Arrow.
+
+Both plan against the snapshot the operation starts from: the files that may hold the rows
+they touch are read, the touched rows are changed, every file with a change is rewritten whole
+(unchanged rows included) and removed. Files that were read and found untouched count as
+*read* for the conflict checks. MERGE's read filter covers the source's keys, so the insert
+side counts as a read: two concurrent upserts of the same new key cannot both commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from lakecat.catalog.read.scan import Scan
+from lakecat.catalog.write.row_ops import not_true
+from lakecat.metadata.errors import SchemaMismatch, UnknownColumn, ValidationError
+from lakecat.metadata.expressions.evaluators import to_arrow_filter
+from lakecat.metadata.expressions.expressions import (
+    AlwaysTrue,
+    And,
+    Expression,
+    GreaterThanOrEqual,
+    In,
+    LessThanOrEqual,
+    bind,
+)
+from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.parquet import read_data_file
+from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.schema.arrow import conform_to_schema, schema_to_arrow
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.table.snapshots import Snapshot
+from lakecat.metadata.table.table_metadata import TableMetadata
+
+# A value for SET: a constant, a pyarrow compute expression over the row's columns, or a
+# function of the file's rows (a pyarrow Table) returning an array.
+SetValue: TypeAlias = Any
+
+# Above this many distinct keys, MERGE reads with a key range instead of an IN list.
+_MAX_IN_KEYS = 10_000
+_SOURCE_PREFIX = "__src_"
+
+
+@dataclass
+class RowLevelPlan:
+    """Files to remove, rows to write in their place, files read and left alone."""
+
+    removed: list[DataFile] = field(default_factory=list)
+    rewritten_rows: list[pa.Table] = field(default_factory=list)
+    inserted_rows: list[pa.Table] = field(default_factory=list)
+    read_files: list[str] = field(default_factory=list)
+    read_filter: Expression = field(default_factory=AlwaysTrue)
+    rows_updated: int = 0
+    rows_deleted: int = 0
+    rows_inserted: int = 0
+
+    @property
+    def changes_anything(self) -> bool:
+        return bool(self.removed) or any(t.num_rows for t in self.inserted_rows)
+
+
+# ---- UPDATE -------------------------------------------------------------------------------
+def plan_update(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    *,
+    set_values: Mapping[str, SetValue],
+    where: Expression,
+) -> RowLevelPlan:
+    schema = metadata.schema()
+    if not set_values:
+        raise ValidationError("update needs at least one column to set")
+    for name in set_values:
+        field = schema.find_field(name)
+        if schema.parent_id(field.field_id) is not None:
+            top = schema.column_path(field.field_id)[0]
+            raise ValidationError(
+                f"update sets whole top-level columns; {name!r} is a field nested in {top!r}"
+            )
+    plan = RowLevelPlan(read_filter=where)
+    if snapshot is None:
+        return plan
+    bound = bind(schema, where)
+    arrow_filter = to_arrow_filter(bound)
+    for f in Scan(io, metadata, snapshot, schema, row_filter=where).plan_files():
+        rows = read_data_file(io, f, projected=schema)
+        mask = _evaluate(rows, pc.coalesce(arrow_filter, pc.scalar(False)))
+        hits = pc.sum(mask).as_py() or 0
+        if not hits:
+            plan.read_files.append(f.file_path)
+            continue
+        plan.removed.append(f)
+        plan.rows_updated += hits
+        plan.rewritten_rows.append(_apply_set(rows, mask, set_values, schema))
+    return plan
+
+
+def _apply_set(
+    rows: pa.Table, mask: pa.Array, set_values: Mapping[str, SetValue], schema: Schema
+) -> pa.Table:
+    target = schema_to_arrow(schema)
+    columns = {}
+    for name, value in set_values.items():
+        old = rows.column(name)
+        new = _value_array(rows, value, old.type, name)
+        columns[name] = pc.if_else(mask, new, old)
+    out = rows
+    for name, array in columns.items():
+        out = out.set_column(out.schema.get_field_index(name), target.field(name), array)
+    return conform_to_schema(out, schema)
+
+
+def _value_array(rows: pa.Table, value: SetValue, arrow_type: pa.DataType, name: str) -> pa.Array:
+    try:
+        if isinstance(value, pc.Expression):
+            result = _evaluate(rows, value)
+        elif callable(value):
+            result = value(rows)
+        else:
+            return pa.array([value] * rows.num_rows, type=arrow_type)
+        return pc.cast(result, arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise SchemaMismatch(f"cannot set column {name!r}: {exc}") from exc
+
+
+def _evaluate(rows: pa.Table, expr: pc.Expression) -> pa.Array:
+    """Evaluate a compute expression over a table into one array."""
+    projected = ds.dataset(rows).to_table(columns={"__value": expr})
+    return projected.column("__value").combine_chunks()
+
+
+# ---- MERGE --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MergeClauses:
+    """What MERGE does with matched target rows and unmatched source rows.
+
+    ``matched_update``: ``True`` sets every non-key column the source has; a mapping sets
+    target column -> source column name (or a compute expression over the joined row, where
+    source columns are prefixed ``__src_``). ``matched_delete``: delete matched rows (takes
+    precedence for rows matching ``matched_delete_if``, or all matched rows when that is
+    ``None``). ``not_matched_insert``: insert source rows whose keys are not in the table.
+    """
+
+    matched_update: bool | Mapping[str, str | pc.Expression] = False
+    matched_delete: bool = False
+    matched_delete_if: Expression | None = None
+    not_matched_insert: bool = False
+
+
+def plan_merge(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    *,
+    source: pa.Table,
+    on: Sequence[str],
+    clauses: MergeClauses,
+    target_filter: Expression | None = None,
+) -> RowLevelPlan:
+    schema = metadata.schema()
+    if not on:
+        raise ValidationError("merge needs at least one key column in 'on'")
+    for key in on:
+        schema.find_field(key)
+        if key not in source.column_names:
+            raise UnknownColumn(f"merge key {key!r} is not a column of the source")
+    unknown = [c for c in source.column_names if not schema.has_field(c)]
+    if unknown:
+        raise SchemaMismatch(f"source columns not in the table: {', '.join(unknown)}")
+    source = source.combine_chunks()
+    _check_unique_keys(source, on)
+    read_filter = _key_filter(source, on)
+    if target_filter is not None:
+        read_filter = And(target_filter, read_filter)
+    plan = RowLevelPlan(read_filter=read_filter)
+    matched_keys: list[pa.Table] = []
+    inside = to_arrow_filter(bind(schema, target_filter)) if target_filter is not None else None
+    if snapshot is not None and source.num_rows:
+        for f in Scan(io, metadata, snapshot, schema, row_filter=read_filter).plan_files():
+            rows = read_data_file(io, f, projected=schema)
+            if inside is not None:
+                outside, rows_in = rows.filter(not_true(inside)), rows.filter(inside)
+            else:
+                outside, rows_in = rows.schema.empty_table(), rows
+            rewritten, keys, updated, deleted = _merge_file(rows_in, source, on, clauses, schema)
+            if not updated and not deleted:
+                plan.read_files.append(f.file_path)
+                if keys.num_rows:
+                    matched_keys.append(keys)
+                continue
+            matched_keys.append(keys)
+            plan.removed.append(f)
+            plan.rows_updated += updated
+            plan.rows_deleted += deleted
+            plan.rewritten_rows.append(
+                conform_to_schema(pa.concat_tables([outside, rewritten]), schema)
+            )
+    if clauses.not_matched_insert:
+        inserts = _unmatched(source, on, matched_keys)
+        if inserts.num_rows:
+            plan.inserted_rows.append(conform_to_schema(inserts, schema))
+            plan.rows_inserted = inserts.num_rows
+    return plan
+
+
+def _merge_file(
+    rows: pa.Table, source: pa.Table, on: Sequence[str], clauses: MergeClauses, schema: Schema
+) -> tuple[pa.Table, pa.Table, int, int]:
+    """(rows to write back, matched keys, rows updated, rows deleted) for one file."""
+    renamed = source.rename_columns(
+        [c if c in on else _SOURCE_PREFIX + c for c in source.column_names]
+    )
+    marker = "__matched"
+    renamed = renamed.append_column(marker, pa.array([True] * renamed.num_rows))
+    indexed = rows.append_column("__row", pa.array(range(rows.num_rows), pa.int64()))
+    joined = indexed.join(renamed, keys=list(on), join_type="left outer", use_threads=False)
+    joined = joined.sort_by("__row")
+    matched = pc.fill_null(joined.column(marker), False).combine_chunks()
+    keys = joined.filter(matched).select(list(on))
+    n_matched = pc.sum(matched).as_py() or 0
+    if not n_matched or not (clauses.matched_update or clauses.matched_delete):
+        return rows, keys, 0, 0
+    delete_mask = pa.array([False] * joined.num_rows)
+    if clauses.matched_delete:
+        delete_mask = matched
+        if clauses.matched_delete_if is not None:
+            cond = to_arrow_filter(bind(schema, clauses.matched_delete_if))
+            delete_mask = pc.and_(matched, pc.fill_null(_evaluate(joined, cond), False))
+    update_mask = pc.and_(matched, pc.invert(delete_mask))
+    out = joined
+    updated = 0
+    if clauses.matched_update:
+        updated = pc.sum(update_mask).as_py() or 0
+        mapping = _update_mapping(clauses.matched_update, source, on)
+        for target_col, src in mapping.items():
+            if isinstance(src, pc.Expression):
+                new = _evaluate(joined, src)
+            else:
+                new = joined.column(_SOURCE_PREFIX + src)
+            old = out.column(target_col)
+            value = pc.if_else(update_mask, pc.cast(new, old.type), old)
+            out = out.set_column(out.schema.get_field_index(target_col), target_col, value)
+    else:
+        update_mask = pa.array([False] * joined.num_rows)
+    deleted = pc.sum(delete_mask).as_py() or 0
+    kept = out.filter(pc.invert(delete_mask)).select(rows.column_names)
+    # the join drops field metadata and nullability: put the file's schema back
+    kept = pa.Table.from_arrays(kept.columns, schema=rows.schema)
+    return kept, keys, updated, deleted
+
+
+def _update_mapping(
+    update: bool | Mapping[str, str | pc.Expression], source: pa.Table, on: Sequence[str]
+) -> Mapping[str, str | pc.Expression]:
+    if update is True:
+        return {c: c for c in source.column_names if c not in on}
+    if isinstance(update, Mapping):
+        for col, src in update.items():
+            if isinstance(src, str) and src not in source.column_names:
+                raise UnknownColumn(f"merge update of {col!r}: no source column {src!r}")
+        return update
+    return {}
+
+
+def _unmatched(source: pa.Table, on: Sequence[str], matched_keys: list[pa.Table]) -> pa.Table:
+    if not matched_keys:
+        return source
+    keys = pa.concat_tables(matched_keys).group_by(list(on)).aggregate([])
+    return source.join(keys, keys=list(on), join_type="left anti", use_threads=False)
+
+
+def _check_unique_keys(source: pa.Table, on: Sequence[str]) -> None:
+    counts = source.group_by(list(on)).aggregate([([], "count_all")])
+    dupes = counts.filter(pc.greater(counts.column("count_all"), 1))
+    if dupes.num_rows:
+        example = {k: dupes.column(k)[0].as_py() for k in on}
+        raise ValidationError(
+            f"merge source has {dupes.num_rows} key(s) on more than one row, e.g. {example}; "
+            "each target row may match at most one source row"
+        )
+
+
+def _key_filter(source: pa.Table, on: Sequence[str]) -> Expression:
+    """What MERGE reads: the source's key values (a range when there are very many)."""
+    expr: Expression = AlwaysTrue()
+    for key in on:
+        column = source.column(key)
+        values = pc.unique(column.drop_null()).to_pylist()
+        if not values:
+            part: Expression = In(key, frozenset())
+        elif len(values) <= _MAX_IN_KEYS:
+            part = In(key, frozenset(values))
+        else:
+            bounds = pc.min_max(column)
+            part = And(
+                GreaterThanOrEqual(key, bounds["min"].as_py()),
+                LessThanOrEqual(key, bounds["max"].as_py()),
+            )
+        expr = part if isinstance(expr, AlwaysTrue) else And(expr, part)
+    return expr

@@ -1,0 +1,106 @@
+"""Copy-on-write planning for operations that remove rows (delete, overwrite by filter).
+
+For a filter, every data file that may hold matching rows is classified against the snapshot
+the operation starts from:
+
+* all rows match (strict partition projection or strict column bounds): the file is removed
+  without being read (a metadata-only delete);
+* some rows match: the file is read, the rows that do not match are kept in a new file, and the
+  old file is removed;
+* no row matches after reading: the file stays; it counts as read for conflict checks.
+
+Rows for which the filter is unknown (NULL) are kept, as SQL's ``DELETE ... WHERE`` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecat.catalog.read.scan import Scan
+from lakecat.metadata.expressions.evaluators import (
+    PartitionEvaluator,
+    StrictMetricsEvaluator,
+    to_arrow_filter,
+)
+from lakecat.metadata.expressions.expressions import AlwaysTrue, BoundExpression, Expression, bind
+from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.parquet import read_data_file
+from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.table.snapshots import Snapshot
+from lakecat.metadata.table.table_metadata import TableMetadata
+
+
+@dataclass
+class RewritePlan:
+    removed: list[DataFile] = field(default_factory=list)
+    kept_rows: list[pa.Table] = field(default_factory=list)
+    read_files: list[str] = field(default_factory=list)
+    deleted_rows: int = 0
+
+    @property
+    def changes_anything(self) -> bool:
+        return bool(self.removed)
+
+
+def plan_delete(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    expression: Expression,
+    *,
+    case_sensitive: bool = True,
+) -> RewritePlan:
+    """Which files a delete of ``expression`` removes, and which rows it must rewrite."""
+    schema = metadata.schema()
+    plan = RewritePlan()
+    if snapshot is None:
+        return plan
+    bound = bind(schema, expression, case_sensitive=case_sensitive)
+    candidates = Scan(
+        io, metadata, snapshot, schema, row_filter=expression, case_sensitive=case_sensitive
+    ).plan_files()
+    if isinstance(expression, AlwaysTrue):
+        plan.removed.extend(candidates)
+        plan.deleted_rows = sum(f.record_count for f in candidates)
+        return plan
+    strict_metrics = StrictMetricsEvaluator(schema, bound)
+    strict_partitions = {
+        s.spec_id: PartitionEvaluator(s, schema, bound, strict=True)
+        for s in metadata.partition_specs
+    }
+    arrow_filter = to_arrow_filter(bound)
+    for f in candidates:
+        if strict_partitions[f.spec_id].eval(f.partition) or strict_metrics.eval(f):
+            plan.removed.append(f)
+            plan.deleted_rows += f.record_count
+            continue
+        rows = read_data_file(io, f, projected=schema)
+        keep = rows.filter(not_true(arrow_filter))
+        deleted = rows.num_rows - keep.num_rows
+        if deleted == 0:
+            plan.read_files.append(f.file_path)
+            continue
+        plan.removed.append(f)
+        plan.deleted_rows += deleted
+        if keep.num_rows:
+            plan.kept_rows.append(keep)
+    return plan
+
+
+def matching_rows(rows: pa.Table, bound: BoundExpression) -> pa.Table:
+    return rows.filter(to_arrow_filter(bound))
+
+
+def not_true(expr: pc.Expression) -> pc.Expression:
+    """Rows where ``expr`` is false or null."""
+    return pc.invert(pc.coalesce(expr, pc.scalar(False)))
+
+
+def bound_filter(
+    schema: Schema, expression: Expression, *, case_sensitive: bool = True
+) -> BoundExpression:
+    return bind(schema, expression, case_sensitive=case_sensitive)

@@ -1,0 +1,98 @@
+"""Turn user data into Parquet data files of a table: conform, partition, split, write.
+
+Data files are written once, before any commit attempt, under the table's data folder in
+Hive-style partition folders; their names carry a fresh UUID so no two writers collide.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import TypeAlias
+
+import pyarrow as pa
+
+from lakecat.catalog.commit.producer import data_dir
+from lakecat.metadata import properties as P
+from lakecat.metadata.errors import SchemaMismatch
+from lakecat.metadata.io.fileio import FileIO, join
+from lakecat.metadata.io.parquet import partition_and_split, partition_path, write_data_file
+from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.schema.arrow import conform_to_schema
+from lakecat.metadata.table.table_metadata import TableMetadata
+
+Data: TypeAlias = pa.Table | pa.RecordBatchReader | pa.RecordBatch
+
+# A RecordBatchReader is consumed in slices of about this many bytes (in memory) at a time.
+_READER_SLICE_BYTES = 256 * 1024 * 1024
+
+
+def as_tables(data: Data) -> Iterator[pa.Table]:
+    if isinstance(data, pa.Table):
+        yield data
+    elif isinstance(data, pa.RecordBatch):
+        yield pa.Table.from_batches([data])
+    elif isinstance(data, pa.RecordBatchReader):
+        pending: list[pa.RecordBatch] = []
+        size = 0
+        for batch in data:
+            pending.append(batch)
+            size += batch.nbytes
+            if size >= _READER_SLICE_BYTES:
+                yield pa.Table.from_batches(pending, schema=data.schema)
+                pending, size = [], 0
+        if pending:
+            yield pa.Table.from_batches(pending, schema=data.schema)
+    else:
+        raise SchemaMismatch(
+            f"expected a pyarrow Table, RecordBatch or RecordBatchReader, got {type(data).__name__}"
+        )
+
+
+def conform(metadata: TableMetadata, data: Data) -> list[pa.Table]:
+    """Check and cast all of ``data`` to the table schema before anything is written."""
+    schema = metadata.schema()
+    return [conform_to_schema(t, schema) for t in as_tables(data)]
+
+
+def write_files(io: FileIO, metadata: TableMetadata, tables: list[pa.Table]) -> list[DataFile]:
+    """Write conformed tables as data files of the default partition spec.
+
+    On any failure the files already written are deleted before the error propagates.
+    """
+    schema = metadata.schema()
+    spec = metadata.spec()
+    target = P.get_int(
+        metadata.properties, P.WRITE_TARGET_FILE_SIZE_BYTES, P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
+    )
+    root = data_dir(metadata)
+    prefix = uuid.uuid4()
+    written: list[DataFile] = []
+    try:
+        n = 0
+        for table in tables:
+            for partition, chunk in partition_and_split(
+                table, schema=schema, spec=spec, target_file_size_bytes=target
+            ):
+                if chunk.num_rows == 0:
+                    continue
+                n += 1
+                folder = partition_path(spec, schema, partition)
+                name = f"{prefix}-{n:05d}.parquet"
+                location = join(root, folder, name) if folder else join(root, name)
+                written.append(
+                    write_data_file(
+                        io,
+                        location,
+                        chunk,
+                        schema=schema,
+                        spec=spec,
+                        partition=partition,
+                        properties=metadata.properties,
+                    )
+                )
+    except BaseException:
+        for f in written:
+            io.delete(f.file_path)
+        raise
+    return written

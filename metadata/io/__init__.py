@@ -1,0 +1,46 @@
+"""Files: the FileIO seam every read and write of storage goes through (:mod:`.fileio`),
+Parquet data files with Iceberg column metrics (:mod:`.parquet`, :mod:`.metrics`), and
+metrics read back from a Parquet footer (:mod:`.parquet_footer`).
+"""
+
+from lakecat.metadata.io.fileio import (
+    FileInfo,
+    FileIO,
+    LocalFileIO,
+    file_io_for,
+    join,
+    local_path,
+    to_uri,
+)
+from lakecat.metadata.io.metrics import (
+    ColumnRange,
+    footer_ranges,
+)
+from lakecat.metadata.io.parquet import (
+    ARROW_TO_PARQUET_RATIO,
+    iter_data_file_batches,
+    read_data_file,
+    write_data_file,
+)
+from lakecat.metadata.io.parquet_footer import (
+    data_file_from_footer,
+    read_footer,
+)
+
+__all__ = [
+    "ARROW_TO_PARQUET_RATIO",
+    "ColumnRange",
+    "FileIO",
+    "FileInfo",
+    "LocalFileIO",
+    "data_file_from_footer",
+    "file_io_for",
+    "footer_ranges",
+    "iter_data_file_batches",
+    "join",
+    "local_path",
+    "read_data_file",
+    "read_footer",
+    "to_uri",
+    "write_data_file",
+]

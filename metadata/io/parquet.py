@@ -1,0 +1,627 @@
+"""Parquet data files: writing with Iceberg metrics, partitioning rows, reading by field id.
+
+Writing (:func:`write_data_file`) expects data already in the table's Arrow form
+(:func:`~lakecat.metadata.schema.arrow.conform_to_schema`); pyarrow writes the
+``PARQUET:field_id`` metadata as Parquet field ids, and the returned :class:`DataFile` carries
+the metrics of :mod:`lakecat.metadata.io.metrics`.
+
+Reading (:func:`read_data_file`, :func:`iter_data_file_batches`) resolves columns by Parquet
+field id, so files written before a rename, an added or dropped column, a reorder or a type
+promotion read correctly in the current schema.
+
+pyarrow errors are translated here: a file that cannot be decoded raises
+:class:`CorruptMetadata` naming it; a missing file raises the FileIO's
+``FileNotFoundStorageError``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import quote_plus
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from lakecat.metadata import properties as props
+from lakecat.metadata.errors import (
+    CorruptMetadata,
+    SchemaMismatch,
+    StorageError,
+    ValidationError,
+)
+from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.metrics import file_metrics
+from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.partitioning.spec import PartitionSpec
+from lakecat.metadata.partitioning.transforms import parse_transform
+from lakecat.metadata.schema.arrow import (
+    arrow_type_fits,
+    field_id_of,
+    field_to_arrow,
+    list_parts,
+    map_parts,
+    schema_to_arrow,
+    type_to_arrow,
+)
+from lakecat.metadata.schema.conversions import from_json_value
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.schema.types import (
+    DateType,
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    PrimitiveType,
+    StructType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+
+# How much smaller a Parquet file is than the Arrow data it holds. Dictionary and run-length
+# encoding plus zstd typically shrink Arrow data 3-5x; 3 errs towards files slightly under
+# the target size rather than over it.
+ARROW_TO_PARQUET_RATIO = 3.0
+
+_CODECS = {
+    "zstd": "zstd",
+    "snappy": "snappy",
+    "gzip": "gzip",
+    "lz4": "lz4",
+    "brotli": "brotli",
+    "uncompressed": "none",
+    "none": "none",
+}
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def write_data_file(
+    io: FileIO,
+    location: str,
+    data: pa.Table,
+    *,
+    schema: Schema,
+    spec: PartitionSpec,
+    partition: tuple[Any, ...],
+    properties: Mapping[str, str],
+    sort_order_id: int | None = None,
+) -> DataFile:
+    """Write ``data`` (already in ``schema_to_arrow(schema)`` form) as one Parquet file at
+    ``location`` and describe it as a :class:`DataFile` with Iceberg metrics.
+
+    The file is created exclusively; if writing fails the partial file is deleted.
+    Compression, row-group size, page and dictionary sizes come from the table
+    ``properties`` (``write.parquet.*``).
+    """
+    expected = schema_to_arrow(schema)
+    if not data.schema.remove_metadata().equals(expected, check_metadata=True):
+        raise SchemaMismatch(
+            f"data for {location} is not in the table's Arrow form (field ids, types, "
+            "nullability); pass it through conform_to_schema first"
+        )
+    options = _writer_options(properties)
+    row_group_rows = _row_group_rows(data, properties)
+    out = io.open_output(location)
+    try:
+        with out:
+            writer = pq.ParquetWriter(out, expected, **options)
+            try:
+                writer.write_table(data, row_group_size=row_group_rows)
+            finally:
+                writer.close()
+            metadata = writer.writer.metadata
+            size = out.tell()
+    except BaseException as exc:
+        io.delete(location)
+        if isinstance(exc, StorageError) or not isinstance(exc, (OSError, pa.ArrowException)):
+            raise
+        if isinstance(exc, OSError):
+            raise StorageError(f"cannot write {location}: {exc}") from exc
+        raise SchemaMismatch(f"cannot write {location}: {exc}") from exc
+    return file_metrics(metadata, data, schema, properties).data_file(
+        location=location,
+        size=size,
+        spec_id=spec.spec_id,
+        partition=partition,
+        sort_order_id=sort_order_id,
+    )
+
+
+def _writer_options(properties: Mapping[str, str]) -> dict[str, Any]:
+    codec_name = properties.get(props.PARQUET_COMPRESSION, props.PARQUET_COMPRESSION_DEFAULT)
+    codec = _CODECS.get(codec_name.strip().lower())
+    if codec is None:
+        raise ValidationError(
+            f"unsupported {props.PARQUET_COMPRESSION} {codec_name!r}; "
+            f"expected one of {', '.join(sorted(_CODECS))}"
+        )
+    options: dict[str, Any] = {
+        "compression": codec,
+        # Iceberg stores decimals of precision <= 18 as INT32/INT64, as Java does.
+        "store_decimal_as_integer": True,
+        "write_statistics": True,
+    }
+    level = props.get_int(properties, props.PARQUET_COMPRESSION_LEVEL, 0)
+    if level and codec != "none":
+        options["compression_level"] = level
+    page_size = props.get_int(properties, props.PARQUET_PAGE_SIZE_BYTES, 0)
+    if page_size > 0:
+        options["data_page_size"] = page_size
+    dict_size = props.get_int(properties, props.PARQUET_DICT_SIZE_BYTES, 0)
+    if dict_size > 0:
+        options["dictionary_pagesize_limit"] = dict_size
+    return options
+
+
+def _row_group_rows(data: pa.Table, properties: Mapping[str, str]) -> int:
+    """Rows per row group: the byte target (measured on the Arrow data, as Java measures its
+    buffered size) capped by the row limit."""
+    limit = int(
+        props.get_int(
+            properties, props.PARQUET_ROW_GROUP_LIMIT, props.PARQUET_ROW_GROUP_LIMIT_DEFAULT
+        )
+    )
+    target_bytes = int(
+        props.get_int(
+            properties,
+            props.PARQUET_ROW_GROUP_SIZE_BYTES,
+            props.PARQUET_ROW_GROUP_SIZE_BYTES_DEFAULT,
+        )
+    )
+    nbytes, num_rows = int(data.nbytes), int(data.num_rows)
+    if num_rows == 0 or nbytes == 0:
+        return max(1, limit)
+    by_bytes = target_bytes * num_rows // nbytes
+    return max(1, min(limit, by_bytes))
+
+
+# ---------------------------------------------------------------------------------------------
+# Partitioning
+
+
+def partition_and_split(
+    data: pa.Table, *, schema: Schema, spec: PartitionSpec, target_file_size_bytes: int
+) -> list[tuple[tuple[Any, ...], pa.Table]]:
+    """Group ``data`` (in the table's Arrow form) by partition and cut each group into chunks
+    of about ``target_file_size_bytes`` of Parquet each.
+
+    Partition tuples hold lakecat's in-memory values of each field's result type (dates as
+    days, timestamps as microseconds, ...). Groups come in order of first appearance and keep
+    the rows' order. The Parquet size of a chunk is estimated as its Arrow ``nbytes`` divided
+    by :data:`ARROW_TO_PARQUET_RATIO`; each group is cut into equal-row chunks so that every
+    chunk's estimate stays under the target. An unpartitioned spec gives one group whose
+    tuple has a ``None`` per void field (``()`` without fields); empty data gives no groups.
+    """
+    if data.num_rows == 0:
+        return []
+    if spec.is_unpartitioned:
+        groups = [(tuple(None for _ in spec.fields), data)]
+    else:
+        groups = _group_by_partition(data, schema, spec)
+    out: list[tuple[tuple[Any, ...], pa.Table]] = []
+    for partition, table in groups:
+        out.extend((partition, chunk) for chunk in _split(table, target_file_size_bytes))
+    return out
+
+
+def _group_by_partition(
+    data: pa.Table, schema: Schema, spec: PartitionSpec
+) -> list[tuple[tuple[Any, ...], pa.Table]]:
+    keys: list[pa.Array] = []
+    result_types: list[PrimitiveType] = []
+    for pf in spec.fields:
+        source = schema.find_field(pf.source_id)
+        if not isinstance(source.field_type, PrimitiveType):
+            raise SchemaMismatch(f"partition source {source.name!r} is not a primitive column")
+        transform = parse_transform(pf.transform)
+        column = source_column(data, schema, pf.source_id)
+        keys.append(transform.apply_arrow(source.field_type, column))
+        result_types.append(transform.result_type(source.field_type))
+    names = [f"k{i}" for i in range(len(keys))]
+    # group_by has no kernels for extension types (uuid): group on their storage.
+    key_table = pa.table(
+        [k.storage if isinstance(k.type, pa.ExtensionType) else k for k in keys]
+        + [pa.array(range(data.num_rows), pa.int64())],
+        names=[*names, "row"],
+    )
+    # Without threads group_by keeps first-appearance order of groups and row order in lists.
+    grouped = key_table.group_by(names, use_threads=False).aggregate([("row", "list")])
+    rows = grouped.column("row_list").combine_chunks()
+    ordered = data.take(pc.list_flatten(rows))
+    sizes = pc.list_value_length(rows).to_pylist()
+    key_values = [
+        _memory_values(t, grouped.column(name).combine_chunks())
+        for t, name in zip(result_types, names, strict=True)
+    ]
+    out: list[tuple[tuple[Any, ...], pa.Table]] = []
+    start = 0
+    for g, size in enumerate(sizes):
+        partition = tuple(values[g] for values in key_values)
+        out.append((partition, ordered.slice(start, size)))
+        start += size
+    return out
+
+
+def source_column(
+    data: pa.Table,
+    schema: Schema,
+    field_id: int,
+    *,
+    refusal: str = "partition source {path!r} is inside a list or map",
+) -> pa.Array:
+    """The (combined) Arrow values of a possibly struct-nested source field. A field inside a
+    list or map has no single value per row: :class:`ValidationError` with ``refusal``
+    (formatted with the field's dotted ``path``).
+
+    The field is found by walking the schema by id (:meth:`Schema.column_path`) and the Arrow
+    column by those names one level at a time, so names with dots, spaces or quotes resolve
+    to the one field they name."""
+    path = schema.column_path(field_id)
+    column: pa.Array | None = None
+    arrow_type: pa.DataType | pa.Schema = data.schema
+    for depth, name in enumerate(path):
+        if depth and not pa.types.is_struct(arrow_type):
+            raise ValidationError(refusal.format(path=schema.column_name(field_id)))
+        index = arrow_type.get_field_index(name)
+        if index < 0:  # -1: missing, or more than one field of that name
+            raise SchemaMismatch(
+                f"the data has no single column {'.'.join(repr(p) for p in path[: depth + 1])} "
+                f"for field {schema.column_name(field_id)!r} (id {field_id})"
+            )
+        column = data.column(index).combine_chunks() if column is None else column.flatten()[index]
+        arrow_type = column.type
+    assert column is not None
+    return column
+
+
+def _memory_values(t: PrimitiveType, arr: pa.Array) -> list[Any]:
+    """Arrow values as lakecat's in-memory values of type ``t``."""
+    if isinstance(t, DateType) and pa.types.is_date32(arr.type):
+        arr = arr.cast(pa.int32())
+    elif isinstance(t, (TimeType, TimestampType, TimestamptzType)) and not pa.types.is_integer(
+        arr.type
+    ):
+        arr = arr.cast(pa.int64())
+    elif isinstance(t, UUIDType) and pa.types.is_fixed_size_binary(arr.type):
+        arr = pa.ExtensionArray.from_storage(pa.uuid(), arr)
+    return list(arr.to_pylist())
+
+
+def _split(table: pa.Table, target_file_size_bytes: int) -> list[pa.Table]:
+    estimate = table.nbytes / ARROW_TO_PARQUET_RATIO
+    chunks = max(1, math.ceil(estimate / max(1, target_file_size_bytes)))
+    rows = math.ceil(table.num_rows / chunks)
+    return [table.slice(start, rows) for start in range(0, table.num_rows, rows)]
+
+
+def partition_path(spec: PartitionSpec, schema: Schema, partition: tuple[Any, ...]) -> str:
+    """``"name=value/..."`` for a partition tuple, values in human form and escaped like
+    Java's ``PartitionSpec.partitionToPath`` (``URLEncoder``: space as ``+``, only
+    ``A-Za-z0-9.-*_`` left as they are). Empty for a spec without fields."""
+    if len(partition) != len(spec.fields):
+        raise ValidationError(
+            f"partition {partition!r} has {len(partition)} values, spec {spec.spec_id} has "
+            f"{len(spec.fields)} fields"
+        )
+    parts = []
+    for pf, value in zip(spec.fields, partition, strict=True):
+        transform = parse_transform(pf.transform)
+        result_type = transform.result_type(schema.find_type(pf.source_id))
+        human = "null" if value is None else transform.to_human_string(result_type, value)
+        parts.append(f"{_url_encode(pf.name)}={_url_encode(human)}")
+    return "/".join(parts)
+
+
+def _url_encode(text: str) -> str:
+    # Python leaves "~" unescaped, Java's URLEncoder does not; "*" is the reverse.
+    return quote_plus(text, safe="*").replace("~", "%7E")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def read_data_file(
+    io: FileIO,
+    data_file: DataFile,
+    *,
+    projected: Schema,
+    row_filter: pc.Expression | None = None,
+    batch_size: int | None = None,
+    filter_schema: Schema | None = None,
+    spec: PartitionSpec | None = None,
+) -> pa.Table:
+    """The rows of a Parquet data file in ``schema_to_arrow(projected)`` form.
+
+    See :func:`iter_data_file_batches` for how columns are resolved and filtered.
+    """
+    batches = iter_data_file_batches(
+        io,
+        data_file,
+        projected=projected,
+        row_filter=row_filter,
+        batch_size=batch_size,
+        filter_schema=filter_schema,
+        spec=spec,
+    )
+    return pa.Table.from_batches(list(batches), schema=schema_to_arrow(projected))
+
+
+def iter_data_file_batches(
+    io: FileIO,
+    data_file: DataFile,
+    *,
+    projected: Schema,
+    row_filter: pc.Expression | None = None,
+    batch_size: int | None = None,
+    filter_schema: Schema | None = None,
+    spec: PartitionSpec | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Stream a Parquet data file written by any Iceberg writer as record batches in
+    ``schema_to_arrow(projected)`` form.
+
+    Columns are resolved by Parquet field id, never by name: a renamed column is found by
+    its id, a column dropped from the schema is not read, a promoted type is cast (int ->
+    long, float -> double, wider decimal), struct fields are matched by id at every level.
+    A field the file lacks (added after it was written) reads as its identity partition
+    value from ``data_file.partition`` when ``spec`` (the file's partition spec) has one, else
+    as its ``initial_default``, else as nulls. A file without any field ids (a plain Parquet
+    file, e.g. imported) is resolved by column names instead.
+
+    ``row_filter`` is a pyarrow expression over the column names of ``filter_schema``
+    (default: ``projected``), typically the table schema so that the filter may use columns
+    that are not returned. Only the projected columns and the filter's columns are read.
+    The filter is pushed into pyarrow's Parquet scan (row-group pruning, exact filtering)
+    when every column it uses has the same name and Arrow type in the file as in the table;
+    otherwise (renamed or promoted columns) the batches are filtered after resolution.
+    """
+    target = schema_to_arrow(projected)
+    source = io.open_input(data_file.file_path)
+    try:
+        reader = _FileReader.open(source, data_file, spec)
+        yield from reader.batches(projected, target, row_filter, filter_schema, batch_size)
+    finally:
+        source.close()
+
+
+class _FileReader:
+    """One open Parquet file and how its top-level columns resolve."""
+
+    def __init__(
+        self,
+        fragment: ds.ParquetFileFragment,
+        file_schema: pa.Schema,
+        data_file: DataFile,
+        spec: PartitionSpec | None,
+    ) -> None:
+        self.fragment = fragment
+        self.file_schema = file_schema
+        self.path = data_file.file_path
+        self.by_ids = any(field_id_of(f) is not None for f in file_schema)
+        self.fill_values = _identity_partition_values(data_file, spec)
+
+    @staticmethod
+    def open(source: Any, data_file: DataFile, spec: PartitionSpec | None) -> _FileReader:
+        try:
+            fragment = ds.ParquetFileFormat().make_fragment(source)
+            file_schema = fragment.physical_schema
+        except (pa.ArrowException, OSError) as exc:
+            # The file opened, so an error here means its footer cannot be decoded (pyarrow
+            # reports some decoding failures as OSError).
+            raise CorruptMetadata(f"cannot read Parquet file {data_file.file_path}: {exc}") from exc
+        return _FileReader(fragment, file_schema, data_file, spec)
+
+    def match(self, f: NestedField, fields: list[pa.Field]) -> int | None:
+        """Index of the file field that ``f`` resolves to among sibling ``fields``."""
+        for i, candidate in enumerate(fields):
+            if (field_id_of(candidate) == f.field_id) if self.by_ids else candidate.name == f.name:
+                return i
+        return None
+
+    def batches(
+        self,
+        projected: Schema,
+        target: pa.Schema,
+        row_filter: pc.Expression | None,
+        filter_schema: Schema | None,
+        batch_size: int | None,
+    ) -> Iterator[pa.RecordBatch]:
+        wanted = list(projected.fields)
+        pushed: pc.Expression | None = None
+        if row_filter is not None:
+            used = _referenced_fields(row_filter, filter_schema or projected)
+            if self._can_push(used):
+                pushed = row_filter  # the scan reads the filter's columns itself
+            else:
+                projected_ids = {f.field_id for f in projected.fields}
+                wanted += [f for f in used if f.field_id not in projected_ids]
+        file_fields = list(self.file_schema)
+        matches = [self.match(f, file_fields) for f in wanted]
+        columns = [file_fields[i].name for i in matches if i is not None]
+        kwargs: dict[str, Any] = {"columns": columns, "filter": pushed}
+        if batch_size is not None:
+            kwargs["batch_size"] = batch_size
+        try:
+            for batch in self.fragment.to_batches(**kwargs):
+                arrays = [
+                    self.project(
+                        None if i is None else batch.column(file_fields[i].name),
+                        f,
+                        None if i is None else file_fields[i],
+                        f.name,
+                        batch.num_rows,
+                    )
+                    for f, i in zip(wanted, matches, strict=True)
+                ]
+                yield self._finish(arrays, wanted, target, row_filter, pushed)
+        except (pa.ArrowException, OSError) as exc:
+            if isinstance(exc, StorageError):
+                raise
+            raise CorruptMetadata(f"cannot read Parquet file {self.path}: {exc}") from exc
+
+    def _finish(
+        self,
+        arrays: list[pa.Array],
+        wanted: list[NestedField],
+        target: pa.Schema,
+        row_filter: pc.Expression | None,
+        pushed: pc.Expression | None,
+    ) -> pa.RecordBatch:
+        if row_filter is None or pushed is not None:
+            return pa.RecordBatch.from_arrays(arrays, schema=target)
+        full = pa.RecordBatch.from_arrays(
+            arrays, schema=pa.schema([field_to_arrow(f) for f in wanted])
+        )
+        filtered = full.filter(row_filter)
+        return pa.RecordBatch.from_arrays(filtered.columns[: len(target)], schema=target)
+
+    def _can_push(self, used: list[NestedField]) -> bool:
+        """Whether a filter on ``used`` means the same on the file's columns as on the table's."""
+        file_fields = list(self.file_schema)
+        for f in used:
+            i = self.match(f, file_fields)
+            if i is None:
+                return False
+            file_field = file_fields[i]
+            if file_field.name != f.name or not file_field.type.equals(type_to_arrow(f.field_type)):
+                return False
+        return True
+
+    def project(
+        self, arr: pa.Array | None, f: NestedField, file_field: pa.Field | None, path: str, n: int
+    ) -> pa.Array:
+        """File values ``arr`` (or ``None`` if the file lacks ``f``) in ``f``'s Arrow form."""
+        if arr is None or file_field is None:
+            return self.fill(f, path, n)
+        t = f.field_type
+        mask = arr.is_null() if arr.null_count else None
+        if isinstance(t, StructType):
+            if not pa.types.is_struct(arr.type):
+                raise self._mismatch(path, arr.type, t)
+            children_in_file = [arr.type.field(i) for i in range(arr.type.num_fields)]
+            flat = arr.flatten()
+            children = []
+            for child in t.fields:
+                i = self.match(child, children_in_file)
+                child_arr = None if i is None else flat[i]
+                child_file = None if i is None else children_in_file[i]
+                children.append(
+                    self.project(child_arr, child, child_file, f"{path}.{child.name}", n)
+                )
+            fields = [field_to_arrow(child) for child in t.fields]
+            return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+        if isinstance(t, ListType):
+            if not pa.types.is_list(arr.type) and not pa.types.is_large_list(arr.type):
+                raise self._mismatch(path, arr.type, t)
+            offsets, values = list_parts(arr)
+            element = self.project(
+                values, t.element_field, arr.type.value_field, f"{path}.element", len(values)
+            )
+            return pa.ListArray.from_arrays(offsets, element, type=type_to_arrow(t), mask=mask)
+        if isinstance(t, MapType):
+            if not pa.types.is_map(arr.type):
+                raise self._mismatch(path, arr.type, t)
+            offsets, keys, values = map_parts(arr)
+            keys = self.project(keys, t.key_field, arr.type.key_field, f"{path}.key", len(keys))
+            values = self.project(
+                values, t.value_field, arr.type.item_field, f"{path}.value", len(values)
+            )
+            return pa.MapArray.from_arrays(offsets, keys, values, type=type_to_arrow(t), mask=mask)
+        assert isinstance(t, PrimitiveType)
+        return self._cast(arr, t, path)
+
+    def _cast(self, arr: pa.Array, t: PrimitiveType, path: str) -> pa.Array:
+        target = type_to_arrow(t)
+        if arr.type == target:
+            return arr
+        if not arrow_type_fits(arr.type, t):
+            raise self._mismatch(path, arr.type, t)
+        try:
+            # Promotions (int -> long, float -> double, wider decimal), large/small string
+            # forms, timestamp units and zone labels (the values are UTC instants either way).
+            return arr.cast(target, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise CorruptMetadata(
+                f"{self.path}: column {path!r} of type {arr.type} cannot be read as {t}: {exc}"
+            ) from exc
+
+    def fill(self, f: NestedField, path: str, n: int) -> pa.Array:
+        """Values for a field the file does not have."""
+        t = f.field_type
+        if f.field_id in self.fill_values:
+            return _repeat(t, self.fill_values[f.field_id], n)
+        if f.initial_default is not None and isinstance(t, PrimitiveType):
+            return _repeat(t, from_json_value(t, f.initial_default), n)
+        if f.required:
+            raise SchemaMismatch(
+                f"{self.path} has no column {path!r} (id {f.field_id}), which is required "
+                "and has no initial default"
+            )
+        return pa.nulls(n, type=type_to_arrow(t))
+
+    def _mismatch(self, path: str, found: pa.DataType, t: IcebergType) -> CorruptMetadata:
+        return CorruptMetadata(f"{self.path}: column {path!r} has type {found}, expected {t}")
+
+
+def _identity_partition_values(data_file: DataFile, spec: PartitionSpec | None) -> dict[int, Any]:
+    """Source field id -> partition value, for the identity fields of the file's spec."""
+    if spec is None or len(spec.fields) != len(data_file.partition):
+        return {}
+    return {
+        pf.source_id: value
+        for pf, value in zip(spec.fields, data_file.partition, strict=True)
+        if parse_transform(pf.transform, strict=False).is_identity and value is not None
+    }
+
+
+def _repeat(t: IcebergType, value: Any, n: int) -> pa.Array:
+    """``n`` copies of an in-memory value as an Arrow array of ``t``'s Arrow type."""
+    target = type_to_arrow(t)
+    if isinstance(t, DateType):
+        one = pa.array([value], pa.int32()).cast(target)
+    elif isinstance(t, (TimeType, TimestampType, TimestamptzType)):
+        one = pa.array([value], pa.int64()).cast(target)
+    elif isinstance(t, UUIDType):
+        one = pa.ExtensionArray.from_storage(target, pa.array([value.bytes], pa.binary(16)))
+    else:
+        one = pa.array([value], target)
+    return pa.repeat(one[0], n) if n else one.slice(0, 0)
+
+
+def _referenced_fields(row_filter: pc.Expression, schema: Schema) -> list[NestedField]:
+    """Top-level fields of ``schema`` that ``row_filter`` uses.
+
+    pyarrow exposes no field references of an expression, so columns are tested: the filter
+    fails to bind on an empty table without a column it uses. Halving the candidates keeps
+    this to a few binds for the usual filter on one or two columns of a wide table.
+    """
+    empty = schema_to_arrow(schema).empty_table()
+
+    def binds_without(names: list[str]) -> bool:
+        try:
+            empty.drop_columns(names).filter(row_filter)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return False
+        return True
+
+    def used_among(names: list[str]) -> list[str]:
+        if not names or binds_without(names):
+            return []
+        if len(names) == 1:
+            return names
+        half = len(names) // 2
+        return used_among(names[:half]) + used_among(names[half:])
+
+    try:
+        empty.filter(row_filter)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise ValidationError(f"row filter {row_filter} does not apply: {exc}") from exc
+    used = set(used_among([f.name for f in schema.fields]))
+    return [f for f in schema.fields if f.name in used]

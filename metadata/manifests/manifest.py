@@ -1,0 +1,709 @@
+"""Reading and writing Iceberg v2 manifests and manifest lists (Avro, through fastavro).
+
+Sequence numbers and snapshot ids follow the spec's "Sequence Number Inheritance": a writer
+may leave an entry's ``snapshot_id``, ``sequence_number`` and ``file_sequence_number`` null
+for ADDED entries, and readers fill them in from the manifest's row in the manifest list. A
+manifest written that way does not depend on the commit it ends up in, so a commit retry can
+reuse it and only rewrite the manifest list. :func:`write_manifest` therefore returns a
+:class:`ManifestFile` with ``sequence_number == -1`` ("assigned when the manifest list is
+written"), and :func:`write_manifest_list` replaces it with the commit's sequence number.
+
+Everything goes through :class:`FileIO`. Files that fastavro cannot decode raise
+:class:`CorruptMetadata` naming the file; a missing file raises the FileIO's
+``FileNotFoundStorageError``.
+"""
+
+from __future__ import annotations
+
+import io as _io
+import json
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from itertools import pairwise
+from operator import itemgetter
+from typing import Any, cast
+
+import fastavro
+from fastavro.schema import SchemaParseException
+from fastavro.write import Writer
+
+from lakecat.metadata.errors import CorruptMetadata, LakecatError, ValidationError
+from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.manifests.avro_blocks import container, encode_row, read_blocks
+from lakecat.metadata.manifests.datafile import (
+    Content,
+    DataFile,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+    PartitionFieldSummary,
+    Status,
+)
+from lakecat.metadata.manifests.order import (
+    BLOCKS_KEY,
+    ORDER_KEY,
+    PARTITION_ORDER,
+    block_starts,
+    encode_block_summaries,
+    ordered_by_partition,
+)
+from lakecat.metadata.manifests.schemas import (
+    FORMAT_VERSION,
+    PartitionDecoder,
+    PartitionEncoder,
+    parsed_manifest_entry_schema,
+    parsed_manifest_list_schema,
+    partition_decoder,
+    partition_encoder,
+    partition_fields_of,
+    primitive_of,
+)
+from lakecat.metadata.partitioning.spec import PartitionSpec
+from lakecat.metadata.partitioning.transforms import parse_transform
+from lakecat.metadata.schema.conversions import to_bytes
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.schema.types import (
+    DoubleType,
+    FloatType,
+    NestedField,
+    PrimitiveType,
+    StructType,
+)
+
+UNASSIGNED_SEQ = -1
+"""A manifest's sequence number before the manifest list of its commit assigns one."""
+
+DEFAULT_CODEC = "deflate"  # what Iceberg's default "gzip" Avro codec means in Avro terms
+
+# What fastavro (and zlib under it) raise on bytes that are not a valid Avro file of the
+# expected shape. Translated to CorruptMetadata where files are decoded.
+DECODE_ERRORS = (
+    ValueError,
+    EOFError,
+    KeyError,
+    IndexError,
+    TypeError,
+    OverflowError,
+    StopIteration,
+    zlib.error,
+    SchemaParseException,
+)
+
+
+def partition_type(spec: PartitionSpec, schema: Schema) -> StructType:
+    """The partition struct of ``spec``: one optional field per partition field, with the
+    partition field's id and name and the type its transform produces from its source."""
+    fields = []
+    for pf in spec.fields:
+        source = schema.find_type(pf.source_id)
+        result = parse_transform(pf.transform, strict=False).result_type(source)
+        fields.append(NestedField(pf.field_id, pf.name, result, required=False))
+    return StructType(tuple(fields))
+
+
+# ---- manifests ---------------------------------------------------------------------------
+def write_manifest(
+    io: FileIO,
+    location: str,
+    *,
+    spec: PartitionSpec,
+    schema: Schema,
+    entries: Iterable[ManifestEntry],
+    added_snapshot_id: int,
+    content: ManifestContent = ManifestContent.DATA,
+    codec: str = DEFAULT_CODEC,
+) -> ManifestFile:
+    """Write one manifest (exclusive create) and return its manifest-list row.
+
+    Entries are written ordered by partition (see :mod:`lakecat.metadata.manifests.order`),
+    otherwise as given: ``None`` snapshot ids and sequence numbers stay null so they are
+    inherited. Only ADDED entries may leave sequence numbers null. The returned row
+    has ``sequence_number == -1``; ``min_sequence_number`` is the smallest explicit data
+    sequence number of a live entry, or -1 when there is none (as Iceberg Java does).
+    """
+    ptype = partition_type(spec, schema)
+    encode_partition = partition_encoder(ptype)
+    stats = _ManifestStats(ptype)
+    records = []
+    listed = list(entries)
+    ordered = ordered_by_partition(listed)
+    for entry in listed if ordered is None else ordered:
+        _check_entry(entry, spec=spec, content=content, added_snapshot_id=added_snapshot_id)
+        stats.add(entry)
+        records.append(_entry_record(entry, encode_partition))
+    metadata = {
+        "schema": json.dumps(schema.to_json(), separators=(",", ":")),
+        "schema-id": str(schema.schema_id),
+        "partition-spec": json.dumps([f.to_json() for f in spec.fields], separators=(",", ":")),
+        "partition-spec-id": str(spec.spec_id),
+        "format-version": FORMAT_VERSION,
+        "content": "deletes" if content == ManifestContent.DELETES else "data",
+    }
+    starts = None
+    if ordered is not None and spec.fields:
+        starts = block_starts(ordered)
+        metadata[ORDER_KEY] = PARTITION_ORDER
+        metadata[BLOCKS_KEY] = _block_summaries(ordered, starts, primitive_of(ptype.fields[0]))
+    data = _encode(
+        parsed_manifest_entry_schema(ptype), records, metadata, codec, block_starts=starts
+    )
+    io.write(location, data, exclusive=True)
+    return stats.manifest_file(
+        location,
+        length=len(data),
+        spec_id=spec.spec_id,
+        content=content,
+        added_snapshot_id=added_snapshot_id,
+    )
+
+
+def read_manifest(
+    io: FileIO, manifest: ManifestFile, *, specs: Mapping[int, PartitionSpec], schema: Schema
+) -> list[ManifestEntry]:
+    """Every entry of a manifest (DELETED ones too), with inheritance applied.
+
+    Null snapshot ids inherit ``manifest.added_snapshot_id``; null sequence numbers of ADDED
+    entries inherit ``manifest.sequence_number`` (and stay ``None`` while that is still -1,
+    i.e. before a manifest list assigned it). A null sequence number on an EXISTING or
+    DELETED entry of a v2 manifest is corrupt metadata. Manifests from v1 (sequence number 0
+    in the list) inherit 0 for every entry, as the spec's upgrade rules say.
+    """
+    data = io.read(manifest.manifest_path)
+    return decode_manifest(data, manifest, specs=specs, schema=schema)
+
+
+def decode_manifest(
+    data: bytes,
+    manifest: ManifestFile,
+    *,
+    specs: Mapping[int, PartitionSpec],
+    schema: Schema,
+) -> list[ManifestEntry]:
+    """As :func:`read_manifest`, from the file's bytes."""
+    try:
+        reader = fastavro.reader(_io.BytesIO(data))
+        decode = entry_decoder(manifest, reader.writer_schema, specs=specs, schema=schema)
+        return [decode(rec) for rec in reader]  # type: ignore[arg-type]
+    except LakecatError:
+        raise
+    except DECODE_ERRORS as exc:
+        raise CorruptMetadata(f"cannot read manifest {manifest.manifest_path}: {exc!r}") from exc
+
+
+EntryDecoder = Callable[[dict[str, Any]], ManifestEntry]
+
+
+def entry_decoder(
+    manifest: ManifestFile,
+    writer_schema: Any,
+    *,
+    specs: Mapping[int, PartitionSpec],
+    schema: Schema,
+) -> EntryDecoder:
+    """Turns fastavro records of ``manifest`` (written with ``writer_schema``) into entries,
+    as :func:`read_manifest` does (for readers that decode the file's blocks themselves)."""
+    location = manifest.manifest_path
+    spec = specs.get(manifest.partition_spec_id)
+    if spec is None:
+        raise CorruptMetadata(
+            f"{location}: partition spec {manifest.partition_spec_id} is not in the table"
+        )
+    read_partition = partition_decoder(
+        partition_fields_of(writer_schema, location), partition_type(spec, schema)
+    )
+    return lambda rec: _entry(rec, manifest, read_partition)
+
+
+# ---- manifest lists ----------------------------------------------------------------------
+class KnownRows:
+    """Manifest-list rows this process has encoded or decoded, for reuse.
+
+    Lists are written one row per Avro block (:mod:`lakecat.metadata.manifests.avro_blocks`), so a
+    row carried from one list to the next keeps its bytes: ``encoded`` maps a manifest path to
+    the row last encoded for it (written again as is when the row is the same), ``decoded``
+    maps a block's bytes to the rows decoded from them (or encoded into them). Each holds at
+    most ``max_rows`` rows; when full it starts afresh (rows of current lists come back on
+    their next use). While ``decoded`` is empty, lists are decoded whole by fastavro: block
+    by block pays only when most blocks are known.
+    """
+
+    def __init__(self, max_rows: int = 50_000) -> None:
+        self.max_rows = max_rows
+        self.encoded: dict[str, tuple[ManifestFile, bytes]] = {}
+        self.decoded: dict[bytes, tuple[ManifestFile, ...]] = {}
+        self._decoded_rows = 0
+
+    def encode(self, m: ManifestFile, snapshot_id: int, sequence_number: int) -> bytes:
+        hit = self.encoded.get(m.manifest_path)
+        if hit is not None and (hit[0] is m or hit[0] == m):
+            return hit[1]
+        row = encode_row(
+            parsed_manifest_list_schema(), _manifest_file_record(m, snapshot_id, sequence_number)
+        )
+        assigned = UNASSIGNED_SEQ not in (m.sequence_number, m.min_sequence_number)
+        if assigned and self.max_rows > 0:
+            if len(self.encoded) >= self.max_rows:
+                self.encoded.clear()
+            self.encoded[m.manifest_path] = (m, row)
+            self._remember(row, (m,))  # its block in any list decodes to this same row
+        return row
+
+    def rows_of(self, data: bytes) -> list[ManifestFile]:
+        """The rows of a manifest list file's bytes, decoding only blocks not seen before."""
+        if not self.decoded:  # nothing to reuse yet (a fresh catalog): fastavro's fast path
+            return _decode_all(data)
+        blocks = read_blocks(data)
+        if blocks is None:  # a codec only fastavro itself reads
+            return _decode_all(data)
+        unknown = sum(count for count, block in blocks.blocks if block not in self.decoded)
+        if unknown > _DECODE_ONE_BY_ONE:
+            # fastavro decodes a whole file much faster than block by block
+            rows = _decode_all(data)
+            if sum(count for count, _ in blocks.blocks) != len(rows):
+                raise CorruptMetadata("the Avro blocks do not add up to the rows decoded")
+            start = 0
+            for count, block in blocks.blocks:
+                self._remember(block, tuple(rows[start : start + count]))
+                start += count
+            return rows
+        out: list[ManifestFile] = []
+        for count, block in blocks.blocks:
+            hit = self.decoded.get(block)
+            if hit is None:
+                hit = tuple(_manifest_file(rec) for rec in blocks.decode(block, count))
+                self._remember(block, hit)
+            out.extend(hit)
+        return out
+
+    def _remember(self, block: bytes, rows: tuple[ManifestFile, ...]) -> None:
+        if 0 < len(rows) <= self.max_rows:
+            if self._decoded_rows + len(rows) > self.max_rows:
+                self.decoded.clear()
+                self._decoded_rows = 0
+            self.decoded[block] = rows
+            self._decoded_rows += len(rows)
+
+
+_DECODE_ONE_BY_ONE = 8  # more unknown rows than this: decode the whole file at once
+
+
+def _decode_all(data: bytes) -> list[ManifestFile]:
+    records = fastavro.reader(_io.BytesIO(data))
+    return [_manifest_file(rec) for rec in cast(Iterable[dict[str, Any]], records)]
+
+
+def write_manifest_list(
+    io: FileIO,
+    location: str,
+    manifests: Iterable[ManifestFile],
+    *,
+    snapshot_id: int,
+    parent_snapshot_id: int | None,
+    sequence_number: int,
+    known: KnownRows | None = None,
+) -> None:
+    """Write a snapshot's manifest list (exclusive create), one row per Avro block.
+
+    Manifests whose (min) sequence number is still -1 were written for this commit: they get
+    ``sequence_number``. Such a manifest must name this commit's snapshot as its
+    ``added_snapshot_id``, otherwise an older manifest would silently be re-sequenced.
+    ``known``: rows encoded before, reused (see :class:`KnownRows`).
+    """
+    known = known or KnownRows(max_rows=0)
+    try:
+        rows = [known.encode(m, snapshot_id, sequence_number) for m in manifests]
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ValidationError(f"cannot encode a manifest list row: {exc}") from exc
+    metadata = {
+        "snapshot-id": str(snapshot_id),
+        "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
+        "sequence-number": str(sequence_number),
+        "format-version": FORMAT_VERSION,
+    }
+    io.write(location, container(parsed_manifest_list_schema(), metadata, rows), exclusive=True)
+
+
+def as_listed(manifests: Iterable[ManifestFile], sequence_number: int) -> list[ManifestFile]:
+    """``manifests`` as a manifest list written with ``sequence_number`` lists them (and as
+    reading it back returns them): unassigned sequence numbers become ``sequence_number``."""
+    out = []
+    for m in manifests:
+        if UNASSIGNED_SEQ in (m.sequence_number, m.min_sequence_number):
+            m = replace(
+                m,
+                sequence_number=sequence_number
+                if m.sequence_number == UNASSIGNED_SEQ
+                else m.sequence_number,
+                min_sequence_number=sequence_number
+                if m.min_sequence_number == UNASSIGNED_SEQ
+                else m.min_sequence_number,
+            )
+        out.append(m)
+    return out
+
+
+def read_manifest_list(
+    io: FileIO, location: str, *, known: KnownRows | None = None
+) -> list[ManifestFile]:
+    """The rows of a manifest list. v1 lists read with sequence numbers 0 and DATA content.
+
+    With ``known``, blocks decoded before are not decoded again (see :class:`KnownRows`).
+    """
+    data = io.read(location)
+    try:
+        return _decode_all(data) if known is None else known.rows_of(data)
+    except LakecatError as exc:
+        if isinstance(exc, CorruptMetadata):
+            raise CorruptMetadata(f"cannot read manifest list {location}: {exc}") from exc
+        raise
+    except DECODE_ERRORS as exc:
+        raise CorruptMetadata(f"cannot read manifest list {location}: {exc!r}") from exc
+
+
+# ---- encoding ----------------------------------------------------------------------------
+def _encode(
+    parsed_schema: Any,
+    records: list[dict[str, Any]],
+    metadata: dict[str, str],
+    codec: str,
+    *,
+    block_starts: Sequence[int] | None = None,
+) -> bytes:
+    """An Avro file of ``records``; with ``block_starts``, a block starts at each of those
+    record indexes and nowhere else."""
+    buf = _io.BytesIO()
+    try:
+        if block_starts is None:
+            fastavro.writer(buf, parsed_schema, records, codec=codec, metadata=metadata)
+            return buf.getvalue()
+        # blocks end only where flush() is called
+        writer = Writer(buf, parsed_schema, codec=codec, sync_interval=2**62, metadata=metadata)
+        starts = set(block_starts)
+        for i, record in enumerate(records):
+            if i in starts:
+                writer.flush()
+            writer.write(record)
+        writer.flush()
+    except (ValueError, TypeError, OverflowError) as exc:
+        # fastavro rejects values that do not fit the schema (wrong type, out of range)
+        # and unknown codecs; both are bad input from the caller.
+        raise ValidationError(f"cannot encode Avro records: {exc}") from exc
+    return buf.getvalue()
+
+
+def _check_entry(
+    entry: ManifestEntry, *, spec: PartitionSpec, content: ManifestContent, added_snapshot_id: int
+) -> None:
+    df = entry.data_file
+    if len(df.partition) != len(spec.fields):
+        raise ValidationError(
+            f"{df.file_path}: partition {df.partition!r} has {len(df.partition)} values, "
+            f"spec {spec.spec_id} has {len(spec.fields)} fields"
+        )
+    if df.spec_id != spec.spec_id:
+        raise ValidationError(f"{df.file_path}: written for spec {df.spec_id}, not {spec.spec_id}")
+    if (df.content == Content.DATA) != (content == ManifestContent.DATA):
+        raise ValidationError(
+            f"{df.file_path}: {df.content.name} file in a {content.name} manifest"
+        )
+    if entry.sequence_number is None or entry.file_sequence_number is None:
+        # Mirrors Iceberg Java's V2 writer: only this commit's new files may inherit.
+        if entry.status != Status.ADDED:
+            raise ValidationError(
+                f"{df.file_path}: only ADDED entries may leave sequence numbers to inheritance"
+            )
+        if entry.snapshot_id is not None and entry.snapshot_id != added_snapshot_id:
+            raise ValidationError(
+                f"{df.file_path}: unassigned sequence number for an entry of snapshot "
+                f"{entry.snapshot_id}, not of {added_snapshot_id}"
+            )
+
+
+# Optional values are handed to fastavro in its tuple notation, ``(branch name, value)``, so
+# that it writes the union branch directly instead of validating the value against each one.
+def _opt(branch: str, value: Any) -> Any:
+    return None if value is None else (branch, value)
+
+
+def _kv(m: Mapping[int, Any] | None) -> Any:
+    return None if m is None else ("array", [{"key": k, "value": v} for k, v in m.items()])
+
+
+def _array(values: tuple[int, ...] | None) -> Any:
+    return None if values is None else ("array", list(values))
+
+
+def _entry_record(entry: ManifestEntry, encode_partition: PartitionEncoder) -> dict[str, Any]:
+    df = entry.data_file
+    return {
+        "status": int(entry.status),
+        "snapshot_id": _opt("long", entry.snapshot_id),
+        "sequence_number": _opt("long", entry.sequence_number),
+        "file_sequence_number": _opt("long", entry.file_sequence_number),
+        "data_file": {
+            "content": int(df.content),
+            "file_path": df.file_path,
+            "file_format": df.file_format,
+            "partition": encode_partition(df.partition),
+            "record_count": df.record_count,
+            "file_size_in_bytes": df.file_size_in_bytes,
+            "column_sizes": _kv(df.column_sizes),
+            "value_counts": _kv(df.value_counts),
+            "null_value_counts": _kv(df.null_value_counts),
+            "nan_value_counts": _kv(df.nan_value_counts),
+            "lower_bounds": _kv(df.lower_bounds),
+            "upper_bounds": _kv(df.upper_bounds),
+            "key_metadata": _opt("bytes", df.key_metadata),
+            "split_offsets": _array(df.split_offsets),
+            "equality_ids": _array(df.equality_ids),
+            "sort_order_id": _opt("int", df.sort_order_id),
+        },
+    }
+
+
+class _FieldStats:
+    """Running summary of one partition field (Iceberg Java's PartitionFieldStats)."""
+
+    __slots__ = ("contains_nan", "contains_null", "lower", "type", "upper")
+
+    def __init__(self, t: PrimitiveType) -> None:
+        self.type = t
+        self.contains_null = False
+        self.contains_nan = False
+        self.lower: Any = None
+        self.upper: Any = None
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            self.contains_null = True
+        elif isinstance(self.type, FloatType | DoubleType) and value != value:
+            self.contains_nan = True
+        elif self.lower is None:
+            self.lower = self.upper = value
+        elif value < self.lower:
+            self.lower = value
+        elif value > self.upper:
+            self.upper = value
+
+    def summary(self) -> PartitionFieldSummary:
+        return PartitionFieldSummary(
+            contains_null=self.contains_null,
+            # Java always writes the flag (false for types that have no NaN).
+            contains_nan=self.contains_nan,
+            lower_bound=None if self.lower is None else to_bytes(self.type, self.lower),
+            upper_bound=None if self.upper is None else to_bytes(self.type, self.upper),
+        )
+
+
+def _block_summaries(
+    ordered: Sequence[ManifestEntry], starts: Sequence[int], first_type: PrimitiveType
+) -> str:
+    bounds = [*starts, len(ordered)]
+    counts, summaries = [], []
+    for begin, end in pairwise(bounds):
+        stats = _FieldStats(first_type)
+        for entry in ordered[begin:end]:
+            stats.add(entry.data_file.partition[0])
+        counts.append(end - begin)
+        summaries.append(stats.summary())
+    return encode_block_summaries(counts, summaries)
+
+
+class _ManifestStats:
+    """Counts and partition summaries of the entries written to one manifest.
+
+    Like Java, partition summaries cover every entry written, DELETED ones included.
+    """
+
+    def __init__(self, ptype: StructType) -> None:
+        self.fields = [_FieldStats(primitive_of(f)) for f in ptype.fields]
+        self.files = {Status.ADDED: 0, Status.EXISTING: 0, Status.DELETED: 0}
+        self.rows = {Status.ADDED: 0, Status.EXISTING: 0, Status.DELETED: 0}
+        self.min_sequence_number: int | None = None
+
+    def add(self, entry: ManifestEntry) -> None:
+        status = Status(entry.status)
+        self.files[status] += 1
+        self.rows[status] += entry.data_file.record_count
+        for stats, value in zip(self.fields, entry.data_file.partition, strict=True):
+            stats.add(value)
+        seq = entry.sequence_number
+        if (
+            status != Status.DELETED
+            and seq is not None
+            and (self.min_sequence_number is None or seq < self.min_sequence_number)
+        ):
+            self.min_sequence_number = seq
+
+    def manifest_file(
+        self,
+        location: str,
+        *,
+        length: int,
+        spec_id: int,
+        content: ManifestContent,
+        added_snapshot_id: int,
+    ) -> ManifestFile:
+        # An inherited (null) data sequence number of an ADDED entry will be the commit's,
+        # which is above every explicit one, so the explicit minimum stays correct; with no
+        # explicit one the minimum is the commit's own and is left to the manifest list.
+        min_seq = UNASSIGNED_SEQ if self.min_sequence_number is None else self.min_sequence_number
+        return ManifestFile(
+            manifest_path=location,
+            manifest_length=length,
+            partition_spec_id=spec_id,
+            content=content,
+            sequence_number=UNASSIGNED_SEQ,
+            min_sequence_number=min_seq,
+            added_snapshot_id=added_snapshot_id,
+            added_files_count=self.files[Status.ADDED],
+            existing_files_count=self.files[Status.EXISTING],
+            deleted_files_count=self.files[Status.DELETED],
+            added_rows_count=self.rows[Status.ADDED],
+            existing_rows_count=self.rows[Status.EXISTING],
+            deleted_rows_count=self.rows[Status.DELETED],
+            partitions=tuple(f.summary() for f in self.fields),
+        )
+
+
+def _manifest_file_record(
+    m: ManifestFile, snapshot_id: int, sequence_number: int
+) -> dict[str, Any]:
+    seq, min_seq = m.sequence_number, m.min_sequence_number
+    if UNASSIGNED_SEQ in (seq, min_seq) and m.added_snapshot_id != snapshot_id:
+        raise ValidationError(
+            f"{m.manifest_path}: unassigned sequence number for a manifest of snapshot "
+            f"{m.added_snapshot_id}, not of the committing snapshot {snapshot_id}"
+        )
+    return {
+        "manifest_path": m.manifest_path,
+        "manifest_length": m.manifest_length,
+        "partition_spec_id": m.partition_spec_id,
+        "content": int(m.content),
+        "sequence_number": sequence_number if seq == UNASSIGNED_SEQ else seq,
+        "min_sequence_number": sequence_number if min_seq == UNASSIGNED_SEQ else min_seq,
+        "added_snapshot_id": m.added_snapshot_id,
+        "added_files_count": m.added_files_count,
+        "existing_files_count": m.existing_files_count,
+        "deleted_files_count": m.deleted_files_count,
+        "added_rows_count": m.added_rows_count,
+        "existing_rows_count": m.existing_rows_count,
+        "deleted_rows_count": m.deleted_rows_count,
+        "partitions": None
+        if m.partitions is None
+        else (
+            "array",
+            [
+                {
+                    "contains_null": p.contains_null,
+                    "contains_nan": _opt("boolean", p.contains_nan),
+                    "lower_bound": _opt("bytes", p.lower_bound),
+                    "upper_bound": _opt("bytes", p.upper_bound),
+                }
+                for p in m.partitions
+            ],
+        ),
+        "key_metadata": _opt("bytes", m.key_metadata),
+    }
+
+
+# ---- decoding ----------------------------------------------------------------------------
+# Dicts, not tuples: a negative code in a corrupt file must fail the lookup (KeyError).
+_STATUS = {int(s): s for s in Status}
+_CONTENT = {int(c): c for c in Content}
+_MANIFEST_CONTENT = {int(c): c for c in ManifestContent}
+
+
+def _count(rec: dict[str, Any], name: str) -> int:
+    value = rec.get(name)
+    if value is None:
+        raise CorruptMetadata(f"manifest list row {rec.get('manifest_path')!r} has no {name}")
+    return int(value)
+
+
+def _manifest_file(rec: dict[str, Any]) -> ManifestFile:
+    partitions = rec.get("partitions")
+    return ManifestFile(
+        manifest_path=rec["manifest_path"],
+        manifest_length=rec["manifest_length"],
+        partition_spec_id=rec["partition_spec_id"],
+        content=_MANIFEST_CONTENT[rec.get("content", 0)],
+        # v1 lists have no sequence numbers: the spec's upgrade rules read them as 0.
+        sequence_number=rec.get("sequence_number", 0),
+        min_sequence_number=rec.get("min_sequence_number", 0),
+        added_snapshot_id=rec["added_snapshot_id"],
+        added_files_count=_count(rec, "added_files_count"),
+        existing_files_count=_count(rec, "existing_files_count"),
+        deleted_files_count=_count(rec, "deleted_files_count"),
+        added_rows_count=_count(rec, "added_rows_count"),
+        existing_rows_count=_count(rec, "existing_rows_count"),
+        deleted_rows_count=_count(rec, "deleted_rows_count"),
+        partitions=None
+        if partitions is None
+        else tuple(
+            PartitionFieldSummary(
+                p["contains_null"],
+                p.get("contains_nan"),
+                p.get("lower_bound"),
+                p.get("upper_bound"),
+            )
+            for p in partitions
+        ),
+        key_metadata=rec.get("key_metadata"),
+    )
+
+
+_KEY_VALUE = itemgetter("key", "value")
+
+
+def _map(pairs: Any) -> dict[Any, Any] | None:
+    if pairs is None:
+        return None
+    if isinstance(pairs, dict):  # a writer that used an Avro map with string keys
+        return {int(k): v for k, v in pairs.items()}
+    return dict(map(_KEY_VALUE, pairs))
+
+
+def _entry(
+    rec: dict[str, Any], manifest: ManifestFile, read_partition: PartitionDecoder
+) -> ManifestEntry:
+    df = rec["data_file"]
+    status = _STATUS[rec["status"]]
+    snapshot_id = rec.get("snapshot_id")
+    if snapshot_id is None:
+        snapshot_id = manifest.added_snapshot_id
+    seq = rec.get("sequence_number")
+    file_seq = rec.get("file_sequence_number")
+    if seq is None or file_seq is None:
+        inherited = manifest.sequence_number
+        if status != Status.ADDED and inherited != 0:
+            raise CorruptMetadata(
+                f"{manifest.manifest_path}: {status.name} entry {df['file_path']} "
+                "has no sequence number"
+            )
+        if inherited != UNASSIGNED_SEQ:
+            seq = inherited if seq is None else seq
+            file_seq = inherited if file_seq is None else file_seq
+    split_offsets = df.get("split_offsets")
+    equality_ids = df.get("equality_ids")
+    data_file = DataFile(
+        df["file_path"],
+        df["file_format"],
+        read_partition(df["partition"]),
+        df["record_count"],
+        df["file_size_in_bytes"],
+        manifest.partition_spec_id,
+        _CONTENT[df.get("content", 0)],
+        _map(df.get("column_sizes")),
+        _map(df.get("value_counts")),
+        _map(df.get("null_value_counts")),
+        _map(df.get("nan_value_counts")),
+        _map(df.get("lower_bounds")),
+        _map(df.get("upper_bounds")),
+        df.get("key_metadata"),
+        None if split_offsets is None else tuple(split_offsets),
+        None if equality_ids is None else tuple(equality_ids),
+        df.get("sort_order_id"),
+    )
+    return ManifestEntry(status, data_file, snapshot_id, seq, file_seq)

@@ -1,0 +1,34 @@
+"""Partitioning: partition specs (:mod:`.spec`) and the transforms of the spec with their
+projections of filters (:mod:`.transforms`). (Evolving a table's spec is a table change:
+:mod:`lakecat.metadata.table.spec_evolution`.)
+"""
+
+from lakecat.metadata.partitioning.spec import (
+    UNPARTITIONED,
+    PartitionField,
+    PartitionSpec,
+)
+from lakecat.metadata.partitioning.transforms import (
+    DayTransform,
+    HourTransform,
+    IdentityTransform,
+    MonthTransform,
+    Transform,
+    TruncateTransform,
+    YearTransform,
+    parse_transform,
+)
+
+__all__ = [
+    "UNPARTITIONED",
+    "DayTransform",
+    "HourTransform",
+    "IdentityTransform",
+    "MonthTransform",
+    "PartitionField",
+    "PartitionSpec",
+    "Transform",
+    "TruncateTransform",
+    "YearTransform",
+    "parse_transform",
+]

@@ -1,0 +1,78 @@
+"""The type system: Iceberg types, schemas with field ids, conversion of values (single-value
+binary, JSON, Python) and of schemas to and from Arrow. (Evolving a table's schema is a table
+change: :mod:`lakecat.metadata.table.schema_evolution`.)
+
+* :mod:`.types`: the types; :mod:`.schema`: :class:`Schema`, lookups by id, full name and path;
+* :mod:`.conversions`: value serializations of the spec (Appendix D);
+* :mod:`.arrow`: Arrow schemas with ``PARQUET:field_id``, conforming data to a schema.
+"""
+
+from lakecat.metadata.schema.arrow import (
+    arrow_to_schema,
+    conform_to_schema,
+    list_parts,
+    map_parts,
+    schema_to_arrow,
+)
+from lakecat.metadata.schema.conversions import (
+    INT_MIN,
+    MICROS_PER_DAY,
+    MICROS_PER_HOUR,
+)
+from lakecat.metadata.schema.schema import (
+    Schema,
+)
+from lakecat.metadata.schema.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    PrimitiveType,
+    StringType,
+    StructType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+
+__all__ = [
+    "INT_MIN",
+    "MICROS_PER_DAY",
+    "MICROS_PER_HOUR",
+    "BinaryType",
+    "BooleanType",
+    "DateType",
+    "DecimalType",
+    "DoubleType",
+    "FixedType",
+    "FloatType",
+    "IcebergType",
+    "IntegerType",
+    "ListType",
+    "LongType",
+    "MapType",
+    "NestedField",
+    "PrimitiveType",
+    "Schema",
+    "StringType",
+    "StructType",
+    "TimeType",
+    "TimestampType",
+    "TimestamptzType",
+    "UUIDType",
+    "arrow_to_schema",
+    "conform_to_schema",
+    "list_parts",
+    "map_parts",
+    "schema_to_arrow",
+]

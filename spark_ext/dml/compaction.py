@@ -1,0 +1,145 @@
+"""Compaction on Spark: the rewrite runs on the executors, the commits on the driver.
+
+Planning and commits are those of lakecat's compaction
+(:func:`lakecat.catalog.maintenance.rewrite_data_files`): the driver plans the file groups
+with :func:`~lakecat.catalog.maintenance.plan_file_groups` (small files, oversized files and
+files of older partition specs, packed per partition) against the current snapshot; each group
+then commits as a ``replace`` intent that started at that snapshot, on its own
+(``partial_progress``, the default: a conflict loses that group, reported in
+``groups_failed``) or all groups as one snapshot. A ``replace`` never conflicts with
+concurrent appends; a concurrent commit that removed one of a group's files fails the group
+with ``ConcurrentDeleteDelete``.
+
+What Spark does: one task per group reads the group's files (through the data source, pinned
+to the planned metadata) and writes its rows again at the target file size (through the data
+source's writer in staging mode: only successful attempts count, a failed job's files are
+deleted). Sorting is not done on Spark: compact with ``sort_by`` through the Python job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lakecat.catalog import Catalog
+from lakecat.catalog.engine import (
+    DEFAULT_MAX_GROUP_SIZE_BYTES,
+    CompactionResult,
+    FileGroup,
+    Intent,
+    OpKind,
+    RowFilter,
+    plan_file_groups,
+)
+from lakecat.metadata import properties as P
+from lakecat.metadata.errors import CommitConflict, LakecatError, RetriesExhausted, ValidationError
+from lakecat.metadata.manifests import DataFile
+from lakecat.spark_ext.settings import DEFAULT_FORMAT
+from lakecat.spark_ext.source.staging import (
+    TargetTable,
+    open_target,
+    read_files,
+    stage_write_by_task,
+)
+from lakecat.spark_ext.source.tasks import delete_files
+
+
+def compact(
+    spark: Any,
+    table: str,
+    *,
+    row_filter: RowFilter = None,
+    target_file_size_bytes: int | None = None,
+    min_input_files: int = 2,
+    max_group_size_bytes: int = DEFAULT_MAX_GROUP_SIZE_BYTES,
+    partial_progress: bool = True,
+    catalog: Catalog | None = None,
+    format_name: str = DEFAULT_FORMAT,
+) -> CompactionResult:
+    """Compact a table's small files on Spark (see the module docstring); the arguments are
+    those of :func:`lakecat.catalog.maintenance.rewrite_data_files` without sorting."""
+    if min_input_files < 1:
+        raise ValidationError(f"min_input_files must be at least 1, not {min_input_files}")
+    if max_group_size_bytes <= 0:
+        raise ValidationError(f"max_group_size_bytes must be positive, not {max_group_size_bytes}")
+    with open_target(spark, table, catalog, format_name) as target:
+        start = target.head
+        target_size = target_file_size_bytes or P.get_int(
+            target.metadata.properties,
+            P.WRITE_TARGET_FILE_SIZE_BYTES,
+            P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
+        )
+        if target_size <= 0:
+            raise ValidationError(f"target_file_size_bytes must be positive, not {target_size}")
+        groups = plan_file_groups(
+            target.io,
+            target.metadata,
+            row_filter=row_filter,
+            target_file_size_bytes=target_size,
+            min_input_files=min_input_files,
+            max_group_size_bytes=max_group_size_bytes,
+        )
+        if start is None or not groups:
+            return _result(len(groups), [], [])
+        rows = read_files(spark, target, [list(g.files) for g in groups], metadata_columns=False)
+        staged = stage_write_by_task(target, rows, target_file_size=target_size)
+        new_files: list[list[DataFile]] = [[] for _ in groups]
+        for task, files in staged:  # one Spark task per group, in order
+            new_files[task].extend(files)
+        return _commit(target, groups, new_files, start.snapshot_id, partial_progress)
+
+
+def _commit(
+    target: TargetTable,
+    groups: Sequence[FileGroup],
+    new_files: Sequence[list[DataFile]],
+    starting_snapshot_id: int,
+    partial_progress: bool,
+) -> CompactionResult:
+    batches = (
+        [([g], files) for g, files in zip(groups, new_files, strict=True)]
+        if partial_progress
+        else [(list(groups), [f for files in new_files for f in files])]
+    )
+    committed: list[tuple[list[FileGroup], list[DataFile], int | None]] = []
+    failed: list[tuple[str, LakecatError]] = []
+    for index, (batch_groups, added) in enumerate(batches):
+        intent = Intent(
+            kind=OpKind.REPLACE,
+            starting_snapshot_id=starting_snapshot_id,
+            added_files=tuple(added),
+            removed_files=tuple(f for g in batch_groups for f in g.files),
+        )
+        try:
+            result = target.table.commit_intent(intent)  # a conflict deletes `added`
+        except (CommitConflict, RetriesExhausted) as exc:
+            if not partial_progress:
+                raise
+            failed.append((batch_groups[0].describe(), exc))
+            continue
+        except BaseException:
+            # The groups not tried yet leave nothing behind; this one's outcome may be unknown.
+            later = [f.file_path for _, files in batches[index + 1 :] for f in files]
+            delete_files(target.io, later)
+            raise
+        committed.append((batch_groups, added, result.snapshot_id))
+    return _result(len(groups), committed, failed)
+
+
+def _result(
+    total: int,
+    committed: Sequence[tuple[list[FileGroup], list[DataFile], int | None]],
+    failed: Sequence[tuple[str, LakecatError]],
+) -> CompactionResult:
+    removed = [f for groups, _, _ in committed for g in groups for f in g.files]
+    added = [f for _, files, _ in committed for f in files]
+    return CompactionResult(
+        groups_total=total,
+        groups_committed=sum(len(groups) for groups, _, _ in committed),
+        groups_failed=tuple(failed),
+        files_removed=len(removed),
+        files_added=len(added),
+        bytes_removed=sum(f.file_size_in_bytes for f in removed),
+        bytes_added=sum(f.file_size_in_bytes for f in added),
+        snapshot_ids=tuple(s for _, _, s in committed if s is not None),
+    )

@@ -1,0 +1,294 @@
+"""DELETE, UPDATE and MERGE for Spark users, copy-on-write, committed with conflict checks.
+
+>>> delete(spark, "db.events", "ts < '2024-01-01'")
+>>> update(spark, "db.events", "region = 'eu'", {"amount": "amount * 2"})
+>>> merge(spark, target="db.events", source=updates, on="t.id = s.id",
+...       when_matched_update="*", when_not_matched_insert="*")
+
+Conditions and SET values are Spark SQL, evaluated by Spark on the rows. Each operation
+
+1. loads the table on the driver (the snapshot it starts from) and plans the files that may
+   hold affected rows: the condition, when lakecat's filter syntax reads it, prunes by
+   partitions and column bounds (a MERGE prunes by the source's key values); a DELETE drops
+   files whose rows all match without reading them;
+2. finds on Spark the files with affected rows, then rewrites those files whole on Spark
+   (copy-on-write: unaffected rows are copied); files read and found unaffected count as
+   *read* for the conflict checks;
+3. commits one intent on the driver with the read filter it used and the table's isolation
+   level (``write.delete/update/merge.isolation-level``), so that concurrent operations on
+   disjoint partitions both commit, and overlapping ones fail with a typed conflict.
+
+Rows for which a condition is NULL are not affected, as in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from lakecat.catalog import Catalog
+from lakecat.catalog.engine import Intent, OpKind, Scan
+from lakecat.metadata import properties as P
+from lakecat.metadata.errors import LakecatError, ValidationError
+from lakecat.metadata.expressions import (
+    AlwaysTrue,
+    Expression,
+    PartitionEvaluator,
+    StrictMetricsEvaluator,
+    bind,
+    parse,
+)
+from lakecat.metadata.manifests import DataFile
+from lakecat.spark_ext.dml.merge_plan import MergeClauses, key_filter, merge_rows, resolve_columns
+from lakecat.spark_ext.settings import DEFAULT_FORMAT
+from lakecat.spark_ext.source.staging import TargetTable, open_target, read_files, stage_write
+from lakecat.spark_ext.source.tasks import delete_files
+from lakecat.spark_ext.source.write_jobs import isolation_level
+from lakecat.spark_ext.types import FILE_COLUMN, METADATA_COLUMNS
+
+_MATCH = "__lakecat_match"
+
+
+@dataclass(frozen=True)
+class RowLevelResult:
+    """What a row-level operation did; ``snapshot_id`` is None when it changed nothing."""
+
+    snapshot_id: int | None
+    files_removed: int
+    files_added: int
+    files_read: int  # candidate files read on Spark (a DELETE drops some without reading)
+
+
+def delete(
+    spark: Any,
+    table: str,
+    condition: str,
+    *,
+    catalog: Catalog | None = None,
+    format_name: str = DEFAULT_FORMAT,
+) -> RowLevelResult:
+    """Delete the rows matching a Spark SQL condition."""
+    with open_target(spark, table, catalog, format_name) as target:
+        expression = lakecat_filter(condition, target)
+        candidates = _candidates(target, expression)
+        whole, partial = _split_strict(target, expression, candidates)
+        touched = _files_with_matches(spark, target, partial, condition)
+        added: list[DataFile] = []
+        if touched:
+            rows = read_files(spark, target, touched)
+            kept = rows.where(~F.coalesce(F.expr(condition), F.lit(False)))
+            added = stage_write(target, kept.drop(*METADATA_COLUMNS))
+        removed = [*whole, *touched]
+        read = [f for f in partial if f.file_path not in set_of(touched)]
+        return _commit(
+            target,
+            OpKind.DELETE,
+            P.DELETE_ISOLATION_LEVEL,
+            expression,
+            removed,
+            added,
+            read,
+            files_read=len(partial),
+        )
+
+
+def update(
+    spark: Any,
+    table: str,
+    condition: str,
+    set: Mapping[str, str],
+    *,
+    catalog: Catalog | None = None,
+    format_name: str = DEFAULT_FORMAT,
+) -> RowLevelResult:
+    """Set columns to Spark SQL expressions in the rows matching a condition."""
+    if not set:
+        raise ValidationError("update needs at least one column to set")
+    with open_target(spark, table, catalog, format_name) as target:
+        columns = [f.name for f in target.metadata.schema().fields]
+        assignments = resolve_columns(set, columns)
+        expression = lakecat_filter(condition, target)
+        candidates = _candidates(target, expression)
+        touched = _files_with_matches(spark, target, candidates, condition)
+        added: list[DataFile] = []
+        if touched:
+            rows = read_files(spark, target, touched).withColumn(
+                _MATCH, F.coalesce(F.expr(condition), F.lit(False))
+            )
+            out = rows.select(
+                *[
+                    F.when(F.col(_MATCH), F.expr(assignments[c])).otherwise(F.col(c)).alias(c)
+                    if c in assignments
+                    else F.col(c)
+                    for c in columns
+                ]
+            )
+            added = stage_write(target, out)
+        read = [f for f in candidates if f.file_path not in set_of(touched)]
+        return _commit(
+            target,
+            OpKind.UPDATE,
+            P.UPDATE_ISOLATION_LEVEL,
+            expression,
+            touched,
+            added,
+            read,
+            files_read=len(candidates),
+        )
+
+
+def merge(
+    spark: Any,
+    *,
+    target: str,
+    source: Any,
+    on: str,
+    when_matched_update: Mapping[str, str] | str | None = None,
+    when_matched_update_condition: str | None = None,
+    when_matched_delete: bool | str = False,
+    when_not_matched_insert: Mapping[str, str] | str | None = None,
+    when_not_matched_insert_condition: str | None = None,
+    target_alias: str = "t",
+    source_alias: str = "s",
+    catalog: Catalog | None = None,
+    format_name: str = DEFAULT_FORMAT,
+) -> RowLevelResult:
+    """Merge a source DataFrame into a table, in the style of Delta's ``DeltaTable.merge``.
+
+    ``on`` joins target rows (alias ``t``) with source rows (alias ``s``). A matched target
+    row is deleted when ``when_matched_delete`` is True or its condition holds, else updated
+    with ``when_matched_update`` (``{"col": "s.col + 1"}``, or ``"*"``: every column from the
+    source column of the same name) when ``when_matched_update_condition`` is absent or
+    holds; a source row without a match is inserted with ``when_not_matched_insert`` (a
+    mapping or ``"*"``) when its condition is absent or holds. A target row matched by more
+    than one source row is an error when a matched clause would change it.
+
+    Files are pruned by the source's values of the keys ``on`` compares with ``=``; those
+    values also make the commit's read filter, so merges whose sources touch disjoint
+    partitions (or key ranges) do not conflict.
+    """
+    clauses = MergeClauses.of(
+        update=when_matched_update,
+        update_condition=when_matched_update_condition,
+        delete=when_matched_delete,
+        insert=when_not_matched_insert,
+        insert_condition=when_not_matched_insert_condition,
+        target_alias=target_alias,
+        source_alias=source_alias,
+    )
+    with open_target(spark, target, catalog, format_name) as planned:
+        schema = planned.metadata.schema()
+        expression = key_filter(on, source, schema, target_alias, source_alias)
+        candidates = _candidates(planned, expression)
+        rows = read_files(spark, planned, candidates) if candidates else None
+        plan = merge_rows(spark, rows, source, on, clauses, schema)
+        try:
+            touched = [f for f in candidates if f.file_path in plan.changed_files]
+            added = stage_write(planned, plan.output) if plan.writes_anything else []
+        finally:
+            plan.release()
+        read = [f for f in candidates if f.file_path not in plan.changed_files]
+        return _commit(
+            planned,
+            OpKind.MERGE,
+            P.MERGE_ISOLATION_LEVEL,
+            expression,
+            touched,
+            added,
+            read,
+            files_read=len(candidates),
+        )
+
+
+# ---- planning ---------------------------------------------------------------------------------
+def lakecat_filter(condition: str, target: TargetTable) -> Expression:
+    """The condition in lakecat's filter syntax, for pruning; AlwaysTrue when it is Spark SQL
+    lakecat cannot read (nothing is pruned then)."""
+    try:
+        expression = parse(condition)
+        bind(target.metadata.schema(), expression, case_sensitive=False)
+    except LakecatError:
+        return AlwaysTrue()
+    return expression
+
+
+def _candidates(target: TargetTable, expression: Expression) -> list[DataFile]:
+    scan = Scan(
+        target.io,
+        target.metadata,
+        target.head,
+        target.metadata.schema(),
+        row_filter=expression,
+        case_sensitive=False,
+    )
+    return scan.plan_files()
+
+
+def _split_strict(
+    target: TargetTable, expression: Expression, files: list[DataFile]
+) -> tuple[list[DataFile], list[DataFile]]:
+    """(files whose every row matches, the others), by partition values and column bounds."""
+    if isinstance(expression, AlwaysTrue):
+        return [], files
+    schema = target.metadata.schema()
+    bound = bind(schema, expression, case_sensitive=False)
+    strict_metrics = StrictMetricsEvaluator(schema, bound)
+    strict_partitions = {
+        spec_id: PartitionEvaluator(spec, schema, bound, strict=True)
+        for spec_id, spec in target.metadata.specs_by_id().items()
+    }
+    whole = [
+        f for f in files if strict_partitions[f.spec_id].eval(f.partition) or strict_metrics.eval(f)
+    ]
+    chosen = set_of(whole)
+    return whole, [f for f in files if f.file_path not in chosen]
+
+
+def _files_with_matches(
+    spark: Any, target: TargetTable, files: Sequence[DataFile], condition: str
+) -> list[DataFile]:
+    """The files with at least one row matching the condition (a Spark job)."""
+    if not files:
+        return []
+    rows = read_files(spark, target, files)
+    found = {r[0] for r in rows.where(F.expr(condition)).select(FILE_COLUMN).distinct().collect()}
+    return [f for f in files if f.file_path in found]
+
+
+def set_of(files: Sequence[DataFile]) -> set[str]:
+    return {f.file_path for f in files}
+
+
+# ---- commit ---------------------------------------------------------------------------------
+def _commit(
+    target: TargetTable,
+    kind: OpKind,
+    isolation_key: str,
+    expression: Expression,
+    removed: Sequence[DataFile],
+    added: Sequence[DataFile],
+    read: Sequence[DataFile],
+    *,
+    files_read: int,
+) -> RowLevelResult:
+    if not removed and not added:
+        return RowLevelResult(None, 0, 0, files_read)
+    head = target.head
+    try:
+        intent = Intent(
+            kind=kind,
+            starting_snapshot_id=head.snapshot_id if head else None,
+            added_files=tuple(added),
+            removed_files=tuple(removed),
+            read_files=tuple(f.file_path for f in read),
+            read_filter=expression,
+            isolation=isolation_level(target.metadata, isolation_key),
+        )
+    except BaseException:
+        delete_files(target.io, [f.file_path for f in added])
+        raise
+    result = target.table.commit_intent(intent)
+    return RowLevelResult(result.snapshot_id, len(removed), len(added), files_read)

@@ -1,0 +1,334 @@
+"""Partitioning a native write: Iceberg transforms as hidden Spark columns, and back.
+
+Each partition field of the table's default spec becomes a hidden column computed with Spark
+SQL exactly as the Iceberg spec defines the transform; the write ``partitionBy``-s the hidden
+columns, so Spark puts each file in a ``<hidden name>=<value>`` folder and leaves the hidden
+columns out of the file (the source columns stay in it, as Iceberg requires). After the job,
+:func:`parse_partition` reads each file's partition tuple back from its folders, and
+:func:`check_partition` cross-checks it against the source columns' ranges in the footer.
+
+What is computed, without any session-time-zone-dependent function (microseconds and days
+from ``unix_micros``, ``timestamp_diff`` from a zone-less epoch, ``unix_date``; exact integer
+floor division as ``(v - pmod(v, d)) div d``):
+
+* identity on int, long, boolean, decimal, string, date (its day number) and timestamps
+  (microseconds);
+* year, month, day on dates and timestamps, hour on timestamps (UTC for timestamptz, the
+  wall-clock value for timestamp);
+* truncate[W] on int and long (``v - pmod(v, W)``, an overflow fails the job) and on strings
+  (the first W code points: Spark's ``substring`` counts code points);
+* void (no column: the value is always null).
+
+bucket, identity on float, double, binary, fixed and uuid, and truncate on decimal and binary
+do not qualify (:class:`NotNative`).
+
+Folder values: Spark writes null *and* the empty string as ``__HIVE_DEFAULT_PARTITION__`` and
+escapes special characters as ``%XX``; a ``%`` in a path is best avoided, because lakecat's
+FileIO decodes ``%XX`` in ``file:`` URIs while Spark, Hadoop and pyiceberg take them
+literally. So numbers and booleans go as they are (digits, ``-``, ``.``, ``true``), and a
+string is URL-encoded (``url_encode``: UTF-8, space as ``+``) with ``~`` in place of ``%``
+and ``~2A`` for ``*``, leaving only ``A-Za-z0-9._+-`` and ``~XX`` escapes, none of which Spark
+escapes; the empty string is ``~`` and the string ``__HIVE_DEFAULT_PARTITION__`` is
+``~__HIVE_DEFAULT_PARTITION__``. The default partition name itself is null.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from enum import Enum
+from typing import Any
+from urllib.parse import unquote_plus
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from lakecat.metadata.errors import CorruptMetadata
+from lakecat.metadata.io import ColumnRange
+from lakecat.metadata.partitioning import (
+    DayTransform,
+    HourTransform,
+    IdentityTransform,
+    MonthTransform,
+    PartitionField,
+    PartitionSpec,
+    Transform,
+    TruncateTransform,
+    YearTransform,
+    parse_transform,
+)
+from lakecat.metadata.schema import (
+    INT_MIN,
+    MICROS_PER_DAY,
+    MICROS_PER_HOUR,
+    BooleanType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    PrimitiveType,
+    Schema,
+    StringType,
+    StructType,
+    TimestampType,
+    TimestamptzType,
+)
+from lakecat.spark_ext.native.support import NotNative
+
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+_ESCAPE = "~"
+_ENCODED = re.compile(r"(?:[A-Za-z0-9._+-]|~[0-9A-F]{2})*")
+EPOCH_NTZ = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"  # a zone-less epoch, as SQL
+_TEMPORAL = (DateType, TimestampType, TimestamptzType)
+
+
+class Encoding(Enum):
+    """How a partition value is written in a folder name."""
+
+    INTEGER = "integer"
+    BOOLEAN = "boolean"
+    DECIMAL = "decimal"
+    STRING = "string"
+    VOID = "void"  # no folder
+
+
+@dataclass(frozen=True)
+class HiddenPartition:
+    """One partition field of the write: its hidden column and how its folder decodes."""
+
+    field: PartitionField
+    transform: Transform
+    source_type: PrimitiveType
+    source_path: tuple[str, ...]  # names from the top-level column down to the source
+    encoding: Encoding
+    column: str | None  # the hidden column (None for void)
+
+
+def plan_partitions(
+    spec: PartitionSpec, schema: Schema, taken: Collection[str]
+) -> tuple[HiddenPartition, ...]:
+    """The hidden columns of ``spec``'s fields (:class:`NotNative` for a transform the native
+    write cannot compute exactly), named apart from the ``taken`` column names."""
+    used = {name.lower() for name in taken}
+    out: list[HiddenPartition] = []
+    for pf in spec.fields:
+        transform = parse_transform(pf.transform, strict=False)
+        source = schema.find_field(pf.source_id)
+        if not isinstance(source.field_type, PrimitiveType):
+            raise NotNative(f"partition field {pf.name!r} has a non-primitive source")
+        path = _source_path(schema, pf.source_id)
+        if transform.is_void:
+            out.append(HiddenPartition(pf, transform, source.field_type, path, Encoding.VOID, None))
+            continue
+        encoding = _encoding(pf, transform, source.field_type)
+        name = _hidden_name(pf.name, used)
+        used.add(name.lower())
+        out.append(HiddenPartition(pf, transform, source.field_type, path, encoding, name))
+    return tuple(out)
+
+
+def _source_path(schema: Schema, field_id: int) -> tuple[str, ...]:
+    """The names from the top-level column down to the source (walked by id: a name may
+    contain dots); :class:`NotNative` for a source inside a list or map."""
+    parent = schema.parent_id(field_id)
+    while parent is not None:
+        if not isinstance(schema.find_type(parent), StructType):
+            name = schema.column_name(field_id)
+            raise NotNative(f"partition source {name!r} is in a list or map")
+        parent = schema.parent_id(parent)
+    return schema.column_path(field_id)
+
+
+def _encoding(pf: PartitionField, transform: Transform, t: PrimitiveType) -> Encoding:
+    if isinstance(transform, IdentityTransform):
+        if isinstance(t, (IntegerType, LongType, *_TEMPORAL)):
+            return Encoding.INTEGER
+        if isinstance(t, BooleanType):
+            return Encoding.BOOLEAN
+        if isinstance(t, DecimalType):
+            return Encoding.DECIMAL
+        if isinstance(t, StringType):
+            return Encoding.STRING
+    elif isinstance(transform, (YearTransform, MonthTransform, DayTransform, HourTransform)):
+        if transform.can_transform(t):
+            return Encoding.INTEGER
+    elif isinstance(transform, TruncateTransform):
+        if isinstance(t, (IntegerType, LongType)):
+            return Encoding.INTEGER
+        if isinstance(t, StringType):
+            return Encoding.STRING
+    raise NotNative(
+        f"partition field {pf.name!r} ({transform} of {t}) is not computed by the native write"
+    )
+
+
+def _hidden_name(name: str, used: set[str]) -> str:
+    # Letters, digits and "_" only, not starting with "_" or "." (Spark and Hadoop hide such
+    # folders), apart from every column of the write.
+    base = re.sub(r"[^0-9A-Za-z_]", "_", name).lstrip("_") or "p"
+    candidate, n = base, 1
+    while candidate.lower() in used:
+        candidate, n = f"{base}_{n}", n + 1
+    return candidate
+
+
+# ---- Spark columns ------------------------------------------------------------------------
+
+
+def hidden_columns(partitions: Sequence[HiddenPartition]) -> list[Column]:
+    """The hidden columns, to add to the DataFrame in table form and partition by."""
+    return [_expression(p).alias(p.column) for p in partitions if p.column is not None]
+
+
+def _expression(p: HiddenPartition) -> Column:
+    source = F.col("`" + p.source_path[0].replace("`", "``") + "`")
+    for name in p.source_path[1:]:
+        source = source.getField(name)
+    t, transform = p.source_type, p.transform
+    if isinstance(transform, IdentityTransform):
+        if isinstance(t, _TEMPORAL):
+            return _micros(source, t) if not isinstance(t, DateType) else F.unix_date(source)
+        return _encode(source) if p.encoding is Encoding.STRING else source
+    if isinstance(transform, TruncateTransform):
+        if isinstance(t, StringType):
+            return _encode(F.substring(source, 1, transform.width))
+        return _truncate(source, p, int_range=isinstance(t, IntegerType))
+    if isinstance(transform, HourTransform):
+        return _floor_div(_micros(source, t), MICROS_PER_HOUR)
+    if isinstance(t, DateType):
+        days = F.unix_date(source)
+    else:
+        days = _floor_div(_micros(source, t), MICROS_PER_DAY)
+    if isinstance(transform, DayTransform):
+        return days
+    date = source if isinstance(t, DateType) else F.date_from_unix_date(days)
+    years = F.year(date) - F.lit(1970)
+    if isinstance(transform, YearTransform):
+        return years
+    return years * F.lit(12) + F.month(date) - F.lit(1)
+
+
+def _micros(source: Column, t: PrimitiveType) -> Column:
+    """Microseconds since the epoch: of the instant (timestamptz), of the wall-clock value
+    read as UTC (timestamp)."""
+    if isinstance(t, TimestamptzType):
+        return F.unix_micros(source)
+    return F.timestamp_diff("MICROSECOND", F.expr(EPOCH_NTZ), source)
+
+
+def _floor_div(values: Column, divisor: int) -> Column:
+    exact = values - F.pmod(values, F.lit(divisor))
+    return F.call_function("div", exact, F.lit(divisor))
+
+
+def _truncate(source: Column, p: HiddenPartition, *, int_range: bool) -> Column:
+    assert isinstance(p.transform, TruncateTransform)
+    value = source.cast("long")
+    truncated = F.try_subtract(value, F.pmod(value, F.lit(p.transform.width)))
+    overflow = truncated.isNull() & value.isNotNull()
+    if int_range:
+        overflow = overflow | (truncated < F.lit(INT_MIN))
+    message = F.lit(f"partition field {p.field.name!r}: {p.transform} overflows")
+    return F.when(overflow, F.raise_error(message)).otherwise(truncated)
+
+
+def _encode(text: Column) -> Column:
+    encoded = F.replace(
+        F.replace(F.url_encode(text), F.lit("%"), F.lit(_ESCAPE)), F.lit("*"), F.lit("~2A")
+    )
+    return (
+        F.when(text == F.lit(""), F.lit(_ESCAPE))
+        .when(text == F.lit(DEFAULT_PARTITION), F.lit(_ESCAPE + DEFAULT_PARTITION))
+        .otherwise(encoded)
+    )
+
+
+# ---- back from the folders ----------------------------------------------------------------
+
+
+def parse_partition(
+    folders: Sequence[str], partitions: Sequence[HiddenPartition], *, path: str
+) -> tuple[Any, ...]:
+    """The partition tuple of a file from its ``<hidden name>=<value>`` folders (in
+    lakecat's in-memory form of each field's result type)."""
+    hidden = [p for p in partitions if p.column is not None]
+    if len(folders) != len(hidden):
+        raise CorruptMetadata(f"{path}: expected {len(hidden)} partition folders")
+    texts: dict[str, str] = {}
+    for p, folder in zip(hidden, folders, strict=True):
+        name, sep, value = folder.partition("=")
+        if not sep or name != p.column:
+            raise CorruptMetadata(f"{path}: folder {folder!r} is not partition {p.column!r}")
+        texts[p.column] = value
+    return tuple(
+        None if p.column is None else _decode(p, texts[p.column], path) for p in partitions
+    )
+
+
+def _decode(p: HiddenPartition, text: str, path: str) -> Any:
+    if text == DEFAULT_PARTITION:
+        return None
+    try:
+        if p.encoding is Encoding.INTEGER:
+            return int(text)
+        if p.encoding is Encoding.BOOLEAN:
+            return {"true": True, "false": False}[text]
+        if p.encoding is Encoding.DECIMAL:
+            return _decimal(text, p.source_type)
+        return _decode_string(text)
+    except (ValueError, KeyError, InvalidOperation):
+        raise CorruptMetadata(f"{path}: {text!r} is not a value of {p.field.name!r}") from None
+
+
+def _decode_string(text: str) -> str:
+    if text == _ESCAPE:
+        return ""
+    if text == _ESCAPE + DEFAULT_PARTITION:
+        return DEFAULT_PARTITION
+    if not _ENCODED.fullmatch(text):
+        raise ValueError(text)
+    return unquote_plus(text.replace(_ESCAPE, "%"), errors="strict")
+
+
+def _decimal(text: str, t: PrimitiveType) -> Decimal:
+    value = Decimal(text)
+    assert isinstance(t, DecimalType)
+    exponent = value.as_tuple().exponent
+    if not value.is_finite() or exponent != -t.scale:
+        raise ValueError(text)
+    return value
+
+
+def check_partition(
+    partition: tuple[Any, ...],
+    partitions: Sequence[HiddenPartition],
+    ranges: Mapping[int, ColumnRange],
+    *,
+    path: str,
+) -> None:
+    """Cross-check a file's partition tuple (read from its folders) against its footer: the
+    source column of a null partition value holds only nulls; the transform of the source's
+    min and max, where the footer has them, is the partition value. :class:`CorruptMetadata`
+    otherwise (the write fails and deletes its files)."""
+    for p, value in zip(partitions, partition, strict=True):
+        if p.column is None:
+            continue
+        found = ranges.get(p.field.source_id)
+        if found is None or found.null_count is None:
+            continue
+        if value is None:
+            consistent = found.null_count == found.value_count
+        else:
+            consistent = found.null_count == 0 and (
+                found.low is None
+                or p.transform.apply(p.source_type, found.low)
+                == value
+                == p.transform.apply(p.source_type, found.high)
+            )
+        if not consistent:
+            raise CorruptMetadata(
+                f"{path}: partition {p.field.name}={value!r} read from the folder does not "
+                "match the file's values"
+            )

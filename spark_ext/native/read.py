@@ -1,0 +1,390 @@
+"""Native reads: lakecat plans the data files, Spark's own Parquet reader reads them.
+
+>>> import lakecat.spark_ext as lk
+>>> lk.read(spark, "db.events")
+>>> lk.read(spark, "db.events", **{"snapshot-id": 7613386734127489232})
+>>> lk.read(spark, "db.events", filter="region = 'eu'")  # prunes files, filters rows
+>>> lk.native_read_support(spark, "db.events").reason     # None: native
+
+lakecat resolves the snapshot (time travel and incremental options as the data source takes
+them), plans its files (the ``filter`` option prunes them by partition values and column
+bounds) and hands the list to ``spark.read.schema(<the table's Spark schema>).parquet(...)``;
+the ``filter`` option is also applied to the rows, translated into a Spark condition. Spark
+resolves a Parquet file's columns by *name*, lakecat by field id, so a read is native only
+when the two give the same rows (else the ``lakecat`` data source serves it, the reason
+logged):
+
+* every schema in the table's history names each field id as the read schema does, and no
+  other field ever had the name (case-insensitively, as Spark matches names) of a field of
+  the read schema; no field changed type (promoted columns would be read with the file's
+  type); no field has an initial default (Spark fills a missing column with nulls);
+* field names are Avro-compatible (Iceberg Java writes other names sanitized into Parquet);
+* no uuid or time columns (which have no Spark form that Spark's reader produces);
+* the snapshot has no delete files; every file is Parquet, local, without glob characters in
+  its path (``spark.read.parquet`` expands globs) and, for identity partition fields, holds
+  the source column (imported files may not; lakecat fills those from the partition value);
+* the ``filter`` option translates exactly: comparisons, IN, NOT IN, LIKE 'prefix%' and null
+  checks on boolean, integer, decimal, date, timestamp, string and binary columns, NaN and
+  null checks on float and double columns (other comparisons of floats differ from Spark on
+  NaN);
+* no ``metadata-columns`` or ``files`` options (driver-side operations use the data source).
+
+Spark's file sources make every column nullable; a native read's DataFrame schema therefore
+has no non-nullable columns, while the data source's keeps the table's required columns.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from lakecat.catalog import Catalog
+from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BoundPredicate,
+    Expression,
+    Operation,
+    Or,
+    bind,
+)
+from lakecat.metadata.io import FileIO, local_path, to_uri
+from lakecat.metadata.manifests import DataFile, ManifestContent, read_manifest_list
+from lakecat.metadata.partitioning import PartitionSpec, parse_transform
+from lakecat.metadata.schema import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    PrimitiveType,
+    Schema,
+    StringType,
+    StructType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+from lakecat.metadata.table import read_metadata
+from lakecat.spark_ext.native.columns import quoted
+from lakecat.spark_ext.native.partitions import EPOCH_NTZ
+from lakecat.spark_ext.native.support import (
+    NATIVE,
+    NativeSupport,
+    NotNative,
+    normalized_options,
+)
+from lakecat.spark_ext.settings import (
+    DEFAULT_FORMAT,
+    CatalogSettings,
+    settings_from_session,
+)
+from lakecat.spark_ext.source.planning import METADATA_LOCATION, ReadOptions, ReadView, plan_files
+from lakecat.spark_ext.types import spark_schema
+
+log = logging.getLogger("lakecat.spark")
+
+# Spark reads files without a writer that tells otherwise with these modes by default; a read
+# sets them so that a session configured for legacy files still reads Iceberg's dates as is.
+READ_OPTIONS: Mapping[str, str] = {
+    "datetimeRebaseMode": "CORRECTED",
+    "int96RebaseMode": "CORRECTED",
+}
+_AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_GLOB_CHARACTERS = re.compile(r"[{}\[\]*?\\]")
+_COMPARISONS: Mapping[Operation, Callable[[Any, Any], Any]] = {
+    Operation.EQ: operator.eq,
+    Operation.NOT_EQ: operator.ne,
+    Operation.LT: operator.lt,
+    Operation.LT_EQ: operator.le,
+    Operation.GT: operator.gt,
+    Operation.GT_EQ: operator.ge,
+}
+_COMPARABLE = (
+    BooleanType,
+    IntegerType,
+    LongType,
+    DecimalType,
+    DateType,
+    TimestampType,
+    TimestamptzType,
+    StringType,
+    BinaryType,
+    FixedType,
+)
+
+
+@dataclass(frozen=True)
+class NativeReadPlan:
+    """A qualifying read: its files and the row condition of its ``filter`` option."""
+
+    files: tuple[DataFile, ...]
+    row_filter: Column | None
+
+
+def plan_native_read(view: ReadView, io: FileIO) -> NativeReadPlan:
+    """The files and row condition of a native read; :class:`NotNative` when it does not
+    qualify."""
+    options = view.options
+    if options.metadata_columns:
+        raise NotNative("the metadata columns _file and _pos come from the data source")
+    if options.files is not None:
+        raise NotNative("the files option is for driver-side operations")
+    check_readable(view.schema)
+    check_history(view.schema, view.metadata.schemas)
+    row_filter = spark_filter(bind(view.schema, view.base_filter()))
+    if view.snapshot is None:
+        return NativeReadPlan((), row_filter)
+    manifests = read_manifest_list(io, view.snapshot.manifest_list)
+    if any(m.content is ManifestContent.DELETES for m in manifests):
+        raise NotNative("the snapshot has delete files")
+    files = plan_files(io, view, []).files
+    specs = view.metadata.specs_by_id()
+    for f in files:
+        _check_file(f, specs)
+    return NativeReadPlan(files, row_filter)
+
+
+def read_support(view: ReadView, io: FileIO) -> NativeSupport:
+    """Whether a read of ``view`` qualifies, and why not."""
+    try:
+        plan_native_read(view, io)
+    except NotNative as exc:
+        return NativeSupport(exc.reason)
+    return NATIVE
+
+
+def native_read_support(
+    spark: Any,
+    table: str,
+    *,
+    catalog: Catalog | None = None,
+    format_name: str = DEFAULT_FORMAT,
+    **options: Any,
+) -> NativeSupport:
+    """Whether :func:`read` with these arguments would read natively, and why not."""
+    opts = normalized_options(options)
+    settings = settings_from_session(spark, catalog, format_name=format_name).with_options(opts)
+    view = _view(settings, table, opts)
+    return read_support(view, settings.file_io(view.metadata.location))
+
+
+def read(
+    spark: Any,
+    table: str,
+    *,
+    catalog: Catalog | None = None,
+    format_name: str = DEFAULT_FORMAT,
+    **options: Any,
+) -> DataFrame:
+    """A lakecat table as a DataFrame, read by Spark's own Parquet reader when the read
+    qualifies, else by the data source (``spark.read.format(format_name)``, pinned to the
+    same table metadata; the reason is logged). Takes the data source's read options
+    (``snapshot-id``, ``as-of-timestamp``, ``tag``, ``branch``, ``start-snapshot-id``, ...,
+    ``filter``; pass hyphenated keys as ``**{"snapshot-id": 42}``).
+
+    The table state is resolved now: the DataFrame reads that snapshot whenever it runs.
+    """
+    opts = normalized_options(options)
+    settings = settings_from_session(spark, catalog, format_name=format_name).with_options(opts)
+    view = _view(settings, table, opts)
+    df: DataFrame
+    try:
+        plan = plan_native_read(view, settings.file_io(view.metadata.location))
+    except NotNative as exc:
+        log.info("lakecat: reading %s through the Python data source: %s", table, exc.reason)
+        df = (
+            spark.read.format(format_name)
+            .options(**opts)
+            .options(**settings.as_options())
+            .option(METADATA_LOCATION, view.metadata_location)
+            .load(table)
+        )
+        return df
+    schema = spark_schema(view.schema)
+    if not plan.files:
+        df = spark.createDataFrame([], schema)
+        return df
+    paths = [to_uri(f.file_path) for f in plan.files]
+    df = spark.read.schema(schema).options(**READ_OPTIONS).parquet(*paths)
+    return df.where(plan.row_filter) if plan.row_filter is not None else df
+
+
+def _view(settings: CatalogSettings, table: str, options: Mapping[str, str]) -> ReadView:
+    location = options.get(METADATA_LOCATION)
+    if location:
+        metadata = read_metadata(settings.file_io(location), location)
+    else:
+        with settings.open() as catalog:
+            loaded = catalog.load_table(table)
+            metadata, location = loaded.metadata, loaded.metadata_location
+    return ReadView.resolve(metadata, location, ReadOptions.parse(options))
+
+
+# ---- what Spark reads by name as lakecat reads by id --------------------------------------
+
+
+def check_readable(schema: Schema) -> None:
+    """:class:`NotNative` for a field Spark's reader would read differently."""
+    for path, f in _walk(schema.fields, ()):
+        name = ".".join(path)
+        if isinstance(f.field_type, (UUIDType, TimeType)):
+            raise NotNative(f"column {name!r} has type {f.field_type}, read by the data source")
+        if f.initial_default is not None:
+            raise NotNative(f"column {name!r} has an initial default, which Spark would not fill")
+        if not _AVRO_NAME.match(f.name):
+            raise NotNative(
+                f"column {name!r}: Iceberg Java writes such names sanitized into Parquet files"
+            )
+
+
+def check_history(schema: Schema, history: tuple[Schema, ...]) -> None:
+    """:class:`NotNative` unless reading by name gives the fields of ``schema`` in the files
+    of every schema of the table's ``history``: the same names and types for the same ids,
+    and no name (case-insensitively) that another field id had."""
+    read = {f.field_id: (path, _type_key(f.field_type)) for path, f in _walk(schema.fields, ())}
+    by_name: dict[tuple[str, ...], int] = {}
+    for fid, (path, _) in read.items():
+        key = tuple(p.lower() for p in path)
+        if by_name.setdefault(key, fid) != fid:
+            raise NotNative(f"columns {'.'.join(path)!r} differ only in case")
+    for old in history:
+        for path, f in _walk(old.fields, ()):
+            name = ".".join(path)
+            if f.field_id in read:
+                now, t = read[f.field_id]
+                if now != path:
+                    raise NotNative(
+                        f"column {'.'.join(now)!r} was named {name!r} in schema {old.schema_id}"
+                    )
+                if t != _type_key(f.field_type):
+                    raise NotNative(f"column {name!r} changed type since schema {old.schema_id}")
+            other = by_name.get(tuple(p.lower() for p in path))
+            if other is not None and other != f.field_id:
+                raise NotNative(
+                    f"the name {name!r} belonged to another column in schema {old.schema_id}"
+                )
+
+
+def _walk(
+    fields: tuple[NestedField, ...], prefix: tuple[str, ...]
+) -> list[tuple[tuple[str, ...], NestedField]]:
+    out: list[tuple[tuple[str, ...], NestedField]] = []
+    for f in fields:
+        path = (*prefix, f.name)
+        out.append((path, f))
+        t = f.field_type
+        if isinstance(t, StructType):
+            out.extend(_walk(t.fields, path))
+        elif isinstance(t, ListType):
+            out.extend(_walk((t.element_field,), path))
+        elif isinstance(t, MapType):
+            out.extend(_walk((t.key_field, t.value_field), path))
+    return out
+
+
+def _type_key(t: IcebergType) -> str:
+    return str(t) if isinstance(t, PrimitiveType) else type(t).__name__
+
+
+def _check_file(f: DataFile, specs: Mapping[int, PartitionSpec]) -> None:
+    if f.file_format.upper() != "PARQUET":
+        raise NotNative(f"{f.file_path} is a {f.file_format} file")
+    if local_path(f.file_path) is None:
+        raise NotNative(f"{f.file_path} is not a local file")
+    if _GLOB_CHARACTERS.search(f.file_path):
+        raise NotNative(f"{f.file_path} has characters spark.read.parquet takes for a glob")
+    known = {*(f.value_counts or {}), *(f.column_sizes or {})}
+    spec = specs[f.spec_id]
+    for pf, value in zip(spec.fields, f.partition, strict=False):
+        identity = parse_transform(pf.transform, strict=False).is_identity
+        if identity and value is not None and pf.source_id not in known:
+            raise NotNative(
+                f"{f.file_path} may lack its identity partition column (no column metrics)"
+            )
+
+
+# ---- the filter option as a Spark condition -----------------------------------------------
+
+
+def spark_filter(expression: Expression) -> Column | None:
+    """A bound lakecat expression as a Spark condition selecting the same rows (None: all
+    rows). lakecat's predicates are false for nulls and a bound expression has no NOT, so
+    Spark's NULL results drop the same rows."""
+    if isinstance(expression, AlwaysTrue):
+        return None
+    return _condition(expression)
+
+
+def _condition(expression: Expression) -> Column:
+    if isinstance(expression, And):
+        return _condition(expression.left) & _condition(expression.right)
+    if isinstance(expression, Or):
+        return _condition(expression.left) | _condition(expression.right)
+    if isinstance(expression, AlwaysTrue):
+        return F.lit(True)
+    if isinstance(expression, AlwaysFalse):
+        return F.lit(False)
+    if isinstance(expression, BoundPredicate):
+        return _predicate(expression)
+    raise ValidationError(f"expected a bound expression, got {expression}")
+
+
+def _predicate(pred: BoundPredicate) -> Column:
+    path = pred.ref.path or (pred.ref.name,)
+    column = F.col(quoted(path[0]))
+    for name in path[1:]:
+        column = column.getField(name)
+    op, t = pred.op, pred.ref.type
+    if op is Operation.IS_NULL:
+        return column.isNull()
+    if op is Operation.NOT_NULL:
+        return column.isNotNull()
+    if isinstance(t, (FloatType, DoubleType)) and op in (Operation.IS_NAN, Operation.NOT_NAN):
+        nan = F.isnan(column)
+        return nan if op is Operation.IS_NAN else column.isNotNull() & ~nan
+    if not isinstance(t, _COMPARABLE):
+        raise NotNative(f"the filter {pred} compares {t} values, which Spark orders differently")
+    if op in (Operation.IN, Operation.NOT_IN):
+        member = column.isin([_literal(t, v) for v in pred.literals])
+        return member if op is Operation.IN else ~member
+    if op in (Operation.STARTS_WITH, Operation.NOT_STARTS_WITH):
+        starts = column.startswith(F.lit(pred.literal))
+        return starts if op is Operation.STARTS_WITH else ~starts
+    compare = _COMPARISONS.get(op)
+    if compare is None:
+        raise NotNative(f"the filter {pred} has no Spark form")
+    result: Column = compare(column, _literal(t, pred.literal))
+    return result
+
+
+def _literal(t: IcebergType, value: Any) -> Column:
+    """A lakecat in-memory value as a Spark literal of the column's type (computed without
+    the session time zone)."""
+    if isinstance(t, DateType):
+        return F.date_from_unix_date(F.lit(value))
+    if isinstance(t, TimestamptzType):
+        return F.timestamp_micros(F.lit(value))
+    if isinstance(t, TimestampType):
+        return F.timestamp_add("MICROSECOND", F.lit(value), F.expr(EPOCH_NTZ))
+    if isinstance(t, (BinaryType, FixedType)):
+        return F.lit(bytes(value))
+    return F.lit(value)

@@ -1,0 +1,326 @@
+"""Native writes: Spark's own Parquet writer writes the data files; lakecat plans and commits.
+
+>>> import lakecat.spark_ext as lk
+>>> lk.write(df, "db.events")                                   # append
+>>> lk.write(df, "db.events", mode="overwrite", **{"overwrite-mode": "dynamic"})
+>>> lk.native_write_support(df, "db.events").reason               # None: native
+
+This is how Iceberg's own Spark runtime writes: rows never cross into Python. When a write
+does not qualify (:mod:`lakecat.spark_ext.native.support`) it goes through the Python data
+source (``df.write.format("lakecat")``) with the same options, so :func:`write` always works.
+
+A native write, step by step:
+
+1. plan the job exactly as the data source does
+   (:func:`~lakecat.spark_ext.source.write_jobs.plan_write`: the table loaded or created, the mode,
+   the snapshot id, app-id idempotency, the branch, snapshot properties) and decide whether it
+   qualifies (an ``overwrite-filter`` write does not: every written row would have to be checked
+   against the filter);
+2. build the DataFrame in the table's form (:mod:`~lakecat.spark_ext.native.columns`: columns
+   by name, cast exactly, field ids in the ``parquet.field.id`` metadata) plus a hidden column
+   per partition field (:mod:`~lakecat.spark_ext.native.partitions`), partitioned by those;
+3. write it with ``df.write.parquet`` into a fresh folder ``<data location>/<job id>/``.
+   Spark's file commit protocol leaves there only the output of committed task attempts, so
+   retried and speculative tasks never add a file twice; the write mode is ``errorifexists``,
+   which never deletes anything. Spark reads a few Parquet settings from the session
+   configuration when it plans the write, so they are set for the duration of the call and
+   restored afterwards (:data:`WRITE_CONFS`: microsecond timestamps instead of INT96, field
+   ids, the standard (non-legacy) layout, no calendar rebasing); the codec and sizes come
+   from the table properties as writer options;
+4. list the folder, delete what is not a data file (``_SUCCESS``, checksum files), read each
+   file's partition tuple from its folders and its metrics from its footer, cross-check
+   the two, and commit the files through the job's own commit
+   (:meth:`~lakecat.spark_ext.source.write_jobs.WriteJob.commit`), with the same conflict checks,
+   retries, idempotency and cleanup as the data source.
+
+Failures: a failed Spark job deletes the job folder and re-raises; a failed commit runs the
+job's ``abort`` as Spark does for the data source (files deleted unless the job's snapshot
+landed; after an unknown outcome that cannot be checked, nothing is deleted); empty folders
+are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
+
+from lakecat.catalog import Catalog, CommitResult
+from lakecat.catalog.engine import data_dir
+from lakecat.metadata.errors import CorruptMetadata, ValidationError
+from lakecat.metadata.io import (
+    FileInfo,
+    FileIO,
+    data_file_from_footer,
+    footer_ranges,
+    join,
+    local_path,
+    read_footer,
+    to_uri,
+)
+from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.table import TableMetadata
+from lakecat.spark_ext.native.columns import FieldPlan, build_columns, plan_columns
+from lakecat.spark_ext.native.partitions import (
+    HiddenPartition,
+    check_partition,
+    hidden_columns,
+    parse_partition,
+    plan_partitions,
+)
+from lakecat.spark_ext.native.support import (
+    NATIVE,
+    NativeSupport,
+    NotNative,
+    normalized_options,
+    parquet_write_options,
+    require_local,
+)
+from lakecat.spark_ext.settings import (
+    DEFAULT_FORMAT,
+    CatalogSettings,
+    settings_from_session,
+)
+from lakecat.spark_ext.source.staging import STAGE_TO
+from lakecat.spark_ext.source.tasks import delete_files
+from lakecat.spark_ext.source.write_jobs import (
+    FilesMessage,
+    WriteJob,
+    WriteMode,
+    created_table_args,
+    plan_write,
+    write_mode,
+)
+
+log = logging.getLogger("lakecat.spark")
+
+# Session settings Spark reads when it plans a Parquet write (writer options cannot override
+# them), set for the duration of a native write.
+WRITE_CONFS: Mapping[str, str] = {
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # default INT96
+    "spark.sql.parquet.fieldId.write.enabled": "true",
+    "spark.sql.parquet.writeLegacyFormat": "false",  # decimals as INT32/INT64 by precision
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",  # proleptic Gregorian as is
+}
+_SAVE_MODES = ("append", "overwrite")
+
+
+@dataclass(frozen=True)
+class NativeWritePlan:
+    """What a qualifying write hands Spark: the table's columns, the hidden partition columns,
+    and Parquet writer options from the table properties."""
+
+    columns: tuple[FieldPlan, ...]
+    partitions: tuple[HiddenPartition, ...]
+    writer_options: Mapping[str, str]
+
+
+def plan_native_write(
+    metadata: TableMetadata, source: StructType, *, mode: WriteMode, options: Mapping[str, str]
+) -> NativeWritePlan:
+    """The native plan of a write of DataFrame schema ``source`` into a table in ``mode``;
+    :class:`NotNative` when the write does not qualify."""
+    if mode is WriteMode.OVERWRITE_BY_FILTER:
+        raise NotNative("an overwrite-filter write must check every written row against the filter")
+    if options.get(STAGE_TO):
+        raise NotNative(f"the option {STAGE_TO} hands files to a driver-side operation")
+    require_local(data_dir(metadata), "the table's data location")
+    schema = metadata.schema()
+    writer_options = parquet_write_options(metadata.properties)
+    columns = plan_columns(schema, source)
+    partitions = plan_partitions(metadata.spec(), schema, taken=[f.name for f in schema.fields])
+    return NativeWritePlan(columns, partitions, writer_options)
+
+
+def write_support(
+    metadata: TableMetadata, source: StructType, *, mode: WriteMode, options: Mapping[str, str]
+) -> NativeSupport:
+    """Whether a write of DataFrame schema ``source`` into a table qualifies, and why not."""
+    try:
+        plan_native_write(metadata, source, mode=mode, options=options)
+    except NotNative as exc:
+        return NativeSupport(exc.reason)
+    return NATIVE
+
+
+def native_write_support(
+    df: DataFrame,
+    table: str,
+    mode: str = "append",
+    *,
+    catalog: Catalog | None = None,
+    format_name: str = DEFAULT_FORMAT,
+    **options: Any,
+) -> NativeSupport:
+    """Whether :func:`write` with these arguments would write natively, and why not. A table
+    that does not exist yet is judged as the write would create it."""
+    opts = normalized_options(options)
+    settings = _settings(df, catalog, format_name, opts)
+    with settings.open() as opened:
+        if opened.table_exists(table):
+            metadata = opened.load_table(table).metadata
+        else:
+            schema, partition_by = created_table_args(opts, df.schema)
+            metadata = opened.new_table_metadata(table, schema, partition_by=partition_by)
+    unpartitioned = metadata.spec().is_unpartitioned
+    wmode = write_mode(opts, overwrite=_overwrite(mode), unpartitioned=unpartitioned)
+    return write_support(metadata, df.schema, mode=wmode, options=opts)
+
+
+def write(
+    df: DataFrame,
+    table: str,
+    mode: str = "append",
+    *,
+    catalog: Catalog | None = None,
+    format_name: str = DEFAULT_FORMAT,
+    **options: Any,
+) -> NativeSupport:
+    """Write ``df`` into a lakecat table in ``mode`` (``append`` or ``overwrite``) with the
+    options of the ``lakecat`` data source (``app-id``/``app-version``, ``overwrite-mode``,
+    ``branch``, ``snapshot-property.<key>``, ``partition-by``, ...; pass hyphenated keys as
+    ``**{"app-id": "nightly"}``), natively when the write qualifies, else through the data
+    source (``df.write.format(format_name)``; the reason is logged). Returns the decision.
+
+    The catalog is ``catalog``, else the one :func:`~lakecat.spark_ext.register` registered
+    as ``format_name`` in the DataFrame's session.
+    """
+    opts = normalized_options(options)
+    settings = _settings(df, catalog, format_name, opts)
+    job = plan_write(settings, table, opts, overwrite=_overwrite(mode), spark_schema=df.schema)
+    try:
+        plan = plan_native_write(job.metadata, df.schema, mode=job.mode, options=opts)
+    except NotNative as exc:
+        log.info("lakecat: writing %s through the Python data source: %s", table, exc.reason)
+        writer = df.write.format(format_name).mode(mode).options(**opts)
+        writer.options(**settings.as_options()).save(table)
+        return NativeSupport(exc.reason)
+    _run(job, plan, df)
+    return NATIVE
+
+
+def _overwrite(mode: str) -> bool:
+    if mode not in _SAVE_MODES:
+        raise ValidationError(f"write mode {mode!r}: use one of {', '.join(_SAVE_MODES)}")
+    return mode == "overwrite"
+
+
+def _settings(
+    df: DataFrame, catalog: Catalog | None, format_name: str, options: Mapping[str, str]
+) -> CatalogSettings:
+    return settings_from_session(df.sparkSession, catalog, format_name=format_name).with_options(
+        options
+    )
+
+
+# ---- running a native write ---------------------------------------------------------------
+
+
+def _run(job: WriteJob, plan: NativeWritePlan, df: DataFrame) -> CommitResult | None:
+    io = job.io
+    folder = join(data_dir(job.metadata), job.job_id)
+    frame = df.select(*build_columns(plan.columns))
+    partition_by = [p.column for p in plan.partitions if p.column is not None]
+    if partition_by:
+        frame = frame.select("*", *hidden_columns(plan.partitions))
+    writer = frame.write.mode("errorifexists").options(**plan.writer_options)
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    try:
+        with session_conf(df.sparkSession, WRITE_CONFS):
+            writer.parquet(to_uri(folder))
+        files = _written_files(io, folder, job, plan)
+        job.journal.record(files)
+    except BaseException:
+        delete_files(io, [info.location for info in io.list_prefix(folder)])
+        _remove_empty_folders(folder)
+        raise
+    messages = [FilesMessage(tuple(files), job.metadata_location)]
+    try:
+        return job.commit(messages)
+    except BaseException:
+        job.abort(messages)  # as Spark does after a data source's commit fails
+        raise
+    finally:
+        _remove_empty_folders(folder)
+
+
+@contextmanager
+def session_conf(spark: Any, values: Mapping[str, str]) -> Iterator[None]:
+    """Set session configuration for the duration of a block, then restore (or unset) it."""
+    previous = {key: spark.conf.get(key, None) for key in values}
+    for key, value in values.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def _written_files(io: FileIO, folder: str, job: WriteJob, plan: NativeWritePlan) -> list[DataFile]:
+    """The data files the Spark job left in ``folder`` (other files deleted), described."""
+    prefix = folder.rstrip("/") + "/"
+    data: list[tuple[FileInfo, list[str]]] = []
+    other: list[str] = []
+    for info in io.list_prefix(folder):
+        if not info.location.startswith(prefix):
+            raise CorruptMetadata(f"{info.location} is listed under {folder} but not named so")
+        parts = info.location[len(prefix) :].split("/")
+        if any(part.startswith(("_", ".")) for part in parts):
+            other.append(info.location)  # _SUCCESS, checksums, a committer's _temporary
+        elif parts[-1].endswith(".parquet"):
+            data.append((info, parts[:-1]))
+        else:
+            raise CorruptMetadata(f"unexpected file {info.location} in a native write's output")
+    delete_files(io, other)
+    # One file after the other: a local footer and its metrics take about 0.4 ms, and threads
+    # only add contention for the GIL (measured: 0.36 ms a file alone, 0.53 ms with 8 threads).
+    described = [_describe(io, info, folders, job, plan) for info, folders in data]
+    empty = [info.location for (info, _), f in zip(data, described, strict=True) if f is None]
+    delete_files(io, empty)  # Spark writes an empty file for a job without rows
+    return [f for f in described if f is not None]
+
+
+def _describe(
+    io: FileIO, info: FileInfo, folders: Sequence[str], job: WriteJob, plan: NativeWritePlan
+) -> DataFile | None:
+    metadata = job.metadata
+    schema, spec = metadata.schema(), metadata.spec()
+    partition = parse_partition(folders, plan.partitions, path=info.location)
+    footer = read_footer(io, info.location)
+    if footer.num_rows == 0:
+        return None
+    sources = {p.field.source_id for p in plan.partitions if p.column is not None}
+    ranges = footer_ranges(footer, schema, sources)
+    check_partition(partition, plan.partitions, ranges, path=info.location)
+    return data_file_from_footer(
+        footer,
+        location=info.location,
+        size=info.size,
+        schema=schema,
+        spec=spec,
+        partition=partition,
+        properties=metadata.properties,
+    )
+
+
+def _remove_empty_folders(folder: str) -> None:
+    """Remove the empty folders of a local job folder, itself included (object stores have
+    no folders)."""
+    root = local_path(folder)
+    if root is None or not os.path.isdir(root):
+        return
+    for path, _, _ in os.walk(root, topdown=False):
+        with contextlib.suppress(OSError):  # not empty: it holds data files
+            os.rmdir(path)

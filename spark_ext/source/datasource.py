@@ -1,0 +1,274 @@
+"""The ``lakecat`` PySpark data source (``pyspark.sql.datasource``, PySpark 4).
+
+>>> import lakecat.spark_ext as lk
+>>> lk.register(spark, catalog=catalog)
+>>> df = spark.read.format("lakecat").load("db.events")
+>>> df.write.format("lakecat").mode("append").save("db.events")
+
+Where each piece runs:
+
+* ``schema()`` and ``reader()`` run in a Python worker on the driver: they load the table
+  once (the resolved snapshot is kept in the data source instance, which Spark pickles from
+  one call to the next), take the filters Spark pushes, plan the files and return one input
+  partition per file or group of small files;
+* ``read()`` runs on the executors: pyarrow reads the Parquet files by field id and yields
+  Arrow record batches in Spark's form;
+* ``writer()`` plans a :class:`~lakecat.spark_ext.source.write_jobs.WriteJob` on the driver; its
+  ``write()`` runs on the executors, ``commit()``/``abort()`` on the driver.
+
+A DataFrame reads the snapshot resolved when it was loaded: load it again to see newer
+commits. Spark 4 also keeps the planned read of a DataFrame between queries: a query without
+pushable filters that follows a filtered query on the *same* DataFrame object reuses the
+filtered plan (see ``docs/spark.md``); load a new DataFrame per query when mixing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, ClassVar
+
+import pyarrow as pa
+from pyspark.errors import PySparkNotImplementedError
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamWriter,
+    Filter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from lakecat.catalog import Catalog
+from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.expressions import AlwaysTrue, Expression, and_
+from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.table import read_metadata
+from lakecat.spark_ext.settings import (
+    DEFAULT_FORMAT,
+    CatalogSettings,
+    settings_from_options,
+    store_in_session,
+    table_identifier,
+)
+from lakecat.spark_ext.source.filters import to_expression
+from lakecat.spark_ext.source.planning import ReadOptions, ReadView, groups_of, plan_files
+from lakecat.spark_ext.source.streaming import plan_stream
+from lakecat.spark_ext.source.tasks import FileReader
+from lakecat.spark_ext.source.write_jobs import WriteJob, plan_write
+from lakecat.spark_ext.types import project, spark_schema
+
+FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+class FileGroup(InputPartition):
+    """One input partition: data files read by one Spark task."""
+
+    def __init__(self, files: Sequence[DataFile]) -> None:
+        self.files = tuple(files)
+
+    def __repr__(self) -> str:
+        return f"FileGroup({len(self.files)} files)"
+
+
+class LakecatDataSource(DataSource):
+    """Reads and writes lakecat tables; :func:`register` makes a subclass bound to a catalog."""
+
+    settings: ClassVar[CatalogSettings | None] = None
+    format_name: ClassVar[str] = DEFAULT_FORMAT
+    filter_pushdown: ClassVar[bool] = False
+    # The session's default parallelism when registered: reads plan at least this many
+    # partitions when the files allow it.
+    parallelism: ClassVar[int] = 1
+
+    @classmethod
+    def name(cls) -> str:
+        return cls.format_name
+
+    def _settings(self) -> CatalogSettings:
+        return settings_from_options(type(self).settings, self.options)
+
+    def _view(self) -> ReadView:
+        # Spark pickles this instance after schema() and unpickles it for reader(): both see
+        # the same snapshot, and the catalog is read once per DataFrame.
+        view: ReadView | None = getattr(self, "_pinned_view", None)
+        if view is None:
+            options = ReadOptions.parse(self.options)
+            settings = self._settings()
+            if options.metadata_location:  # planned on the driver: no catalog round trip
+                location = options.metadata_location
+                metadata = read_metadata(settings.file_io(location), location)
+            else:
+                with settings.open() as catalog:
+                    table = catalog.load_table(table_identifier(self.options))
+                    metadata, location = table.metadata, table.metadata_location
+            view = ReadView.resolve(metadata, location, options)
+            self._pinned_view = view
+        return view
+
+    def schema(self) -> StructType:
+        view = self._view()
+        return spark_schema(view.schema, metadata_columns=view.options.metadata_columns)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        reader_class = PushdownReader if type(self).filter_pushdown else LakecatReader
+        return reader_class(
+            self._view(), schema, self._settings(), parallelism=type(self).parallelism
+        )
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        job = plan_write(
+            self._settings(),
+            table_identifier(self.options),
+            self.options,
+            overwrite=overwrite,
+            spark_schema=schema,
+        )
+        return LakecatWriter(job)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return plan_stream(
+            self._settings(),
+            table_identifier(self.options),
+            self.options,
+            overwrite=overwrite,
+            spark_schema=schema,
+        )
+
+
+class LakecatReader(DataSourceReader):
+    """Plans on the driver (``partitions``), reads on the executors (``read``)."""
+
+    def __init__(
+        self,
+        view: ReadView,
+        schema: StructType,
+        settings: CatalogSettings,
+        *,
+        parallelism: int = 1,
+    ) -> None:
+        projected, metadata_columns = project(view.schema, schema)
+        if metadata_columns and view.options.row_filter:
+            raise ValidationError("the metadata columns cannot be read with a filter option")
+        self.view = view
+        self.spark_schema = schema
+        self.projected = projected
+        self.metadata_columns = metadata_columns
+        self.io = settings.file_io(view.metadata.location)
+        self.parallelism = parallelism
+        # Filters lakecat applies exactly (rows and files) / uses only to prune files.
+        self.applied: list[Expression] = []
+        self.pruning: list[Expression] = []
+
+    def partitions(self) -> list[InputPartition]:
+        plan = plan_files(self.io, self.view, [*self.applied, *self.pruning])
+        groups = groups_of(self.view, plan, parallelism=self.parallelism)
+        return [FileGroup(group) for group in groups]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, FileGroup):  # Spark's placeholder for "no partitions"
+            return iter(())
+        target = to_arrow_schema(self.spark_schema, timezone="UTC")
+        return self.file_reader().read(partition.files, target)
+
+    def file_reader(self) -> FileReader:
+        row_filter: Expression = and_(self.view.base_filter(), *self.applied)
+        return FileReader(
+            io=self.io,
+            table_schema=self.view.schema,
+            projected=self.projected,
+            specs=self.view.metadata.specs_by_id(),
+            row_filter=row_filter if self.applied or self.view.options.row_filter else AlwaysTrue(),
+            metadata_columns=self.metadata_columns,
+        )
+
+
+class PushdownReader(LakecatReader):
+    """A reader that takes the filters Spark pushes down (``spark.sql.python.filterPushdown
+    .enabled``; Spark refuses a reader with ``pushFilters`` when it is off)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        for f in filters:
+            expression = to_expression(f, self.view.schema)
+            if expression is None:
+                yield f  # Spark evaluates it
+            elif self.metadata_columns:
+                # Row positions must count every row: prune files only, Spark filters rows.
+                self.pruning.append(expression)
+                yield f
+            else:
+                self.applied.append(expression)
+
+
+class LakecatWriter(DataSourceArrowWriter):
+    """Executors write files (``write``); the driver commits once (``commit``)."""
+
+    def __init__(self, job: WriteJob) -> None:
+        self.job = job
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return self.job.write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        self.job.commit(messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        self.job.abort(messages)
+
+
+def register(
+    spark: Any,
+    catalog: Catalog | None = None,
+    *,
+    uri: str | None = None,
+    warehouse: str | None = None,
+    name: str = "lakecat",
+    format_name: str = DEFAULT_FORMAT,
+    filter_pushdown: bool = False,
+) -> type[LakecatDataSource]:
+    """Register the lakecat data source in a Spark session, bound to one catalog.
+
+    Give a :class:`~lakecat.catalog.Catalog` or its ``uri`` and ``warehouse``. After this,
+    ``spark.read.format(format_name).load("db.t")`` and
+    ``df.write.format(format_name).mode("append").save("db.t")`` work. The settings travel
+    with the registered class to every worker; they are also stored in the session
+    configuration (``spark.lakecat.<format>.*``) for the helpers that take ``spark``
+    (delete, update, merge, compact). ``filter_pushdown=True`` turns on Spark's Python filter
+    pushdown for the session (``spark.sql.python.filterPushdown.enabled``), which lakecat
+    uses to prune files; it is off by default because Spark 4 reuses a DataFrame's last
+    pushed-down plan for its next unfiltered query (see ``docs/spark.md``). Returns the
+    registered data source class.
+    """
+    if catalog is not None:
+        settings = CatalogSettings.of_catalog(catalog)
+    elif uri and warehouse:
+        settings = CatalogSettings(uri, warehouse, name)
+    else:
+        raise ValidationError("register needs a catalog, or its uri and warehouse")
+    # A class per registration, so that the settings are pickled with it (by value: it is
+    # not importable by name) to every worker, with no state outside the class.
+    source = type(
+        f"LakecatDataSource_{format_name}",
+        (LakecatDataSource,),
+        {
+            "settings": settings,
+            "format_name": format_name,
+            "filter_pushdown": filter_pushdown,
+            "parallelism": _default_parallelism(spark),
+            "__module__": __name__,
+        },
+    )
+    spark.dataSource.register(source)
+    if filter_pushdown:
+        spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
+    store_in_session(spark, format_name, settings)
+    return source
+
+
+def _default_parallelism(spark: Any) -> int:
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except PySparkNotImplementedError:  # Spark Connect: no SparkContext
+        return max(1, int(spark.conf.get("spark.default.parallelism", "1") or 1))

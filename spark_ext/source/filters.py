@@ -1,0 +1,139 @@
+"""Filters Spark pushes down (``pyspark.sql.datasource.Filter``) as lakecat expressions.
+
+Spark hands a Python data source the conjuncts of a query's WHERE clause that it can express
+(comparisons, IN, IS [NOT] NULL, string prefix, NOT of those). A filter converts only when
+lakecat evaluates it exactly as Spark does, because a converted filter is used to prune files
+and to filter rows, and Spark does not evaluate it again:
+
+* columns of type float or double never convert: Spark orders NaN above every number and
+  takes ``NaN = NaN`` as true, lakecat compares as IEEE 754;
+* uuid columns (text in Spark) convert only for null checks: Spark compares their text,
+  lakecat their 16 bytes;
+* ``x NOT IN (..., NULL)`` and ``NOT (x <=> v)`` do not convert (SQL gives them no rows,
+  respectively null rows, where lakecat's rewrites differ);
+* a literal that does not bind to the column's type leaves the filter to Spark.
+
+Everything else converts: for the rest of the types, SQL's three-valued logic in a WHERE
+clause keeps exactly the rows lakecat's expressions match.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import datasource as ds
+
+from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.expressions import (
+    AlwaysFalse,
+    EqualTo,
+    Expression,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    NotNull,
+    StartsWith,
+    bind,
+)
+from lakecat.metadata.schema import (
+    DoubleType,
+    FloatType,
+    IcebergType,
+    ListType,
+    MapType,
+    Schema,
+    StringType,
+    UUIDType,
+)
+
+_COMPARISONS: dict[type[ds.Filter], type[Any]] = {
+    ds.EqualTo: EqualTo,
+    ds.GreaterThan: GreaterThan,
+    ds.GreaterThanOrEqual: GreaterThanOrEqual,
+    ds.LessThan: LessThan,
+    ds.LessThanOrEqual: LessThanOrEqual,
+}
+
+
+def to_expression(f: ds.Filter, schema: Schema) -> Expression | None:
+    """The lakecat expression for a pushed filter, or ``None`` when Spark must evaluate it."""
+    expression = _convert(f, schema)
+    if expression is None:
+        return None
+    try:
+        bind(schema, expression)  # the literal must fit the column
+    except ValidationError:
+        return None
+    return expression
+
+
+def _convert(f: ds.Filter, schema: Schema) -> Expression | None:
+    if isinstance(f, ds.Not):
+        return _convert_not(f.child, schema)
+    column = _column(f, schema)
+    if column is None:
+        return None
+    name, t = column
+    if isinstance(f, ds.IsNull):
+        return IsNull(name)
+    if isinstance(f, ds.IsNotNull):
+        return NotNull(name)
+    if not comparable(t):
+        return None
+    if isinstance(f, ds.EqualNullSafe):
+        return IsNull(name) if f.value is None else EqualTo(name, f.value)
+    if isinstance(f, ds.In):
+        values = [v for v in f.value if v is not None]
+        return In(name, frozenset(values)) if values else AlwaysFalse()
+    if isinstance(f, ds.StringStartsWith):
+        return StartsWith(name, f.value) if isinstance(t, StringType) else None
+    make = _COMPARISONS.get(type(f))
+    value = getattr(f, "value", None)
+    if make is None or value is None:
+        return None
+    result: Expression = make(name, value)
+    return result
+
+
+def _convert_not(child: ds.Filter, schema: Schema) -> Expression | None:
+    if isinstance(child, ds.In) and any(v is None for v in child.value):
+        return None  # x NOT IN (.., NULL) is never true in SQL
+    if isinstance(child, ds.EqualNullSafe):
+        # NOT (x <=> v) is true for null x; lakecat's x != v is not.
+        column = _column(child, schema)
+        return NotNull(column[0]) if child.value is None and column is not None else None
+    inner = _convert(child, schema)
+    return None if inner is None else Not(inner)
+
+
+def _column(f: ds.Filter, schema: Schema) -> tuple[str, IcebergType] | None:
+    """The column a filter tests (its full name) and its type; None for a column lakecat
+    cannot filter on.
+
+    Spark names the column as a path, one name per level; the path is walked field by field
+    (a name may contain dots), and the field's full name, unique in an Iceberg schema, is
+    what the lakecat expression refers to."""
+    path = getattr(f, "attribute", None)
+    if not path or not isinstance(path, tuple | list):
+        return None
+    try:
+        field = schema.find_path(tuple(path))
+    except ValidationError:
+        return None
+    name = schema.column_name(field.field_id)
+    if not schema.has_field(name):
+        return None  # a schema written elsewhere with an ambiguous full name
+    parent = schema.parent_id(field.field_id)
+    while parent is not None:  # fields inside lists and maps have no value per row
+        if isinstance(schema.find_type(parent), ListType | MapType):
+            return None
+        parent = schema.parent_id(parent)
+    return name, field.field_type
+
+
+def comparable(t: IcebergType) -> bool:
+    return t.is_primitive and not isinstance(t, FloatType | DoubleType | UUIDType)

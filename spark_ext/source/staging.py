@@ -1,0 +1,157 @@
+"""Driver-side operations that run their rewrite on Spark and commit themselves.
+
+Row-level operations and compaction plan on the driver against one table state (a
+:class:`TargetTable`), let Spark read the candidate files (:func:`read_files`: the data
+source pinned to the planned metadata file, restricted to the planned files, with the
+``_file``/``_pos`` columns) and write the new rows (:func:`stage_write`: the data source's
+writer in *staging* mode), then commit one intent on the driver.
+
+A staged write goes through Spark's write protocol like any other: only the files of
+successful task attempts reach the driver, and a failed job's files are deleted by the
+writer's ``abort``. Instead of committing, the writer's ``commit`` (which runs in a Python
+worker) hands the file list to the calling driver process through a small file at a fresh
+location under the table's metadata folder, which the caller reads and deletes at once.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from lakecat.catalog import Catalog, Table
+from lakecat.catalog.engine import metadata_dir
+from lakecat.metadata.errors import CorruptMetadata
+from lakecat.metadata.io import FileIO, join
+from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.table import Snapshot, TableMetadata
+from lakecat.spark_ext.settings import CatalogSettings, settings_from_session
+from lakecat.spark_ext.source.planning import FILES, METADATA_COLUMNS, METADATA_LOCATION
+
+STAGE_TO = "stage-to"  # write option: hand the written files over here, do not commit
+TARGET_FILE_SIZE = "target-file-size-bytes"  # write option (Iceberg Spark's name)
+
+
+def activate(spark: Any) -> None:
+    """Make ``spark`` the JVM's active session in this thread.
+
+    Spark looks a Python data source up in the thread's active session when it writes, and a
+    thread the session was not created in has none (the write then fails with
+    ``ClassNotFoundException: lakecat.DefaultSource``). ``createDataFrame`` sets it, through
+    the public API, at the cost of planning an empty local relation.
+    """
+    spark.createDataFrame([], "unused int")
+
+
+Staged = list[tuple[int, tuple[DataFile, ...]]]  # (Spark partition of the task, its files)
+
+
+def write_handoff(io: FileIO, location: str, staged: Staged) -> None:
+    io.write(location, pickle.dumps(staged), exclusive=True)
+
+
+def read_handoff(io: FileIO, location: str) -> Staged:
+    """The files a staged write handed over, per task (the handoff file is deleted)."""
+    data = io.read(location)
+    io.delete(location)
+    # Written by this operation's own writer moments ago, at a location it chose at random.
+    staged = pickle.loads(data)
+    if not isinstance(staged, list) or not all(
+        isinstance(task, int) and all(isinstance(f, DataFile) for f in files)
+        for task, files in staged
+    ):
+        raise CorruptMetadata(f"{location} is not a list of staged data files")
+    return staged
+
+
+@dataclass
+class TargetTable:
+    """A table as a driver-side operation planned against it."""
+
+    name: str
+    table: Table  # its metadata is the state the operation started from
+    settings: CatalogSettings
+    format_name: str
+
+    @property
+    def metadata(self) -> TableMetadata:
+        return self.table.metadata
+
+    @property
+    def io(self) -> FileIO:
+        return self.settings.file_io(self.metadata.location)
+
+    @property
+    def head(self) -> Snapshot | None:
+        return self.metadata.current_snapshot
+
+    def catalog_options(self) -> dict[str, str]:
+        """The catalog of this operation, for the data source it reads and writes with."""
+        return self.settings.as_options()
+
+    def reader(self, spark: Any) -> Any:
+        """A DataFrameReader pinned to the planned metadata (no catalog round trip)."""
+        return (
+            spark.read.format(self.format_name)
+            .options(**self.catalog_options())
+            .option(METADATA_LOCATION, self.table.metadata_location)
+        )
+
+
+@contextmanager
+def open_target(
+    spark: Any, name: str, catalog: Catalog | None, format_name: str
+) -> Iterator[TargetTable]:
+    """Load a table for a driver-side operation (its start); the catalog closes afterwards."""
+    settings = settings_from_session(spark, catalog, format_name=format_name)
+    with settings.open() as opened:
+        yield TargetTable(name, opened.load_table(name), settings, format_name)
+
+
+def read_files(
+    spark: Any,
+    target: TargetTable,
+    files: Sequence[DataFile] | Sequence[Sequence[DataFile]],
+    *,
+    metadata_columns: bool = True,
+) -> Any:
+    """The rows of the given data files of the planned snapshot as a DataFrame; a list of
+    lists reads each inner list as one Spark partition, a flat list one file per partition."""
+    if files and not isinstance(files[0], DataFile):
+        groups = [[f.file_path for f in group] for group in files]  # type: ignore[union-attr]
+    else:
+        groups = [[f.file_path] for f in files]  # type: ignore[union-attr]
+    reader = target.reader(spark).option(FILES, json.dumps(groups))
+    if metadata_columns:
+        reader = reader.option(METADATA_COLUMNS, "true")
+    return reader.load(target.name)
+
+
+def stage_write(target: TargetTable, df: Any) -> list[DataFile]:
+    """Write a DataFrame's rows as data files of the planned table state, without a commit."""
+    return [f for _, files in stage_write_by_task(target, df) for f in files]
+
+
+def stage_write_by_task(
+    target: TargetTable, df: Any, *, target_file_size: int | None = None
+) -> Staged:
+    """:func:`stage_write`, the files grouped by the Spark partition that wrote them."""
+    location = join(metadata_dir(target.metadata), f"spark-stage-{uuid.uuid4()}.pickle")
+    activate(df.sparkSession)
+    writer = (
+        df.write.format(target.format_name)
+        .mode("append")
+        .options(**target.catalog_options())
+        .option(METADATA_LOCATION, target.table.metadata_location)
+        .option(STAGE_TO, location)
+    )
+    if target_file_size is not None:
+        writer = writer.option(TARGET_FILE_SIZE, str(target_file_size))
+    writer.save(target.name)
+    if not target.io.exists(location):
+        return []  # a job without tasks
+    return read_handoff(target.io, location)

@@ -1,0 +1,272 @@
+"""Executor-side work: read the data files of one input partition, write one task's rows.
+
+Executors never open the catalog: they get the FileIO and the table metadata the driver
+planned with. Only the files listed in the commit messages of successful attempts, which
+Spark hands to the driver's ``commit``, ever reach a snapshot. Files of other attempts are
+removed two ways:
+
+* a write task that fails deletes every file it wrote before the error propagates;
+* every write task records the files it wrote in the job's :class:`Journal` as it goes, so
+  that the driver finds the files of attempts whose message never reached it (a task killed
+  after it finished writing because the job failed, the loser of a speculative pair) and
+  deletes them, on commit and on abort. Only an attempt killed between writing a file and
+  recording it can leave a file behind, for orphan-file removal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import TaskContext
+
+from lakecat.catalog.engine import conform, write_files
+from lakecat.metadata import properties as P
+from lakecat.metadata.errors import CommitFailed, StorageError, ValidationError
+from lakecat.metadata.expressions import AlwaysTrue, Expression, bind, to_arrow_filter
+from lakecat.metadata.io import ARROW_TO_PARQUET_RATIO, FileIO, iter_data_file_batches, join
+from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.partitioning import PartitionSpec
+from lakecat.metadata.schema import Schema
+from lakecat.metadata.table import TableMetadata
+from lakecat.spark_ext.types import FILE_COLUMN, POS_COLUMN, from_spark_table, to_spark_batch
+
+log = logging.getLogger("lakecat.spark")
+
+# A write task holds at most about this much Arrow data before writing it out.
+WRITE_BUFFER_BYTES = 128 * 1024 * 1024
+# Left in a write job's journal folder by an abort.
+ABORTED_MARKER = "_aborted"
+# Rows per Arrow batch handed to Spark.
+READ_BATCH_ROWS = 262_144
+
+
+# ---- reading ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FileReader:
+    """What an executor needs to read data files in Spark's Arrow form."""
+
+    io: FileIO
+    table_schema: Schema  # the schema the read resolves against (filters bind to it)
+    projected: Schema  # the columns Spark asked for, in its order
+    specs: Mapping[int, PartitionSpec]
+    row_filter: Expression  # applied exactly; AlwaysTrue for none
+    metadata_columns: bool = False
+
+    def read(self, files: Iterable[DataFile], target: pa.Schema) -> Iterator[pa.RecordBatch]:
+        arrow_filter = None
+        if not isinstance(self.row_filter, AlwaysTrue):
+            arrow_filter = to_arrow_filter(bind(self.table_schema, self.row_filter))
+        for f in files:
+            position = 0
+            for batch in iter_data_file_batches(
+                self.io,
+                f,
+                projected=self.projected,
+                row_filter=arrow_filter,
+                filter_schema=self.table_schema,
+                batch_size=READ_BATCH_ROWS,
+                spec=self.specs.get(f.spec_id),
+            ):
+                if batch.num_rows == 0:
+                    continue
+                if self.metadata_columns:
+                    batch = _with_metadata(batch, f.file_path, position)
+                    position += batch.num_rows
+                yield to_spark_batch(batch, target)
+
+
+def _with_metadata(batch: pa.RecordBatch, path: str, start: int) -> pa.RecordBatch:
+    n = batch.num_rows
+    file_column = pa.repeat(pa.scalar(path, pa.string()), n)
+    positions = pa.array(range(start, start + n), pa.int64())
+    return pa.RecordBatch.from_arrays(
+        [*batch.columns, file_column, positions],
+        names=[*batch.schema.names, FILE_COLUMN, POS_COLUMN],
+    )
+
+
+# ---- writing ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Journal:
+    """The folder where the tasks of one write job record the data files they write.
+
+    An abort first leaves a marker in the folder, then deletes what was recorded. A task
+    checks for the marker after each record, so a task still running when the job was
+    aborted (Spark does not wait for killed tasks) deletes its own files: whatever it
+    recorded after the driver listed the journal, it finds the marker afterwards.
+    """
+
+    io: FileIO
+    folder: str
+
+    @property
+    def aborted_marker(self) -> str:
+        return join(self.folder, ABORTED_MARKER)
+
+    def record(self, files: Sequence[DataFile]) -> str | None:
+        """Executor: note files just written (one small JSON file per call); returns the
+        entry. Raises :class:`CommitFailed` when the job was aborted meanwhile."""
+        if not files:
+            return None
+        context = TaskContext.get()
+        attempt = f"{context.partitionId()}-{context.taskAttemptId()}-" if context else ""
+        entry = join(self.folder, f"{attempt}{uuid.uuid4().hex}.json")
+        self.io.write(entry, json.dumps([f.file_path for f in files]).encode(), exclusive=True)
+        if self.io.exists(self.aborted_marker):
+            # the caller deletes the files; the entry is ours, and the driver may have
+            # listed the journal before it was written
+            delete_files(self.io, [entry])
+            raise CommitFailed(f"the write job of {self.folder} was aborted")
+        return entry
+
+    def recorded(self) -> tuple[set[str], list[str]]:
+        """Driver: (every data file path the job's tasks recorded, the journal entries)."""
+        paths: set[str] = set()
+        entries: list[str] = []
+        for info in self.io.list_prefix(self.folder):
+            if info.location.endswith(ABORTED_MARKER):
+                continue
+            entries.append(info.location)
+            try:
+                paths.update(json.loads(self.io.read(info.location)))
+            except (StorageError, ValueError) as exc:  # a torn record: orphan removal's job
+                log.warning("unreadable journal entry %s: %s", info.location, exc)
+        return paths, entries
+
+    def clean(self, keep: Iterable[str] = ()) -> None:
+        """Driver, after a commit: delete the recorded files not in ``keep`` (attempts whose
+        messages never arrived), then the journal. Best effort: whatever cannot be deleted
+        is left to orphan-file removal."""
+        try:
+            recorded, entries = self.recorded()
+        except StorageError as exc:
+            log.warning("cannot list the write journal %s: %s", self.folder, exc)
+            return
+        delete_files(self.io, sorted(recorded - set(keep)))
+        delete_files(self.io, entries)
+
+    def abort(self) -> None:
+        """Driver, after a failed job: mark the job aborted, then delete what was recorded.
+        The marker stays (tasks still running must see it); orphan removal takes it later."""
+        try:
+            self.io.write(self.aborted_marker, b"", exclusive=False)
+        except StorageError as exc:
+            log.warning("cannot mark %s aborted: %s", self.folder, exc)
+        self.clean()
+
+
+def write_batches(
+    io: FileIO,
+    metadata: TableMetadata,
+    batches: Iterable[pa.RecordBatch],
+    *,
+    journal: Journal | None = None,
+    required_filter: Expression | None = None,
+) -> list[DataFile]:
+    """Write Spark's Arrow batches as data files of the table (partitioned by its default
+    spec, split at its target file size, with column metrics and field ids).
+
+    The batches are cut into slices of about :data:`WRITE_BUFFER_BYTES`; a background thread
+    writes one slice while the next one arrives from Spark (pyarrow encodes and compresses
+    without holding the GIL), so receiving and writing overlap.
+
+    ``required_filter``: every row must match it (an overwrite by filter writes only rows
+    inside its filter), else :class:`ValidationError`. On any failure every file this call
+    wrote, and its journal entries, are deleted before the error propagates.
+    """
+    writer = _SliceWriter(io, metadata, journal, required_filter)
+    pending: Future[None] | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakecat-write") as pool:
+        try:
+            for table in _slices(batches, _buffer_bytes(metadata)):
+                if pending is not None:
+                    pending.result()
+                pending = pool.submit(writer.write, table)
+            if pending is not None:
+                pending.result()
+        except BaseException:
+            if pending is not None:
+                wait([pending])  # its files must be known before they are deleted
+            delete_files(io, [f.file_path for f in writer.written])
+            delete_files(io, writer.entries)
+            raise
+    return writer.written
+
+
+class _SliceWriter:
+    """Conforms and writes slices, one at a time, remembering what it wrote."""
+
+    def __init__(
+        self,
+        io: FileIO,
+        metadata: TableMetadata,
+        journal: Journal | None,
+        required_filter: Expression | None,
+    ) -> None:
+        self.io = io
+        self.metadata = metadata
+        self.schema = metadata.schema()
+        self.journal = journal
+        self.check: tuple[pc.Expression, Expression] | None = None
+        if required_filter is not None and not isinstance(required_filter, AlwaysTrue):
+            self.check = (to_arrow_filter(bind(self.schema, required_filter)), required_filter)
+        self.written: list[DataFile] = []
+        self.entries: list[str] = []
+
+    def write(self, table: pa.Table) -> None:
+        conformed = conform(self.metadata, from_spark_table(table, self.schema))
+        if self.check is not None:
+            _require_match(conformed, *self.check)
+        new = write_files(self.io, self.metadata, conformed)
+        self.written.extend(new)
+        if self.journal is not None:
+            entry = self.journal.record(new)
+            self.entries.extend([entry] if entry else [])
+
+
+def _buffer_bytes(metadata: TableMetadata) -> int:
+    target = P.get_int(
+        metadata.properties, P.WRITE_TARGET_FILE_SIZE_BYTES, P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
+    )
+    return max(1, min(WRITE_BUFFER_BYTES, int(target * ARROW_TO_PARQUET_RATIO)))
+
+
+def _slices(batches: Iterable[pa.RecordBatch], limit: int) -> Iterator[pa.Table]:
+    pending: list[pa.RecordBatch] = []
+    size = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        size += batch.nbytes
+        if size >= limit:
+            yield pa.Table.from_batches(pending)
+            pending, size = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending)
+
+
+def _require_match(tables: list[pa.Table], check: pc.Expression, expression: Expression) -> None:
+    for table in tables:
+        outside = table.num_rows - table.filter(check).num_rows
+        if outside:
+            raise ValidationError(
+                f"{outside} row(s) written by an overwrite with filter {expression} do not "
+                "match the filter; an overwrite by filter may only write rows inside it"
+            )
+
+
+def delete_files(io: FileIO, paths: Iterable[str]) -> None:
+    """Best-effort deletion: a file that cannot be deleted is left to orphan-file removal."""
+    for path in paths:
+        try:
+            io.delete(path)
+        except StorageError as exc:
+            log.warning("could not delete %s: %s", path, exc)

@@ -1,0 +1,17 @@
+"""The Spark SQL catalog plugin: a small Java catalog (``java/``, compiled by :mod:`.jar`)
+forwards every catalog call to :mod:`.bridge` in the driver's Python, which answers through
+lakecat's API (:mod:`.convert` for schemas and specs, :mod:`.alter` for ALTER TABLE,
+:mod:`.metadata_tables` for ``t.snapshots`` and friends); :mod:`.plugin` registers it."""
+
+from lakecat.spark_ext.sql.bridge import CatalogBridge
+from lakecat.spark_ext.sql.jar import SparkCatalogError, catalog_jar
+from lakecat.spark_ext.sql.plugin import CatalogSessionBuilder, attach_catalog, session
+
+__all__ = [
+    "CatalogBridge",
+    "CatalogSessionBuilder",
+    "SparkCatalogError",
+    "attach_catalog",
+    "catalog_jar",
+    "session",
+]

@@ -1,0 +1,87 @@
+"""``ALTER TABLE`` from Spark: column changes as one schema update, property changes.
+
+Spark sends one statement's changes together. Column changes (add, rename, drop, type,
+nullability, comment, position) become one lakecat schema update, validated change by change
+before anything is committed; ``SET/UNSET TBLPROPERTIES`` become property commits. A statement
+never mixes the two; a caller that does gets a :class:`UnsupportedByCatalog` error before
+anything is changed, so that every statement is all or nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lakecat.catalog import Table
+from lakecat.spark_ext.sql.convert import UnsupportedByCatalog, iceberg_type, spark_data_type
+
+_PROPERTY_CHANGES = frozenset({"SetProperty", "RemoveProperty"})
+
+
+def alter_table(table: Table, changes: Sequence[Mapping[str, Any]]) -> None:
+    properties = [c for c in changes if c["change"] in _PROPERTY_CHANGES]
+    columns = [c for c in changes if c["change"] not in _PROPERTY_CHANGES]
+    if properties and columns:
+        raise UnsupportedByCatalog(
+            "change the columns and the table properties in separate ALTER TABLE statements"
+        )
+    if columns:
+        with table.update_schema() as update:
+            for change in columns:
+                _column_change(update, table, change)
+        return
+    updates = {c["key"]: c["value"] for c in properties if c["change"] == "SetProperty"}
+    removals = [c["key"] for c in properties if c["change"] == "RemoveProperty"]
+    if updates:
+        table.set_properties(updates)
+    if removals:
+        table.remove_properties(*removals)
+
+
+def _column_change(update: Any, table: Table, change: Mapping[str, Any]) -> None:
+    kind = change["change"]
+    path: list[str] = list(change["column"])
+    name = ".".join(path)
+    parent = ".".join(path[:-1])
+    if kind == "AddColumn":
+        if change.get("has_default"):
+            raise UnsupportedByCatalog("column default values are not supported")
+        first, after = _position(change.get("position"), parent)
+        update.add_column(
+            tuple(path),
+            iceberg_type(spark_data_type(change["type"])),
+            doc=change.get("comment"),
+            required=not change["nullable"],
+            first=first,
+            after=after,
+        )
+    elif kind == "RenameColumn":
+        update.rename_column(name, change["new_name"])
+    elif kind == "DeleteColumn":
+        if change.get("if_exists") and not table.schema().has_field(name):
+            return
+        update.delete_column(name)
+    elif kind == "UpdateColumnType":
+        update.update_column(name, field_type=iceberg_type(spark_data_type(change["type"])))
+    elif kind == "UpdateColumnNullability":
+        update.update_column(name, required=not change["nullable"])
+    elif kind == "UpdateColumnComment":
+        update.update_column(name, doc=change["comment"])
+    elif kind == "UpdateColumnPosition":
+        first, after = _position(change.get("position"), parent)
+        if first:
+            update.move_first(name)
+        elif after is not None:
+            update.move_after(name, after)
+    else:
+        raise UnsupportedByCatalog(f"ALTER TABLE change {kind} is not supported")
+
+
+def _position(position: str | None, parent: str) -> tuple[bool, str | None]:
+    """(first, after column) from ``"first"`` / ``"after:<sibling>"`` / None."""
+    if position is None:
+        return False, None
+    if position == "first":
+        return True, None
+    sibling = position.removeprefix("after:")
+    return False, f"{parent}.{sibling}" if parent else sibling

@@ -1,0 +1,333 @@
+"""The Python side of the Spark catalog plugin: every catalog operation, answered in lakecat.
+
+The JVM class ``lakecat.spark.LakecatCatalog`` (``spark_ext/java``) calls
+:meth:`CatalogBridge.call` through a Py4J callback with a method name and JSON arguments, and
+gets JSON back: ``{"ok": result}``, or ``{"error": {...}}`` for a lakecat error, classified
+here (``kind``) so that the JVM raises the matching Spark exception (table not found, already
+exists, ...). Only driver-side catalog calls come this way; reads and writes run in Spark's
+Python workers through the data source named in each table's descriptor.
+
+A table descriptor is what Spark needs of a table: its Spark schema, partition transforms and
+properties, the data source format, the read options (the table and the metadata file it was
+loaded from, so the read sees exactly this version, plus time travel) and the write options
+(the table: Spark gives a Python writer only the write command's options).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from lakecat.catalog import Catalog, Table
+from lakecat.metadata.errors import (
+    LakecatError,
+    NamespaceAlreadyExists,
+    NamespaceNotEmpty,
+    NoSuchNamespace,
+    NoSuchSnapshot,
+    NoSuchTable,
+    NotFound,
+    TableAlreadyExists,
+    ValidationError,
+)
+from lakecat.spark_ext.settings import OPTION_TABLE
+from lakecat.spark_ext.source.planning import (
+    AS_OF_TIMESTAMP,
+    BRANCH,
+    METADATA_LOCATION,
+    SNAPSHOT_ID,
+    TAG,
+    ReadOptions,
+    ReadView,
+)
+from lakecat.spark_ext.source.write_jobs import OVERWRITE_FILTER, OVERWRITE_MODE
+from lakecat.spark_ext.sql.alter import alter_table
+from lakecat.spark_ext.sql.convert import (
+    UnsupportedByCatalog,
+    partition_by,
+    predicates_expression,
+    spark_transforms,
+)
+from lakecat.spark_ext.sql.metadata_tables import METADATA_TABLE, SCHEMAS
+from lakecat.spark_ext.types import spark_schema
+
+# Spark's reserved table properties that are not Iceberg table properties.
+_PROVIDER, _LOCATION = "provider", "location"
+_NOT_STORED = frozenset({_PROVIDER, _LOCATION, "external", "is_managed_location"})
+_PROVIDERS = frozenset({"lakecat", "iceberg"})
+
+Handler = Callable[..., Any]
+
+
+class CatalogBridge:
+    """Answers one Spark catalog's calls with a lakecat :class:`Catalog` (implements the Java
+    interface ``lakecat.spark.LakecatBridge``)."""
+
+    def __init__(
+        self, catalog: Catalog, *, name: str, data_format: str, metadata_format: str
+    ) -> None:
+        self.catalog = catalog
+        self.name = name
+        self.data_format = data_format
+        self.metadata_format = metadata_format
+        self._handlers: dict[str, Handler] = {
+            "list_namespaces": self.list_namespaces,
+            "namespace_exists": self.namespace_exists,
+            "load_namespace": self.load_namespace,
+            "create_namespace": self.create_namespace,
+            "alter_namespace": self.alter_namespace,
+            "drop_namespace": self.drop_namespace,
+            "list_tables": self.list_tables,
+            "load_table": self.load_table,
+            "create_table": self.create_table,
+            "alter_table": self.alter_table,
+            "drop_table": self.drop_table,
+            "rename_table": self.rename_table,
+            "can_delete": self.can_delete,
+            "delete": self.delete,
+            "overwrite_filter": self.overwrite_filter,
+        }
+
+    def call(self, method: str, arguments: str) -> str:
+        """One call from the JVM: JSON arguments in, JSON answer out."""
+        args = json.loads(arguments)
+        try:
+            handler = self._handlers.get(method)
+            if handler is None:  # a plugin jar newer than this lakecat
+                raise UnsupportedByCatalog(f"the catalog bridge has no method {method!r}")
+            return json.dumps({"ok": handler(**args)})
+        except LakecatError as exc:
+            return json.dumps({"error": error_payload(exc, args)})
+
+    class Java:
+        implements = ["lakecat.spark.LakecatBridge"]
+
+    # ---- namespaces -----------------------------------------------------------------------
+    def list_namespaces(self, namespace: Sequence[str]) -> list[list[str]]:
+        if namespace and not self.catalog.namespace_exists(namespace):
+            raise NoSuchNamespace(f"namespace {'.'.join(namespace)} does not exist")
+        return [list(ns) for ns in self.catalog.list_namespaces(tuple(namespace))]
+
+    def namespace_exists(self, namespace: Sequence[str]) -> bool:
+        return bool(namespace) and self.catalog.namespace_exists(namespace)
+
+    def load_namespace(self, namespace: Sequence[str]) -> dict[str, str]:
+        return self.catalog.namespace_properties(namespace)
+
+    def create_namespace(self, namespace: Sequence[str], properties: Mapping[str, str]) -> None:
+        self.catalog.create_namespace(namespace, properties)
+
+    def alter_namespace(
+        self, namespace: Sequence[str], changes: Sequence[Mapping[str, Any]]
+    ) -> None:
+        updates = {c["key"]: c["value"] for c in changes if c["change"] == "SetProperty"}
+        removals = [c["key"] for c in changes if c["change"] == "RemoveProperty"]
+        if len(updates) + len(removals) != len(changes):
+            raise UnsupportedByCatalog("only namespace properties can be changed")
+        self.catalog.update_namespace_properties(namespace, updates=updates, removals=removals)
+
+    def drop_namespace(self, namespace: Sequence[str], cascade: bool) -> bool:
+        if not self.catalog.namespace_exists(namespace):
+            return False
+        tables = self.catalog.list_tables(namespace)
+        if tables and not cascade:
+            raise NamespaceNotEmpty(f"namespace {'.'.join(namespace)} still has tables")
+        for ns, name in tables:
+            self.catalog.drop_table((*ns, name))
+        self.catalog.drop_namespace(namespace)
+        return True
+
+    # ---- tables ---------------------------------------------------------------------------
+    def list_tables(self, namespace: Sequence[str]) -> list[list[str]]:
+        return [[*ns, name] for ns, name in self.catalog.list_tables(namespace)]
+
+    def load_table(
+        self,
+        namespace: Sequence[str],
+        name: str,
+        version: str | None = None,
+        timestamp_us: int | None = None,
+    ) -> dict[str, Any]:
+        try:
+            table = self.catalog.load_table((*namespace, name))
+        except NotFound:
+            if name in SCHEMAS and len(namespace) > 1 and self.catalog.table_exists(namespace):
+                if version is not None or timestamp_us is not None:
+                    raise ValidationError("metadata tables have no time travel") from None
+                return self._metadata_table(namespace, name)
+            raise
+        travel = time_travel_options(table, version=version, timestamp_us=timestamp_us)
+        return self._descriptor(namespace, name, table, travel)
+
+    def create_table(
+        self,
+        namespace: Sequence[str],
+        name: str,
+        schema: str,
+        partitioning: Sequence[Mapping[str, Any]],
+        properties: Mapping[str, str],
+    ) -> dict[str, Any]:
+        provider = properties.get(_PROVIDER)
+        if provider is not None and provider.lower() not in _PROVIDERS:
+            raise UnsupportedByCatalog(
+                f"a lakecat catalog stores Iceberg tables, not {provider!r} (USING lakecat or "
+                "USING iceberg, or leave it out)"
+            )
+        arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
+        table = self.catalog.create_table(
+            (*namespace, name),
+            arrow_schema,
+            partition_by=partition_by(partitioning),
+            properties={k: v for k, v in properties.items() if k not in _NOT_STORED},
+            location=properties.get(_LOCATION),
+        )
+        return self._descriptor(namespace, name, table, {})
+
+    def alter_table(
+        self, namespace: Sequence[str], name: str, changes: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        table = self.catalog.load_table((*namespace, name))
+        alter_table(table, changes)
+        return self._descriptor(namespace, name, table.refresh(), {})
+
+    def drop_table(self, namespace: Sequence[str], name: str, purge: bool = False) -> bool:
+        try:
+            self.catalog.drop_table((*namespace, name), purge=purge)
+        except NoSuchTable:
+            return False
+        return True
+
+    def rename_table(
+        self, namespace: Sequence[str], name: str, to_namespace: Sequence[str], to_name: str
+    ) -> None:
+        # ALTER TABLE lake.db.a RENAME TO b keeps the namespace.
+        destination = (*(to_namespace or namespace), to_name)
+        self.catalog.rename_table((*namespace, name), destination)
+
+    # ---- row-level ------------------------------------------------------------------------
+    def can_delete(
+        self, namespace: Sequence[str], name: str, predicates: Sequence[Mapping[str, Any]]
+    ) -> bool:
+        table = self.catalog.load_table((*namespace, name))
+        try:
+            predicates_expression(predicates, table.schema())
+        except UnsupportedByCatalog:
+            return False
+        return True
+
+    def delete(
+        self, namespace: Sequence[str], name: str, predicates: Sequence[Mapping[str, Any]]
+    ) -> int | None:
+        """DELETE FROM: lakecat's delete (whole files dropped, others rewritten), one commit
+        with the table's delete isolation level; the new snapshot id (None: nothing deleted)."""
+        table = self.catalog.load_table((*namespace, name))
+        result = table.delete(predicates_expression(predicates, table.schema()))
+        return None if result is None else table.metadata.current_snapshot_id
+
+    def overwrite_filter(
+        self, namespace: Sequence[str], name: str, predicates: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """The write options for an overwrite of the rows matching Spark's predicates."""
+        table = self.catalog.load_table((*namespace, name))
+        try:
+            expression = predicates_expression(predicates, table.schema())
+        except UnsupportedByCatalog as exc:
+            return {"convertible": False, "reason": str(exc), "options": {}}
+        text = str(expression)
+        options = {} if text == "true" else {OVERWRITE_FILTER: text}
+        return {"convertible": True, "options": options}
+
+    # ---- descriptors ----------------------------------------------------------------------
+    def _descriptor(
+        self, namespace: Sequence[str], name: str, table: Table, travel: Mapping[str, str]
+    ) -> dict[str, Any]:
+        read_options = {
+            OPTION_TABLE: table.name,
+            METADATA_LOCATION: table.metadata_location,
+            **travel,
+        }
+        view = ReadView.resolve(
+            table.metadata, table.metadata_location, ReadOptions.parse(read_options)
+        )
+        snapshot = table.current_snapshot()
+        properties = {
+            **table.properties,
+            _PROVIDER: "lakecat",
+            _LOCATION: table.location,
+            "format": "iceberg/parquet",
+            "current-snapshot-id": str(snapshot.snapshot_id) if snapshot else "none",
+        }
+        return {
+            "name": f"{self.name}.{table.name}",
+            "identifier": {"namespace": list(namespace), "name": name},
+            "schema": spark_schema(view.schema).json(),
+            "partitioning": spark_transforms(table),
+            "properties": properties,
+            "format": self.data_format,
+            "read_options": read_options,
+            # Time travel reads an old version: there is nothing to write to.
+            "write_options": None if travel else {OPTION_TABLE: table.name},
+            "dynamic_overwrite_options": {OVERWRITE_MODE: "dynamic"},
+        }
+
+    def _metadata_table(self, namespace: Sequence[str], kind: str) -> dict[str, Any]:
+        table_name = ".".join(namespace)
+        return {
+            "name": f"{self.name}.{table_name}.{kind}",
+            "identifier": {"namespace": list(namespace), "name": kind},
+            "schema": SCHEMAS[kind].json(),
+            "partitioning": [],
+            "properties": {},
+            "format": self.metadata_format,
+            "read_options": {OPTION_TABLE: table_name, METADATA_TABLE: kind},
+            "write_options": None,
+        }
+
+
+def time_travel_options(
+    table: Table, *, version: str | None, timestamp_us: int | None
+) -> dict[str, str]:
+    """Read options for ``VERSION AS OF`` (a snapshot id, or a tag or branch name) and
+    ``TIMESTAMP AS OF`` (Spark passes microseconds since the epoch)."""
+    if timestamp_us is not None:
+        return {AS_OF_TIMESTAMP: str(timestamp_us // 1000)}
+    if version is None:
+        return {}
+    ref = table.refs().get(version)
+    if ref is not None:
+        return {TAG if ref.ref_type == "tag" else BRANCH: version}
+    try:
+        snapshot_id = int(version)
+    except ValueError:
+        raise NoSuchSnapshot(f"{table.name} has no snapshot, tag or branch {version!r}") from None
+    table.snapshot(snapshot_id)  # NoSuchSnapshot for an unknown id
+    return {SNAPSHOT_ID: str(snapshot_id)}
+
+
+_KINDS: tuple[tuple[type[LakecatError], str], ...] = (
+    (NoSuchTable, "no_such_table"),
+    (NoSuchNamespace, "no_such_namespace"),
+    (TableAlreadyExists, "table_exists"),
+    (NamespaceAlreadyExists, "namespace_exists"),
+    (NamespaceNotEmpty, "namespace_not_empty"),
+    (UnsupportedByCatalog, "unsupported"),
+    (ValidationError, "invalid"),
+    (NotFound, "invalid"),  # an unknown snapshot or ref in VERSION AS OF
+)
+
+
+def error_payload(exc: LakecatError, args: Mapping[str, Any]) -> dict[str, Any]:
+    """A lakecat error for the JVM: its kind, type, message and the name it is about."""
+    kind = next((k for cls, k in _KINDS if isinstance(exc, cls)), "error")
+    namespace = list(args.get("namespace", []))
+    if kind == "table_exists" and "to_name" in args:  # a rename onto an existing table
+        parts = [*(args["to_namespace"] or namespace), args["to_name"]]
+    elif kind in ("no_such_table", "table_exists"):
+        parts = [*namespace, args.get("name", "")]
+    else:
+        parts = namespace
+    return {"kind": kind, "type": type(exc).__name__, "message": str(exc), "parts": parts}

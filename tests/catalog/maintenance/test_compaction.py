@@ -1,0 +1,359 @@
+"""Compaction (rewrite_data_files): planning, sorting, and its concurrency semantics.
+
+Interleavings are scripted with the job's progress callback, which runs after planning and
+before the first group is rewritten: whatever the callback commits is concurrent with the
+compaction. The multi-process test runs real appenders in other processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing as mp
+import time
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from lakecat.catalog import Catalog, Table
+from lakecat.catalog.maintenance import (
+    CompactionResult,
+    plan_file_groups,
+    remove_orphan_files,
+    rewrite_data_files,
+)
+from lakecat.metadata.errors import (
+    ConcurrentDeleteDelete,
+    ConcurrentDeleteRead,
+    UnknownColumn,
+    ValidationError,
+)
+from lakecat.metadata.io.parquet import read_data_file
+from lakecat.metadata.table.snapshots import REPLACE
+
+SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("v", pa.float64())])
+FAST_RETRIES = {
+    "commit.retry.num-retries": "50",
+    "commit.retry.min-wait-ms": "5",
+    "commit.retry.max-wait-ms": "100",
+}
+
+
+def rows(ids: range | list[int], region: str) -> pa.Table:
+    ids = list(ids)
+    return pa.table(
+        {"id": ids, "region": [region] * len(ids), "v": [i * 0.5 for i in ids]}, schema=SCHEMA
+    )
+
+
+def checksum(t: pa.Table) -> tuple[int, str]:
+    """Row count and an order-independent digest of the rows."""
+    ordered = t.sort_by([("id", "ascending"), ("region", "ascending")])
+    digest = hashlib.sha256(str(ordered.to_pylist()).encode()).hexdigest()
+    return t.num_rows, digest
+
+
+@pytest.fixture
+def table(catalog: Catalog) -> Table:
+    """Two partitions with four small files each."""
+    t = catalog.create_table(
+        "db.events", SCHEMA, partition_by=["region"], sort_by=["id"], properties=FAST_RETRIES
+    )
+    for i in range(4):
+        t.append(pa.concat_tables([rows(range(i * 10, i * 10 + 10), "eu"), rows([100 + i], "us")]))
+    return t
+
+
+def live_files(t: Table) -> list[str]:
+    return [f.file_path for f in t.scan().plan_files()]
+
+
+def in_callback(action: Callable[[], object]) -> Callable[[int, int], None]:
+    """A progress callback that runs ``action`` once, between planning and rewriting."""
+    done: list[bool] = []
+
+    def progress(finished: int, total: int) -> None:
+        if not done:
+            done.append(True)
+            action()
+
+    return progress
+
+
+def soon() -> int:
+    """A guard time a minute ahead: every unreferenced file counts as an orphan."""
+    return int(time.time() * 1000) + 60_000
+
+
+def snapshot_rows(t: Table) -> dict[int, tuple[int, str]]:
+    return {s.snapshot_id: checksum(t.to_arrow(snapshot_id=s.snapshot_id)) for s in t.snapshots()}
+
+
+# ---- planning and rewriting ----------------------------------------------------------------
+def test_compaction_bin_packs_small_files_per_partition_and_keeps_every_row(table: Table) -> None:
+    before = checksum(table.to_arrow())
+    history = snapshot_rows(table)
+    assert len(live_files(table)) == 8
+    result = rewrite_data_files(table)
+    assert result.groups_total == result.groups_committed == 2
+    assert result.files_removed == 8 and result.files_added == 2
+    assert result.groups_failed == ()
+    assert checksum(table.to_arrow()) == before
+    assert len(live_files(table)) == 2
+    assert [table.snapshot(s).operation for s in result.snapshot_ids] == [REPLACE, REPLACE]
+    assert table.snapshot(result.snapshot_ids[-1]).summary["total-records"] == str(before[0])
+    # time travel to every older snapshot still gives its rows
+    assert {s: v for s, v in snapshot_rows(table).items() if s in history} == history
+
+
+def test_compaction_of_compacted_table_does_nothing(table: Table) -> None:
+    rewrite_data_files(table)
+    head = table.current_snapshot()
+    result = rewrite_data_files(table)
+    assert result == CompactionResult(0, 0, (), 0, 0, 0, 0, ())
+    assert table.current_snapshot() == head
+
+
+def test_compaction_filter_selects_the_files_to_compact(table: Table) -> None:
+    us_files = [f for f in live_files(table) if "region=us" in f]
+    result = rewrite_data_files(table, row_filter="region = 'eu'")
+    assert result.groups_committed == 1
+    assert [f for f in live_files(table) if "region=us" in f] == us_files
+
+
+def test_min_input_files_and_group_size_bound_the_groups(table: Table) -> None:
+    assert rewrite_data_files(table, min_input_files=5).groups_total == 0
+    sizes = [f.file_size_in_bytes for f in table.scan().plan_files()]
+    result = rewrite_data_files(table, max_group_size_bytes=2 * max(sizes))
+    assert result.groups_total == 4  # two groups of two files per partition
+    assert result.files_removed == 8
+
+
+def test_compaction_splits_files_larger_than_the_target(catalog: Catalog) -> None:
+    t = catalog.create_table("db.big", SCHEMA)
+    t.append(rows(range(20_000), "eu"))
+    target = t.scan().plan_files()[0].file_size_in_bytes // 4
+    result = rewrite_data_files(t, target_file_size_bytes=target)
+    assert result.files_removed == 1 and result.files_added > 1
+    assert t.to_arrow().num_rows == 20_000
+
+
+def test_compaction_sorts_by_the_table_sort_order_and_records_it(table: Table) -> None:
+    table.append(rows([5, 3, 1], "eu"))  # out of order
+    result = rewrite_data_files(table, sort_by="table")
+    assert result.groups_failed == ()
+    for f in table.scan().plan_files():
+        ids = read_data_file(table.io, f, projected=table.schema()).column("id").to_pylist()
+        assert ids == sorted(ids)
+        assert f.sort_order_id == table.sort_order().order_id
+    # a second run finds every file sorted and large enough relative to its partition
+    assert rewrite_data_files(table, sort_by="table").groups_total == 0
+
+
+def test_compaction_sorts_by_given_columns_descending(table: Table) -> None:
+    rewrite_data_files(table, sort_by=["id desc"])
+    for f in table.scan().plan_files():
+        ids = read_data_file(table.io, f, projected=table.schema()).column("id").to_pylist()
+        assert ids == sorted(ids, reverse=True)
+        assert f.sort_order_id is None  # not the table's order
+
+
+def test_sort_options_are_validated(catalog: Catalog, table: Table) -> None:
+    unsorted = catalog.create_table("db.unsorted", SCHEMA)
+    with pytest.raises(ValidationError):
+        rewrite_data_files(unsorted, sort_by="table")
+    with pytest.raises(UnknownColumn):
+        rewrite_data_files(table, sort_by=["nope"])
+    with pytest.raises(ValidationError):
+        rewrite_data_files(table, sort_by=["id sideways"])
+    with pytest.raises(ValidationError):
+        rewrite_data_files(table, min_input_files=0)
+
+
+def test_files_of_an_older_spec_are_rewritten_into_the_current_spec(catalog: Catalog) -> None:
+    t = catalog.create_table("db.evolving", SCHEMA)
+    t.append(pa.concat_tables([rows(range(5), "eu"), rows(range(5, 8), "us")]))
+    with t.update_spec() as spec:
+        spec.add_field("region")
+    before = checksum(t.to_arrow())
+    result = rewrite_data_files(t)  # one file: rewritten although min_input_files is 2
+    assert result.groups_committed == 1
+    assert {f.spec_id for f in t.scan().plan_files()} == {t.spec().spec_id}
+    assert len(t.scan().plan_files()) == 2  # one per region now
+    assert checksum(t.to_arrow()) == before
+
+
+def test_progress_reports_every_group(table: Table) -> None:
+    calls: list[tuple[int, int]] = []
+    rewrite_data_files(table, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(0, 2), (1, 2), (2, 2)]
+
+
+def test_plan_matches_what_compaction_rewrites(table: Table) -> None:
+    planned = plan_file_groups(table.io, table.metadata, target_file_size_bytes=512 * 1024**2)
+    result = rewrite_data_files(table)
+    assert len(planned) == result.groups_total
+    assert sum(len(g.files) for g in planned) == result.files_removed
+
+
+# ---- concurrency -----------------------------------------------------------------------------
+def test_compaction_that_loses_the_race_to_an_append_reapplies_and_succeeds(
+    catalog: Catalog, table: Table
+) -> None:
+    other = catalog.load_table("db.events")
+    expected = checksum(pa.concat_tables([table.to_arrow(), rows([999], "eu")]))
+    result = rewrite_data_files(
+        table, progress=in_callback(lambda: other.append(rows([999], "eu")))
+    )
+    assert result.groups_committed == 2 and result.groups_failed == ()
+    assert checksum(table.to_arrow()) == expected
+    assert [s.operation for s in table.snapshots()[-3:]] == ["append", REPLACE, REPLACE]
+
+
+def test_two_compactions_of_the_same_files_one_fails_with_delete_delete(
+    catalog: Catalog, table: Table
+) -> None:
+    before = checksum(table.to_arrow())
+    other = catalog.load_table("db.events")
+    result = rewrite_data_files(table, progress=in_callback(lambda: rewrite_data_files(other)))
+    assert result.groups_committed == 0
+    assert [type(err) for _, err in result.groups_failed] == [ConcurrentDeleteDelete] * 2
+    assert "partition region=" in result.groups_failed[0][0]
+    table.refresh()
+    assert checksum(table.to_arrow()) == before
+    # the loser's new files and manifests are gone: nothing unreferenced is left
+    assert remove_orphan_files(table, older_than=soon(), dry_run=True).orphans == ()
+
+
+def test_without_partial_progress_a_conflict_fails_the_whole_job(
+    catalog: Catalog, table: Table
+) -> None:
+    before = checksum(table.to_arrow())
+    other = catalog.load_table("db.events")
+    with pytest.raises(ConcurrentDeleteDelete):
+        rewrite_data_files(
+            table,
+            partial_progress=False,
+            progress=in_callback(lambda: rewrite_data_files(other, row_filter="region = 'us'")),
+        )
+    assert checksum(catalog.load_table("db.events").to_arrow()) == before
+    table.refresh()
+    assert remove_orphan_files(table, older_than=soon(), dry_run=True).orphans == ()
+
+
+def test_without_partial_progress_all_groups_commit_as_one_snapshot(table: Table) -> None:
+    result = rewrite_data_files(table, partial_progress=False)
+    assert result.groups_committed == 2 and len(result.snapshot_ids) == 1
+
+
+def test_delete_committed_first_fails_only_the_group_of_its_partition(
+    catalog: Catalog, table: Table
+) -> None:
+    other = catalog.load_table("db.events")
+    result = rewrite_data_files(table, progress=in_callback(lambda: other.delete("id = 101")))
+    assert result.groups_committed == 1
+    [(description, error)] = result.groups_failed
+    assert isinstance(error, ConcurrentDeleteDelete) and "region=us" in description
+    table.refresh()
+    assert sorted(table.to_arrow(row_filter="region = 'us'").column("id").to_pylist()) == [
+        100,
+        102,
+        103,
+    ]
+    assert len([f for f in live_files(table) if "region=eu" in f]) == 1
+
+
+def test_delete_planned_before_compaction_of_its_files_fails_with_delete_delete(
+    catalog: Catalog, table: Table
+) -> None:
+    stale = catalog.load_table("db.events")  # plans on the pre-compaction snapshot
+    rewrite_data_files(table)
+    with pytest.raises(ConcurrentDeleteDelete):
+        stale.delete("id = 5")
+    assert catalog.load_table("db.events").to_arrow(row_filter="id = 5").num_rows == 1
+
+
+def test_delete_that_read_compacted_files_fails_with_delete_read(catalog: Catalog) -> None:
+    t = catalog.create_table("db.reads", SCHEMA, partition_by=["region"])
+    t.append(rows([0, 2, 4, 6, 8], "eu"))
+    t.append(rows([100, 101], "eu"))
+    t.append(rows([200, 201], "us"))
+    stale = catalog.load_table("db.reads")
+    rewrite_data_files(t, row_filter="region = 'eu'")
+    # reads the first eu file (3 is within its bounds, no row matches) and rewrites the us file
+    with pytest.raises(ConcurrentDeleteRead):
+        stale.delete("id = 3 OR id = 200")
+    assert catalog.load_table("db.reads").to_arrow(row_filter="id = 200").num_rows == 1
+
+
+def test_delete_in_another_partition_never_conflicts_with_compaction(
+    catalog: Catalog, table: Table
+) -> None:
+    stale = catalog.load_table("db.events")
+    result = rewrite_data_files(table, row_filter="region = 'eu'")
+    assert result.groups_committed == 1
+    assert stale.delete("region = 'us' AND id = 101") is not None
+    other = catalog.load_table("db.events")
+    result = rewrite_data_files(
+        other, row_filter="region = 'us'", progress=in_callback(lambda: table.delete("id = 7"))
+    )
+    assert result.groups_committed == 1 and result.groups_failed == ()
+    final = catalog.load_table("db.events").to_arrow()
+    assert 7 not in final.column("id").to_pylist() and 101 not in final.column("id").to_pylist()
+    assert final.num_rows == 44 - 2
+
+
+# ---- many processes --------------------------------------------------------------------------
+APPENDERS = 4
+APPENDS_EACH = 10
+
+
+def _appender(url: str, warehouse: str, writer: int, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    catalog = Catalog(url, warehouse=warehouse)
+    acknowledged = []
+    for n in range(APPENDS_EACH):
+        ids = [writer * 1_000 + n * 10 + k for k in range(5)]
+        table = catalog.load_table("db.events")
+        table.append(rows(ids, "eu" if n % 2 else "us"))  # any exception fails the test
+        acknowledged.extend(ids)
+    catalog.close()
+    out.put((writer, acknowledged))
+
+
+def test_compaction_concurrent_with_appending_processes_loses_and_duplicates_nothing(
+    catalog_url: str, catalog: Catalog, table: Table, warehouse: str
+) -> None:
+    initial = table.to_arrow()
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [
+        ctx.Process(target=_appender, args=(catalog_url, warehouse, w + 1, queue))
+        for w in range(APPENDERS)
+    ]
+    for p in procs:
+        p.start()
+    compactions: list[CompactionResult] = []
+    deadline = time.monotonic() + 60
+    while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+        compactions.append(rewrite_data_files(table))
+        time.sleep(0.05)
+    compactions.append(rewrite_data_files(table))
+    acknowledged = dict(queue.get(timeout=60) for _ in procs)
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0, "an appender failed"
+
+    assert all(c.groups_failed == () for c in compactions)
+    operations = [s.operation for s in catalog.load_table("db.events").snapshots()]
+    first_compaction = operations.index(REPLACE)
+    assert "append" in operations[first_compaction:], "compactions and appends interleaved"
+    assert sum(c.groups_committed for c in compactions) >= 2
+    final = catalog.load_table("db.events").to_arrow()
+    appended_ids = [i for ids in acknowledged.values() for i in ids]
+    assert len(appended_ids) == APPENDERS * APPENDS_EACH * 5
+    ids = final.column("id").to_pylist()
+    assert len(ids) == len(set(ids)), "a row was duplicated"
+    assert sorted(ids) == sorted(initial.column("id").to_pylist() + appended_ids)
+    expected_sum = pc.sum(initial.column("v")).as_py() + sum(i * 0.5 for i in appended_ids)
+    assert pc.sum(final.column("v")).as_py() == pytest.approx(expected_sum)
