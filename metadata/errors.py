@@ -25,6 +25,8 @@ calls the library, so callers never need to catch a library's own exception type
     ├── NamespaceNotEmpty
     ├── TableKeptChanging          a maintenance job re-planned as often as it may; no change
     ├── CorruptMetadata            a metadata, manifest or data file unreadable per the spec
+    ├── UnsupportedFeature         a table feature lakecat cannot read or write yet (refused,
+    │                              never read or written wrongly)
     ├── StorageError               the file-IO seam failed (OS / object-store error)
     ├── CatalogUnavailable         the catalog database cannot be reached or answered an error
     │   └── CatalogRefused         it answered: the statement was refused (never retried)
@@ -127,6 +129,18 @@ class TableKeptChanging(LakecatError):
 
 class CorruptMetadata(LakecatError):
     """A metadata.json, manifest list, manifest or data file that cannot be read per the spec."""
+
+
+class UnsupportedFeature(LakecatError):
+    """The table uses something lakecat cannot read or write yet (``feature`` names it).
+
+    Raised before anything is read or written: lakecat refuses instead of returning wrong rows
+    or writing a table other engines would read differently.
+    """
+
+    def __init__(self, message: str, *, feature: str = "") -> None:
+        super().__init__(message)
+        self.feature = feature
 
 
 class StorageError(LakecatError, OSError):

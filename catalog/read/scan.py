@@ -15,12 +15,14 @@ read correctly) and filters rows exactly.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from lakecat.catalog.read.deletes import DeleteReader, delete_index, delete_manifests
 from lakecat.metadata.expressions.evaluators import (
     InclusiveMetricsEvaluator,
     ManifestEvaluator,
@@ -36,10 +38,10 @@ from lakecat.metadata.expressions.expressions import (
 )
 from lakecat.metadata.expressions.parser import parse
 from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.parquet import read_data_file
+from lakecat.metadata.io.parquet import iter_data_file_batches, read_data_file
 from lakecat.metadata.manifests.blocks import BlockTest
 from lakecat.metadata.manifests.cache import ManifestCache, NoCache
-from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.manifests.datafile import DataFile, ManifestContent, Status
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.arrow import schema_to_arrow
 from lakecat.metadata.schema.schema import Schema
@@ -61,13 +63,18 @@ def to_expression(row_filter: RowFilter) -> Expression:
 
 @dataclass(frozen=True)
 class ScanPlan:
+    """The data files a scan reads and, for each that has any, the delete files to apply to
+    it (keyed by data file path; see :mod:`lakecat.catalog.read.deletes`)."""
+
     files: tuple[DataFile, ...]
     manifests_total: int
     manifests_scanned: int
     files_total: int
+    deletes: Mapping[str, tuple[DataFile, ...]] = field(default_factory=dict)
 
     @property
     def record_count(self) -> int:
+        """The rows in the planned files; with deletes to apply, an upper bound."""
         return sum(f.record_count for f in self.files)
 
 
@@ -107,10 +114,19 @@ class Scan:
         specs = self.metadata.specs_by_id()
         evaluators = _SpecEvaluators(self.schema, self.bound)
         metrics = InclusiveMetricsEvaluator(self.schema, self.bound)
+        deleting = delete_manifests(listing.manifests)
+        index = (
+            delete_index(self.io, deleting, specs=specs, schema=self.schema, cache=self.manifests)
+            if deleting
+            else None
+        )
         files: list[DataFile] = []
+        deletes: dict[str, tuple[DataFile, ...]] = {}
         scanned = 0
         total = 0
         for manifest, summaries in zip(listing.manifests, listing.summaries, strict=True):
+            if manifest.content is not ManifestContent.DATA:
+                continue  # delete files are applied to data files, never read as data
             if not manifest.has_added_files and not manifest.has_existing_files:
                 continue
             ev = evaluators.of(specs[manifest.partition_spec_id])
@@ -120,11 +136,23 @@ class Scan:
             scanned += 1
             # counted from the list row: a filtered scan may decode only some of the entries
             total += manifest.live_files_count
+            if index is not None:  # data sequence numbers are needed: whole entries
+                for e in self.manifests.read(self.io, manifest, specs=specs, schema=self.schema):
+                    f = e.data_file
+                    if e.status is Status.DELETED:
+                        continue
+                    if not (ev.partition.eval(f.partition) and metrics.eval(f)):
+                        continue
+                    files.append(f)
+                    applicable = index.for_data_file(f, e.sequence_number or 0)
+                    if applicable:
+                        deletes[f.file_path] = applicable
+                continue
             for live in self.manifests.live_files(
                 self.io, manifest, specs=specs, schema=self.schema, may_hold=ev.blocks
             ):
                 files.extend(f for f in live.select(ev.partition.eval) if metrics.eval(f))
-        return ScanPlan(tuple(files), len(listing.manifests), scanned, total)
+        return ScanPlan(tuple(files), len(listing.manifests), scanned, total, deletes)
 
     def plan_files(self) -> list[DataFile]:
         return list(self.plan().files)
@@ -146,11 +174,43 @@ class Scan:
             parent = self.schema.parent_id(field_id)
         return field_id
 
-    def _read_one(self, f: DataFile, read_schema: Schema, arrow_filter: object) -> pa.Table:
-        table = read_data_file(self.io, f, projected=read_schema, row_filter=arrow_filter)
+    def _read_one(
+        self,
+        f: DataFile,
+        read_schema: Schema,
+        arrow_filter: pc.Expression | None,
+        deletes: tuple[DataFile, ...] = (),
+        reader: DeleteReader | None = None,
+    ) -> pa.Table:
+        if deletes and reader is not None:
+            table = self._read_with_deletes(f, read_schema, arrow_filter, deletes, reader)
+        else:
+            table = read_data_file(self.io, f, projected=read_schema, row_filter=arrow_filter)
         if read_schema is not self.projected:
             table = table.select([fld.name for fld in self.projected.fields])
         return table
+
+    def _read_with_deletes(
+        self,
+        f: DataFile,
+        read_schema: Schema,
+        arrow_filter: pc.Expression | None,
+        deletes: tuple[DataFile, ...],
+        reader: DeleteReader,
+    ) -> pa.Table:
+        """All rows of ``f`` in file order (positions count from its first row), the deleted
+        ones dropped, then the filter applied."""
+        needed = {fld.field_id for fld in read_schema.fields} | reader.equality_field_ids(deletes)
+        full = Schema(
+            tuple(fld for fld in self.schema.fields if fld.field_id in needed),
+            self.schema.schema_id,
+        )
+        batches = iter_data_file_batches(self.io, f, projected=full)
+        kept = list(reader.apply(f, deletes, batches))
+        table = pa.Table.from_batches(kept, schema=schema_to_arrow(full))
+        if arrow_filter is not None:
+            table = table.filter(arrow_filter)
+        return table.select([fld.name for fld in read_schema.fields])
 
     def to_batches(self) -> Iterator[pa.Table]:
         """Matching rows, one Arrow table per data file, in planning order.
@@ -162,12 +222,16 @@ class Scan:
         arrow_filter = (
             None if isinstance(self.expression, AlwaysTrue) else to_arrow_filter(self.bound)
         )
-        files = list(self.plan().files)
+        plan = self.plan()
+        reader = DeleteReader(self.io, self.schema, self.metadata.schemas) if plan.deletes else None
         with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
             pending: deque[Future[pa.Table]] = deque()
             try:
-                for f in files:
-                    pending.append(pool.submit(self._read_one, f, read_schema, arrow_filter))
+                for f in plan.files:
+                    deletes = plan.deletes.get(f.file_path, ())
+                    pending.append(
+                        pool.submit(self._read_one, f, read_schema, arrow_filter, deletes, reader)
+                    )
                     if len(pending) >= _READ_THREADS:
                         yield pending.popleft().result()
                 while pending:
@@ -193,9 +257,12 @@ class Scan:
         return out.slice(0, limit) if limit is not None else out
 
     def count(self) -> int:
-        """Matching row count; files fully inside the filter are counted from metadata."""
+        """Matching row count: from metadata when no filter and no delete file applies, else
+        by reading."""
         if isinstance(self.expression, AlwaysTrue):
-            return self.plan().record_count
+            plan = self.plan()
+            if not plan.deletes:
+                return plan.record_count
         return sum(t.num_rows for t in self.to_batches())
 
 

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from lakecat.metadata.errors import CorruptMetadata, NoSuchRef, NoSuchSnapshot
+from lakecat.metadata.errors import CorruptMetadata, NoSuchRef, NoSuchSnapshot, UnsupportedFeature
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.snapshots import (
@@ -179,6 +179,12 @@ def _from_json(
 ) -> TableMetadata:
     version = obj["format-version"]
     if version != FORMAT_VERSION:
+        if isinstance(version, int) and version > FORMAT_VERSION:
+            raise UnsupportedFeature(
+                f"this table is Iceberg format version {version} (deletion vectors, row lineage, "
+                f"new types); lakecat reads and writes format version {FORMAT_VERSION} tables",
+                feature=f"format-version {version}",
+            )
         raise CorruptMetadata(
             f"lakecat reads format version {FORMAT_VERSION} tables; this one is v{version}"
         )

@@ -1,0 +1,320 @@
+"""Delete files in a snapshot: planning them, applying them, refusing where they cannot apply.
+
+A snapshot's manifest list names data manifests and delete manifests (``content`` 1). Every
+read of the snapshot must apply the live delete files those name (position deletes, deletion
+vectors, equality deletes), and every rewrite of a data file must carry its deletes over.
+
+* :class:`DeleteIndex` finds the delete files that apply to each data file (the spec's "Scan
+  Planning" rules); :class:`DeleteReader` reads each delete file once per scan and drops the
+  deleted rows from a data file's batches (with :mod:`lakecat.metadata.deletes`). A delete
+  file that is missing or unreadable is a :class:`~lakecat.metadata.errors.CorruptMetadata`
+  naming it: no rows are returned from a file whose deletes could not be applied.
+* Paths that cannot apply deletes yet call :func:`refuse_deletes` before reading or writing
+  anything, so they fail with :class:`~lakecat.metadata.errors.UnsupportedFeature` instead of
+  returning deleted rows or bringing them back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakecat.metadata.deletes import EqualityDeletes, drop_equality_deleted, positions_for_file
+from lakecat.metadata.errors import CorruptMetadata, LakecatError, UnsupportedFeature
+from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.parquet import read_data_file
+from lakecat.metadata.manifests.cache import ManifestCache, NoCache
+from lakecat.metadata.manifests.datafile import (
+    Content,
+    DataFile,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+    Status,
+)
+from lakecat.metadata.partitioning.spec import PartitionSpec
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.schema.types import NestedField
+from lakecat.metadata.table.snapshots import Snapshot
+
+__all__ = [
+    "DeleteIndex",
+    "DeleteReader",
+    "DeleteRef",
+    "delete_index",
+    "delete_manifests",
+    "has_deletes",
+    "refuse_deletes",
+]
+
+
+def delete_manifests(manifests: Iterable[ManifestFile]) -> list[ManifestFile]:
+    """The delete manifests that list live delete files."""
+    return [m for m in manifests if m.content is ManifestContent.DELETES and m.live_files_count > 0]
+
+
+def has_deletes(io: FileIO, snapshot: Snapshot | None, cache: ManifestCache | None = None) -> bool:
+    """Whether ``snapshot`` has live delete files (reads its manifest list only)."""
+    if snapshot is None:
+        return False
+    listing = (cache or NoCache()).manifest_list(io, snapshot.manifest_list)
+    return bool(delete_manifests(listing.manifests))
+
+
+def refuse_deletes(
+    io: FileIO,
+    snapshot: Snapshot | None,
+    *,
+    action: str,
+    table: str = "the table",
+    cache: ManifestCache | None = None,
+) -> None:
+    """Raise :class:`UnsupportedFeature` if ``snapshot`` has live delete files and ``action``
+    (e.g. ``"a copy-on-write delete"``) cannot apply them yet."""
+    if has_deletes(io, snapshot, cache):
+        assert snapshot is not None
+        raise UnsupportedFeature(
+            f"{table} has delete files (merge-on-read deletes written by another engine) in "
+            f"snapshot {snapshot.snapshot_id}; lakecat cannot apply them in {action} yet, and "
+            "refuses rather than read or write deleted rows. Compact the table with the engine "
+            "that wrote them (rewrite_data_files), or read it with lakecat's Python API",
+            feature="delete files",
+        )
+
+
+# ---- planning: which delete files apply to which data file --------------------------------
+
+# Reserved field ids of a position delete file's columns (spec: "Position Delete Files").
+POS_FILE_PATH_ID = 2147483546
+POS_POS_ID = 2147483545
+
+
+@dataclass(frozen=True)
+class DeleteRef:
+    """A live delete file with its data sequence number."""
+
+    file: DataFile
+    sequence_number: int
+
+
+class DeleteIndex:
+    """The live delete files of one snapshot, indexed to find those that apply to a data file
+    exactly as the spec's "Scan Planning" says:
+
+    * a position delete file applies to a data file of the same partition (spec id and
+      values) whose data sequence number is <= its own; one whose ``file_path`` bounds are
+      equal names that one data file only (Iceberg Java writes no ``referenced_data_file``
+      in v2, only those bounds);
+    * an equality delete file applies to data files whose data sequence number is < its own,
+      of the same partition, or of any partition when its spec is unpartitioned (a global
+      delete).
+    """
+
+    def __init__(self, entries: Iterable[ManifestEntry], specs: Mapping[int, PartitionSpec]):
+        self._by_path: dict[str, list[DeleteRef]] = {}
+        self._positional: dict[tuple[int, tuple[Any, ...]], list[DeleteRef]] = {}
+        self._equality: dict[tuple[int, tuple[Any, ...]], list[DeleteRef]] = {}
+        self._global: list[DeleteRef] = []
+        self.count = 0
+        for entry in entries:
+            if entry.status is Status.DELETED:
+                continue
+            f = entry.data_file
+            if entry.sequence_number is None:
+                raise CorruptMetadata(f"delete file {f.file_path} has no data sequence number")
+            ref = DeleteRef(f, entry.sequence_number)
+            self.count += 1
+            if f.content is Content.POSITION_DELETES:
+                if f.file_format.upper() != "PARQUET":
+                    raise UnsupportedFeature(
+                        f"position delete file {f.file_path} is {f.file_format}; lakecat reads "
+                        "Parquet position delete files (deletion vectors need format v3 support)",
+                        feature=f"{f.file_format} position deletes",
+                    )
+                target = _single_target(f)
+                if target is not None:
+                    self._by_path.setdefault(target, []).append(ref)
+                else:
+                    self._positional.setdefault((f.spec_id, f.partition), []).append(ref)
+            elif f.content is Content.EQUALITY_DELETES:
+                if f.file_format.upper() != "PARQUET":
+                    raise UnsupportedFeature(
+                        f"equality delete file {f.file_path} is {f.file_format}; lakecat reads "
+                        "Parquet delete files",
+                        feature=f"{f.file_format} equality deletes",
+                    )
+                if not f.equality_ids:
+                    raise CorruptMetadata(f"equality delete file {f.file_path} has no equality ids")
+                spec = specs.get(f.spec_id)
+                if spec is None:
+                    raise CorruptMetadata(
+                        f"delete file {f.file_path} names partition spec {f.spec_id}, which the "
+                        "table does not have"
+                    )
+                if not spec.fields:
+                    self._global.append(ref)
+                else:
+                    self._equality.setdefault((f.spec_id, f.partition), []).append(ref)
+            else:
+                raise CorruptMetadata(
+                    f"delete manifest entry {f.file_path} has content {int(f.content)}, not a "
+                    "delete file"
+                )
+
+    def for_data_file(self, data_file: DataFile, sequence_number: int) -> tuple[DataFile, ...]:
+        """The delete files that apply to ``data_file`` (of data sequence number
+        ``sequence_number``)."""
+        key = (data_file.spec_id, data_file.partition)
+        named = [
+            r
+            for r in self._by_path.get(data_file.file_path, ())
+            if (r.file.spec_id, r.file.partition) == key  # the spec: partition must match too
+        ]
+        found = [
+            r.file
+            for r in (*named, *self._positional.get(key, ()))
+            if r.sequence_number >= sequence_number
+        ]
+        found += [
+            r.file
+            for r in (*self._equality.get(key, ()), *self._global)
+            if r.sequence_number > sequence_number
+        ]
+        return tuple(found)
+
+
+def _single_target(f: DataFile) -> str | None:
+    """The one data file a position delete file names, when its ``file_path`` bounds say so
+    (lower == upper, untruncated)."""
+    lower = (f.lower_bounds or {}).get(POS_FILE_PATH_ID)
+    upper = (f.upper_bounds or {}).get(POS_FILE_PATH_ID)
+    if lower is None or lower != upper:
+        return None
+    try:
+        return lower.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def delete_index(
+    io: FileIO,
+    manifests: Iterable[ManifestFile],
+    *,
+    specs: Mapping[int, PartitionSpec],
+    schema: Schema,
+    cache: ManifestCache,
+) -> DeleteIndex:
+    """The :class:`DeleteIndex` of a snapshot's delete manifests."""
+    entries = [e for m in manifests for e in cache.read(io, m, specs=specs, schema=schema)]
+    return DeleteIndex(entries, specs)
+
+
+# ---- reading: applying them -----------------------------------------------------------------
+
+
+class DeleteReader:
+    """Reads delete files (each once per scan) and drops the rows they delete from a data
+    file's batches. Thread-safe: a scan reads data files from a thread pool."""
+
+    def __init__(self, io: FileIO, schema: Schema, all_schemas: Sequence[Schema] = ()) -> None:
+        self._io = io
+        self._schema = schema
+        self._schemas = (schema, *all_schemas)
+        self._lock = threading.Lock()
+        self._positions: dict[str, pa.Table] = {}
+        self._equality: dict[str, pa.Table] = {}
+
+    def equality_field_ids(self, deletes: Iterable[DataFile]) -> set[int]:
+        """The fields the equality deletes among ``deletes`` compare on."""
+        return {
+            i
+            for d in deletes
+            if d.content is Content.EQUALITY_DELETES
+            for i in d.equality_ids or ()
+        }
+
+    def apply(
+        self, data_file: DataFile, deletes: Sequence[DataFile], batches: Iterable[pa.RecordBatch]
+    ) -> Iterator[pa.RecordBatch]:
+        """``batches`` (all rows of ``data_file`` in file order, unfiltered) without the rows
+        ``deletes`` delete."""
+        positional = [d for d in deletes if d.content is Content.POSITION_DELETES]
+        equality = [d for d in deletes if d.content is Content.EQUALITY_DELETES]
+        index = (
+            positions_for_file([self._position_rows(d) for d in positional], data_file.file_path)
+            if positional
+            else None
+        )
+        eq = [self._equality_deletes(d) for d in equality]
+        start = 0
+        for batch in batches:
+            rows = batch.num_rows
+            if index is not None:
+                batch = index.apply(batch, start)
+            if eq and batch.num_rows:
+                batch = drop_equality_deleted(batch, eq)
+            start += rows
+            yield batch
+
+    def _position_rows(self, delete_file: DataFile) -> pa.Table:
+        with self._lock:
+            found = self._positions.get(delete_file.file_path)
+        if found is None:
+            found = _read_delete_file(
+                self._io, delete_file, lambda f: pq.read_table(f, columns=["file_path", "pos"])
+            )
+            with self._lock:
+                self._positions[delete_file.file_path] = found
+        return found
+
+    def _equality_deletes(self, delete_file: DataFile) -> EqualityDeletes:
+        ids = tuple(delete_file.equality_ids or ())
+        fields = [self._field(i, delete_file) for i in ids]
+        with self._lock:
+            rows = self._equality.get(delete_file.file_path)
+        if rows is None:
+            schema = Schema(tuple(fields), self._schema.schema_id)
+            rows = _read_delete_file(
+                self._io,
+                delete_file,
+                lambda _f: read_data_file(self._io, delete_file, projected=schema),
+            )
+            with self._lock:
+                self._equality[delete_file.file_path] = rows
+        refs = tuple((f.name,) for f in fields)
+        return EqualityDeletes(rows, refs)
+
+    def _field(self, field_id: int, delete_file: DataFile) -> NestedField:
+        for schema in self._schemas:  # the scan's schema first, then the table's older ones
+            if schema.has_field(field_id) and schema.parent_id(field_id) is None:
+                return schema.find_field(field_id)
+        raise UnsupportedFeature(
+            f"equality delete file {delete_file.file_path} compares on field {field_id}, which is "
+            "not a top-level column of the table's schema; lakecat applies equality deletes on "
+            "top-level columns",
+            feature="equality deletes on nested fields",
+        )
+
+
+def _read_delete_file(io: FileIO, f: DataFile, read: Callable[[Any], pa.Table]) -> pa.Table:
+    """Read a delete file, any failure a typed error naming it: a read that cannot apply its
+    deletes must not return rows."""
+    try:
+        source = io.open_input(f.file_path)
+        try:
+            return read(source)
+        finally:
+            source.close()
+    except FileNotFoundError as exc:
+        raise CorruptMetadata(f"delete file {f.file_path} is missing: {exc}") from exc
+    except LakecatError as exc:
+        raise CorruptMetadata(f"delete file {f.file_path} cannot be read: {exc}") from exc
+    except (OSError, pa.ArrowException, KeyError, ValueError) as exc:
+        raise CorruptMetadata(
+            f"delete file {f.file_path} cannot be read ({type(exc).__name__}: {exc})"
+        ) from exc
