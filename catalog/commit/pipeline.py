@@ -99,6 +99,7 @@ from lakecat.metadata.errors import (
     LakecatError,
     NoSuchTable,
     StorageError,
+    UnsupportedFeature,
 )
 from lakecat.metadata.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
 from lakecat.metadata.expressions.expressions import bind
@@ -113,7 +114,7 @@ from lakecat.metadata.table.metadata_files import (
     parse_version,
     write_metadata,
 )
-from lakecat.metadata.table.table_metadata import TableMetadata
+from lakecat.metadata.table.table_metadata import FORMAT_VERSION, TableMetadata
 from lakecat.metadata.table.updates import AssertTableUUID, TableRequirement, TableUpdate
 
 if TYPE_CHECKING:
@@ -348,6 +349,7 @@ class _IntentCommit:
     def run(self) -> CommitResult:
         ops = self.ops
         try:
+            _refuse_unwritable(self.base)
             self.producer.prepare(self.base)
             while True:
                 self.attempt += 1
@@ -532,6 +534,16 @@ class _IntentCommit:
         return _Swapped(new, new_location, batch)
 
 
+def _refuse_unwritable(base: TableMetadata) -> None:
+    """A table of a format version lakecat reads but does not write (v3) is never changed."""
+    if base.format_version > FORMAT_VERSION:
+        raise UnsupportedFeature(
+            f"this table is format version {base.format_version}; lakecat reads it but writes "
+            f"format version {FORMAT_VERSION} tables only, so it refuses to change it",
+            feature=f"writing format-version {base.format_version}",
+        )
+
+
 def _load_or_none(ops: TableOperations, location: str) -> TableMetadata | None:
     try:
         return ops.load(location)
@@ -555,6 +567,7 @@ def commit_updates(
     the table found on the first read. Phases and outcomes are as for :func:`commit_intent`.
     """
     base, base_location = ops.refresh()
+    _refuse_unwritable(base)
     same_table = AssertTableUUID(table_uuid or base.table_uuid)
     clock = RetryClock(RetryPolicy.from_properties(base.properties), unbounded_retries=False)
     warnings: list[str] = []

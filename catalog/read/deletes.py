@@ -19,12 +19,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakecat.metadata.deletes import EqualityDeletes, drop_equality_deleted, positions_for_file
+from lakecat.metadata.deletes import (
+    EqualityDeletes,
+    PositionIndex,
+    drop_equality_deleted,
+    positions_for_file,
+    read_deletion_vector,
+)
 from lakecat.metadata.errors import CorruptMetadata, LakecatError, UnsupportedFeature
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.parquet import read_data_file
@@ -41,6 +47,8 @@ from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import NestedField
 from lakecat.metadata.table.snapshots import Snapshot
+
+T = TypeVar("T")
 
 __all__ = [
     "DeleteIndex",
@@ -117,6 +125,7 @@ class DeleteIndex:
 
     def __init__(self, entries: Iterable[ManifestEntry], specs: Mapping[int, PartitionSpec]):
         self._by_path: dict[str, list[DeleteRef]] = {}
+        self._dvs: dict[str, list[DeleteRef]] = {}
         self._positional: dict[tuple[int, tuple[Any, ...]], list[DeleteRef]] = {}
         self._equality: dict[tuple[int, tuple[Any, ...]], list[DeleteRef]] = {}
         self._global: list[DeleteRef] = []
@@ -129,11 +138,18 @@ class DeleteIndex:
                 raise CorruptMetadata(f"delete file {f.file_path} has no data sequence number")
             ref = DeleteRef(f, entry.sequence_number)
             self.count += 1
-            if f.content is Content.POSITION_DELETES:
+            if f.content is Content.POSITION_DELETES and f.file_format.upper() == "PUFFIN":
+                if not f.referenced_data_file or f.content_offset is None:
+                    raise CorruptMetadata(
+                        f"deletion vector in {f.file_path} has no referenced_data_file or "
+                        "content_offset"
+                    )
+                self._dvs.setdefault(f.referenced_data_file, []).append(ref)
+            elif f.content is Content.POSITION_DELETES:
                 if f.file_format.upper() != "PARQUET":
                     raise UnsupportedFeature(
                         f"position delete file {f.file_path} is {f.file_format}; lakecat reads "
-                        "Parquet position delete files (deletion vectors need format v3 support)",
+                        "Parquet position delete files and deletion vectors",
                         feature=f"{f.file_format} position deletes",
                     )
                 target = _single_target(f)
@@ -170,16 +186,32 @@ class DeleteIndex:
         """The delete files that apply to ``data_file`` (of data sequence number
         ``sequence_number``)."""
         key = (data_file.spec_id, data_file.partition)
+        dvs = [
+            r
+            for r in self._dvs.get(data_file.file_path, ())
+            if (r.file.spec_id, r.file.partition) == key and r.sequence_number >= sequence_number
+        ]
+        if len(dvs) > 1:
+            raise CorruptMetadata(
+                f"data file {data_file.file_path} has {len(dvs)} live deletion vectors; the spec "
+                "allows one"
+            )
         named = [
             r
             for r in self._by_path.get(data_file.file_path, ())
             if (r.file.spec_id, r.file.partition) == key  # the spec: partition must match too
         ]
-        found = [
-            r.file
-            for r in (*named, *self._positional.get(key, ()))
-            if r.sequence_number >= sequence_number
-        ]
+        # A deletion vector holds every position deleted before it: position delete files
+        # no longer apply where one does (the spec).
+        found = (
+            [dvs[0].file]
+            if dvs
+            else [
+                r.file
+                for r in (*named, *self._positional.get(key, ()))
+                if r.sequence_number >= sequence_number
+            ]
+        )
         found += [
             r.file
             for r in (*self._equality.get(key, ()), *self._global)
@@ -245,11 +277,14 @@ class DeleteReader:
         ``deletes`` delete."""
         positional = [d for d in deletes if d.content is Content.POSITION_DELETES]
         equality = [d for d in deletes if d.content is Content.EQUALITY_DELETES]
-        index = (
-            positions_for_file([self._position_rows(d) for d in positional], data_file.file_path)
-            if positional
-            else None
-        )
+        dvs = [d for d in positional if d.file_format.upper() == "PUFFIN"]
+        index: PositionIndex | None = None
+        if dvs:
+            index = PositionIndex(self._deletion_vector(dvs[0]))
+        elif positional:
+            index = positions_for_file(
+                [self._position_rows(d) for d in positional], data_file.file_path
+            )
         eq = [self._equality_deletes(d) for d in equality]
         start = 0
         for batch in batches:
@@ -260,6 +295,17 @@ class DeleteReader:
                 batch = drop_equality_deleted(batch, eq)
             start += rows
             yield batch
+
+    def _deletion_vector(self, dv: DataFile) -> Any:
+        assert dv.content_offset is not None and dv.content_size_in_bytes is not None
+        offset, length = dv.content_offset, dv.content_size_in_bytes
+        return _read_delete_file(
+            self._io,
+            dv,
+            lambda source: read_deletion_vector(
+                source, offset, length, expected_cardinality=dv.record_count
+            ),
+        )
 
     def _position_rows(self, delete_file: DataFile) -> pa.Table:
         with self._lock:
@@ -301,7 +347,7 @@ class DeleteReader:
         )
 
 
-def _read_delete_file(io: FileIO, f: DataFile, read: Callable[[Any], pa.Table]) -> pa.Table:
+def _read_delete_file(io: FileIO, f: DataFile, read: Callable[[Any], T]) -> T:
     """Read a delete file, any failure a typed error naming it: a read that cannot apply its
     deletes must not return rows."""
     try:

@@ -51,6 +51,11 @@ class DataFile:
     split_offsets: tuple[int, ...] | None = None
     equality_ids: tuple[int, ...] | None = None
     sort_order_id: int | None = None
+    # format v3
+    first_row_id: int | None = None
+    referenced_data_file: str | None = None  # the data file a deletion vector is for
+    content_offset: int | None = None  # where a deletion vector's blob starts in its file
+    content_size_in_bytes: int | None = None  # and how long it is
 
     def __hash__(self) -> int:  # identity of a data file is its path
         return hash(self.file_path)

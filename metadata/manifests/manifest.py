@@ -705,5 +705,9 @@ def _entry(
         None if split_offsets is None else tuple(split_offsets),
         None if equality_ids is None else tuple(equality_ids),
         df.get("sort_order_id"),
+        df.get("first_row_id"),
+        df.get("referenced_data_file"),
+        df.get("content_offset"),
+        df.get("content_size_in_bytes"),
     )
     return ManifestEntry(status, data_file, snapshot_id, seq, file_seq)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lakecat.metadata import properties as props
-from lakecat.metadata.errors import InvalidUpdate
+from lakecat.metadata.errors import InvalidUpdate, UnsupportedFeature
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.table.schema_evolution import check_schema
 from lakecat.metadata.table.snapshots import (
@@ -94,8 +94,17 @@ def apply(
     read from; it is appended to the metadata log. ``max_previous_versions`` overrides the
     table property ``write.metadata.previous-versions-max``.
 
-    Raises :class:`InvalidUpdate` for a change the spec does not allow.
+    Raises :class:`InvalidUpdate` for a change the spec does not allow, and
+    :class:`UnsupportedFeature` for any change to a table of a format version lakecat does not
+    write (v3: its row lineage would not be kept).
     """
+    if base.format_version > FORMAT_VERSION and updates:
+        raise UnsupportedFeature(
+            f"this table is format version {base.format_version}; lakecat reads it but writes "
+            f"format version {FORMAT_VERSION} tables only (row lineage, deletion vectors), so "
+            "it refuses to change it",
+            feature=f"writing format-version {base.format_version}",
+        )
     clock = int(time.time() * 1000) if now_ms is None else now_ms
     # Time never runs backwards in the metadata: Java refuses to read a file whose
     # last-updated-ms or snapshot log goes back by more than a minute (e.g. clock skew

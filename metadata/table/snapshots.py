@@ -29,6 +29,8 @@ class Snapshot:
     summary: Mapping[str, str] = field(default_factory=dict)
     parent_snapshot_id: int | None = None
     schema_id: int | None = None
+    first_row_id: int | None = None  # format v3 row lineage
+    added_rows: int | None = None  # format v3 row lineage
     # The JSON bytes of this snapshot, made once: a table's metadata.json repeats every live
     # snapshot on every commit, and a snapshot never changes.
     _json: bytes | None = field(default=None, init=False, compare=False, repr=False)
@@ -52,6 +54,10 @@ class Snapshot:
         out["summary"] = {"operation": self.operation, **self.summary}
         if self.schema_id is not None:
             out["schema-id"] = self.schema_id
+        if self.first_row_id is not None:
+            out["first-row-id"] = self.first_row_id
+        if self.added_rows is not None:
+            out["added-rows"] = self.added_rows
         return out
 
     @staticmethod
@@ -67,6 +73,8 @@ class Snapshot:
             operation=operation,
             summary=summary,
             schema_id=obj.get("schema-id"),
+            first_row_id=obj.get("first-row-id"),
+            added_rows=obj.get("added-rows"),
         )
 
 

@@ -27,7 +27,8 @@ from lakecat.metadata.table.snapshots import (
 )
 from lakecat.metadata.table.sorting import SortOrder
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 2  # what lakecat writes
+READ_FORMAT_VERSIONS = (2, 3)  # what it reads (v3: deletion vectors; its writes are refused)
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class TableMetadata:
     refs: Mapping[str, SnapshotRef] = field(default_factory=dict)
     statistics: tuple[Mapping[str, Any], ...] = ()
     partition_statistics: tuple[Mapping[str, Any], ...] = ()
+    next_row_id: int | None = None  # format v3 row lineage
 
     # ---- lookups ------------------------------------------------------------------------
     @cached_property
@@ -151,6 +153,8 @@ class TableMetadata:
             out["snapshots"] = [s.to_json() for s in self.snapshots]
         out["statistics"] = [dict(s) for s in self.statistics]
         out["partition-statistics"] = [dict(s) for s in self.partition_statistics]
+        if self.next_row_id is not None:
+            out["next-row-id"] = self.next_row_id
         out["snapshot-log"] = [e.to_json() for e in self.snapshot_log]
         out["metadata-log"] = [e.to_json() for e in self.metadata_log]
         return out
@@ -178,15 +182,20 @@ def _from_json(
     obj: dict[str, Any], previous: TableMetadata | None, leading: tuple[Snapshot, ...]
 ) -> TableMetadata:
     version = obj["format-version"]
-    if version != FORMAT_VERSION:
-        if isinstance(version, int) and version > FORMAT_VERSION:
+    if version not in READ_FORMAT_VERSIONS:
+        if isinstance(version, int) and version > max(READ_FORMAT_VERSIONS):
             raise UnsupportedFeature(
-                f"this table is Iceberg format version {version} (deletion vectors, row lineage, "
-                f"new types); lakecat reads and writes format version {FORMAT_VERSION} tables",
+                f"this table is Iceberg format version {version}; lakecat reads format versions "
+                f"{', '.join(map(str, READ_FORMAT_VERSIONS))}",
                 feature=f"format-version {version}",
             )
         raise CorruptMetadata(
-            f"lakecat reads format version {FORMAT_VERSION} tables; this one is v{version}"
+            f"lakecat reads format version {FORMAT_VERSION} and 3 tables; this one is v{version}"
+        )
+    if obj.get("encryption-keys"):
+        raise UnsupportedFeature(
+            "this table is encrypted; lakecat does not read encrypted tables",
+            feature="encryption",
         )
     current = obj.get("current-snapshot-id")
     if current == -1:  # Java writes -1 for "no snapshot"
@@ -235,6 +244,7 @@ def _from_json(
         refs=refs,
         statistics=tuple(obj.get("statistics") or ()),
         partition_statistics=tuple(obj.get("partition-statistics") or ()),
+        next_row_id=obj.get("next-row-id"),
     )
 
 
@@ -303,6 +313,8 @@ def _snapshot_from_json(obj: dict[str, Any]) -> Snapshot:
         summary,
         obj.get("parent-snapshot-id"),
         obj.get("schema-id"),
+        obj.get("first-row-id"),
+        obj.get("added-rows"),
     )
 
 

@@ -80,7 +80,9 @@ def test_equality_deletes_apply_to_strictly_older_data_and_unpartitioned_ones_ev
 def test_removed_delete_files_do_not_apply_and_unknown_kinds_are_refused() -> None:
     gone = deletes("d1", Content.POSITION_DELETES)
     assert DeleteIndex([entry(gone, 5, Status.DELETED)], SPECS).for_data_file(data("a"), 1) == ()
-    with pytest.raises(UnsupportedFeature, match="PUFFIN"):
+    with pytest.raises(UnsupportedFeature, match="ORC"):
+        DeleteIndex([entry(deletes("d", Content.POSITION_DELETES, fmt="ORC"), 5)], SPECS)
+    with pytest.raises(CorruptMetadata, match="referenced_data_file"):  # a DV names its file
         DeleteIndex([entry(deletes("dv", Content.POSITION_DELETES, fmt="PUFFIN"), 5)], SPECS)
     with pytest.raises(CorruptMetadata, match="content 0"):
         DeleteIndex([entry(data("not-a-delete"), 5)], SPECS)
