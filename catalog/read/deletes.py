@@ -28,7 +28,7 @@ from lakecat.metadata.deletes import (
     EqualityDeletes,
     PositionIndex,
     drop_equality_deleted,
-    positions_for_file,
+    positions_by_file,
     read_deletion_vector,
 )
 from lakecat.metadata.errors import CorruptMetadata, LakecatError, UnsupportedFeature
@@ -258,7 +258,7 @@ class DeleteReader:
         self._schema = schema
         self._schemas = (schema, *all_schemas)
         self._lock = threading.Lock()
-        self._positions: dict[str, pa.Table] = {}
+        self._positions: dict[str, dict[str, PositionIndex]] = {}
         self._equality: dict[str, pa.Table] = {}
 
     def equality_field_ids(self, deletes: Iterable[DataFile]) -> set[int]:
@@ -282,9 +282,10 @@ class DeleteReader:
         if dvs:
             index = PositionIndex(self._deletion_vector(dvs[0]))
         elif positional:
-            index = positions_for_file(
-                [self._position_rows(d) for d in positional], data_file.file_path
-            )
+            found = [self._positions_by_file(d).get(data_file.file_path) for d in positional]
+            indexes = [i for i in found if i is not None]
+            if indexes:
+                index = indexes[0].union(*indexes[1:]) if len(indexes) > 1 else indexes[0]
         eq = [self._equality_deletes(d) for d in equality]
         start = 0
         for batch in batches:
@@ -307,13 +308,16 @@ class DeleteReader:
             ),
         )
 
-    def _position_rows(self, delete_file: DataFile) -> pa.Table:
+    def _positions_by_file(self, delete_file: DataFile) -> dict[str, PositionIndex]:
+        """The positions a position delete file deletes, grouped by data file once (a delete
+        file may name many data files, each read in its own task)."""
         with self._lock:
             found = self._positions.get(delete_file.file_path)
         if found is None:
-            found = _read_delete_file(
+            rows = _read_delete_file(
                 self._io, delete_file, lambda f: pq.read_table(f, columns=["file_path", "pos"])
             )
+            found = positions_by_file(rows)
             with self._lock:
                 self._positions[delete_file.file_path] = found
         return found
