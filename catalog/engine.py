@@ -12,6 +12,9 @@ lies behind them can be reorganized freely.
 * an operation's intent, committed by ``Table.commit_intent``: ``Intent``, ``OpKind``,
   ``new_snapshot_id``;
 * planning reads: ``Scan``, ``RowFilter``, ``to_timestamp_ms``, ``plan_delete``;
+* delete files an engine cannot apply yet: ``has_deletes``, ``refuse_deletes`` (raise
+  ``UnsupportedFeature`` for a snapshot that has them), ``refuse_partial_rewrites`` (what
+  ``plan_delete`` would refuse, checked before writing);
 * data files in the table's form, and where a table keeps its files: ``conform``,
   ``write_files``, ``data_dir``, ``metadata_dir``;
 * the checks a job runs against the version it started from before it commits:
@@ -32,8 +35,9 @@ from lakecat.catalog.commit.pipeline import metadata_delta
 from lakecat.catalog.commit.producer import data_dir, metadata_dir
 from lakecat.catalog.maintenance import CompactionResult, FileGroup, plan_file_groups
 from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES
+from lakecat.catalog.read.deletes import has_deletes, refuse_deletes
 from lakecat.catalog.read.scan import RowFilter, Scan
-from lakecat.catalog.write.row_ops import plan_delete
+from lakecat.catalog.write.row_ops import plan_delete, refuse_partial_rewrites
 from lakecat.catalog.write.writer import conform, write_files
 from lakecat.metadata.table.timetravel import to_timestamp_ms
 
@@ -51,11 +55,14 @@ __all__ = [
     "check_transaction",
     "conform",
     "data_dir",
+    "has_deletes",
     "metadata_delta",
     "metadata_dir",
     "new_snapshot_id",
     "plan_delete",
     "plan_file_groups",
+    "refuse_deletes",
+    "refuse_partial_rewrites",
     "to_timestamp_ms",
     "write_files",
 ]

@@ -130,6 +130,7 @@ def _compaction_plan(table: Table, args: argparse.Namespace, sort_by: Any) -> Ou
         min_input_files=args.min_input_files,
         sort=sort_by is not None,
         sort_order_id=sort_order_id,
+        table_name=table.name,
     )
     groups = [
         {

@@ -36,7 +36,7 @@ from lakecat.metadata.errors import (
     MetadataChanged,
     ProtocolChanged,
 )
-from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.properties import SERIALIZABLE
 from lakecat.metadata.table.snapshots import APPEND, REPLACE
 
@@ -121,6 +121,7 @@ def check_all(
     for commit in concurrent:
         check_delete_delete(intent, commit)
         check_delete_read(intent, commit)
+        check_new_deletes(intent, commit)
         check_added_files(intent, commit, may_match_read, describe_partition)
 
 
@@ -165,6 +166,39 @@ def check_delete_read(intent: Intent, commit: ConcurrentCommit) -> None:
         operation=commit.operation,
         files=tuple(sorted(overlap)),
     )
+
+
+def check_new_deletes(intent: Intent, commit: ConcurrentCommit) -> None:
+    """A concurrent commit added delete files (position deletes, deletion vectors, equality
+    deletes) that may apply to a data file this operation removes: rewriting that file from
+    what this operation read would bring the deleted rows back (Iceberg's
+    ``validateNoNewDeletesForDataFiles``). A conflict under both isolation levels, for every
+    operation that removes files (compaction included)."""
+    removed = intent.removed_files
+    deletes = [f for f in commit.added_files if f.content is not Content.DATA]
+    if not removed or not deletes:
+        return
+    hits = sorted({f.file_path for f in removed if any(_may_apply(d, f) for d in deletes)})
+    if not hits:
+        return
+    raise ConcurrentDeleteRead(
+        f"{intent.kind.value}: {commit.label} added delete files for {_files(hits)}, which "
+        "this operation rewrites or removes from what it read before those deletes; committing "
+        f"would bring the deleted rows back. {_advice(intent)}",
+        snapshot_id=commit.snapshot_id,
+        operation=commit.operation,
+        files=tuple(hits),
+    )
+
+
+def _may_apply(delete: DataFile, data: DataFile) -> bool:
+    """Whether ``delete`` may delete rows of ``data`` (a cheap, conservative test: by the file
+    it names, else by partition; an equality delete of an unpartitioned spec applies anywhere)."""
+    if delete.referenced_data_file is not None:
+        return delete.referenced_data_file == data.file_path
+    if delete.content is Content.EQUALITY_DELETES and not delete.partition:
+        return True
+    return (delete.spec_id, delete.partition) == (data.spec_id, data.partition)
 
 
 def check_added_files(

@@ -31,7 +31,13 @@ from lakecat.metadata import properties as P
 from lakecat.metadata.errors import ConcurrentDeleteDelete
 from lakecat.metadata.io.fileio import FileIO, join
 from lakecat.metadata.manifests.cache import ManifestCache, NoCache
-from lakecat.metadata.manifests.datafile import DataFile, ManifestEntry, ManifestFile, Status
+from lakecat.metadata.manifests.datafile import (
+    DataFile,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+    Status,
+)
 from lakecat.metadata.manifests.manifest import (
     as_listed,
     write_manifest,
@@ -296,9 +302,12 @@ class SnapshotProducer:
             base.properties, P.MANIFEST_MIN_MERGE_COUNT, P.MANIFEST_MIN_MERGE_COUNT_DEFAULT
         )
         groups: dict[int, list[ManifestFile]] = {}
-        for m in manifests:
-            groups.setdefault(m.partition_spec_id, []).append(m)
         out: list[ManifestFile] = []
+        for m in manifests:
+            if m.content is not ManifestContent.DATA:
+                out.append(m)  # delete manifests are carried over as they are, never merged
+                continue
+            groups.setdefault(m.partition_spec_id, []).append(m)
         for spec_id in sorted(groups, reverse=True):
             for bin_ in _pack_end(groups[spec_id], target):
                 holds_new = any(m.manifest_path in first_new for m in bin_)

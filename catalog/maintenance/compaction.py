@@ -37,6 +37,11 @@ an expiry): that group is lost as it would be at commit time (see above).
 
 Memory: without a sort a group is read and written in slices of about the target file size;
 with a sort the whole group is held in memory (size it with ``max_group_size_bytes``).
+
+Delete files: compaction does not apply delete files yet (merge-on-read deletes another engine
+wrote), so planning refuses a snapshot that has any with
+:class:`~lakecat.metadata.errors.UnsupportedFeature`, before anything is read or written;
+rewriting a data file without its deletes would bring the deleted rows back.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ import pyarrow.compute as pc
 
 from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.maintenance.replan import plan_with_replans
+from lakecat.catalog.read.deletes import refuse_deletes
 from lakecat.catalog.read.scan import RowFilter, Scan
 from lakecat.catalog.write.writer import write_files
 from lakecat.metadata import properties as P
@@ -184,6 +190,7 @@ def rewrite_data_files(
                 max_group_size_bytes=max_group_size_bytes,
                 sort=sort_keys is not None,
                 sort_order_id=sort_order_id,
+                table_name=table.name,
             )
             if start.current_snapshot is not None
             else []
@@ -216,15 +223,19 @@ def plan_file_groups(
     max_group_size_bytes: int = DEFAULT_MAX_GROUP_SIZE_BYTES,
     sort: bool = False,
     sort_order_id: int | None = None,
+    table_name: str = "the table",
 ) -> list[FileGroup]:
     """The file groups a compaction of the current snapshot would rewrite (reads manifests).
 
     ``sort``: a partition that has a candidate is rewritten whole, so that it comes out sorted.
     ``sort_order_id``: files not written in this sort order must be rewritten.
+    :class:`UnsupportedFeature` when the snapshot has delete files (``table_name`` names the
+    table in it): compaction cannot apply them yet.
     """
     snapshot = metadata.current_snapshot
     if snapshot is None:
         return []
+    refuse_deletes(io, snapshot, action="compaction (rewrite_data_files)", table=table_name)
     schema = metadata.schema()
     files = Scan(io, metadata, snapshot, schema, row_filter=row_filter).plan_files()
     min_size = int(target_file_size_bytes * MIN_FILE_SIZE_RATIO)

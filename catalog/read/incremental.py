@@ -20,6 +20,12 @@ It reads the data files that the data-changing snapshots of the range added and 
 files of a range whose snapshots still exist are never deleted by expiry). Without
 ``from_snapshot_id`` / ``since`` the range starts at the table's first snapshot, which must not
 have been expired.
+
+Delete files: ``changes`` does not apply delete files yet (merge-on-read deletes another engine
+wrote). It refuses with :class:`~lakecat.metadata.errors.UnsupportedFeature`, before reading a
+data file, when the range's starting snapshot or any snapshot of the range has delete files: the
+rows a range added could have been deleted in it, and the rows of a file it removed could have
+been deleted before it.
 """
 
 from __future__ import annotations
@@ -31,10 +37,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecat.catalog.read.deletes import refuse_deletes
 from lakecat.metadata.errors import NoSuchSnapshot, ValidationError
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.parquet import read_data_file
-from lakecat.metadata.manifests.datafile import DataFile, Status
+from lakecat.metadata.manifests.datafile import DataFile, ManifestContent, Status
 from lakecat.metadata.manifests.manifest import read_manifest, read_manifest_list
 from lakecat.metadata.schema.arrow import schema_to_arrow
 from lakecat.metadata.schema.schema import Schema
@@ -110,6 +117,7 @@ def changes(
         empty = _empty(projected)
         return ChangeSet(empty, empty, ())
     in_range = _range(metadata, to_id, from_snapshot_id, since)
+    _refuse_deletes(table, in_range)
     data_changing = [s for s in in_range if changes_data(s)]
     added, removed = _net_files(table.io, metadata, data_changing)
     added_rows = _read(table.io, metadata, schema, added)
@@ -127,11 +135,14 @@ def changes(
 def snapshot_file_changes(
     io: FileIO, metadata: TableMetadata, snapshot: Snapshot
 ) -> tuple[list[DataFile], list[DataFile]]:
-    """The data files ``snapshot`` itself added and removed (its ADDED / DELETED entries)."""
+    """The data files ``snapshot`` itself added and removed (its ADDED / DELETED entries of
+    data manifests; delete files are not data files)."""
     added: list[DataFile] = []
     removed: list[DataFile] = []
     specs = metadata.specs_by_id()
     for manifest in read_manifest_list(io, snapshot.manifest_list):
+        if manifest.content is not ManifestContent.DATA:
+            continue
         if manifest.added_snapshot_id != snapshot.snapshot_id:
             continue
         if not (manifest.has_added_files or manifest.has_deleted_files):
@@ -147,6 +158,18 @@ def snapshot_file_changes(
 
 
 # ---- the range ----------------------------------------------------------------------------
+def _refuse_deletes(table: Table, in_range: list[Snapshot]) -> None:
+    """:class:`UnsupportedFeature` if the range's start or one of its snapshots has delete
+    files (reads their manifest lists only)."""
+    if not in_range:
+        return
+    metadata = table.metadata
+    parent_id = in_range[0].parent_snapshot_id
+    start = metadata.snapshot_by_id(parent_id) if parent_id is not None else None
+    for snapshot in (start, *in_range):
+        refuse_deletes(table.io, snapshot, action="an incremental read (changes)", table=table.name)
+
+
 def _range(
     metadata: TableMetadata, to_id: int, from_id: int | None, since: Timestamp | None
 ) -> list[Snapshot]:

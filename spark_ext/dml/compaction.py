@@ -14,6 +14,10 @@ What Spark does: one task per group reads the group's files (through the data so
 to the planned metadata) and writes its rows again at the target file size (through the data
 source's writer in staging mode: only successful attempts count, a failed job's files are
 deleted). Sorting is not done on Spark: compact with ``sort_by`` through the Python job.
+
+A snapshot with delete files (merge-on-read deletes another engine wrote) is refused by the
+planning, with :class:`~lakecat.metadata.errors.UnsupportedFeature`, before any Spark job runs:
+the rewrite would not apply the deletes.
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ def compact(
             target_file_size_bytes=target_size,
             min_input_files=min_input_files,
             max_group_size_bytes=max_group_size_bytes,
+            table_name=target.name,
         )
         if start is None or not groups:
             return _result(len(groups), [], [])

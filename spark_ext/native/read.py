@@ -20,7 +20,9 @@ logged):
   type); no field has an initial default (Spark fills a missing column with nulls);
 * field names are Avro-compatible (Iceberg Java writes other names sanitized into Parquet);
 * no uuid or time columns (which have no Spark form that Spark's reader produces);
-* the snapshot has no delete files; every file is Parquet, local, without glob characters in
+* the snapshot has no delete files (a read of a snapshot with delete files falls back to the
+  data source, which refuses it: :class:`~lakecat.metadata.errors.UnsupportedFeature`, raised
+  here at once, on the driver); every file is Parquet, local, without glob characters in
   its path (``spark.read.parquet`` expands globs) and, for identity partition fields, holds
   the source column (imported files may not; lakecat fills those from the partition value);
 * the ``filter`` option translates exactly: comparisons, IN, NOT IN, LIKE 'prefix%' and null
@@ -97,7 +99,13 @@ from lakecat.spark_ext.settings import (
     CatalogSettings,
     settings_from_session,
 )
-from lakecat.spark_ext.source.planning import METADATA_LOCATION, ReadOptions, ReadView, plan_files
+from lakecat.spark_ext.source.planning import (
+    METADATA_LOCATION,
+    ReadOptions,
+    ReadView,
+    plan_files,
+    refuse_read_deletes,
+)
 from lakecat.spark_ext.types import spark_schema
 
 log = logging.getLogger("lakecat.spark")
@@ -206,10 +214,13 @@ def read(
     opts = normalized_options(options)
     settings = settings_from_session(spark, catalog, format_name=format_name).with_options(opts)
     view = _view(settings, table, opts)
+    io = settings.file_io(view.metadata.location)
     df: DataFrame
     try:
-        plan = plan_native_read(view, settings.file_io(view.metadata.location))
+        plan = plan_native_read(view, io)
     except NotNative as exc:
+        # The data source would refuse delete files when the query runs: refuse now.
+        refuse_read_deletes(io, view, table=table)
         log.info("lakecat: reading %s through the Python data source: %s", table, exc.reason)
         df = (
             spark.read.format(format_name)

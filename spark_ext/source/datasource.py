@@ -115,7 +115,11 @@ class LakecatDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         reader_class = PushdownReader if type(self).filter_pushdown else LakecatReader
         return reader_class(
-            self._view(), schema, self._settings(), parallelism=type(self).parallelism
+            self._view(),
+            schema,
+            self._settings(),
+            parallelism=type(self).parallelism,
+            table=table_identifier(self.options),
         )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
@@ -148,6 +152,7 @@ class LakecatReader(DataSourceReader):
         settings: CatalogSettings,
         *,
         parallelism: int = 1,
+        table: str = "the table",
     ) -> None:
         projected, metadata_columns = project(view.schema, schema)
         if metadata_columns and view.options.row_filter:
@@ -158,12 +163,14 @@ class LakecatReader(DataSourceReader):
         self.metadata_columns = metadata_columns
         self.io = settings.file_io(view.metadata.location)
         self.parallelism = parallelism
+        self.table = table
         # Filters lakecat applies exactly (rows and files) / uses only to prune files.
         self.applied: list[Expression] = []
         self.pruning: list[Expression] = []
 
     def partitions(self) -> list[InputPartition]:
-        plan = plan_files(self.io, self.view, [*self.applied, *self.pruning])
+        # refuses a snapshot with delete files (the executors would not apply them)
+        plan = plan_files(self.io, self.view, [*self.applied, *self.pruning], table=self.table)
         groups = groups_of(self.view, plan, parallelism=self.parallelism)
         return [FileGroup(group) for group in groups]
 

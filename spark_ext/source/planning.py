@@ -9,6 +9,12 @@ Spark pushed, and packs the files into input partitions: one per file, or severa
 files together, up to the split size (``split-size``, default table property
 ``read.split.target-size``, 128 MiB), each file weighing at least ``file-open-cost``
 (``read.split.open-file-cost``, 4 MiB), as Iceberg's Spark reader does.
+
+Delete files: the executors read data files without applying delete files (merge-on-read
+deletes another engine wrote), so planning refuses a snapshot that has any
+(:func:`refuse_read_deletes`: :class:`~lakecat.metadata.errors.UnsupportedFeature`, before a
+data file is read). An incremental read, which reads appended files as appended (as Iceberg
+Java's incremental append scan does, without delete files), is not refused.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from lakecat.catalog.engine import Scan, to_timestamp_ms
+from lakecat.catalog.engine import Scan, refuse_deletes, to_timestamp_ms
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions import (
@@ -30,7 +36,13 @@ from lakecat.metadata.expressions import (
     parse,
 )
 from lakecat.metadata.io import FileIO
-from lakecat.metadata.manifests import DataFile, Status, read_manifest, read_manifest_list
+from lakecat.metadata.manifests import (
+    DataFile,
+    ManifestContent,
+    Status,
+    read_manifest,
+    read_manifest_list,
+)
 from lakecat.metadata.schema import Schema
 from lakecat.metadata.table import (
     APPEND,
@@ -220,8 +232,14 @@ class FilePlan:
     files_total: int
 
 
-def plan_files(io: FileIO, view: ReadView, filters: Sequence[Expression]) -> FilePlan:
-    """The data files of the read that may hold rows matching every filter."""
+def plan_files(
+    io: FileIO, view: ReadView, filters: Sequence[Expression], *, table: str = "the table"
+) -> FilePlan:
+    """The data files of the read that may hold rows matching every filter.
+
+    :class:`UnsupportedFeature` when the read would meet delete files
+    (:func:`refuse_read_deletes`; ``table`` names the table in the message)."""
+    refuse_read_deletes(io, view, table=table)
     expression = and_(view.base_filter(), *filters)
     if view.options.incremental:
         plan = _appended_files(io, view, expression)
@@ -233,6 +251,19 @@ def plan_files(io: FileIO, view: ReadView, filters: Sequence[Expression]) -> Fil
     if wanted is not None:
         plan = FilePlan(tuple(f for f in plan.files if f.file_path in wanted), plan.files_total)
     return plan
+
+
+def refuse_read_deletes(io: FileIO, view: ReadView, *, table: str = "the table") -> None:
+    """:class:`UnsupportedFeature` if the snapshot a read reads has delete files (reads its
+    manifest list only).
+
+    An incremental read is not refused: it reads the data files that append snapshots added,
+    as they were appended, as Iceberg Java's incremental append scan does (which applies no
+    delete files either: a row deleted later in the range is returned, as a row that a later
+    copy-on-write delete removed is); a merge-on-read commit is not an append and is skipped.
+    """
+    if not view.options.incremental:
+        refuse_deletes(io, view.snapshot, action="a Spark read", table=table)
 
 
 def _appended_files(io: FileIO, view: ReadView, expression: Expression) -> FilePlan:
@@ -256,6 +287,8 @@ def _appended_files(io: FileIO, view: ReadView, expression: Expression) -> FileP
         if snapshot.operation != APPEND:
             continue
         for manifest in read_manifest_list(io, snapshot.manifest_list):
+            if manifest.content is not ManifestContent.DATA:
+                continue
             if manifest.added_snapshot_id != snapshot.snapshot_id or not manifest.has_added_files:
                 continue
             for entry in read_manifest(io, manifest, specs=specs, schema=metadata.schema()):

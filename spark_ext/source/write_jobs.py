@@ -19,6 +19,11 @@ Modes (``mode("append")`` / ``mode("overwrite")`` plus options):
   replace the partitions the job wrote rows to;
 * overwrite with ``overwrite-filter``: replace the rows matching a lakecat filter; files with
   some matching rows are rewritten on the driver (copy-on-write); every written row must match.
+  When a file would have to be rewritten and the branch's snapshot has delete files
+  (merge-on-read deletes another engine wrote), the job is refused with
+  :class:`~lakecat.metadata.errors.UnsupportedFeature` when it is planned, before any task
+  writes: the rewrite would not apply the deletes. The other modes drop whole files only and
+  stay allowed.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from lakecat.catalog.engine import (
     metadata_dir,
     new_snapshot_id,
     plan_delete,
+    refuse_partial_rewrites,
     write_files,
 )
 from lakecat.metadata import properties as P
@@ -78,6 +84,9 @@ SKIP_IF_COMMITTED = "skip-if-committed"
 BRANCH = "branch"
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 PARTITION_BY = "partition-by"  # when the write creates the table: "region, ts:day, id:bucket[16]"
+
+
+OVERWRITE_BY_FILTER_ACTION = f"an overwrite by filter ({OVERWRITE_FILTER})"
 
 
 class WriteMode(StrEnum):
@@ -216,7 +225,14 @@ class WriteJob:
     def _overwrite_by_filter(self, overwrite: Intent, head: Snapshot | None) -> Intent | None:
         assert self.overwrite_filter is not None
         expression = parse(self.overwrite_filter)
-        plan = plan_delete(self.io, self.metadata, head, expression)
+        plan = plan_delete(
+            self.io,
+            self.metadata,
+            head,
+            expression,
+            action=OVERWRITE_BY_FILTER_ACTION,
+            table=self.table,
+        )
         if not plan.changes_anything and not overwrite.added_files:
             return None
         kept = write_files(self.io, self.metadata, plan.kept_rows) if plan.kept_rows else []
@@ -258,7 +274,17 @@ def plan_write(
         mode = write_mode(options, overwrite=overwrite, unpartitioned=table.spec().is_unpartitioned)
         app_id, app_version = app_options(options)
         branch = options.get(BRANCH) or MAIN_BRANCH
-        branch_head(table.metadata, branch)  # NoSuchRef early for an unknown branch
+        head = branch_head(table.metadata, branch)  # NoSuchRef early for an unknown branch
+        if mode is WriteMode.OVERWRITE_BY_FILTER:
+            # refused now rather than after the tasks wrote: a rewrite that meets delete files
+            refuse_partial_rewrites(
+                table.io,
+                table.metadata,
+                head,
+                parse(options[OVERWRITE_FILTER]),
+                action=OVERWRITE_BY_FILTER_ACTION,
+                table=table_name,
+            )
         return WriteJob(
             table=table_name,
             settings=settings,

@@ -1,0 +1,209 @@
+"""Small merge-on-read tables written by Iceberg Java, served to ``test_delete_guards.py``.
+
+usage: ~/.cache/lakecat-peers/spark35/bin/python java_delete_tables.py OUT_DIR
+
+One Iceberg Java 1.10.2 session (PySpark 3.5.9, the peers' ``spark35`` venv) that stays up for
+a test module: it reads one JSON command a line on stdin and answers each with one line
+``@@ <json>`` on stdout (other output of Spark and the JVM is not prefixed). The session set-up
+and the writers of equality deletes are those of ``java_fixtures.py`` (imported), so the tables
+sit in an Iceberg **JdbcCatalog** on SQLite, ``OUT_DIR/catalog.db``, catalog name ``peers``,
+namespace ``db``, warehouse ``OUT_DIR/warehouse``, where lakecat opens them with
+``Catalog("sqlite:///OUT_DIR/catalog.db", warehouse="OUT_DIR/warehouse", name="peers")``.
+Unlike the session fixtures of ``java_fixtures.py`` these tables belong to one test module,
+which may write to them.
+
+Commands (the answer of a failed command is ``{"error": "<type>: <message>"}``):
+
+``{"op": "create"}``
+    creates the tables below; answers ``{"tables": {name: {"snapshots": [ids, oldest
+    first], "metadata_location": ...}}}``.
+``{"op": "rows", "table": name, "options": {...}}``
+    every row Iceberg Java reads (``spark.read.format("iceberg").options(...)``: ``branch``,
+    ``snapshot-id``, ``start-snapshot-id``, ``end-snapshot-id``), as sorted ``[id, cat, note]``
+    lists: ``{"rows": [...]}``.
+``{"op": "sql", "statement": "..."}``
+    runs a Spark SQL statement (``{t:<name>}`` is not expanded: give full names,
+    ``peers.db.<name>``): ``{"done": true}``.
+``{"op": "quit"}``
+    stops the session.
+
+All tables are format version 2, merge-on-read (``write.delete/update/merge.mode``), columns
+``id`` (bigint; int in ``eq_*``), ``cat`` ('a', 'b', 'c', NULL by ``id % 4``), ``note``
+('n<id>'). "INSERT a..b" inserts ids a to b.
+
+========================= ====================================================================
+table                     snapshots
+========================= ====================================================================
+pos_guarded               identity(cat): INSERT 1..20; INSERT 21..40; DELETE id%5=0 (position
+                          deletes); INSERT 41..50. Refusal tests: must never change.
+eq_guarded                unpartitioned: INSERT 1..40; equality delete on [id] 3, 4.
+                          Refusal tests: must never change.
+pos_append                unpartitioned: INSERT 1..20; DELETE id%3=0. lakecat appends.
+eq_append                 unpartitioned: INSERT 1..20; equality delete on [id] 2, 7. lakecat
+                          appends a row with id 2 again (newer: the delete must not apply).
+pos_merge_on_commit       unpartitioned: INSERT 1..20; INSERT 21..30; DELETE id%4=0. lakecat
+                          appends with manifest merging forced.
+pos_expire                unpartitioned: INSERT 1..20; DELETE id%2=0; INSERT 21..30; DELETE
+                          id=21. lakecat expires the old snapshots, removes orphans.
+pos_manifests             unpartitioned: INSERT 1..10; INSERT 11..20; INSERT 21..30; DELETE
+                          id%4=0; DELETE id=5. lakecat rewrites the manifests.
+pos_whole                 identity(cat): INSERT 1..40; DELETE id%5=0. lakecat drops whole
+                          partitions (delete, overwrite by filter, dynamic overwrite).
+eq_whole                  unpartitioned: INSERT 1..20; equality delete on [id] 5. lakecat
+                          overwrites the whole table (with id 5 among the new rows).
+branches                  unpartitioned: INSERT 1..20 on main; branch ``dirty`` from it;
+                          DELETE id=3 on ``dirty`` (position deletes on the branch only).
+race                      unpartitioned: INSERT 1..10; INSERT 11..20 (two small files).
+========================= ====================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+from java_fixtures import MOR, Fixtures
+
+
+class Tables(Fixtures):
+    def delete_on(self, table: str, where: str) -> None:
+        self.sql(table, "DELETE FROM {t} WHERE " + where)
+
+    def eq_delete(self, table: str, ids: list[int]) -> None:
+        self.row_delta(
+            table,
+            f"equality delete on [id] {ids}",
+            lambda jt: [self.equality_delete_file(jt, ["id"], [{"id": i} for i in ids])],
+        )
+
+    def create_all(self) -> dict[str, Any]:
+        t = "pos_guarded"
+        self.create(t, version=2, props=MOR, partitioned_by="cat", description=t)
+        self.insert_range(t, 1, 20)
+        self.insert_range(t, 21, 40)
+        self.delete_on(t, "id % 5 = 0")
+        self.insert_range(t, 41, 50)
+
+        t = "eq_guarded"
+        self.create(t, version=2, props=MOR, id_type="INT", description=t)
+        self.insert_range(t, 1, 40)
+        self.eq_delete(t, [3, 4])
+
+        t = "pos_append"
+        self.create(t, version=2, props=MOR, description=t)
+        self.insert_range(t, 1, 20)
+        self.delete_on(t, "id % 3 = 0")
+
+        t = "eq_append"
+        self.create(t, version=2, props=MOR, id_type="INT", description=t)
+        self.insert_range(t, 1, 20)
+        self.eq_delete(t, [2, 7])
+
+        t = "pos_merge_on_commit"
+        self.create(t, version=2, props=MOR, description=t)
+        self.insert_range(t, 1, 20)
+        self.insert_range(t, 21, 30)
+        self.delete_on(t, "id % 4 = 0")
+
+        t = "pos_expire"
+        self.create(t, version=2, props=MOR, description=t)
+        self.insert_range(t, 1, 20)
+        self.delete_on(t, "id % 2 = 0")
+        self.insert_range(t, 21, 30)
+        self.delete_on(t, "id = 21")
+
+        t = "pos_manifests"
+        self.create(t, version=2, props=MOR, description=t)
+        self.insert_range(t, 1, 10)
+        self.insert_range(t, 11, 20)
+        self.insert_range(t, 21, 30)
+        self.delete_on(t, "id % 4 = 0")
+        self.delete_on(t, "id = 5")
+
+        t = "pos_whole"
+        self.create(t, version=2, props=MOR, partitioned_by="cat", description=t)
+        self.insert_range(t, 1, 40)
+        self.delete_on(t, "id % 5 = 0")
+
+        t = "eq_whole"
+        self.create(t, version=2, props=MOR, id_type="INT", description=t)
+        self.insert_range(t, 1, 20)
+        self.eq_delete(t, [5])
+
+        t = "branches"
+        self.create(t, version=2, props=MOR, description=t)
+        self.insert_range(t, 1, 20)
+        self.spark.sql(f"ALTER TABLE {self.name(t)} CREATE BRANCH dirty")
+        self.spark.sql(f"DELETE FROM {self.name(t)}.branch_dirty WHERE id = 3")
+
+        t = "race"
+        self.create(t, version=2, props=MOR, description=t)
+        self.insert_range(t, 1, 10)
+        self.insert_range(t, 11, 20)
+
+        out = {}
+        for name in self.tables:
+            jtable = self.load(name)
+            out[name] = {
+                "snapshots": [int(s.snapshotId()) for s in jtable.snapshots()],
+                "metadata_location": jtable.operations().current().metadataFileLocation(),
+            }
+        return {"tables": out}
+
+    def rows(self, table: str, options: dict[str, Any]) -> dict[str, Any]:
+        reader = self.spark.read.format("iceberg")
+        for key, value in options.items():
+            reader = reader.option(key, str(value))
+        got = reader.load(self.name(table)).select("id", "cat", "note").collect()
+        rows = sorted(
+            ([r["id"], r["cat"], r["note"]] for r in got),
+            key=lambda r: tuple((v is None, v) for v in r),
+        )
+        return {"rows": rows}
+
+    def answer(self, command: dict[str, Any]) -> dict[str, Any]:
+        op = command.get("op")
+        if op == "create":
+            return self.create_all()
+        if op == "rows":
+            return self.rows(command["table"], command.get("options") or {})
+        if op == "sql":
+            self.spark.sql(command["statement"]).collect()
+            return {"done": True}
+        raise ValueError(f"unknown command {op!r}")
+
+
+def reply(answer: dict[str, Any]) -> None:
+    sys.stdout.write("@@ " + json.dumps(answer) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = os.path.abspath(sys.argv[1])
+    os.makedirs(out, exist_ok=True)
+    tables = Tables(out)
+    try:
+        reply({"ready": True})
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            command = json.loads(line)
+            if command.get("op") == "quit":
+                reply({"done": True})
+                break
+            try:
+                reply(tables.answer(command))
+            except Exception as exc:  # the test reads the error; the session stays up
+                traceback.print_exc(file=sys.stderr)
+                reply({"error": " ".join(f"{type(exc).__name__}: {exc}".split())[:2000]})
+    finally:
+        tables.spark.stop()
+
+
+if __name__ == "__main__":
+    main()

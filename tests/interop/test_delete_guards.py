@@ -1,0 +1,607 @@
+"""Paths that cannot apply delete files yet refuse them; the others keep them intact.
+
+Tables Iceberg Java wrote with merge-on-read deletes (``java_delete_tables.py``: one Iceberg
+Java session for the module, in a temp folder, writable) are opened with lakecat on Java's
+JDBC catalog. Two groups of tests:
+
+* **Refusals.** Every path that would read or rewrite data files without applying the deletes
+  (copy-on-write delete, overwrite by filter, update, merge, upsert, compaction, the change
+  feed, the CLI commands on them, Spark reads and row-level operations, SQL reads and DELETE)
+  raises :class:`UnsupportedFeature` naming delete files, and the table is unchanged: the same
+  metadata location and not one new file under the table's folder.
+* **What stays allowed keeps the deletes.** A blind append, dropping whole partitions or the
+  whole table, a manifest rewrite, expiry and orphan removal: Iceberg Java reads the rows it
+  should afterwards, and the delete manifests and delete files are still there.
+
+Also: an append with manifest merging and a delete of whole files carry the delete manifests
+over unmerged, and a compaction that races a merge-on-read DELETE of another engine does not
+commit over it (the new delete file conflicts with the files it rewrites).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from peers import PEER_PYTHON, PEERS_HOME, PEERS_SCRIPTS, canonical_rows, local_path, require_peers
+
+from lakecat.catalog import Catalog, Table
+from lakecat.catalog.cli.entry import main as lakecat_main
+from lakecat.catalog.engine import has_deletes, plan_file_groups
+from lakecat.catalog.maintenance import (
+    expire_snapshots,
+    remove_orphan_files,
+    rewrite_data_files,
+    rewrite_manifests,
+)
+from lakecat.catalog.read.incremental import changes
+from lakecat.metadata import properties as P
+from lakecat.metadata.errors import UnsupportedFeature
+from lakecat.metadata.manifests import (
+    ManifestContent,
+    ManifestFile,
+    Status,
+    read_manifest,
+    read_manifest_list,
+)
+from lakecat.metadata.schema import IntegerType
+
+pytestmark = pytest.mark.interop
+
+SCRIPT = Path(__file__).resolve().parent / "java_delete_tables.py"
+COLUMNS = ["id", "cat", "note"]
+FEATURE = "delete files"
+GUARDED = ["pos_guarded", "eq_guarded"]  # never changed: every refusal runs on them
+START_TIMEOUT_S = 300
+COMMAND_TIMEOUT_S = 300
+
+
+# ---- Iceberg Java, one session for the module ---------------------------------------------------
+class JavaTables:
+    """The ``java_delete_tables.py`` process: one command at a time, one answer each."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.log = root / "java.log"
+        self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._log = self.log.open("wb")
+        self._proc = subprocess.Popen(
+            [str(PEER_PYTHON["spark"]), str(SCRIPT), str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env={**os.environ, "PEERS_HOME": str(PEERS_HOME), "PEERS_SCRIPTS": str(PEERS_SCRIPTS)},
+            cwd=root,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        self._next(START_TIMEOUT_S)  # {"ready": true}
+        self.tables: dict[str, dict[str, Any]] = self.call({"op": "create"})["tables"]
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            if line.startswith("@@ "):
+                self._answers.put(json.loads(line[3:]))
+        self._answers.put(None)  # the process ended
+
+    def _next(self, timeout_s: float) -> dict[str, Any]:
+        try:
+            answer = self._answers.get(timeout=timeout_s)
+        except queue.Empty:
+            answer = None
+        if answer is None:
+            tail = self.log.read_text(errors="replace")[-3000:]
+            pytest.fail(f"java_delete_tables.py gave no answer; {self.log}:\n{tail}")
+        return answer
+
+    def call(self, command: dict[str, Any]) -> dict[str, Any]:
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(json.dumps(command) + "\n")
+        self._proc.stdin.flush()
+        answer = self._next(COMMAND_TIMEOUT_S)
+        if "error" in answer:
+            pytest.fail(f"Iceberg Java: {answer['error']} (command {command})")
+        return answer
+
+    def rows(self, table: str, **options: Any) -> list[list[Any]]:
+        rows: list[list[Any]] = self.call({"op": "rows", "table": table, "options": options})[
+            "rows"
+        ]
+        return rows
+
+    def sql(self, statement: str) -> None:
+        self.call({"op": "sql", "statement": statement})
+
+    def snapshots(self, table: str) -> list[int]:
+        ids: list[int] = self.tables[table]["snapshots"]
+        return ids
+
+    def close(self) -> None:
+        try:
+            if self._proc.poll() is None and self._proc.stdin is not None:
+                self._proc.stdin.write('{"op": "quit"}\n')
+                self._proc.stdin.flush()
+                self._proc.wait(timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            self._proc.kill()
+            self._proc.wait()
+        finally:
+            self._log.close()
+
+
+@pytest.fixture(scope="module")
+def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaTables]:
+    require_peers(("spark",))
+    tables = JavaTables(tmp_path_factory.mktemp("java-delete-tables"))
+    try:
+        yield tables
+    finally:
+        tables.close()
+
+
+@pytest.fixture(scope="module")
+def lake(java: JavaTables) -> Iterator[Catalog]:
+    catalog = Catalog(
+        f"sqlite:///{java.root / 'catalog.db'}",
+        warehouse=str(java.root / "warehouse"),
+        name="peers",
+    )
+    yield catalog
+    catalog.close()
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+def row(i: int, note: str | None = None) -> list[Any]:
+    """A row as the Java tables hold it: cat by ``id % 4``, note 'n<id>'."""
+    return [i, {0: "a", 1: "b", 2: "c", 3: None}[i % 4], note if note is not None else f"n{i}"]
+
+
+def rows(ids: Iterator[int] | Sequence[int], *extra: list[Any]) -> list[list[Any]]:
+    out = [row(i) for i in ids] + list(extra)
+    return sorted(out, key=lambda r: tuple((v is None, v) for v in r))
+
+
+def arrow_rows(table: Table, items: Sequence[tuple[int, str | None, str]]) -> pa.Table:
+    """Rows in the table's Arrow schema (``id`` is int in the ``eq_*`` tables)."""
+    narrow = isinstance(table.schema().find_field("id").field_type, IntegerType)
+    ids = pa.array([i for i, _, _ in items], pa.int32() if narrow else pa.int64())
+    return pa.table({"id": ids, "cat": [c for _, c, _ in items], "note": [n for _, _, n in items]})
+
+
+@dataclass(frozen=True)
+class State:
+    """What a refusal must leave as it was: the pointer and every file of the table."""
+
+    metadata_location: str
+    files: frozenset[str]
+
+
+def state(lake: Catalog, name: str) -> State:
+    table = lake.load_table(f"db.{name}")
+    folder = Path(local_path(table.location))
+    files = frozenset(str(p) for p in folder.rglob("*") if p.is_file())
+    return State(table.metadata_location, files)
+
+
+def assert_refused(
+    lake: Catalog, name: str, action: Callable[[], object], *, typed: bool = True
+) -> str:
+    """Run ``action`` on table ``name``; it must raise UnsupportedFeature about delete files
+    and change nothing. ``typed=False``: the error comes wrapped by Spark (its text names the
+    type). Returns the message."""
+    before = state(lake, name)
+    if typed:
+        with pytest.raises(UnsupportedFeature) as raised:
+            action()
+        assert raised.value.feature == FEATURE
+        message = str(raised.value)
+    else:
+        with pytest.raises(Exception) as caught:
+            action()
+        message = str(caught.value)
+        assert "UnsupportedFeature" in message, message[-2000:]
+    assert FEATURE in message, message[-2000:]
+    after = state(lake, name)
+    assert after.metadata_location == before.metadata_location
+    assert sorted(after.files - before.files) == []
+    assert sorted(before.files - after.files) == []
+    return message
+
+
+def delete_manifests(table: Table) -> list[ManifestFile]:
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    listed = read_manifest_list(table.io, snapshot.manifest_list)
+    return [m for m in listed if m.content is ManifestContent.DELETES]
+
+
+def delete_file_paths(table: Table) -> set[str]:
+    out = set()
+    for m in delete_manifests(table):
+        for e in read_manifest(
+            table.io, m, specs=table.metadata.specs_by_id(), schema=table.schema()
+        ):
+            if e.status is not Status.DELETED:
+                out.add(local_path(e.data_file.file_path))
+    return out
+
+
+def guarded_ids(name: str) -> list[int]:
+    if name == "pos_guarded":
+        return [i for i in range(1, 51) if i % 5 or i > 40]
+    return [i for i in range(1, 41) if i not in (3, 4)]
+
+
+# ---- the tables are what the tests think they are -----------------------------------------------
+def test_java_reads_the_guarded_tables_with_their_deletes_applied(
+    java: JavaTables, lake: Catalog
+) -> None:
+    for name in GUARDED:
+        assert java.rows(name) == rows(guarded_ids(name))
+        table = lake.load_table(f"db.{name}")
+        assert has_deletes(table.io, table.current_snapshot())
+
+
+# ---- refusals: the Python API -------------------------------------------------------------------
+@pytest.mark.parametrize("name", GUARDED)
+def test_a_copy_on_write_delete_that_must_rewrite_a_file_is_refused(
+    lake: Catalog, name: str
+) -> None:
+    table = lake.load_table(f"db.{name}")
+    message = assert_refused(lake, name, lambda: table.delete("id = 7"))
+    assert "copy-on-write delete" in message
+
+
+@pytest.mark.parametrize("name", GUARDED)
+def test_an_overwrite_by_filter_that_must_rewrite_a_file_is_refused(
+    lake: Catalog, name: str
+) -> None:
+    table = lake.load_table(f"db.{name}")
+    data = arrow_rows(table, [(7, "c", "replaced")])
+    assert_refused(lake, name, lambda: table.overwrite(data, "id = 7"))
+
+
+@pytest.mark.parametrize("name", GUARDED)
+def test_a_copy_on_write_update_is_refused(lake: Catalog, name: str) -> None:
+    table = lake.load_table(f"db.{name}")
+    message = assert_refused(lake, name, lambda: table.update({"note": "x"}, "id = 7"))
+    assert "copy-on-write update" in message
+
+
+@pytest.mark.parametrize("name", GUARDED)
+def test_a_merge_and_an_upsert_that_read_the_target_are_refused(lake: Catalog, name: str) -> None:
+    table = lake.load_table(f"db.{name}")
+    source = arrow_rows(table, [(7, "c", "merged"), (1000, "a", "new")])
+    message = assert_refused(
+        lake,
+        name,
+        lambda: table.merge(source, "id", when_matched_update=True, when_not_matched_insert=True),
+    )
+    assert "copy-on-write merge" in message
+    assert_refused(lake, name, lambda: table.upsert(source, on="id"))
+
+
+@pytest.mark.parametrize("name", GUARDED)
+def test_compaction_and_its_plan_are_refused(lake: Catalog, name: str) -> None:
+    table = lake.load_table(f"db.{name}")
+    message = assert_refused(lake, name, lambda: rewrite_data_files(table, min_input_files=1))
+    assert f"db.{name}" in message
+    assert "compaction" in message
+    assert_refused(
+        lake,
+        name,
+        lambda: plan_file_groups(table.io, table.metadata, target_file_size_bytes=1 << 20),
+    )
+
+
+def test_the_change_feed_is_refused_over_a_range_with_delete_files(
+    java: JavaTables, lake: Catalog
+) -> None:
+    table = lake.load_table("db.pos_guarded")
+    first, second, with_deletes, _ = java.snapshots("pos_guarded")
+    for start in (first, with_deletes):  # deletes added in the range; live before and in it
+        message = assert_refused(
+            lake, "pos_guarded", lambda s=start: changes(table, from_snapshot_id=s)
+        )
+        assert "incremental read" in message
+    # before the deletes: read as before
+    got = changes(table, from_snapshot_id=first, to_snapshot_id=second)
+    assert canonical_rows(got.added, COLUMNS) == rows(range(21, 41))
+    assert got.removed.num_rows == 0
+
+
+def test_the_cli_refuses_compaction_and_the_change_feed(
+    java: JavaTables, lake: Catalog, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["--catalog", lake.uri, "--warehouse", str(java.root / "warehouse"), "--name", "peers"]
+    first = java.snapshots("pos_guarded")[0]
+    for args in (
+        ["compact", "db.pos_guarded", "--min-input-files", "1"],
+        ["compact", "db.pos_guarded", "--dry-run"],
+        ["changes", "db.pos_guarded", "--from", str(first)],
+    ):
+        before = state(lake, "pos_guarded")
+        assert lakecat_main([*flags, *args]) == 1, args
+        err = capsys.readouterr().err
+        assert FEATURE in err and "db.pos_guarded" in err, err
+        assert state(lake, "pos_guarded") == before
+
+
+# ---- the branch being written decides ----------------------------------------------------------
+def test_the_guard_looks_at_the_branch_being_written(java: JavaTables, lake: Catalog) -> None:
+    table = lake.load_table("db.branches")
+    # the branch `dirty` has a position delete (id 3); main has none
+    assert_refused(lake, "branches", lambda: table.update({"note": "x"}, "id = 7", branch="dirty"))
+    assert_refused(lake, "branches", lambda: table.delete("id = 7", branch="dirty"))
+    result = table.update({"note": "x"}, "id = 7")  # main: allowed
+    assert result is not None
+    assert java.rows("branches") == rows([i for i in range(1, 21) if i != 7], row(7, "x"))
+    assert java.rows("branches", branch="dirty") == rows([i for i in range(1, 21) if i != 3])
+
+
+# ---- allowed: whole files dropped, appends, manifest rewrite, expiry ----------------------------
+def test_replacing_whole_partitions_keeps_the_other_deletes_applied(
+    java: JavaTables, lake: Catalog
+) -> None:
+    table = lake.load_table("db.pos_whole")  # identity(cat); ids 1..40 but id % 5 = 0
+    assert table.overwrite(arrow_rows(table, [(201, "b", "new201")]), "cat = 'b'") is not None
+    table.dynamic_partition_overwrite(arrow_rows(table, [(302, "c", "new302")]))
+    kept = [i for i in range(1, 41) if i % 5 and i % 4 in (0, 3)]  # partitions 'a' and NULL
+    assert java.rows("pos_whole") == rows(kept, [201, "b", "new201"], [302, "c", "new302"])
+
+
+def test_a_delete_of_whole_partitions_keeps_the_other_deletes_applied(
+    java: JavaTables, lake: Catalog
+) -> None:
+    table = lake.load_table("db.pos_whole")  # after the test above
+    before = java.rows("pos_whole")
+    assert table.delete("cat = 'a'") is not None
+    assert java.rows("pos_whole") == [r for r in before if r[1] != "a"]
+
+
+def test_an_overwrite_of_the_whole_table_leaves_no_old_delete_applying(
+    java: JavaTables, lake: Catalog
+) -> None:
+    table = lake.load_table("db.eq_whole")  # ids 1..20, an equality delete of id 5
+    table.overwrite(arrow_rows(table, [(5, "b", "again5"), (6, "c", "n6")]))
+    assert java.rows("eq_whole") == [[5, "b", "again5"], [6, "c", "n6"]]
+
+
+@pytest.mark.parametrize(
+    ("name", "before"),
+    [
+        ("pos_append", [i for i in range(1, 21) if i % 3]),
+        ("eq_append", [i for i in range(1, 21) if i not in (2, 7)]),
+    ],
+)
+def test_an_append_keeps_the_delete_manifests_as_they_were(
+    java: JavaTables, lake: Catalog, name: str, before: list[int]
+) -> None:
+    table = lake.load_table(f"db.{name}")
+    manifests = delete_manifests(table)
+    assert manifests
+    # id 2 again: an older equality delete of id 2 must not apply to the newer row
+    table.append(arrow_rows(table, [(2, "c", "again2"), (100, "a", "n100")]))
+    assert delete_manifests(table.refresh()) == manifests
+    assert java.rows(name) == rows(before, [2, "c", "again2"], row(100))
+
+
+def test_an_append_with_manifest_merging_keeps_the_delete_manifests(
+    java: JavaTables, lake: Catalog
+) -> None:
+    table = lake.load_table("db.pos_merge_on_commit")
+    table.set_properties({P.MANIFEST_MIN_MERGE_COUNT: "2"})
+    manifests = delete_manifests(table)
+    table.append(arrow_rows(table, [(100, "a", "n100")]))
+    assert delete_manifests(table.refresh()) == manifests
+    assert java.rows("pos_merge_on_commit") == rows([i for i in range(1, 31) if i % 4], row(100))
+
+
+def test_a_manifest_rewrite_leaves_the_delete_manifests_alone(
+    java: JavaTables, lake: Catalog
+) -> None:
+    table = lake.load_table("db.pos_manifests")
+    expected = java.rows("pos_manifests")
+    assert expected == rows([i for i in range(1, 31) if i % 4 and i != 5])
+    manifests = delete_manifests(table)
+    assert len(manifests) == 2
+    result = rewrite_manifests(table)
+    assert result.snapshot_id is not None
+    table.refresh()
+    assert delete_manifests(table) == manifests
+    assert result.manifests_after - 2 < result.manifests_before - 2  # data manifests merged
+    assert java.rows("pos_manifests") == expected
+
+
+def test_expiry_and_orphan_removal_keep_the_delete_files_still_referenced(
+    java: JavaTables, lake: Catalog
+) -> None:
+    table = lake.load_table("db.pos_expire")
+    expected = java.rows("pos_expire")
+    assert expected == rows([i for i in range(1, 31) if (i > 20 or i % 2) and i != 21])
+    deletes = delete_file_paths(table)
+    assert len(deletes) >= 2
+    time.sleep(0.01)
+    result = expire_snapshots(table, older_than=int(time.time() * 1000), retain_last=1)
+    assert len(result.expired_snapshot_ids) == 3
+    assert result.deleted_manifest_lists
+    assert not deletes & {local_path(p) for p in result.deleted_data_files}
+    assert all(Path(p).exists() for p in deletes)
+    orphans = remove_orphan_files(table, older_than=int(time.time() * 1000) + 60_000)
+    assert orphans.deleted
+    assert not deletes & {local_path(p) for p in orphans.orphans}
+    assert all(Path(p).exists() for p in deletes)
+    table.refresh()
+    assert delete_file_paths(table) == deletes
+    assert java.rows("pos_expire") == expected
+
+
+def test_a_compaction_racing_a_merge_on_read_delete_does_not_bring_the_row_back(
+    java: JavaTables, lake: Catalog
+) -> None:
+    table = lake.load_table("db.race")  # two small files, no delete files yet
+    raced: list[bool] = []
+
+    def progress(done: int, total: int) -> None:
+        if not raced:  # planned, nothing rewritten yet: another engine deletes id 5
+            raced.append(True)
+            java.sql("DELETE FROM peers.db.race WHERE id = 5")
+
+    rewrite_data_files(table, progress=progress)
+    assert raced
+    assert java.rows("race") == rows([i for i in range(1, 21) if i != 5])
+
+
+# ---- Spark --------------------------------------------------------------------------------------
+@pytest.fixture
+def registered(spark: Any, lake: Catalog) -> Catalog:
+    from lakecat.spark_ext import register
+
+    register(spark, catalog=lake, filter_pushdown=True)
+    return lake
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", GUARDED)
+def test_spark_reads_of_a_snapshot_with_delete_files_are_refused(
+    spark: Any, registered: Catalog, name: str
+) -> None:
+    import lakecat.spark_ext as lk
+
+    assert_refused(
+        registered,
+        name,
+        lambda: spark.read.format("lakecat").load(f"db.{name}").collect(),
+        typed=False,
+    )
+    message = assert_refused(registered, name, lambda: lk.read(spark, f"db.{name}"))
+    assert "Spark read" in message and f"db.{name}" in message
+
+
+@pytest.mark.spark
+def test_spark_reads_a_snapshot_before_the_deletes_and_appended_rows_as_java_does(
+    spark: Any, registered: Catalog, java: JavaTables
+) -> None:
+    import lakecat.spark_ext as lk
+
+    first, _, _, last = java.snapshots("pos_guarded")
+    old = lk.read(spark, "db.pos_guarded", **{"snapshot-id": first}).collect()
+    assert sorted(r["id"] for r in old) == list(range(1, 21))
+    # appended rows as appended: Iceberg's incremental append scan applies no delete files
+    options = {"start-snapshot-id": first, "end-snapshot-id": last}
+    appended = java.rows("pos_guarded", **options)
+    assert appended == rows(range(21, 51))  # 25, 30, ... too: deleted after they were appended
+    got = spark.read.format("lakecat").options(**options).load("db.pos_guarded").collect()
+    assert canonical_rows(pa.Table.from_pylist([r.asDict() for r in got]), COLUMNS) == appended
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", GUARDED)
+def test_spark_row_level_operations_and_compaction_are_refused(
+    spark: Any, registered: Catalog, name: str
+) -> None:
+    import lakecat.spark_ext as lk
+
+    message = assert_refused(registered, name, lambda: lk.delete(spark, f"db.{name}", "id = 7"))
+    assert "lk.delete" in message
+    assert_refused(
+        registered, name, lambda: lk.update(spark, f"db.{name}", "id = 7", {"note": "'x'"})
+    )
+    source = spark.createDataFrame([(7, "c", "merged")], "id long, cat string, note string")
+    assert_refused(
+        registered,
+        name,
+        lambda: lk.merge(
+            spark,
+            target=f"db.{name}",
+            source=source,
+            on="t.id = s.id",
+            when_matched_update="*",
+            when_not_matched_insert="*",
+        ),
+    )
+    assert_refused(registered, name, lambda: lk.compact(spark, f"db.{name}", min_input_files=1))
+
+
+@pytest.mark.spark
+def test_spark_overwrites_by_filter_are_refused_before_any_task_writes(
+    spark: Any, registered: Catalog
+) -> None:
+    import lakecat.spark_ext as lk
+
+    df = spark.createDataFrame([(7, "c", "x")], "id long, cat string, note string")
+    message = assert_refused(
+        registered,
+        "pos_guarded",
+        lambda: lk.write(df, "db.pos_guarded", mode="overwrite", **{"overwrite-filter": "id = 7"}),
+    )
+    assert "overwrite-filter" in message
+    assert_refused(
+        registered,
+        "pos_guarded",
+        lambda: (
+            df.write.format("lakecat")
+            .mode("overwrite")
+            .option("overwrite-filter", "id = 7")
+            .save("db.pos_guarded")
+        ),
+        typed=False,
+    )
+
+
+@pytest.mark.spark
+def test_spark_sql_reads_and_delete_are_refused(spark: Any, lake: Catalog) -> None:
+    from lakecat.spark_ext import SparkCatalogError, attach_catalog
+
+    try:
+        attach_catalog(spark, "guarded", catalog=lake)
+    except SparkCatalogError as exc:
+        pytest.skip(f"the Spark catalog plugin is not available: {exc}")
+    for name in GUARDED:
+        assert_refused(
+            lake,
+            name,
+            lambda n=name: spark.sql(f"SELECT * FROM guarded.db.{n}").collect(),
+            typed=False,
+        )
+        message = assert_refused(
+            lake,
+            name,
+            lambda n=name: spark.sql(f"DELETE FROM guarded.db.{n} WHERE id = 7").collect(),
+            typed=False,
+        )
+        assert "SQL DELETE" in message
+
+
+@pytest.mark.spark
+def test_spark_reads_of_deletion_vectors_are_refused_too(spark: Any, java_fixtures: Any) -> None:
+    """The shared v3 fixture (read only: a refused read writes nothing)."""
+    import lakecat.spark_ext as lk
+    from lakecat.spark_ext import register
+
+    shared = Catalog(
+        java_fixtures.catalog_url, warehouse=str(java_fixtures.warehouse), name="peers"
+    )
+    try:
+        register(spark, catalog=shared)
+        message = assert_refused(shared, "dv_identity", lambda: lk.read(spark, "db.dv_identity"))
+        assert "db.dv_identity" in message
+        assert_refused(
+            shared,
+            "dv_identity",
+            lambda: spark.read.format("lakecat").load("db.dv_identity").collect(),
+            typed=False,
+        )
+    finally:
+        shared.close()
