@@ -146,24 +146,14 @@ class DeleteIndex:
                     )
                 self._dvs.setdefault(f.referenced_data_file, []).append(ref)
             elif f.content is Content.POSITION_DELETES:
-                if f.file_format.upper() != "PARQUET":
-                    raise UnsupportedFeature(
-                        f"position delete file {f.file_path} is {f.file_format}; lakecat reads "
-                        "Parquet position delete files and deletion vectors",
-                        feature=f"{f.file_format} position deletes",
-                    )
+                _require_parquet(f, "position")
                 target = _single_target(f)
                 if target is not None:
                     self._by_path.setdefault(target, []).append(ref)
                 else:
                     self._positional.setdefault((f.spec_id, f.partition), []).append(ref)
             elif f.content is Content.EQUALITY_DELETES:
-                if f.file_format.upper() != "PARQUET":
-                    raise UnsupportedFeature(
-                        f"equality delete file {f.file_path} is {f.file_format}; lakecat reads "
-                        "Parquet delete files",
-                        feature=f"{f.file_format} equality deletes",
-                    )
+                _require_parquet(f, "equality")
                 if not f.equality_ids:
                     raise CorruptMetadata(f"equality delete file {f.file_path} has no equality ids")
                 spec = specs.get(f.spec_id)
@@ -218,6 +208,15 @@ class DeleteIndex:
             if r.sequence_number > sequence_number
         ]
         return tuple(found)
+
+
+def _require_parquet(f: DataFile, kind: str) -> None:
+    if f.file_format.upper() != "PARQUET":
+        raise UnsupportedFeature(
+            f"{kind} delete file {f.file_path} is {f.file_format}; lakecat reads Parquet delete "
+            "files and deletion vectors",
+            feature=f"{f.file_format} {kind} deletes",
+        )
 
 
 def _single_target(f: DataFile) -> str | None:
