@@ -127,7 +127,20 @@ class Table:
         return self
 
     def __repr__(self) -> str:
-        return f"Table({self.name!r}, snapshot={self.metadata.current_snapshot_id})"
+        # e.g. Table('shop.events', snapshot_id=123, operation='append', total_records=10,
+        # total_files=2), from the metadata this object holds (no catalog read)
+        snapshot = self.metadata.current_snapshot
+        parts = [repr(self.name), f"snapshot_id={self.metadata.current_snapshot_id}"]
+        if snapshot is not None:
+            parts.append(f"operation={snapshot.operation!r}")
+            for key, name in (
+                ("total-records", "total_records"),
+                ("total-data-files", "total_files"),
+            ):
+                value = snapshot.summary.get(key)
+                if isinstance(value, str) and value.isdecimal():
+                    parts.append(f"{name}={int(value)}")
+        return f"Table({', '.join(parts)})"
 
     # ---- reads --------------------------------------------------------------------------
     def scan(
@@ -163,9 +176,28 @@ class Table:
             manifest_cache=self._ops.manifest_cache,
         )
 
-    def to_arrow(self, row_filter: RowFilter = None, **kwargs: Any) -> pa.Table:
-        """Shortcut for ``scan(...).to_arrow()``."""
-        return self.scan(row_filter, **kwargs).to_arrow()
+    def to_arrow(
+        self,
+        row_filter: RowFilter = None,
+        *,
+        columns: Sequence[str] | None = None,
+        snapshot_id: int | None = None,
+        as_of: Timestamp | None = None,
+        ref: str | None = None,
+        case_sensitive: bool = True,
+        limit: int | None = None,
+    ) -> pa.Table:
+        """Shortcut for ``scan(...).to_arrow(limit=...)``: the arguments of :meth:`scan`, and
+        ``limit`` (at most that many rows; reading stops once it has them)."""
+        scan = self.scan(
+            row_filter,
+            columns=columns,
+            snapshot_id=snapshot_id,
+            as_of=as_of,
+            ref=ref,
+            case_sensitive=case_sensitive,
+        )
+        return scan.to_arrow(limit=limit)
 
     # ---- writes -------------------------------------------------------------------------
     def append(
@@ -262,7 +294,13 @@ class Table:
         start = self.metadata
         where_expr = to_expression(where)
         plan = plan_update(
-            self.io, start, self._head(start, branch), set_values=set, where=where_expr
+            self.io,
+            start,
+            self._head(start, branch),
+            set_values=set,
+            where=where_expr,
+            table=self.name,
+            cache=self._ops.manifest_cache,
         )
         isolation = self._isolation(start, P.UPDATE_ISOLATION_LEVEL)
         return self._commit_plan(OpKind.UPDATE, plan, start, branch, isolation, commit_options)
@@ -306,6 +344,8 @@ class Table:
             on=keys,
             clauses=clauses,
             target_filter=None if target_filter is None else to_expression(target_filter),
+            table=self.name,
+            cache=self._ops.manifest_cache,
         )
         isolation = self._isolation(start, P.MERGE_ISOLATION_LEVEL)
         return self._commit_plan(OpKind.MERGE, plan, start, branch, isolation, commit_options)
@@ -363,7 +403,13 @@ class Table:
         start = self.metadata
         new_rows = conform(start, data) if data is not None else []
         plan = plan_delete(
-            self.io, start, self._head(start, branch), expression, case_sensitive=case_sensitive
+            self.io,
+            start,
+            self._head(start, branch),
+            expression,
+            case_sensitive=case_sensitive,
+            table=self.name,
+            cache=self._ops.manifest_cache,
         )
         if not plan.changes_anything and not any(t.num_rows for t in new_rows):
             return None

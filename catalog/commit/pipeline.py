@@ -69,13 +69,14 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
 from lakecat.catalog.commit.conflicts import (
     ATTEMPTS_KEY,
+    OPERATION_KEY,
     WAIT_MS_KEY,
     ConcurrentCommit,
     MetadataDelta,
@@ -178,7 +179,10 @@ class CommitResult:
     """A commit that landed (or was skipped as already committed).
 
     ``warnings`` lists what went wrong without changing that outcome: commit-lock faults
-    (the commit went on without the lock) and best-effort steps after the swap that failed."""
+    (the commit went on without the lock) and best-effort steps after the swap that failed.
+
+    Its repr is one short line (the snapshot, its operation and counts, from the snapshot's
+    summary in ``metadata``), not the whole metadata, which grows with every commit."""
 
     metadata: TableMetadata
     metadata_location: str
@@ -187,6 +191,39 @@ class CommitResult:
     wait_ms: int
     skipped: bool = False  # an (app id, version) already committed and the caller chose to skip
     warnings: tuple[str, ...] = ()
+    table: str | None = field(default=None, compare=False)  # its name, for messages and repr
+
+    def __repr__(self) -> str:
+        # e.g. CommitResult(table='db.t', snapshot_id=123, operation='merge', attempts=1,
+        # added_files=2, added_records=10, deleted_files=1, deleted_records=4, warnings=0); a
+        # metadata-only commit has no snapshot: CommitResult(table='db.t', snapshot_id=None, ...)
+        sid = self.snapshot_id
+        snapshot = (
+            self.metadata.snapshot_by_id(sid)
+            if sid is not None and self.metadata.has_snapshot(sid)
+            else None
+        )
+        parts = ([f"table={self.table!r}"] if self.table else []) + [f"snapshot_id={sid}"]
+        counts: list[str] = []
+        if snapshot is not None:
+            summary = snapshot.summary
+            # lakecat records the operation the caller ran ("merge") next to the snapshot's
+            # Iceberg operation ("overwrite")
+            parts.append(f"operation={summary.get(OPERATION_KEY, snapshot.operation)!r}")
+            for key, name in (
+                ("added-data-files", "added_files"),
+                ("added-records", "added_records"),
+                ("deleted-data-files", "deleted_files"),
+                ("deleted-records", "deleted_records"),
+            ):
+                value = summary.get(key)
+                if isinstance(value, str) and value.isdecimal():
+                    counts.append(f"{name}={int(value)}")
+        parts.append(f"attempts={self.attempts}")
+        # a skipped commit added nothing: the counts are the earlier commit's, not its own
+        parts += ["skipped=True"] if self.skipped else counts
+        parts.append(f"warnings={len(self.warnings)}")
+        return f"CommitResult({', '.join(parts)})"
 
 
 def commit_intent(
@@ -413,6 +450,7 @@ class _IntentCommit:
             self.attempt,
             int(self.clock.waited_ms),
             warnings=tuple(self.warnings),
+            table=self.ops.name,
         )
 
     def _settle(self, lock: Hold | None) -> _Handed | None:
@@ -478,6 +516,7 @@ class _IntentCommit:
             1,
             int(self.clock.waited_ms),
             warnings=tuple(self.warnings),
+            table=self.ops.name,
         )
 
     def _build_and_swap(
@@ -498,6 +537,7 @@ class _IntentCommit:
                 int(self.clock.waited_ms),
                 True,
                 warnings=tuple(self.warnings),
+                table=self.ops.name,
             )
         self.window.validate(self.start or base, base)
         extra = {ATTEMPTS_KEY: str(self.attempt), WAIT_MS_KEY: str(int(self.clock.waited_ms))}
@@ -592,6 +632,7 @@ def commit_updates(
                         attempt,
                         int(clock.waited_ms),
                         warnings=tuple(warnings),
+                        table=ops.name,
                     )
                 new_location = new_metadata_location(base.location, base_location, new.properties)
                 write_metadata(ops.io, new_location, new)
@@ -619,6 +660,7 @@ def commit_updates(
                     attempt,
                     int(clock.waited_ms),
                     warnings=tuple(warnings),
+                    table=ops.name,
                 )
         clock.lost(lost)
         if not isinstance(lost, _NotLanded):

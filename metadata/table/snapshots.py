@@ -35,6 +35,28 @@ class Snapshot:
     # snapshot on every commit, and a snapshot never changes.
     _json: bytes | None = field(default=None, init=False, compare=False, repr=False)
 
+    def __repr__(self) -> str:
+        # One short line: the ids, the operation and the summary's counts; not the manifest
+        # list's path or the whole summary.
+        parts = [
+            f"snapshot_id={self.snapshot_id}",
+            f"parent_snapshot_id={self.parent_snapshot_id}",
+            f"sequence_number={self.sequence_number}",
+            f"timestamp_ms={self.timestamp_ms}",
+            f"operation={self.operation!r}",
+        ]
+        for key, name in (
+            ("added-data-files", "added_files"),
+            ("added-records", "added_records"),
+            ("deleted-data-files", "deleted_files"),
+            ("deleted-records", "deleted_records"),
+            ("total-records", "total_records"),
+        ):
+            value = self.summary.get(key)
+            if isinstance(value, str) and value.isdecimal():
+                parts.append(f"{name}={int(value)}")
+        return f"Snapshot({', '.join(parts)})"
+
     def json_bytes(self) -> bytes:
         cached = self._json
         if cached is None:
