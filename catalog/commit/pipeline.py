@@ -100,7 +100,6 @@ from lakecat.metadata.errors import (
     LakecatError,
     NoSuchTable,
     StorageError,
-    UnsupportedFeature,
 )
 from lakecat.metadata.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
 from lakecat.metadata.expressions.expressions import bind
@@ -109,13 +108,13 @@ from lakecat.metadata.io.parquet import partition_path
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import DataFile, Status
 from lakecat.metadata.manifests.manifest import read_manifest_list
-from lakecat.metadata.table.apply import apply
+from lakecat.metadata.table.apply import apply, require_writable
 from lakecat.metadata.table.metadata_files import (
     new_metadata_location,
     parse_version,
     write_metadata,
 )
-from lakecat.metadata.table.table_metadata import FORMAT_VERSION, TableMetadata
+from lakecat.metadata.table.table_metadata import TableMetadata
 from lakecat.metadata.table.updates import AssertTableUUID, TableRequirement, TableUpdate
 
 if TYPE_CHECKING:
@@ -386,7 +385,7 @@ class _IntentCommit:
     def run(self) -> CommitResult:
         ops = self.ops
         try:
-            _refuse_unwritable(self.base)
+            require_writable(self.base)  # before anything is written
             self.producer.prepare(self.base)
             while True:
                 self.attempt += 1
@@ -574,16 +573,6 @@ class _IntentCommit:
         return _Swapped(new, new_location, batch)
 
 
-def _refuse_unwritable(base: TableMetadata) -> None:
-    """A table of a format version lakecat reads but does not write (v3) is never changed."""
-    if base.format_version > FORMAT_VERSION:
-        raise UnsupportedFeature(
-            f"this table is format version {base.format_version}; lakecat reads it but writes "
-            f"format version {FORMAT_VERSION} tables only, so it refuses to change it",
-            feature=f"writing format-version {base.format_version}",
-        )
-
-
 def _load_or_none(ops: TableOperations, location: str) -> TableMetadata | None:
     try:
         return ops.load(location)
@@ -607,7 +596,7 @@ def commit_updates(
     the table found on the first read. Phases and outcomes are as for :func:`commit_intent`.
     """
     base, base_location = ops.refresh()
-    _refuse_unwritable(base)
+    require_writable(base)
     same_table = AssertTableUUID(table_uuid or base.table_uuid)
     clock = RetryClock(RetryPolicy.from_properties(base.properties), unbounded_retries=False)
     warnings: list[str] = []

@@ -79,6 +79,18 @@ class _ChangeSet:
     last_added_order_id: int | None = None
 
 
+def require_writable(base: TableMetadata) -> None:
+    """:class:`UnsupportedFeature` for a table of a format version lakecat reads but does not
+    write (v3: its row lineage would not be kept), so it is never changed."""
+    if base.format_version > FORMAT_VERSION:
+        raise UnsupportedFeature(
+            f"this table is format version {base.format_version}; lakecat reads it but writes "
+            f"format version {FORMAT_VERSION} tables only (row lineage, deletion vectors), so "
+            "it refuses to change it",
+            feature=f"writing format-version {base.format_version}",
+        )
+
+
 def apply(
     base: TableMetadata,
     updates: Sequence[TableUpdate],
@@ -98,13 +110,8 @@ def apply(
     :class:`UnsupportedFeature` for any change to a table of a format version lakecat does not
     write (v3: its row lineage would not be kept).
     """
-    if base.format_version > FORMAT_VERSION and updates:
-        raise UnsupportedFeature(
-            f"this table is format version {base.format_version}; lakecat reads it but writes "
-            f"format version {FORMAT_VERSION} tables only (row lineage, deletion vectors), so "
-            "it refuses to change it",
-            feature=f"writing format-version {base.format_version}",
-        )
+    if updates:
+        require_writable(base)
     clock = int(time.time() * 1000) if now_ms is None else now_ms
     # Time never runs backwards in the metadata: Java refuses to read a file whose
     # last-updated-ms or snapshot log goes back by more than a minute (e.g. clock skew
