@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lakecat.catalog.commit.coordination.lock import CommitLock, Hold, WaitHooks, commit_lock_for
-from lakecat.catalog.commit.interrupts import DeferredInterrupts
 from lakecat.catalog.identifiers import (
     namespace_to_string,
     parse_namespace,
     parse_table_identifier,
 )
+from lakecat.catalog.interrupts import DeferredInterrupts
 from lakecat.catalog.maintenance.reachable import reachable_files
 from lakecat.catalog.metadata_cache import MetadataFileCache
 from lakecat.catalog.store.store import SqlCatalogStore

@@ -29,7 +29,7 @@ METADATA_LEAVES = {"lakecat.metadata.errors", "lakecat.metadata.properties"}
 
 # lowest first; the package root (its __init__) and engine sit above everything but the CLI
 CATALOG_LAYERS = [
-    {"identifiers", "metadata_cache", "retry"},
+    {"identifiers", "interrupts", "metadata_cache", "retry"},
     {"store"},
     {"commit"},
     {"read"},

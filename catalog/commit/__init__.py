@@ -5,7 +5,7 @@
 * :mod:`~lakecat.catalog.commit.intent`: what an operation wants to commit, as data.
 * :mod:`~lakecat.catalog.commit.producer`: builds a snapshot's manifests and manifest list.
 * :mod:`~lakecat.catalog.commit.conflicts`: the conflict checks, small and named.
-* :mod:`~lakecat.catalog.commit.interrupts`: Ctrl-C held back across the point of no return.
+* :mod:`~lakecat.catalog.interrupts`: Ctrl-C held back across the point of no return.
 * :mod:`~lakecat.catalog.commit.coordination`: the advisory commit lock and group commit (a
   speed-up for writers on one machine; it decides nothing).
 """

@@ -41,7 +41,7 @@ failure may delete:
   :attr:`CommitResult.warnings`, and the commit is reported as landed.
 
 From just before the swap until the steps after it are done, Ctrl-C is held back
-(:mod:`lakecat.catalog.commit.interrupts`) and delivered when the window closes, with a note saying
+(:mod:`lakecat.catalog.interrupts`) and delivered when the window closes, with a note saying
 whether the commit landed: an interrupt never decides which phase a failure belongs to.
 
 An attempt runs under the table's advisory commit lock
@@ -88,8 +88,8 @@ from lakecat.catalog.commit.coordination.group import Batch, Waiter, drain, queu
 from lakecat.catalog.commit.coordination.lock import Hold, WaitHooks
 from lakecat.catalog.commit.coordination.protocol import TicketState
 from lakecat.catalog.commit.intent import Intent, OpKind
-from lakecat.catalog.commit.interrupts import DeferredInterrupts
 from lakecat.catalog.commit.producer import SnapshotProducer
+from lakecat.catalog.interrupts import DeferredInterrupts
 from lakecat.catalog.retry import RetryClock, RetryPolicy
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import (
@@ -256,7 +256,7 @@ class Landing:
     new metadata file is written, and :meth:`after` for each step once it landed. Leaving the
     block after the swap landed never raises for those steps or for the lock's release (they
     are logged and kept in ``warnings``); a SIGINT that arrived from the swap on is delivered
-    on leaving (see :mod:`lakecat.catalog.commit.interrupts`)."""
+    on leaving (see :mod:`lakecat.catalog.interrupts`)."""
 
     def __init__(self, ops: TableOperations, warnings: list[str]) -> None:
         self.ops = ops

@@ -39,6 +39,7 @@ from typing import TypeVar
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from lakecat.catalog.interrupts import DeferredInterrupts
 from lakecat.catalog.retry import backoff
 from lakecat.catalog.store.db import (
     describe_error,
@@ -87,6 +88,10 @@ class TransactionRunner:
         engine = self._write_engine if write else self._read_engine
         attempt = 1
         while True:
+            # Ctrl-C never cuts a transaction in half (a pooled connection left inside BEGIN
+            # IMMEDIATE would hold SQLite's write lock): it is delivered once the attempt ends.
+            interrupts = DeferredInterrupts()
+            interrupts.start()
             try:
                 return _attempt(engine, work, action=action, ambiguous_commit=ambiguous_commit)
             except RetryTransaction as retry:
@@ -102,6 +107,8 @@ class TransactionRunner:
                 )
                 time.sleep(wait)
                 attempt += 1
+            finally:
+                interrupts.stop()
 
 
 def _attempt(

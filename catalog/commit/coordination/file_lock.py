@@ -105,20 +105,22 @@ class FileLock:
             fault(faults, f"cannot open {path} ({exc})")
             yield None
             return
-        locked: int | None = fd
+        # One try owns the descriptor from here on: whatever happens (an interrupt included,
+        # at any point of the wait), closing it releases the flock, so no lock is left held by
+        # a process that goes on living.
+        held = False
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            locked = self._wait(key, queue, fd, timeout_s, hooks, faults)
-        except OSError as exc:
-            os.close(fd)
-            fault(faults, f"cannot lock {path} ({exc})")
-            locked = None
-        try:
-            yield None if locked is None else _FileHold(locked)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held = True
+            except BlockingIOError:
+                held = self._wait(key, queue, fd, timeout_s, hooks, faults)
+            except OSError as exc:
+                fault(faults, f"cannot lock {path} ({exc})")
+            yield _FileHold(fd) if held else None
         finally:
-            if locked is not None:
-                os.close(locked)  # releases the flock
+            os.close(fd)  # releases the flock
+            if held:
                 try:
                     queue.wake_next()
                 except OSError as exc:  # the next waiter wakes on its own safety poll
@@ -156,22 +158,23 @@ class FileLock:
         timeout_s: float,
         hooks: WaitHooks | None,
         faults: list[str] | None,
-    ) -> int | None:
-        """``fd`` once locked, or None (closed) after ``timeout_s`` or when ``hooks`` stop."""
+    ) -> bool:
+        """True once ``fd`` is locked; False after ``timeout_s`` or when ``hooks`` stop (the
+        caller closes ``fd`` either way)."""
         stem = new_stem()
         bell = hang(queue.folder, stem)
         deadline = time.monotonic() + timeout_s
         rings: list[bytes] = []
         unused: list[bytes] = []  # rings heard and not acted on
-        locked: int | None = None
+        held = False
         try:
             if hooks is not None:
                 hooks.waiting(stem)
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    locked = fd
-                    return locked
+                    held = True
+                    return held
                 except BlockingIOError:
                     pass
                 except OSError as exc:
@@ -188,13 +191,11 @@ class FileLock:
                 if hooks is not None and hooks.stop_waiting(rings):
                     unused = rings
                     break
-            return None
+            return False
         finally:
-            if locked is None:
-                os.close(fd)
             if bell is not None:
                 unused += bell.take_down()
-            if locked is None and RELEASED in unused:  # we were the one rung: pass it on
+            if not held and RELEASED in unused:  # we were the one rung: pass it on
                 try:
                     queue.wake_next()
                 except OSError as exc:
