@@ -12,6 +12,8 @@ lies behind them can be reorganized freely.
 * an operation's intent, committed by ``Table.commit_intent``: ``Intent``, ``OpKind``,
   ``new_snapshot_id``;
 * planning reads: ``Scan``, ``RowFilter``, ``to_timestamp_ms``, ``plan_delete``;
+* applying delete files while reading a data file: ``DeleteReader`` (a scan plan names the
+  delete files of each data file);
 * delete files an engine cannot apply yet: ``has_deletes``, ``refuse_deletes`` (raise
   ``UnsupportedFeature`` for a snapshot that has them), ``refuse_partial_rewrites`` (what
   ``plan_delete`` would refuse, checked before writing);
@@ -35,7 +37,7 @@ from lakecat.catalog.commit.pipeline import metadata_delta
 from lakecat.catalog.commit.producer import data_dir, metadata_dir
 from lakecat.catalog.maintenance import CompactionResult, FileGroup, plan_file_groups
 from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES
-from lakecat.catalog.read.deletes import has_deletes, refuse_deletes
+from lakecat.catalog.read.deletes import DeleteReader, has_deletes, refuse_deletes
 from lakecat.catalog.read.scan import RowFilter, Scan
 from lakecat.catalog.write.row_ops import plan_delete, refuse_partial_rewrites
 from lakecat.catalog.write.writer import conform, write_files
@@ -44,6 +46,7 @@ from lakecat.metadata.table.timetravel import to_timestamp_ms
 __all__ = [
     "DEFAULT_MAX_GROUP_SIZE_BYTES",
     "CompactionResult",
+    "DeleteReader",
     "FileGroup",
     "Intent",
     "OpKind",

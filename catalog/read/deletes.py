@@ -32,8 +32,14 @@ from lakecat.metadata.deletes import (
     read_deletion_vector,
 )
 from lakecat.metadata.errors import CorruptMetadata, LakecatError, UnsupportedFeature
+from lakecat.metadata.expressions.evaluators import to_arrow_filter
+from lakecat.metadata.expressions.expressions import (
+    AlwaysTrue,
+    BoundExpression,
+    referenced_field_ids,
+)
 from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.parquet import read_data_file
+from lakecat.metadata.io.parquet import iter_data_file_batches, read_data_file
 from lakecat.metadata.manifests.cache import ManifestCache, NoCache
 from lakecat.metadata.manifests.datafile import (
     Content,
@@ -269,22 +275,66 @@ class DeleteReader:
             for i in d.equality_ids or ()
         }
 
+    def read(
+        self,
+        data_file: DataFile,
+        deletes: Sequence[DataFile],
+        *,
+        projected: Schema,
+        row_filter: BoundExpression | None = None,
+        spec: PartitionSpec | None = None,
+        batch_size: int | None = None,
+        position_column: str | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """The rows of ``data_file`` that ``deletes`` leave and ``row_filter`` (bound to the
+        reader's schema) matches, as batches of ``projected``'s top-level columns; with
+        ``position_column``, one more int64 column of that name holds each row's position in
+        the file (counted over every row, deleted ones included).
+
+        Every row of the file is read in order (positions count from its first row), with
+        the columns the equality deletes and the filter need, then the deleted rows are
+        dropped, then the filter applied, then the extra columns dropped."""
+        extra = self.equality_field_ids(deletes)
+        arrow_filter = None
+        if row_filter is not None and not isinstance(row_filter, AlwaysTrue):
+            extra |= {self._top_level(i) for i in referenced_field_ids(row_filter)}
+            arrow_filter = to_arrow_filter(row_filter)
+        have = {f.field_id for f in projected.fields}
+        fields = [
+            *projected.fields,
+            *(f for f in self._schema.fields if f.field_id in extra and f.field_id not in have),
+        ]
+        batches = iter_data_file_batches(
+            self._io,
+            data_file,
+            projected=Schema(tuple(fields), self._schema.schema_id),
+            batch_size=batch_size,
+            spec=spec,
+        )
+        if position_column is not None:
+            batches = _with_positions(batches, position_column)
+        keep = [f.name for f in projected.fields]
+        if position_column is not None:
+            keep.append(position_column)
+        for batch in self.apply(data_file, deletes, batches):
+            if arrow_filter is not None and batch.num_rows:
+                batch = batch.filter(arrow_filter)
+            yield batch.select(keep)
+
+    def _top_level(self, field_id: int) -> int:
+        parent = self._schema.parent_id(field_id)
+        while parent is not None:
+            field_id = parent
+            parent = self._schema.parent_id(field_id)
+        return field_id
+
     def apply(
         self, data_file: DataFile, deletes: Sequence[DataFile], batches: Iterable[pa.RecordBatch]
     ) -> Iterator[pa.RecordBatch]:
         """``batches`` (all rows of ``data_file`` in file order, unfiltered) without the rows
         ``deletes`` delete."""
-        positional = [d for d in deletes if d.content is Content.POSITION_DELETES]
         equality = [d for d in deletes if d.content is Content.EQUALITY_DELETES]
-        dvs = [d for d in positional if d.file_format.upper() == "PUFFIN"]
-        index: PositionIndex | None = None
-        if dvs:
-            index = PositionIndex(self._deletion_vector(dvs[0]))
-        elif positional:
-            found = [self._positions_by_file(d).get(data_file.file_path) for d in positional]
-            indexes = [i for i in found if i is not None]
-            if indexes:
-                index = indexes[0].union(*indexes[1:]) if len(indexes) > 1 else indexes[0]
+        index = self.position_index(data_file, deletes)
         eq = [self._equality_deletes(d) for d in equality]
         start = 0
         for batch in batches:
@@ -295,6 +345,21 @@ class DeleteReader:
                 batch = drop_equality_deleted(batch, eq)
             start += rows
             yield batch
+
+    def position_index(
+        self, data_file: DataFile, deletes: Sequence[DataFile]
+    ) -> PositionIndex | None:
+        """The row positions of ``data_file`` that the position delete files and deletion
+        vector among ``deletes`` delete (``None``: none)."""
+        positional = [d for d in deletes if d.content is Content.POSITION_DELETES]
+        dvs = [d for d in positional if d.file_format.upper() == "PUFFIN"]
+        if dvs:
+            return PositionIndex(self._deletion_vector(dvs[0]))
+        found = [self._positions_by_file(d).get(data_file.file_path) for d in positional]
+        indexes = [i for i in found if i is not None]
+        if not indexes:
+            return None
+        return indexes[0].union(*indexes[1:]) if len(indexes) > 1 else indexes[0]
 
     def _deletion_vector(self, dv: DataFile) -> Any:
         assert dv.content_offset is not None and dv.content_size_in_bytes is not None
@@ -348,6 +413,17 @@ class DeleteReader:
             "top-level columns",
             feature="equality deletes on nested fields",
         )
+
+
+def _with_positions(batches: Iterable[pa.RecordBatch], name: str) -> Iterator[pa.RecordBatch]:
+    start = 0
+    for batch in batches:
+        n = batch.num_rows
+        positions = pa.array(range(start, start + n), pa.int64())
+        yield pa.RecordBatch.from_arrays(
+            [*batch.columns, positions], names=[*batch.schema.names, name]
+        )
+        start += n
 
 
 def _read_delete_file(io: FileIO, f: DataFile, read: Callable[[Any], T]) -> T:

@@ -38,7 +38,7 @@ from lakecat.metadata.expressions.expressions import (
 )
 from lakecat.metadata.expressions.parser import parse
 from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.parquet import iter_data_file_batches, read_data_file
+from lakecat.metadata.io.parquet import read_data_file
 from lakecat.metadata.manifests.blocks import BlockTest
 from lakecat.metadata.manifests.cache import ManifestCache, NoCache
 from lakecat.metadata.manifests.datafile import DataFile, ManifestContent, Status
@@ -183,34 +183,13 @@ class Scan:
         reader: DeleteReader | None = None,
     ) -> pa.Table:
         if deletes and reader is not None:
-            table = self._read_with_deletes(f, read_schema, arrow_filter, deletes, reader)
-        else:
-            table = read_data_file(self.io, f, projected=read_schema, row_filter=arrow_filter)
+            # every row read in order, deleted ones dropped, then the filter applied
+            kept = reader.read(f, deletes, projected=self.projected, row_filter=self.bound)
+            return pa.Table.from_batches(list(kept), schema=schema_to_arrow(self.projected))
+        table = read_data_file(self.io, f, projected=read_schema, row_filter=arrow_filter)
         if read_schema is not self.projected:
             table = table.select([fld.name for fld in self.projected.fields])
         return table
-
-    def _read_with_deletes(
-        self,
-        f: DataFile,
-        read_schema: Schema,
-        arrow_filter: pc.Expression | None,
-        deletes: tuple[DataFile, ...],
-        reader: DeleteReader,
-    ) -> pa.Table:
-        """All rows of ``f`` in file order (positions count from its first row), the deleted
-        ones dropped, then the filter applied."""
-        needed = {fld.field_id for fld in read_schema.fields} | reader.equality_field_ids(deletes)
-        full = Schema(
-            tuple(fld for fld in self.schema.fields if fld.field_id in needed),
-            self.schema.schema_id,
-        )
-        batches = iter_data_file_batches(self.io, f, projected=full)
-        kept = list(reader.apply(f, deletes, batches))
-        table = pa.Table.from_batches(kept, schema=schema_to_arrow(full))
-        if arrow_filter is not None:
-            table = table.filter(arrow_filter)
-        return table.select([fld.name for fld in read_schema.fields])
 
     def to_batches(self) -> Iterator[pa.Table]:
         """Matching rows, one Arrow table per data file, in planning order.

@@ -20,16 +20,21 @@ logged):
   type); no field has an initial default (Spark fills a missing column with nulls);
 * field names are Avro-compatible (Iceberg Java writes other names sanitized into Parquet);
 * no uuid or time columns (which have no Spark form that Spark's reader produces);
-* the snapshot has no delete files (a read of a snapshot with delete files falls back to the
-  data source, which refuses it: :class:`~lakecat.metadata.errors.UnsupportedFeature`, raised
-  here at once, on the driver); every file is Parquet, local, without glob characters in
-  its path (``spark.read.parquet`` expands globs) and, for identity partition fields, holds
-  the source column (imported files may not; lakecat fills those from the partition value);
+* no equality delete file applies (the data source applies those); every file is Parquet,
+  local, without glob characters in its path (``spark.read.parquet`` expands globs) and, for
+  identity partition fields, holds the source column (imported files may not; lakecat fills
+  those from the partition value);
 * the ``filter`` option translates exactly: comparisons, IN, NOT IN, LIKE 'prefix%' and null
   checks on boolean, integer, decimal, date, timestamp, string and binary columns, NaN and
   null checks on float and double columns (other comparisons of floats differ from Spark on
   NaN);
 * no ``metadata-columns`` or ``files`` options (driver-side operations use the data source).
+
+Position deletes and deletion vectors keep a read native: lakecat reads them on the driver
+into (file, position) rows and the DataFrame drops the rows whose ``_metadata.file_path`` and
+``_metadata.row_index`` (Spark's own Parquet reader numbers every row of a file) match one,
+by a left anti join. Spark names a file by its URI-encoded path, so a data file with deletes
+must have a plain path (letters, digits, ``/ . _ - =``) for the join to match it exactly.
 
 Spark's file sources make every column nullable; a native read's DataFrame schema therefore
 has no non-nullable columns, while the data source's keeps the table's required columns.
@@ -41,13 +46,15 @@ import logging
 import operator
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakecat.catalog import Catalog
+from lakecat.catalog.engine import DeleteReader
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions import (
     AlwaysFalse,
@@ -60,7 +67,7 @@ from lakecat.metadata.expressions import (
     bind,
 )
 from lakecat.metadata.io import FileIO, local_path, to_uri
-from lakecat.metadata.manifests import DataFile, ManifestContent, read_manifest_list
+from lakecat.metadata.manifests import Content, DataFile
 from lakecat.metadata.partitioning import PartitionSpec, parse_transform
 from lakecat.metadata.schema import (
     BinaryType,
@@ -101,10 +108,10 @@ from lakecat.spark_ext.settings import (
 )
 from lakecat.spark_ext.source.planning import (
     METADATA_LOCATION,
+    FilePlan,
     ReadOptions,
     ReadView,
     plan_files,
-    refuse_read_deletes,
 )
 from lakecat.spark_ext.types import spark_schema
 
@@ -118,6 +125,11 @@ READ_OPTIONS: Mapping[str, str] = {
 }
 _AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _GLOB_CHARACTERS = re.compile(r"[{}\[\]*?\\]")
+# Paths that Spark's ``_metadata.file_path`` (a URI) spells as they are.
+_PLAIN_PATH = re.compile(r"^[A-Za-z0-9/._=-]+$")
+# The join keys of a native read with deletes.
+_FILE_KEY = "__lakecat_file"
+_POS_KEY = "__lakecat_pos"
 _COMPARISONS: Mapping[Operation, Callable[[Any, Any], Any]] = {
     Operation.EQ: operator.eq,
     Operation.NOT_EQ: operator.ne,
@@ -142,10 +154,13 @@ _COMPARABLE = (
 
 @dataclass(frozen=True)
 class NativeReadPlan:
-    """A qualifying read: its files and the row condition of its ``filter`` option."""
+    """A qualifying read: its files, the row condition of its ``filter`` option, and the
+    row positions that position deletes and deletion vectors delete (by data file's OS
+    path)."""
 
     files: tuple[DataFile, ...]
     row_filter: Column | None
+    deleted: Mapping[str, pa.Int64Array] = field(default_factory=dict)
 
 
 def plan_native_read(view: ReadView, io: FileIO) -> NativeReadPlan:
@@ -161,14 +176,51 @@ def plan_native_read(view: ReadView, io: FileIO) -> NativeReadPlan:
     row_filter = spark_filter(bind(view.schema, view.base_filter()))
     if view.snapshot is None:
         return NativeReadPlan((), row_filter)
-    manifests = read_manifest_list(io, view.snapshot.manifest_list)
-    if any(m.content is ManifestContent.DELETES for m in manifests):
-        raise NotNative("the snapshot has delete files")
-    files = plan_files(io, view, []).files
+    plan = plan_files(io, view, [])
     specs = view.metadata.specs_by_id()
-    for f in files:
+    for f in plan.files:
         _check_file(f, specs)
-    return NativeReadPlan(files, row_filter)
+    return NativeReadPlan(plan.files, row_filter, _deleted_positions(io, view, plan))
+
+
+def _deleted_positions(io: FileIO, view: ReadView, plan: FilePlan) -> dict[str, pa.Int64Array]:
+    """The positions the plan's position deletes and deletion vectors delete, by the OS path
+    of their data file; :class:`NotNative` when an equality delete applies or a data file's
+    path would not match Spark's form of it."""
+    if not plan.deletes:
+        return {}
+    reader = DeleteReader(io, view.schema, view.metadata.schemas)
+    deleted: dict[str, pa.Int64Array] = {}
+    by_path = {f.file_path: f for f in plan.files}
+    for path, deletes in plan.deletes.items():
+        if any(d.content is Content.EQUALITY_DELETES for d in deletes):
+            raise NotNative(f"equality deletes apply to {path}")
+        os_path = local_path(path)
+        if os_path is None or not _PLAIN_PATH.match(os_path):
+            raise NotNative(f"{path} has deletes and a path Spark names in another form")
+        index = reader.position_index(by_path[path], deletes)
+        if index is not None and len(index):
+            deleted[os_path] = index.positions
+    return deleted
+
+
+def _drop_deleted(spark: Any, df: DataFrame, deleted: Mapping[str, pa.Int64Array]) -> DataFrame:
+    """``df`` (a Parquet read) without the rows at the ``deleted`` positions of its files."""
+    rows = pa.table(
+        {
+            _FILE_KEY: pa.chunked_array(
+                [pa.repeat(pa.scalar(path, pa.string()), len(p)) for path, p in deleted.items()],
+                type=pa.string(),
+            ),
+            _POS_KEY: pa.chunked_array(list(deleted.values()), type=pa.int64()),
+        }
+    )
+    deletes = spark.createDataFrame(rows)
+    keyed = df.withColumn(
+        _FILE_KEY, F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")
+    ).withColumn(_POS_KEY, F.col("_metadata.row_index"))
+    kept: DataFrame = keyed.join(deletes, [_FILE_KEY, _POS_KEY], "left_anti")
+    return kept.drop(_FILE_KEY, _POS_KEY)
 
 
 def read_support(view: ReadView, io: FileIO) -> NativeSupport:
@@ -219,8 +271,6 @@ def read(
     try:
         plan = plan_native_read(view, io)
     except NotNative as exc:
-        # The data source would refuse delete files when the query runs: refuse now.
-        refuse_read_deletes(io, view, table=table)
         log.info("lakecat: reading %s through the Python data source: %s", table, exc.reason)
         df = (
             spark.read.format(format_name)
@@ -236,6 +286,8 @@ def read(
         return df
     paths = [to_uri(f.file_path) for f in plan.files]
     df = spark.read.schema(schema).options(**READ_OPTIONS).parquet(*paths)
+    if plan.deleted:
+        df = _drop_deleted(spark, df, plan.deleted)
     return df.where(plan.row_filter) if plan.row_filter is not None else df
 
 

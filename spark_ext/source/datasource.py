@@ -24,7 +24,7 @@ filtered plan (see ``docs/spark.md``); load a new DataFrame per query when mixin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -64,10 +64,14 @@ FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 class FileGroup(InputPartition):
-    """One input partition: data files read by one Spark task."""
+    """One input partition: data files read by one Spark task, and the delete files that
+    apply to them (by data file path)."""
 
-    def __init__(self, files: Sequence[DataFile]) -> None:
+    def __init__(
+        self, files: Sequence[DataFile], deletes: Mapping[str, tuple[DataFile, ...]] | None = None
+    ) -> None:
         self.files = tuple(files)
+        self.deletes = dict(deletes or {})
 
     def __repr__(self) -> str:
         return f"FileGroup({len(self.files)} files)"
@@ -169,16 +173,15 @@ class LakecatReader(DataSourceReader):
         self.pruning: list[Expression] = []
 
     def partitions(self) -> list[InputPartition]:
-        # refuses a snapshot with delete files (the executors would not apply them)
-        plan = plan_files(self.io, self.view, [*self.applied, *self.pruning], table=self.table)
+        plan = plan_files(self.io, self.view, [*self.applied, *self.pruning])
         groups = groups_of(self.view, plan, parallelism=self.parallelism)
-        return [FileGroup(group) for group in groups]
+        return [FileGroup(group, plan.deletes_of(group)) for group in groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, FileGroup):  # Spark's placeholder for "no partitions"
             return iter(())
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
-        return self.file_reader().read(partition.files, target)
+        return self.file_reader().read(partition.files, target, partition.deletes)
 
     def file_reader(self) -> FileReader:
         row_filter: Expression = and_(self.view.base_filter(), *self.applied)
@@ -189,6 +192,7 @@ class LakecatReader(DataSourceReader):
             specs=self.view.metadata.specs_by_id(),
             row_filter=row_filter if self.applied or self.view.options.row_filter else AlwaysTrue(),
             metadata_columns=self.metadata_columns,
+            schemas=self.view.metadata.schemas,
         )
 
 

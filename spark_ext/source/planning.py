@@ -10,20 +10,20 @@ files together, up to the split size (``split-size``, default table property
 ``read.split.target-size``, 128 MiB), each file weighing at least ``file-open-cost``
 (``read.split.open-file-cost``, 4 MiB), as Iceberg's Spark reader does.
 
-Delete files: the executors read data files without applying delete files (merge-on-read
-deletes another engine wrote), so planning refuses a snapshot that has any
-(:func:`refuse_read_deletes`: :class:`~lakecat.metadata.errors.UnsupportedFeature`, before a
-data file is read). An incremental read, which reads appended files as appended (as Iceberg
-Java's incremental append scan does, without delete files), is not refused.
+Delete files: a plan names, for each data file that has any, the delete files that apply to
+it (position deletes, deletion vectors, equality deletes, chosen as the spec's scan planning
+says), and the executors drop the deleted rows as they read (:class:`~lakecat.catalog.engine
+.DeleteReader`). An incremental read reads appended files as appended, as Iceberg Java's
+incremental append scan does, without delete files.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from lakecat.catalog.engine import Scan, refuse_deletes, to_timestamp_ms
+from lakecat.catalog.engine import Scan, to_timestamp_ms
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions import (
@@ -228,42 +228,40 @@ class ReadView:
 
 @dataclass(frozen=True)
 class FilePlan:
+    """The data files of a read and, for each that has any, the delete files to apply to it
+    (by data file path)."""
+
     files: tuple[DataFile, ...]
     files_total: int
+    deletes: Mapping[str, tuple[DataFile, ...]] = field(default_factory=dict)
+
+    def deletes_of(self, files: Iterable[DataFile]) -> dict[str, tuple[DataFile, ...]]:
+        """The delete files of ``files`` (those that have any)."""
+        return {
+            f.file_path: self.deletes[f.file_path] for f in files if f.file_path in self.deletes
+        }
 
 
-def plan_files(
-    io: FileIO, view: ReadView, filters: Sequence[Expression], *, table: str = "the table"
-) -> FilePlan:
-    """The data files of the read that may hold rows matching every filter.
+def plan_files(io: FileIO, view: ReadView, filters: Sequence[Expression]) -> FilePlan:
+    """The data files of the read that may hold rows matching every filter, with their
+    delete files.
 
-    :class:`UnsupportedFeature` when the read would meet delete files
-    (:func:`refuse_read_deletes`; ``table`` names the table in the message)."""
-    refuse_read_deletes(io, view, table=table)
+    An incremental read plans the data files that append snapshots added, as they were
+    appended, as Iceberg Java's incremental append scan does (which applies no delete files
+    either: a row deleted later in the range is returned, as a row that a later copy-on-write
+    delete removed is); a merge-on-read commit is not an append and is skipped."""
     expression = and_(view.base_filter(), *filters)
     if view.options.incremental:
         plan = _appended_files(io, view, expression)
     else:
         scan = Scan(io, view.metadata, view.snapshot, view.schema, row_filter=expression)
         found = scan.plan()
-        plan = FilePlan(found.files, found.files_total)
+        plan = FilePlan(found.files, found.files_total, found.deletes)
     wanted = view.options.files
     if wanted is not None:
-        plan = FilePlan(tuple(f for f in plan.files if f.file_path in wanted), plan.files_total)
+        files = tuple(f for f in plan.files if f.file_path in wanted)
+        plan = FilePlan(files, plan.files_total, plan.deletes_of(files))
     return plan
-
-
-def refuse_read_deletes(io: FileIO, view: ReadView, *, table: str = "the table") -> None:
-    """:class:`UnsupportedFeature` if the snapshot a read reads has delete files (reads its
-    manifest list only).
-
-    An incremental read is not refused: it reads the data files that append snapshots added,
-    as they were appended, as Iceberg Java's incremental append scan does (which applies no
-    delete files either: a row deleted later in the range is returned, as a row that a later
-    copy-on-write delete removed is); a merge-on-read commit is not an append and is skipped.
-    """
-    if not view.options.incremental:
-        refuse_deletes(io, view.snapshot, action="a Spark read", table=table)
 
 
 def _appended_files(io: FileIO, view: ReadView, expression: Expression) -> FilePlan:

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import TaskContext
 
-from lakecat.catalog.engine import conform, write_files
+from lakecat.catalog.engine import DeleteReader, conform, write_files
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import CommitFailed, StorageError, ValidationError
 from lakecat.metadata.expressions import AlwaysTrue, Expression, bind, to_arrow_filter
@@ -58,12 +58,42 @@ class FileReader:
     specs: Mapping[int, PartitionSpec]
     row_filter: Expression  # applied exactly; AlwaysTrue for none
     metadata_columns: bool = False
+    schemas: tuple[Schema, ...] = ()  # the table's schemas (equality deletes may name old fields)
 
-    def read(self, files: Iterable[DataFile], target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def read(
+        self,
+        files: Iterable[DataFile],
+        target: pa.Schema,
+        deletes: Mapping[str, Sequence[DataFile]] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """The rows of ``files`` matching the filter, without the rows their ``deletes``
+        (delete files by data file path) delete."""
+        bound = None
         arrow_filter = None
         if not isinstance(self.row_filter, AlwaysTrue):
-            arrow_filter = to_arrow_filter(bind(self.table_schema, self.row_filter))
+            bound = bind(self.table_schema, self.row_filter)
+            arrow_filter = to_arrow_filter(bound)
+        deletes = deletes or {}
+        reader = DeleteReader(self.io, self.table_schema, self.schemas) if deletes else None
         for f in files:
+            spec = self.specs.get(f.spec_id)
+            applying = deletes.get(f.file_path, ())
+            if applying and reader is not None:
+                batches = reader.read(
+                    f,
+                    applying,
+                    projected=self.projected,
+                    row_filter=bound,
+                    spec=spec,
+                    batch_size=READ_BATCH_ROWS,
+                    position_column=POS_COLUMN if self.metadata_columns else None,
+                )
+                for batch in batches:
+                    if batch.num_rows:
+                        if self.metadata_columns:
+                            batch = _with_file(batch, f.file_path)
+                        yield to_spark_batch(batch, target)
+                continue
             position = 0
             for batch in iter_data_file_batches(
                 self.io,
@@ -72,7 +102,7 @@ class FileReader:
                 row_filter=arrow_filter,
                 filter_schema=self.table_schema,
                 batch_size=READ_BATCH_ROWS,
-                spec=self.specs.get(f.spec_id),
+                spec=spec,
             ):
                 if batch.num_rows == 0:
                     continue
@@ -80,6 +110,17 @@ class FileReader:
                     batch = _with_metadata(batch, f.file_path, position)
                     position += batch.num_rows
                 yield to_spark_batch(batch, target)
+
+
+def _with_file(batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
+    """A batch that ends with its position column, with the file column before it."""
+    n = batch.num_rows
+    file_column = pa.repeat(pa.scalar(path, pa.string()), n)
+    columns = batch.columns
+    return pa.RecordBatch.from_arrays(
+        [*columns[:-1], file_column, columns[-1]],
+        names=[*batch.schema.names[:-1], FILE_COLUMN, POS_COLUMN],
+    )
 
 
 def _with_metadata(batch: pa.RecordBatch, path: str, start: int) -> pa.RecordBatch:
