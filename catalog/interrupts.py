@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-__all__ = ["DeferredInterrupts"]
+__all__ = ["DeferredInterrupts", "deferred_interrupts"]
 
 
 class DeferredInterrupts:
@@ -76,3 +78,15 @@ class DeferredInterrupts:
         elif previous == signal.SIG_DFL:
             signal.raise_signal(signal.SIGINT)
         # SIG_IGN: the signal was to be ignored all along
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """A block that SIGINT cannot cut: one that arrives meanwhile is delivered at its end (for
+    short steps that must not be left half done, e.g. publishing a file and remembering it)."""
+    interrupts = DeferredInterrupts()
+    interrupts.start()
+    try:
+        yield
+    finally:
+        interrupts.stop()

@@ -45,6 +45,7 @@ from lakecat.catalog.commit.conflicts import ATTEMPTS_KEY, WAIT_MS_KEY
 from lakecat.catalog.commit.coordination.protocol import DONE, TicketState
 from lakecat.catalog.commit.intent import Intent
 from lakecat.catalog.commit.producer import PreparedAppend, SnapshotProducer
+from lakecat.catalog.interrupts import deferred_interrupts
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import LakecatError
 from lakecat.metadata.io.fileio import FileIO
@@ -97,7 +98,10 @@ class Waiter:
 
     def waiting(self, stem: str) -> None:
         prepared = self._producer.prepared_append(self._base)
-        self.ticket = self._queue.enqueue(stem, encode(prepared))
+        # Once the request is in the queue a holder may commit its manifests: a Ctrl-C between
+        # queuing it and holding its ticket would let this writer delete them as its own.
+        with deferred_interrupts():
+            self.ticket = self._queue.enqueue(stem, encode(prepared))
 
     def stop_waiting(self, rings: Sequence[bytes]) -> bool:
         """Stop waiting for the lock once a holder committed this append."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import itertools
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -487,3 +488,29 @@ def test_a_ticket_whose_closing_was_interrupted_keeps_its_writers_files(
     with pytest.raises(KeyboardInterrupt):
         ticket.close()
     assert ticket.withdraw() is TicketState.CLAIMED
+
+
+def test_a_ctrl_c_as_a_request_is_queued_leaves_the_writer_holding_its_ticket(
+    lake: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGINT right after the request became visible in the queue, before the writer held its
+    ticket: the interrupt waits for the ticket to be held, so that once a holder claims the
+    request the writer knows not to delete the files the holder is committing (the table
+    lost a manifest that way under the Ctrl-C stress test)."""
+    table = lake.load_table("db.t")
+    queue = _queue(lake)
+    waiter = Waiter(queue, SnapshotProducer(table.io, Intent(OpKind.APPEND)), table.metadata)
+    enqueue = queue.enqueue
+
+    def enqueue_then_ctrl_c(stem: str, payload: bytes) -> Any:
+        ticket = enqueue(stem, payload)
+        signal.raise_signal(signal.SIGINT)  # the request is in the queue now
+        return ticket
+
+    monkeypatch.setattr(queue, "enqueue", enqueue_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        waiter.waiting(new_stem())
+    assert waiter.ticket is not None
+    assert [c.payload for c in queue.claim(10)] != []
+    assert waiter.may_delete_files() is False
+    waiter.close()
