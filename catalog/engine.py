@@ -15,8 +15,7 @@ lies behind them can be reorganized freely.
 * applying delete files while reading a data file: ``DeleteReader`` (a scan plan names the
   delete files of each data file);
 * delete files an engine cannot apply yet: ``has_deletes``, ``refuse_deletes`` (raise
-  ``UnsupportedFeature`` for a snapshot that has them), ``refuse_partial_rewrites`` (what
-  ``plan_delete`` would refuse, checked before writing);
+  ``UnsupportedFeature`` for a snapshot that has them);
 * data files in the table's form, and where a table keeps its files: ``conform``,
   ``write_files``, ``data_dir``, ``metadata_dir``;
 * the checks a job runs against the version it started from before it commits:
@@ -39,7 +38,7 @@ from lakecat.catalog.maintenance import CompactionResult, FileGroup, plan_file_g
 from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES
 from lakecat.catalog.read.deletes import DeleteReader, has_deletes, refuse_deletes
 from lakecat.catalog.read.scan import RowFilter, Scan
-from lakecat.catalog.write.row_ops import plan_delete, refuse_partial_rewrites
+from lakecat.catalog.write.row_ops import plan_delete
 from lakecat.catalog.write.writer import conform, write_files
 from lakecat.metadata.table.timetravel import to_timestamp_ms
 
@@ -65,7 +64,6 @@ __all__ = [
     "plan_delete",
     "plan_file_groups",
     "refuse_deletes",
-    "refuse_partial_rewrites",
     "to_timestamp_ms",
     "write_files",
 ]

@@ -299,7 +299,6 @@ class Table:
             self._head(start, branch),
             set_values=set,
             where=where_expr,
-            table=self.name,
             cache=self._ops.manifest_cache,
         )
         isolation = self._isolation(start, P.UPDATE_ISOLATION_LEVEL)
@@ -344,7 +343,6 @@ class Table:
             on=keys,
             clauses=clauses,
             target_filter=None if target_filter is None else to_expression(target_filter),
-            table=self.name,
             cache=self._ops.manifest_cache,
         )
         isolation = self._isolation(start, P.MERGE_ISOLATION_LEVEL)
@@ -408,7 +406,6 @@ class Table:
             self._head(start, branch),
             expression,
             case_sensitive=case_sensitive,
-            table=self.name,
             cache=self._ops.manifest_cache,
         )
         if not plan.changes_anything and not any(t.num_rows for t in new_rows):

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
-from rich.console import Group
+from rich.console import Group, RenderableType
 
 from lakecat.catalog.cli.args import split_list
 from lakecat.catalog.cli.context import Command, Context, Output
@@ -271,7 +271,22 @@ def _selected_scan_args(args: argparse.Namespace) -> dict[str, Any]:
 def files(ctx: Context, args: argparse.Namespace) -> Output:
     table = ctx.table(args.table)
     scan = table.scan(args.filter, **_selected_scan_args(args))
-    items = [file_record(f, table.metadata) for f in scan.plan_files()]
+    plan = scan.plan()
+    items = [
+        {
+            **file_record(f, table.metadata),
+            "delete_files": [d.file_path for d in plan.deletes.get(f.file_path, ())],
+        }
+        for f in plan.files
+    ]
+    applying: dict[str, Any] = {}
+    for f in plan.files:
+        for d in plan.deletes.get(f.file_path, ()):
+            applying.setdefault(d.file_path, (d, []))[1].append(f.file_path)
+    delete_items = [
+        {**file_record(d, table.metadata), "applies_to": len(targets)}
+        for d, targets in applying.values()
+    ]
     data = {
         "table": table.name,
         "snapshot_id": None if scan.snapshot is None else scan.snapshot.snapshot_id,
@@ -279,22 +294,48 @@ def files(ctx: Context, args: argparse.Namespace) -> Output:
         "record_count": sum(f["record_count"] for f in items),
         "total_size_bytes": sum(f["file_size_in_bytes"] for f in items),
         "files": items,
+        "delete_file_count": len(delete_items),
+        "delete_files": delete_items,
     }
+    columns = [
+        Column("path", "path", fold=True),
+        Column("partition_text", "partition"),
+        Column("record_count", "rows", justify="right"),
+        Column("file_size_in_bytes", "size", human_bytes, justify="right"),
+    ]
+    if delete_items:  # how many delete files apply to each
+        columns.append(Column("delete_files", "deletes", len, justify="right"))
     view = records(
         f"data files of {table.name} {_at(data['snapshot_id'])}",
         [{**f, "partition_text": _partition_text(f["partition"])} for f in items],
-        [
-            Column("path", "path", fold=True),
-            Column("partition_text", "partition"),
-            Column("record_count", "rows", justify="right"),
-            Column("file_size_in_bytes", "size", human_bytes, justify="right"),
-        ],
+        columns,
     )
-    footer = message(
+    parts: list[RenderableType] = [view]
+    summary = (
         f"{data['file_count']} files, {data['record_count']} rows, "
         f"{human_bytes(data['total_size_bytes'])}"
     )
-    return Output(data, Group(view, footer))
+    if delete_items:
+        parts.append(
+            records(
+                "delete files that apply to them",
+                [{**d, "partition_text": _partition_text(d["partition"])} for d in delete_items],
+                [
+                    Column("path", "path", fold=True),
+                    Column("content", "kind"),
+                    Column("format", "format"),
+                    Column("partition_text", "partition"),
+                    Column("record_count", "deletes", justify="right"),
+                    Column("applies_to", "files", justify="right"),
+                ],
+            )
+        )
+        summary += (
+            f" before deletes; {len(delete_items)} delete files "
+            f"({sum(d['record_count'] for d in delete_items)} deletes)"
+        )
+    parts.append(message(summary))
+    return Output(data, Group(*parts))
 
 
 def _at(snapshot_id: int | None) -> str:

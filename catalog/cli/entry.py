@@ -244,6 +244,12 @@ def _add_maintenance_commands(
     p.add_argument("--target-file-size", type=byte_size, metavar="BYTES", help="e.g. 128MB")
     p.add_argument("--min-input-files", type=positive_int, default=2, metavar="N")
     p.add_argument(
+        "--delete-file-threshold",
+        type=positive_int,
+        metavar="N",
+        help="also rewrite files that N or more delete files apply to",
+    )
+    p.add_argument(
         "--sort-by", metavar="COLS|table", help='sort rewritten files: "id,ts:desc" or "table"'
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan, commit nothing")

@@ -87,6 +87,7 @@ def compact(ctx: Context, args: argparse.Namespace) -> Output:
             min_input_files=args.min_input_files,
             sort_by=sort_by,
             progress=progress,
+            delete_file_threshold=args.delete_file_threshold,
         )
     failed = [
         {"group": group, "error": type(error).__name__, "message": str(error)}
@@ -130,7 +131,7 @@ def _compaction_plan(table: Table, args: argparse.Namespace, sort_by: Any) -> Ou
         min_input_files=args.min_input_files,
         sort=sort_by is not None,
         sort_order_id=sort_order_id,
-        table_name=table.name,
+        delete_file_threshold=args.delete_file_threshold,
     )
     groups = [
         {

@@ -32,12 +32,14 @@ from lakecat.metadata.errors import ConcurrentDeleteDelete
 from lakecat.metadata.io.fileio import FileIO, join
 from lakecat.metadata.manifests.cache import ManifestCache, NoCache
 from lakecat.metadata.manifests.datafile import (
+    Content,
     DataFile,
     ManifestContent,
     ManifestEntry,
     ManifestFile,
     Status,
 )
+from lakecat.metadata.manifests.delete_index import dangling_deletes
 from lakecat.metadata.manifests.manifest import (
     as_listed,
     write_manifest,
@@ -101,8 +103,12 @@ class SnapshotProducer:
     commit_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
     _manifest_count: int = 0
     _new_manifests: dict[int, ManifestFile] = field(default_factory=dict)
-    _rewritten: dict[str, tuple[ManifestFile | None, frozenset[str]]] = field(default_factory=dict)
+    # by (base manifest, dangling delete files removed): its rewrite and the paths it removed
+    _rewritten: dict[tuple[str, frozenset[str]], tuple[ManifestFile | None, frozenset[str]]] = (
+        field(default_factory=dict)
+    )
     _merged: dict[tuple[str, ...], ManifestFile] = field(default_factory=dict)
+    _dangling_by_parent: dict[int, tuple[DataFile, ...]] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)  # every manifest written, any attempt
     last_manifests: list[ManifestFile] = field(default_factory=list)  # the latest attempt's list
 
@@ -118,7 +124,9 @@ class SnapshotProducer:
             else []
         )
 
-        kept, rewritten = self._remove_files(base, base_manifests)
+        # delete files that applied only to the removed data files go with them, on this base
+        dangling = self._dangling(base, parent)
+        kept, rewritten = self._remove_files(base, base_manifests, dangling)
         new = list(self.prepared.manifests) if self.prepared else self._write_new_manifests(base)
         manifests = new + rewritten + kept
         if P.get_bool(base.properties, P.MANIFEST_MERGE_ENABLED, P.MANIFEST_MERGE_ENABLED_DEFAULT):
@@ -139,7 +147,7 @@ class SnapshotProducer:
             known=self.manifests.rows,
         )
         self.manifests.put_manifest_list(list_location, as_listed(manifests, sequence_number))
-        summary = self._summary(parent, extra_summary)
+        summary = self._summary(parent, extra_summary, dangling)
         now = max(int(time.time() * 1000), base.last_updated_ms)
         snapshot = Snapshot(
             snapshot_id=intent.snapshot_id,
@@ -212,7 +220,11 @@ class SnapshotProducer:
         return join(metadata_dir(base), f"{self.commit_uuid}-m{self._manifest_count}.avro")
 
     def _write(
-        self, base: TableMetadata, spec_id: int, entries: Iterable[ManifestEntry]
+        self,
+        base: TableMetadata,
+        spec_id: int,
+        entries: Iterable[ManifestEntry],
+        content: ManifestContent = ManifestContent.DATA,
     ) -> ManifestFile:
         location = self._next_manifest_location(base)
         manifest = write_manifest(
@@ -222,6 +234,7 @@ class SnapshotProducer:
             schema=base.schema(),
             entries=entries,
             added_snapshot_id=self.intent.snapshot_id,
+            content=content,
         )
         self.written.append(location)
         return manifest
@@ -241,24 +254,46 @@ class SnapshotProducer:
             out.append(cached)
         return out
 
+    def _dangling(self, base: TableMetadata, parent: Snapshot | None) -> tuple[DataFile, ...]:
+        """The delete files of ``parent`` that apply only to data files this intent removes
+        (:func:`~lakecat.metadata.manifests.delete_index.dangling_deletes`), once per parent."""
+        if not self.intent.removed_files or parent is None:
+            return ()
+        found = self._dangling_by_parent.get(parent.snapshot_id)
+        if found is None:
+            found = dangling_deletes(
+                self.io, base, parent, self.intent.removed_files, self.manifests
+            )
+            self._dangling_by_parent[parent.snapshot_id] = found
+        return found
+
     def _remove_files(
-        self, base: TableMetadata, base_manifests: list[ManifestFile]
+        self,
+        base: TableMetadata,
+        base_manifests: list[ManifestFile],
+        dangling: tuple[DataFile, ...] = (),
     ) -> tuple[list[ManifestFile], list[ManifestFile]]:
-        """Split base manifests into kept ones and rewrites that mark removed files DELETED."""
-        to_remove = self.intent.removed_paths
+        """Split base manifests into kept ones and rewrites that mark removed files (and the
+        ``dangling`` delete files) DELETED."""
+        removed_data = self.intent.removed_paths
+        dangling_paths = frozenset(f.file_path for f in dangling)
+        to_remove = removed_data | dangling_paths
         snapshot_id = self.intent.snapshot_id
         kept: list[ManifestFile] = []
         rewritten: list[ManifestFile] = []
         found: set[str] = set()
         specs = base.specs_by_id()
-        removed_partitions = {(f.spec_id, f.partition) for f in self.intent.removed_files}
+        removed_partitions = {
+            (f.spec_id, f.partition) for f in (*self.intent.removed_files, *dangling)
+        }
         for manifest in base_manifests:
             if manifest.live_files_count == 0 and manifest.added_snapshot_id != snapshot_id:
                 continue  # only DELETED entries of older snapshots: nothing live to carry
             if not to_remove or not _may_hold(manifest, removed_partitions):
                 kept.append(manifest)
                 continue
-            cached = self._rewritten.get(manifest.manifest_path)
+            key = (manifest.manifest_path, dangling_paths)
+            cached = self._rewritten.get(key)
             if cached is None:
                 entries = list(
                     self.manifests.read(self.io, manifest, specs=specs, schema=base.schema())
@@ -274,16 +309,17 @@ class SnapshotProducer:
                         base,
                         manifest.partition_spec_id,
                         _mark_deleted(entries, hit, snapshot_id),
+                        manifest.content,
                     )
                 cached = (replacement, hit)
-                self._rewritten[manifest.manifest_path] = cached
+                self._rewritten[key] = cached
             replacement, hit = cached
             found |= hit
             if replacement is None:
                 kept.append(manifest)
             else:
                 rewritten.append(replacement)
-        missing = to_remove - found
+        missing = removed_data - found
         if missing:
             raise ConcurrentDeleteDelete(
                 f"{self.intent.kind.value}: {len(missing)} file(s) to remove are no longer in the "
@@ -334,9 +370,11 @@ class SnapshotProducer:
         self._merged[key] = merged
         return merged
 
-    def _summary(self, parent: Snapshot | None, extra: dict[str, str]) -> dict[str, str]:
+    def _summary(
+        self, parent: Snapshot | None, extra: dict[str, str], dangling: tuple[DataFile, ...] = ()
+    ) -> dict[str, str]:
         intent = self.intent
-        s = dict(self.prepared.change_summary) if self.prepared else self._change_summary()
+        s = dict(self.prepared.change_summary) if self.prepared else self._change_summary(dangling)
         prev = parent.summary if parent else {}
         for total, plus, minus in (
             ("total-records", "added-records", "deleted-records"),
@@ -347,10 +385,15 @@ class SnapshotProducer:
                 value = int(prev.get(total, "0")) + int(s.get(plus, "0")) - int(s.get(minus, "0"))
                 s[total] = str(value)
         # lakecat writes no delete files; carry the delete totals only when a table has them
-        # (snapshot summaries are repeated in every metadata.json, so their size matters)
-        for key in ("total-delete-files", "total-position-deletes", "total-equality-deletes"):
-            if prev.get(key, "0") != "0":
-                s[key] = prev[key]
+        # (snapshot summaries are repeated in every metadata.json, so their size matters),
+        # less the dangling delete files this commit removes
+        for total, minus in (
+            ("total-delete-files", "removed-delete-files"),
+            ("total-position-deletes", "removed-position-deletes"),
+            ("total-equality-deletes", "removed-equality-deletes"),
+        ):
+            if prev.get(total, "0") != "0":
+                s[total] = str(max(0, int(prev[total]) - int(s.get(minus, "0"))))
         if intent.kind.value != intent.snapshot_operation:
             s[OPERATION_KEY] = intent.kind.value  # e.g. "merge" committed as "overwrite"
         if intent.kind is not OpKind.APPEND:
@@ -362,8 +405,9 @@ class SnapshotProducer:
         s.update(extra)
         return s
 
-    def _change_summary(self) -> dict[str, str]:
-        """The summary's counts of this operation's own change."""
+    def _change_summary(self, dangling: tuple[DataFile, ...] = ()) -> dict[str, str]:
+        """The summary's counts of this operation's own change (``dangling``: the delete files
+        it removes)."""
         intent = self.intent
         added = intent.added_files
         removed = intent.removed_files
@@ -376,10 +420,31 @@ class SnapshotProducer:
             s["deleted-data-files"] = str(len(removed))
             s["deleted-records"] = str(sum(f.record_count for f in removed))
             s["removed-files-size"] = str(sum(f.file_size_in_bytes for f in removed))
+        if dangling:
+            s.update(_removed_deletes_summary(dangling))
+            size = sum(f.file_size_in_bytes for f in (*removed, *dangling))
+            s["removed-files-size"] = str(size)  # Iceberg's: data and delete files
         s["changed-partition-count"] = str(
             len({(f.spec_id, f.partition) for f in (*added, *removed)})
         )
         return s
+
+
+def _removed_deletes_summary(deletes: tuple[DataFile, ...]) -> dict[str, str]:
+    """Iceberg's summary counts of removed delete files (``SnapshotSummary``)."""
+    positional = [d for d in deletes if d.content is Content.POSITION_DELETES]
+    dvs = [d for d in positional if d.file_format.upper() == "PUFFIN"]
+    equality = [d for d in deletes if d.content is Content.EQUALITY_DELETES]
+    s = {"removed-delete-files": str(len(deletes))}
+    counts = (
+        ("removed-position-delete-files", len(positional) - len(dvs)),
+        ("removed-dvs", len(dvs)),
+        ("removed-equality-delete-files", len(equality)),
+        ("removed-position-deletes", sum(d.record_count for d in positional)),
+        ("removed-equality-deletes", sum(d.record_count for d in equality)),
+    )
+    s.update((key, str(n)) for key, n in counts if n)
+    return s
 
 
 def _may_hold(manifest: ManifestFile, removed: set[tuple[int, tuple[object, ...]]]) -> bool:

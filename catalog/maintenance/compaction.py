@@ -38,17 +38,19 @@ an expiry): that group is lost as it would be at commit time (see above).
 Memory: without a sort a group is read and written in slices of about the target file size;
 with a sort the whole group is held in memory (size it with ``max_group_size_bytes``).
 
-Delete files: compaction does not apply delete files yet (merge-on-read deletes another engine
-wrote), so planning refuses a snapshot that has any with
-:class:`~lakecat.metadata.errors.UnsupportedFeature`, before anything is read or written;
-rewriting a data file without its deletes would bring the deleted rows back.
+Delete files (merge-on-read deletes another engine wrote): each rewritten file is read with the
+delete files that apply to it (``FileGroup.deletes``), so the new files hold only live rows, and
+the commit removes the delete files that applied only to the rewritten files. A file that at
+least ``delete_file_threshold`` delete files apply to is rewritten whatever its size. A
+concurrent commit that adds deletes to a file of a group fails that group (the rows it deletes
+would come back), as Iceberg's ``validateNoNewDeletesForDataFiles`` does.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import pyarrow as pa
@@ -56,7 +58,7 @@ import pyarrow.compute as pc
 
 from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.maintenance.replan import plan_with_replans
-from lakecat.catalog.read.deletes import refuse_deletes
+from lakecat.catalog.read.deletes import DeleteReader
 from lakecat.catalog.read.scan import RowFilter, Scan
 from lakecat.catalog.write.writer import write_files
 from lakecat.metadata import properties as P
@@ -71,6 +73,7 @@ from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError
 from lakecat.metadata.io.parquet import partition_path, read_data_file, source_column
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.transforms import parse_transform
+from lakecat.metadata.schema.arrow import schema_to_arrow
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import PrimitiveType
 from lakecat.metadata.table.sorting import SortField
@@ -96,6 +99,10 @@ class FileGroup:
     partition: tuple[object, ...]
     partition_name: str
     files: tuple[DataFile, ...]
+    # the delete files that apply to each file (by path): the rewrite applies them
+    deletes: Mapping[str, tuple[DataFile, ...]] = field(
+        default_factory=dict, compare=False, hash=False
+    )
 
     @property
     def size_bytes(self) -> int:
@@ -154,6 +161,7 @@ def rewrite_data_files(
     max_group_size_bytes: int = DEFAULT_MAX_GROUP_SIZE_BYTES,
     partial_progress: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    delete_file_threshold: int | None = None,
 ) -> CompactionResult:
     """Compact the table's small files (see the module docstring for planning and semantics).
 
@@ -161,9 +169,16 @@ def rewrite_data_files(
     ``target_file_size_bytes`` defaults to the table's ``write.target-file-size-bytes``;
     ``sort_by`` is ``"table"`` (the table's sort order) or column names, each optionally
     followed by ``asc`` / ``desc`` (``["region", "ts desc"]``); ``progress(done, total)`` is
-    called after each group. The table object is refreshed first and holds the latest
-    committed metadata afterwards.
+    called after each group. ``delete_file_threshold`` (Iceberg's ``delete-file-threshold``):
+    a file that this many delete files apply to or more is rewritten whatever its size (off by
+    default, as in Iceberg). Every rewritten file is read with its deletes applied, and the
+    delete files that applied only to rewritten files are removed in the same commit. The
+    table object is refreshed first and holds the latest committed metadata afterwards.
     """
+    if delete_file_threshold is not None and delete_file_threshold < 1:
+        raise ValidationError(
+            f"delete_file_threshold must be at least 1, not {delete_file_threshold}"
+        )
     if min_input_files < 1:
         raise ValidationError(f"min_input_files must be at least 1, not {min_input_files}")
     if max_group_size_bytes <= 0:
@@ -190,7 +205,7 @@ def rewrite_data_files(
                 max_group_size_bytes=max_group_size_bytes,
                 sort=sort_keys is not None,
                 sort_order_id=sort_order_id,
-                table_name=table.name,
+                delete_file_threshold=delete_file_threshold,
             )
             if start.current_snapshot is not None
             else []
@@ -223,21 +238,21 @@ def plan_file_groups(
     max_group_size_bytes: int = DEFAULT_MAX_GROUP_SIZE_BYTES,
     sort: bool = False,
     sort_order_id: int | None = None,
-    table_name: str = "the table",
+    delete_file_threshold: int | None = None,
 ) -> list[FileGroup]:
     """The file groups a compaction of the current snapshot would rewrite (reads manifests).
 
     ``sort``: a partition that has a candidate is rewritten whole, so that it comes out sorted.
     ``sort_order_id``: files not written in this sort order must be rewritten.
-    :class:`UnsupportedFeature` when the snapshot has delete files (``table_name`` names the
-    table in it): compaction cannot apply them yet.
+    ``delete_file_threshold``: files that at least this many delete files apply to must be
+    rewritten. Each group names the delete files of its files (``FileGroup.deletes``).
     """
     snapshot = metadata.current_snapshot
     if snapshot is None:
         return []
-    refuse_deletes(io, snapshot, action="compaction (rewrite_data_files)", table=table_name)
     schema = metadata.schema()
-    files = Scan(io, metadata, snapshot, schema, row_filter=row_filter).plan_files()
+    scanned = Scan(io, metadata, snapshot, schema, row_filter=row_filter).plan()
+    files = scanned.files
     min_size = int(target_file_size_bytes * MIN_FILE_SIZE_RATIO)
     max_size = int(target_file_size_bytes * MAX_FILE_SIZE_RATIO)
 
@@ -246,6 +261,10 @@ def plan_file_groups(
             f.spec_id != metadata.default_spec_id
             or f.file_size_in_bytes > max_size
             or (sort_order_id is not None and f.sort_order_id != sort_order_id)
+            or (
+                delete_file_threshold is not None
+                and len(scanned.deletes.get(f.file_path, ())) >= delete_file_threshold
+            )
         )
 
     by_partition: dict[tuple[int, tuple[object, ...]], list[DataFile]] = {}
@@ -260,7 +279,12 @@ def plan_file_groups(
         name = partition_path(specs[spec_id], schema, partition)
         for packed in _pack(candidates, max_group_size_bytes):
             if len(packed) >= min_input_files or any(must_rewrite(f) for f in packed):
-                groups.append(FileGroup(spec_id, partition, name, tuple(packed)))
+                deletes = {
+                    f.file_path: scanned.deletes[f.file_path]
+                    for f in packed
+                    if f.file_path in scanned.deletes
+                }
+                groups.append(FileGroup(spec_id, partition, name, tuple(packed), deletes))
     return groups
 
 
@@ -359,9 +383,11 @@ class _Job:
         try:
             if self.sort_keys is None:
                 for chunk in _slices(group.files, self.target):
-                    written.extend(self._write(self._read(chunk)))
+                    written.extend(self._write(self._read(chunk, group.deletes)))
             else:
-                rows = _sort(self._read(group.files), self.start.schema(), self.sort_keys)
+                rows = _sort(
+                    self._read(group.files, group.deletes), self.start.schema(), self.sort_keys
+                )
                 written.extend(self._write(rows))
         except BaseException:
             _delete_quietly(self.table.io, written)
@@ -370,12 +396,23 @@ class _Job:
             written = [replace(f, sort_order_id=self.sort_order_id) for f in written]
         return written
 
-    def _read(self, files: Sequence[DataFile]) -> pa.Table:
+    def _read(
+        self, files: Sequence[DataFile], deletes: Mapping[str, tuple[DataFile, ...]]
+    ) -> pa.Table:
+        """The live rows of ``files``: their ``deletes`` applied."""
         schema = self.start.schema()
         specs = self.start.specs_by_id()
-        tables = [
-            read_data_file(self.table.io, f, projected=schema, spec=specs[f.spec_id]) for f in files
-        ]
+        reader = DeleteReader(self.table.io, schema, self.start.schemas) if deletes else None
+        tables = []
+        for f in files:
+            applying = deletes.get(f.file_path, ())
+            if applying and reader is not None:
+                kept = reader.read(f, applying, projected=schema, spec=specs[f.spec_id])
+                tables.append(pa.Table.from_batches(list(kept), schema=schema_to_arrow(schema)))
+            else:
+                tables.append(
+                    read_data_file(self.table.io, f, projected=schema, spec=specs[f.spec_id])
+                )
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
     def _write(self, rows: pa.Table) -> list[DataFile]:

@@ -1,14 +1,15 @@
-"""Delete files in a snapshot: planning them, applying them, refusing where they cannot apply.
+"""Delete files in a snapshot: applying them, refusing where they cannot apply.
 
 A snapshot's manifest list names data manifests and delete manifests (``content`` 1). Every
 read of the snapshot must apply the live delete files those name (position deletes, deletion
 vectors, equality deletes), and every rewrite of a data file must carry its deletes over.
 
-* :class:`DeleteIndex` finds the delete files that apply to each data file (the spec's "Scan
-  Planning" rules); :class:`DeleteReader` reads each delete file once per scan and drops the
-  deleted rows from a data file's batches (with :mod:`lakecat.metadata.deletes`). A delete
-  file that is missing or unreadable is a :class:`~lakecat.metadata.errors.CorruptMetadata`
-  naming it: no rows are returned from a file whose deletes could not be applied.
+* Which delete files apply to which data file is planned from metadata alone
+  (:mod:`lakecat.metadata.manifests.delete_index`, the spec's "Scan Planning" rules).
+* :class:`DeleteReader` reads each delete file once per scan and drops the deleted rows from a
+  data file's batches (with :mod:`lakecat.metadata.deletes`). A delete file that is missing or
+  unreadable is a :class:`~lakecat.metadata.errors.CorruptMetadata` naming it: no rows are
+  returned from a file whose deletes could not be applied.
 * Paths that cannot apply deletes yet call :func:`refuse_deletes` before reading or writing
   anything, so they fail with :class:`~lakecat.metadata.errors.UnsupportedFeature` instead of
   returning deleted rows or bringing them back.
@@ -17,8 +18,7 @@ vectors, equality deletes), and every rewrite of a data file must carry its dele
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -41,14 +41,8 @@ from lakecat.metadata.expressions.expressions import (
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.parquet import iter_data_file_batches, read_data_file
 from lakecat.metadata.manifests.cache import ManifestCache, NoCache
-from lakecat.metadata.manifests.datafile import (
-    Content,
-    DataFile,
-    ManifestContent,
-    ManifestEntry,
-    ManifestFile,
-    Status,
-)
+from lakecat.metadata.manifests.datafile import Content, DataFile
+from lakecat.metadata.manifests.delete_index import delete_manifests
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import NestedField
@@ -57,19 +51,10 @@ from lakecat.metadata.table.snapshots import Snapshot
 T = TypeVar("T")
 
 __all__ = [
-    "DeleteIndex",
     "DeleteReader",
-    "DeleteRef",
-    "delete_index",
-    "delete_manifests",
     "has_deletes",
     "refuse_deletes",
 ]
-
-
-def delete_manifests(manifests: Iterable[ManifestFile]) -> list[ManifestFile]:
-    """The delete manifests that list live delete files."""
-    return [m for m in manifests if m.content is ManifestContent.DELETES and m.live_files_count > 0]
 
 
 def has_deletes(io: FileIO, snapshot: Snapshot | None, cache: ManifestCache | None = None) -> bool:
@@ -99,156 +84,6 @@ def refuse_deletes(
             "that wrote them (rewrite_data_files), or read it with lakecat's Python API",
             feature="delete files",
         )
-
-
-# ---- planning: which delete files apply to which data file --------------------------------
-
-# Reserved field ids of a position delete file's columns (spec: "Position Delete Files").
-POS_FILE_PATH_ID = 2147483546
-POS_POS_ID = 2147483545
-
-
-@dataclass(frozen=True)
-class DeleteRef:
-    """A live delete file with its data sequence number."""
-
-    file: DataFile
-    sequence_number: int
-
-
-class DeleteIndex:
-    """The live delete files of one snapshot, indexed to find those that apply to a data file
-    exactly as the spec's "Scan Planning" says:
-
-    * a position delete file applies to a data file of the same partition (spec id and
-      values) whose data sequence number is <= its own; one whose ``file_path`` bounds are
-      equal names that one data file only (Iceberg Java writes no ``referenced_data_file``
-      in v2, only those bounds);
-    * an equality delete file applies to data files whose data sequence number is < its own,
-      of the same partition, or of any partition when its spec is unpartitioned (a global
-      delete).
-    """
-
-    def __init__(self, entries: Iterable[ManifestEntry], specs: Mapping[int, PartitionSpec]):
-        self._by_path: dict[str, list[DeleteRef]] = {}
-        self._dvs: dict[str, list[DeleteRef]] = {}
-        self._positional: dict[tuple[int, tuple[Any, ...]], list[DeleteRef]] = {}
-        self._equality: dict[tuple[int, tuple[Any, ...]], list[DeleteRef]] = {}
-        self._global: list[DeleteRef] = []
-        self.count = 0
-        for entry in entries:
-            if entry.status is Status.DELETED:
-                continue
-            f = entry.data_file
-            if entry.sequence_number is None:
-                raise CorruptMetadata(f"delete file {f.file_path} has no data sequence number")
-            ref = DeleteRef(f, entry.sequence_number)
-            self.count += 1
-            if f.content is Content.POSITION_DELETES and f.file_format.upper() == "PUFFIN":
-                if not f.referenced_data_file or f.content_offset is None:
-                    raise CorruptMetadata(
-                        f"deletion vector in {f.file_path} has no referenced_data_file or "
-                        "content_offset"
-                    )
-                self._dvs.setdefault(f.referenced_data_file, []).append(ref)
-            elif f.content is Content.POSITION_DELETES:
-                _require_parquet(f, "position")
-                target = _single_target(f)
-                if target is not None:
-                    self._by_path.setdefault(target, []).append(ref)
-                else:
-                    self._positional.setdefault((f.spec_id, f.partition), []).append(ref)
-            elif f.content is Content.EQUALITY_DELETES:
-                _require_parquet(f, "equality")
-                if not f.equality_ids:
-                    raise CorruptMetadata(f"equality delete file {f.file_path} has no equality ids")
-                spec = specs.get(f.spec_id)
-                if spec is None:
-                    raise CorruptMetadata(
-                        f"delete file {f.file_path} names partition spec {f.spec_id}, which the "
-                        "table does not have"
-                    )
-                if not spec.fields:
-                    self._global.append(ref)
-                else:
-                    self._equality.setdefault((f.spec_id, f.partition), []).append(ref)
-            else:
-                raise CorruptMetadata(
-                    f"delete manifest entry {f.file_path} has content {int(f.content)}, not a "
-                    "delete file"
-                )
-
-    def for_data_file(self, data_file: DataFile, sequence_number: int) -> tuple[DataFile, ...]:
-        """The delete files that apply to ``data_file`` (of data sequence number
-        ``sequence_number``)."""
-        key = (data_file.spec_id, data_file.partition)
-        dvs = [
-            r
-            for r in self._dvs.get(data_file.file_path, ())
-            if (r.file.spec_id, r.file.partition) == key and r.sequence_number >= sequence_number
-        ]
-        if len(dvs) > 1:
-            raise CorruptMetadata(
-                f"data file {data_file.file_path} has {len(dvs)} live deletion vectors; the spec "
-                "allows one"
-            )
-        named = [
-            r
-            for r in self._by_path.get(data_file.file_path, ())
-            if (r.file.spec_id, r.file.partition) == key  # the spec: partition must match too
-        ]
-        # A deletion vector holds every position deleted before it: position delete files
-        # no longer apply where one does (the spec).
-        found = (
-            [dvs[0].file]
-            if dvs
-            else [
-                r.file
-                for r in (*named, *self._positional.get(key, ()))
-                if r.sequence_number >= sequence_number
-            ]
-        )
-        found += [
-            r.file
-            for r in (*self._equality.get(key, ()), *self._global)
-            if r.sequence_number > sequence_number
-        ]
-        return tuple(found)
-
-
-def _require_parquet(f: DataFile, kind: str) -> None:
-    if f.file_format.upper() != "PARQUET":
-        raise UnsupportedFeature(
-            f"{kind} delete file {f.file_path} is {f.file_format}; lakecat reads Parquet delete "
-            "files and deletion vectors",
-            feature=f"{f.file_format} {kind} deletes",
-        )
-
-
-def _single_target(f: DataFile) -> str | None:
-    """The one data file a position delete file names, when its ``file_path`` bounds say so
-    (lower == upper, untruncated)."""
-    lower = (f.lower_bounds or {}).get(POS_FILE_PATH_ID)
-    upper = (f.upper_bounds or {}).get(POS_FILE_PATH_ID)
-    if lower is None or lower != upper:
-        return None
-    try:
-        return lower.decode()
-    except UnicodeDecodeError:
-        return None
-
-
-def delete_index(
-    io: FileIO,
-    manifests: Iterable[ManifestFile],
-    *,
-    specs: Mapping[int, PartitionSpec],
-    schema: Schema,
-    cache: ManifestCache,
-) -> DeleteIndex:
-    """The :class:`DeleteIndex` of a snapshot's delete manifests."""
-    entries = [e for m in manifests for e in cache.read(io, m, specs=specs, schema=schema)]
-    return DeleteIndex(entries, specs)
 
 
 # ---- reading: applying them -----------------------------------------------------------------

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecat.catalog.read.deletes import DeleteReader, delete_index, delete_manifests
+from lakecat.catalog.read.deletes import DeleteReader
 from lakecat.metadata.expressions.evaluators import (
     InclusiveMetricsEvaluator,
     ManifestEvaluator,
@@ -42,6 +42,7 @@ from lakecat.metadata.io.parquet import read_data_file
 from lakecat.metadata.manifests.blocks import BlockTest
 from lakecat.metadata.manifests.cache import ManifestCache, NoCache
 from lakecat.metadata.manifests.datafile import DataFile, ManifestContent, Status
+from lakecat.metadata.manifests.delete_index import delete_index, delete_manifests
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.arrow import schema_to_arrow
 from lakecat.metadata.schema.schema import Schema
@@ -105,6 +106,7 @@ class Scan:
             if columns is not None
             else schema
         )
+        self._reader: DeleteReader | None = None
 
     # ---- planning -----------------------------------------------------------------------------
     def plan(self) -> ScanPlan:
@@ -190,6 +192,17 @@ class Scan:
         if read_schema is not self.projected:
             table = table.select([fld.name for fld in self.projected.fields])
         return table
+
+    def live_rows(self, f: DataFile, plan: ScanPlan) -> pa.Table:
+        """Every row of ``f`` (a file of ``plan``) that its delete files leave, in the scan's
+        projection, unfiltered: what a copy-on-write rewrite of ``f`` starts from."""
+        deletes = plan.deletes.get(f.file_path, ())
+        if not deletes:
+            return read_data_file(self.io, f, projected=self.projected)
+        if self._reader is None:
+            self._reader = DeleteReader(self.io, self.schema, self.metadata.schemas)
+        kept = self._reader.read(f, deletes, projected=self.projected)
+        return pa.Table.from_batches(list(kept), schema=schema_to_arrow(self.projected))
 
     def to_batches(self) -> Iterator[pa.Table]:
         """Matching rows, one Arrow table per data file, in planning order.

@@ -6,10 +6,9 @@ they touch are read, the touched rows are changed, every file with a change is r
 *read* for the conflict checks. MERGE's read filter covers the source's keys, so the insert
 side counts as a read: two concurrent upserts of the same new key cannot both commit.
 
-A snapshot with delete files (merge-on-read deletes another engine wrote) is refused with
-:class:`~lakecat.metadata.errors.UnsupportedFeature` when a data file would be read, before
-anything is read or written: the rewrite would not apply the deletes (a MERGE that only
-inserts, every target file pruned, stays allowed).
+Delete files (merge-on-read deletes another engine wrote): a file is read with its deletes
+applied, so rows deleted before are neither updated, matched nor written back; the commit
+removes the delete files that applied only to the rewritten files.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from lakecat.catalog.read.deletes import refuse_deletes
 from lakecat.catalog.read.scan import Scan
 from lakecat.catalog.write.row_ops import not_true
 from lakecat.metadata.errors import SchemaMismatch, UnknownColumn, ValidationError
@@ -37,7 +35,6 @@ from lakecat.metadata.expressions.expressions import (
     bind,
 )
 from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.parquet import read_data_file
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.arrow import conform_to_schema, schema_to_arrow
@@ -80,7 +77,6 @@ def plan_update(
     *,
     set_values: Mapping[str, SetValue],
     where: Expression,
-    table: str = "the table",
     cache: ManifestCache | None = None,
 ) -> RowLevelPlan:
     schema = metadata.schema()
@@ -98,11 +94,10 @@ def plan_update(
         return plan
     bound = bind(schema, where)
     arrow_filter = to_arrow_filter(bound)
-    candidates = Scan(io, metadata, snapshot, schema, row_filter=where).plan_files()
-    if candidates:
-        refuse_deletes(io, snapshot, action="a copy-on-write update", table=table, cache=cache)
-    for f in candidates:
-        rows = read_data_file(io, f, projected=schema)
+    scan = Scan(io, metadata, snapshot, schema, row_filter=where, manifest_cache=cache)
+    scanned = scan.plan()
+    for f in scanned.files:
+        rows = scan.live_rows(f, scanned)
         mask = _evaluate(rows, pc.coalesce(arrow_filter, pc.scalar(False)))
         hits = pc.sum(mask).as_py() or 0
         if not hits:
@@ -175,7 +170,6 @@ def plan_merge(
     on: Sequence[str],
     clauses: MergeClauses,
     target_filter: Expression | None = None,
-    table: str = "the table",
     cache: ManifestCache | None = None,
 ) -> RowLevelPlan:
     schema = metadata.schema()
@@ -197,11 +191,10 @@ def plan_merge(
     matched_keys: list[pa.Table] = []
     inside = to_arrow_filter(bind(schema, target_filter)) if target_filter is not None else None
     if snapshot is not None and source.num_rows:
-        candidates = Scan(io, metadata, snapshot, schema, row_filter=read_filter).plan_files()
-        if candidates:
-            refuse_deletes(io, snapshot, action="a copy-on-write merge", table=table, cache=cache)
-        for f in candidates:
-            rows = read_data_file(io, f, projected=schema)
+        scan = Scan(io, metadata, snapshot, schema, row_filter=read_filter, manifest_cache=cache)
+        scanned = scan.plan()
+        for f in scanned.files:
+            rows = scan.live_rows(f, scanned)
             if inside is not None:
                 outside, rows_in = rows.filter(not_true(inside)), rows.filter(inside)
             else:

@@ -11,11 +11,10 @@ the operation starts from:
 
 Rows for which the filter is unknown (NULL) are kept, as SQL's ``DELETE ... WHERE`` does.
 
-Delete files: a snapshot with delete files (merge-on-read deletes another engine wrote) is
-refused with :class:`~lakecat.metadata.errors.UnsupportedFeature` when some file would have to
-be read, before anything is read or written: the rewrite would not apply the deletes and would
-bring deleted rows back. Dropping whole files stays allowed (their rows are gone either way; the
-delete files that named them no longer apply to anything).
+Delete files (merge-on-read deletes another engine wrote): a file is read with its deletes
+applied, so the rewrite keeps only live rows, and the commit removes the delete files that
+applied only to the removed files (:func:`~lakecat.metadata.manifests.delete_index
+.dangling_deletes`). A concurrent commit that adds deletes to a removed file is a conflict.
 """
 
 from __future__ import annotations
@@ -25,8 +24,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecat.catalog.read.deletes import has_deletes, refuse_deletes
-from lakecat.catalog.read.scan import Scan
+from lakecat.catalog.read.scan import Scan, ScanPlan
 from lakecat.metadata.expressions.evaluators import (
     PartitionEvaluator,
     StrictMetricsEvaluator,
@@ -34,7 +32,6 @@ from lakecat.metadata.expressions.evaluators import (
 )
 from lakecat.metadata.expressions.expressions import AlwaysTrue, BoundExpression, Expression, bind
 from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.parquet import read_data_file
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.schema import Schema
@@ -54,9 +51,6 @@ class RewritePlan:
         return bool(self.removed)
 
 
-DELETE_ACTION = "a copy-on-write delete or overwrite by filter"
-
-
 def plan_delete(
     io: FileIO,
     metadata: TableMetadata,
@@ -64,29 +58,23 @@ def plan_delete(
     expression: Expression,
     *,
     case_sensitive: bool = True,
-    action: str = DELETE_ACTION,
-    table: str = "the table",
     cache: ManifestCache | None = None,
 ) -> RewritePlan:
-    """Which files a delete of ``expression`` removes, and which rows it must rewrite.
-
-    :class:`UnsupportedFeature` (before any data file is read) when a file must be rewritten
-    and ``snapshot`` has delete files; ``action`` and ``table`` name the operation in it.
-    """
+    """Which files a delete of ``expression`` removes, and which rows it must rewrite (the
+    live rows of a partly matching file: its delete files applied)."""
     plan = RewritePlan()
     if snapshot is None:
         return plan
-    schema = metadata.schema()
-    whole, partial, bound = _split(io, metadata, snapshot, expression, case_sensitive)
-    if partial:
-        refuse_deletes(io, snapshot, action=action, table=table, cache=cache)
+    whole, partial, bound, scan, scanned = _split(
+        io, metadata, snapshot, expression, case_sensitive, cache
+    )
     plan.removed.extend(whole)
     plan.deleted_rows = sum(f.record_count for f in whole)
     if not partial:
         return plan
     arrow_filter = to_arrow_filter(bound)
     for f in partial:
-        rows = read_data_file(io, f, projected=schema)
+        rows = scan.live_rows(f, scanned)
         keep = rows.filter(not_true(arrow_filter))
         deleted = rows.num_rows - keep.num_rows
         if deleted == 0:
@@ -99,46 +87,32 @@ def plan_delete(
     return plan
 
 
-def refuse_partial_rewrites(
-    io: FileIO,
-    metadata: TableMetadata,
-    snapshot: Snapshot | None,
-    expression: Expression,
-    *,
-    case_sensitive: bool = True,
-    action: str = DELETE_ACTION,
-    table: str = "the table",
-    cache: ManifestCache | None = None,
-) -> None:
-    """Raise :class:`UnsupportedFeature` now if :func:`plan_delete` of ``expression`` would
-    refuse: ``snapshot`` has delete files and some data file would have to be rewritten.
-
-    For engines that write before they plan the delete (an overwrite by filter): reads the
-    manifest list, and the manifests only when the snapshot has delete files.
-    """
-    if snapshot is None or not has_deletes(io, snapshot, cache):
-        return
-    _, partial, _ = _split(io, metadata, snapshot, expression, case_sensitive)
-    if partial:
-        refuse_deletes(io, snapshot, action=action, table=table, cache=cache)
-
-
 def _split(
     io: FileIO,
     metadata: TableMetadata,
     snapshot: Snapshot,
     expression: Expression,
     case_sensitive: bool,
-) -> tuple[list[DataFile], list[DataFile], BoundExpression]:
+    cache: ManifestCache | None,
+) -> tuple[list[DataFile], list[DataFile], BoundExpression, Scan, ScanPlan]:
     """(files whose every row matches, files that may hold some matching rows, the bound
-    filter), by partition values and column bounds, without reading a data file."""
+    filter, the scan and its plan), by partition values and column bounds, without reading a
+    data file."""
     schema = metadata.schema()
     bound = bind(schema, expression, case_sensitive=case_sensitive)
-    candidates = Scan(
-        io, metadata, snapshot, schema, row_filter=expression, case_sensitive=case_sensitive
-    ).plan_files()
+    scan = Scan(
+        io,
+        metadata,
+        snapshot,
+        schema,
+        row_filter=expression,
+        case_sensitive=case_sensitive,
+        manifest_cache=cache,
+    )
+    plan = scan.plan()
+    candidates = list(plan.files)
     if isinstance(expression, AlwaysTrue):
-        return candidates, [], bound
+        return candidates, [], bound, scan, plan
     strict_metrics = StrictMetricsEvaluator(schema, bound)
     strict_partitions = {
         s.spec_id: PartitionEvaluator(s, schema, bound, strict=True)
@@ -151,7 +125,7 @@ def _split(
             whole.append(f)
         else:
             partial.append(f)
-    return whole, partial, bound
+    return whole, partial, bound, scan, plan
 
 
 def matching_rows(rows: pa.Table, bound: BoundExpression) -> pa.Table:

@@ -1,6 +1,7 @@
 """Manifests and manifest lists: the data-file model (:mod:`.datafile`), Avro reading and writing
 through fastavro (:mod:`.manifest`, :mod:`.schemas`, :mod:`.blocks`, :mod:`.avro_blocks`), the
-decoded-manifest cache (:mod:`.cache`) and lakecat's partition-ordered layout (:mod:`.order`).
+decoded-manifest cache (:mod:`.cache`), lakecat's partition-ordered layout (:mod:`.order`) and
+which delete files apply to which data file (:mod:`.delete_index`).
 """
 
 from lakecat.metadata.manifests.datafile import (

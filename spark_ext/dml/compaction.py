@@ -82,7 +82,6 @@ def compact(
             target_file_size_bytes=target_size,
             min_input_files=min_input_files,
             max_group_size_bytes=max_group_size_bytes,
-            table_name=target.name,
         )
         if start is None or not groups:
             return _result(len(groups), [], [])

@@ -20,10 +20,9 @@ Conditions and SET values are Spark SQL, evaluated by Spark on the rows. Each op
 
 Rows for which a condition is NULL are not affected, as in SQL.
 
-A table whose snapshot has delete files (merge-on-read deletes another engine wrote) is refused
-with :class:`~lakecat.metadata.errors.UnsupportedFeature` on the driver, before any Spark job
-reads or writes, when a data file would have to be read: the rewrite would not apply the deletes
-and would bring deleted rows back. A DELETE that only drops whole files stays allowed.
+Delete files (merge-on-read deletes another engine wrote): the files are read through the data
+source, which applies them, so only live rows are matched and written back; the commit removes
+the delete files that applied only to the removed files.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from lakecat.catalog import Catalog
-from lakecat.catalog.engine import Intent, OpKind, Scan, refuse_deletes
+from lakecat.catalog.engine import Intent, OpKind, Scan
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import LakecatError, ValidationError
 from lakecat.metadata.expressions import (
@@ -80,8 +79,6 @@ def delete(
         expression = lakecat_filter(condition, target)
         candidates = _candidates(target, expression)
         whole, partial = _split_strict(target, expression, candidates)
-        if partial:
-            _refuse_deletes(target, "lk.delete")
         touched = _files_with_matches(spark, target, partial, condition)
         added: list[DataFile] = []
         if touched:
@@ -119,8 +116,6 @@ def update(
         assignments = resolve_columns(set, columns)
         expression = lakecat_filter(condition, target)
         candidates = _candidates(target, expression)
-        if candidates:
-            _refuse_deletes(target, "lk.update")
         touched = _files_with_matches(spark, target, candidates, condition)
         added: list[DataFile] = []
         if touched:
@@ -192,8 +187,6 @@ def merge(
         schema = planned.metadata.schema()
         expression = key_filter(on, source, schema, target_alias, source_alias)
         candidates = _candidates(planned, expression)
-        if candidates:
-            _refuse_deletes(planned, "lk.merge")
         rows = read_files(spark, planned, candidates) if candidates else None
         plan = merge_rows(spark, rows, source, on, clauses, schema)
         try:
@@ -236,12 +229,6 @@ def _candidates(target: TargetTable, expression: Expression) -> list[DataFile]:
         case_sensitive=False,
     )
     return scan.plan_files()
-
-
-def _refuse_deletes(target: TargetTable, action: str) -> None:
-    """:class:`UnsupportedFeature` if the planned snapshot has delete files (this operation
-    would have to read data files without applying them)."""
-    refuse_deletes(target.io, target.head, action=f"a copy-on-write {action}", table=target.name)
 
 
 def _split_strict(

@@ -51,7 +51,6 @@ from lakecat.catalog.engine import (
     metadata_dir,
     new_snapshot_id,
     plan_delete,
-    refuse_partial_rewrites,
     write_files,
 )
 from lakecat.metadata import properties as P
@@ -62,7 +61,7 @@ from lakecat.metadata.errors import (
     RetriesExhausted,
     ValidationError,
 )
-from lakecat.metadata.expressions import parse
+from lakecat.metadata.expressions import bind, parse
 from lakecat.metadata.io import FileIO, join
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.schema import Schema, arrow_to_schema
@@ -84,9 +83,6 @@ SKIP_IF_COMMITTED = "skip-if-committed"
 BRANCH = "branch"
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 PARTITION_BY = "partition-by"  # when the write creates the table: "region, ts:day, id:bucket[16]"
-
-
-OVERWRITE_BY_FILTER_ACTION = f"an overwrite by filter ({OVERWRITE_FILTER})"
 
 
 class WriteMode(StrEnum):
@@ -230,8 +226,6 @@ class WriteJob:
             self.metadata,
             head,
             expression,
-            action=OVERWRITE_BY_FILTER_ACTION,
-            table=self.table,
         )
         if not plan.changes_anything and not overwrite.added_files:
             return None
@@ -274,17 +268,10 @@ def plan_write(
         mode = write_mode(options, overwrite=overwrite, unpartitioned=table.spec().is_unpartitioned)
         app_id, app_version = app_options(options)
         branch = options.get(BRANCH) or MAIN_BRANCH
-        head = branch_head(table.metadata, branch)  # NoSuchRef early for an unknown branch
+        branch_head(table.metadata, branch)  # NoSuchRef early for an unknown branch
         if mode is WriteMode.OVERWRITE_BY_FILTER:
-            # refused now rather than after the tasks wrote: a rewrite that meets delete files
-            refuse_partial_rewrites(
-                table.io,
-                table.metadata,
-                head,
-                parse(options[OVERWRITE_FILTER]),
-                action=OVERWRITE_BY_FILTER_ACTION,
-                table=table_name,
-            )
+            # a bad filter fails before any task writes
+            bind(table.schema(), parse(options[OVERWRITE_FILTER]))
         return WriteJob(
             table=table_name,
             settings=settings,

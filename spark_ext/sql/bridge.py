@@ -23,7 +23,6 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from lakecat.catalog import Catalog, Table
-from lakecat.catalog.engine import refuse_partial_rewrites
 from lakecat.metadata.errors import (
     LakecatError,
     NamespaceAlreadyExists,
@@ -227,15 +226,6 @@ class CatalogBridge:
         with the table's delete isolation level; the new snapshot id (None: nothing deleted)."""
         table = self.catalog.load_table((*namespace, name))
         expression = predicates_expression(predicates, table.schema())
-        # delete files in the snapshot: refused when a file would be rewritten (named here)
-        refuse_partial_rewrites(
-            table.io,
-            table.metadata,
-            table.current_snapshot(),
-            expression,
-            action="a SQL DELETE (copy-on-write)",
-            table=table.name,
-        )
         result = table.delete(expression)
         return None if result is None else table.metadata.current_snapshot_id
 

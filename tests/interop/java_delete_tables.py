@@ -17,6 +17,9 @@ Commands (the answer of a failed command is ``{"error": "<type>: <message>"}``):
 ``{"op": "create"}``
     creates the tables below; answers ``{"tables": {name: {"snapshots": [ids, oldest
     first], "metadata_location": ...}}}``.
+``{"op": "make", "table": name, "recipe": "pos_guarded" | "eq_guarded"}``
+    creates one more table ``name`` as the recipe's table was made; answers like ``create``,
+    with that table only.
 ``{"op": "rows", "table": name, "options": {...}}``
     every row Iceberg Java reads (``spark.read.format("iceberg").options(...)``: ``branch``,
     ``snapshot-id``, ``start-snapshot-id``, ``end-snapshot-id``), as sorted ``[id, cat, note]``
@@ -35,9 +38,10 @@ All tables are format version 2, merge-on-read (``write.delete/update/merge.mode
 table                     snapshots
 ========================= ====================================================================
 pos_guarded               identity(cat): INSERT 1..20; INSERT 21..40; DELETE id%5=0 (position
-                          deletes); INSERT 41..50. Refusal tests: must never change.
+                          deletes); INSERT 41..50. Refusal tests: must never change; ``make``
+                          copies the recipe for tests that rewrite.
 eq_guarded                unpartitioned: INSERT 1..40; equality delete on [id] 3, 4.
-                          Refusal tests: must never change.
+                          Refusal tests: must never change; ``make`` copies the recipe.
 pos_append                unpartitioned: INSERT 1..20; DELETE id%3=0. lakecat appends.
 eq_append                 unpartitioned: INSERT 1..20; equality delete on [id] 2, 7. lakecat
                           appends a row with id 2 again (newer: the delete must not apply).
@@ -79,18 +83,34 @@ class Tables(Fixtures):
             lambda jt: [self.equality_delete_file(jt, ["id"], [{"id": i} for i in ids])],
         )
 
-    def create_all(self) -> dict[str, Any]:
-        t = "pos_guarded"
+    def pos_guarded(self, t: str) -> None:
         self.create(t, version=2, props=MOR, partitioned_by="cat", description=t)
         self.insert_range(t, 1, 20)
         self.insert_range(t, 21, 40)
         self.delete_on(t, "id % 5 = 0")
         self.insert_range(t, 41, 50)
 
-        t = "eq_guarded"
+    def eq_guarded(self, t: str) -> None:
         self.create(t, version=2, props=MOR, id_type="INT", description=t)
         self.insert_range(t, 1, 40)
         self.eq_delete(t, [3, 4])
+
+    def make(self, table: str, recipe: str) -> dict[str, Any]:
+        if recipe not in ("pos_guarded", "eq_guarded"):
+            raise ValueError(f"unknown recipe {recipe!r}")
+        getattr(self, recipe)(table)
+        return {"tables": {table: self.describe(table)}}
+
+    def describe(self, name: str) -> dict[str, Any]:
+        jtable = self.load(name)
+        return {
+            "snapshots": [int(s.snapshotId()) for s in jtable.snapshots()],
+            "metadata_location": jtable.operations().current().metadataFileLocation(),
+        }
+
+    def create_all(self) -> dict[str, Any]:
+        self.pos_guarded("pos_guarded")
+        self.eq_guarded("eq_guarded")
 
         t = "pos_append"
         self.create(t, version=2, props=MOR, description=t)
@@ -144,14 +164,7 @@ class Tables(Fixtures):
         self.insert_range(t, 1, 10)
         self.insert_range(t, 11, 20)
 
-        out = {}
-        for name in self.tables:
-            jtable = self.load(name)
-            out[name] = {
-                "snapshots": [int(s.snapshotId()) for s in jtable.snapshots()],
-                "metadata_location": jtable.operations().current().metadataFileLocation(),
-            }
-        return {"tables": out}
+        return {"tables": {name: self.describe(name) for name in self.tables}}
 
     def rows(self, table: str, options: dict[str, Any]) -> dict[str, Any]:
         reader = self.spark.read.format("iceberg")
@@ -168,6 +181,8 @@ class Tables(Fixtures):
         op = command.get("op")
         if op == "create":
             return self.create_all()
+        if op == "make":
+            return self.make(command["table"], command["recipe"])
         if op == "rows":
             return self.rows(command["table"], command.get("options") or {})
         if op == "sql":

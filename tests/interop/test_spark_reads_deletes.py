@@ -167,9 +167,7 @@ def test_the_sql_catalog_reads_deletes_as_java_does_with_time_travel(
         current = spark.sql(f"SELECT * FROM peersql.db.{name}")
         assert spark_rows(current) == snaps[-1]["rows"], name
         for snap in snaps[1:-1]:
-            old = spark.sql(
-                f"SELECT * FROM peersql.db.{name} VERSION AS OF {snap['snapshot_id']}"
-            )
+            old = spark.sql(f"SELECT * FROM peersql.db.{name} VERSION AS OF {snap['snapshot_id']}")
             assert spark_rows(old) == snap["rows"], f"{name} at {snap['snapshot_id']}"
         counted = spark.sql(f"SELECT count(*) AS n FROM peersql.db.{name}").collect()
         assert counted[0]["n"] == len(snaps[-1]["rows"])

@@ -20,6 +20,7 @@ commit over it (the new delete file conflicts with the files it rewrites).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
@@ -46,7 +47,7 @@ from lakecat.catalog.maintenance import (
 )
 from lakecat.catalog.read.incremental import changes
 from lakecat.metadata import properties as P
-from lakecat.metadata.errors import UnsupportedFeature
+from lakecat.metadata.errors import UnsupportedFeature, ValidationError
 from lakecat.metadata.manifests import (
     ManifestContent,
     ManifestFile,
@@ -114,6 +115,10 @@ class JavaTables:
             pytest.fail(f"Iceberg Java: {answer['error']} (command {command})")
         return answer
 
+    def make(self, table: str, recipe: str) -> None:
+        """A new table ``table`` made as the ``recipe`` table (``pos_guarded``/``eq_guarded``)."""
+        self.tables.update(self.call({"op": "make", "table": table, "recipe": recipe})["tables"])
+
     def rows(self, table: str, **options: Any) -> list[list[Any]]:
         rows: list[list[Any]] = self.call({"op": "rows", "table": table, "options": options})[
             "rows"
@@ -176,7 +181,13 @@ def arrow_rows(table: Table, items: Sequence[tuple[int, str | None, str]]) -> pa
     """Rows in the table's Arrow schema (``id`` is int in the ``eq_*`` tables)."""
     narrow = isinstance(table.schema().find_field("id").field_type, IntegerType)
     ids = pa.array([i for i, _, _ in items], pa.int32() if narrow else pa.int64())
-    return pa.table({"id": ids, "cat": [c for _, c, _ in items], "note": [n for _, _, n in items]})
+    return pa.table(
+        {
+            "id": ids,
+            "cat": pa.array([c for _, c, _ in items], pa.string()),
+            "note": pa.array([n for _, _, n in items], pa.string()),
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -253,56 +264,150 @@ def test_java_reads_the_guarded_tables_with_their_deletes_applied(
         assert has_deletes(table.io, table.current_snapshot())
 
 
-# ---- refusals: the Python API -------------------------------------------------------------------
-@pytest.mark.parametrize("name", GUARDED)
-def test_a_copy_on_write_delete_that_must_rewrite_a_file_is_refused(
-    lake: Catalog, name: str
+# ---- rewrites apply the deletes: the Python API --------------------------------------------------
+# Each test works on its own copy of a recipe (``java.make``): ``pos`` is pos_guarded (identity on
+# cat, position deletes), ``eq`` is eq_guarded (unpartitioned, a global equality delete).
+RECIPES = {"pos": "pos_guarded", "eq": "eq_guarded"}
+# live ids of the same partition (cat NULL: id % 4 = 3) in two data files / one deleted id
+TARGETS = {"pos": ([7, 27], 10), "eq": ([7, 27], 3)}
+
+
+def fresh(java: JavaTables, lake: Catalog, kind: str, name: str) -> Table:
+    java.make(name, RECIPES[kind])
+    table = lake.load_table(f"db.{name}")
+    assert has_deletes(table.io, table.current_snapshot())
+    return table
+
+
+def live(
+    kind: str, *, without: Sequence[int] = (), extra: Sequence[list[Any]] = ()
+) -> list[list[Any]]:
+    return rows([i for i in guarded_ids(RECIPES[kind]) if i not in without], *extra)
+
+
+def lakecat_rows(table: Table) -> list[list[Any]]:
+    return canonical_rows(table.refresh().to_arrow(), COLUMNS)
+
+
+def deletes_by_partition(table: Table) -> dict[str, tuple[Any, ...]]:
+    """The live delete files of the current snapshot (OS paths) and their partitions."""
+    out = {}
+    for m in delete_manifests(table):
+        for e in read_manifest(
+            table.io, m, specs=table.metadata.specs_by_id(), schema=table.schema()
+        ):
+            if e.status is not Status.DELETED:
+                out[local_path(e.data_file.file_path)] = e.data_file.partition
+    return out
+
+
+def assert_dangling_removed(table: Table, before: dict[str, tuple[Any, ...]], kind: str) -> None:
+    """The delete files that applied only to the rewritten files are gone, the others stay:
+    for ``pos``, the position deletes of partition cat=NULL (both of its older files were
+    rewritten); for ``eq``, the global equality delete (the only older data file was)."""
+    after = deletes_by_partition(table.refresh())
+    gone = {p for p, partition in before.items() if kind == "eq" or partition == (None,)}
+    assert gone and after == {p: v for p, v in before.items() if p not in gone}
+    summary = table.current_snapshot().summary  # type: ignore[union-attr]
+    assert summary["removed-delete-files"] == str(len(gone))
+    assert all(Path(p).exists() for p in gone)  # removed from the table, not deleted: expiry's
+
+
+@pytest.mark.parametrize("kind", ["pos", "eq"])
+def test_a_copy_on_write_delete_rewrites_files_with_their_deletes_applied(
+    java: JavaTables, lake: Catalog, kind: str
 ) -> None:
-    table = lake.load_table(f"db.{name}")
-    message = assert_refused(lake, name, lambda: table.delete("id = 7"))
-    assert "copy-on-write delete" in message
+    table = fresh(java, lake, kind, f"cow_delete_{kind}")
+    before = deletes_by_partition(table)
+    ids, _ = TARGETS[kind]
+    assert table.delete(" OR ".join(f"id = {i}" for i in ids)) is not None
+    want = live(kind, without=ids)
+    assert java.rows(f"cow_delete_{kind}") == want
+    assert lakecat_rows(table) == want
+    assert_dangling_removed(table, before, kind)
 
 
-@pytest.mark.parametrize("name", GUARDED)
-def test_an_overwrite_by_filter_that_must_rewrite_a_file_is_refused(
-    lake: Catalog, name: str
+@pytest.mark.parametrize("kind", ["pos", "eq"])
+def test_an_overwrite_by_filter_rewrites_files_with_their_deletes_applied(
+    java: JavaTables, lake: Catalog, kind: str
 ) -> None:
-    table = lake.load_table(f"db.{name}")
-    data = arrow_rows(table, [(7, "c", "replaced")])
-    assert_refused(lake, name, lambda: table.overwrite(data, "id = 7"))
+    table = fresh(java, lake, kind, f"cow_overwrite_{kind}")
+    ids, _ = TARGETS[kind]
+    table.overwrite(arrow_rows(table, [(ids[0], None, "replaced")]), f"id = {ids[0]}")
+    want = live(kind, without=[ids[0]], extra=[[ids[0], None, "replaced"]])
+    assert java.rows(f"cow_overwrite_{kind}") == want
+    assert lakecat_rows(table) == want
 
 
-@pytest.mark.parametrize("name", GUARDED)
-def test_a_copy_on_write_update_is_refused(lake: Catalog, name: str) -> None:
-    table = lake.load_table(f"db.{name}")
-    message = assert_refused(lake, name, lambda: table.update({"note": "x"}, "id = 7"))
-    assert "copy-on-write update" in message
+@pytest.mark.parametrize("kind", ["pos", "eq"])
+def test_an_update_changes_live_rows_only_and_never_brings_a_deleted_one_back(
+    java: JavaTables, lake: Catalog, kind: str
+) -> None:
+    table = fresh(java, lake, kind, f"cow_update_{kind}")
+    before = deletes_by_partition(table)
+    ids, deleted = TARGETS[kind]
+    where = " OR ".join(f"id = {i}" for i in [*ids, deleted])
+    assert table.update({"note": "x"}, where) is not None
+    want = live(kind, without=ids, extra=[row(i, "x") for i in ids])
+    assert java.rows(f"cow_update_{kind}") == want
+    assert lakecat_rows(table) == want
+    assert_dangling_removed(table, before, kind)
 
 
-@pytest.mark.parametrize("name", GUARDED)
-def test_a_merge_and_an_upsert_that_read_the_target_are_refused(lake: Catalog, name: str) -> None:
-    table = lake.load_table(f"db.{name}")
-    source = arrow_rows(table, [(7, "c", "merged"), (1000, "a", "new")])
-    message = assert_refused(
-        lake,
-        name,
-        lambda: table.merge(source, "id", when_matched_update=True, when_not_matched_insert=True),
+@pytest.mark.parametrize("kind", ["pos", "eq"])
+def test_an_upsert_matches_live_rows_and_inserts_a_deleted_key_as_new(
+    java: JavaTables, lake: Catalog, kind: str
+) -> None:
+    table = fresh(java, lake, kind, f"cow_upsert_{kind}")
+    ids, deleted = TARGETS[kind]
+    source = arrow_rows(
+        table, [(ids[0], None, "merged"), (deleted, "b", "back"), (1000, "a", "new")]
     )
-    assert "copy-on-write merge" in message
-    assert_refused(lake, name, lambda: table.upsert(source, on="id"))
-
-
-@pytest.mark.parametrize("name", GUARDED)
-def test_compaction_and_its_plan_are_refused(lake: Catalog, name: str) -> None:
-    table = lake.load_table(f"db.{name}")
-    message = assert_refused(lake, name, lambda: rewrite_data_files(table, min_input_files=1))
-    assert f"db.{name}" in message
-    assert "compaction" in message
-    assert_refused(
-        lake,
-        name,
-        lambda: plan_file_groups(table.io, table.metadata, target_file_size_bytes=1 << 20),
+    result = table.upsert(source, on="id")
+    assert result is not None
+    want = live(
+        kind,
+        without=[ids[0]],
+        extra=[[ids[0], None, "merged"], [deleted, "b", "back"], [1000, "a", "new"]],
     )
+    assert java.rows(f"cow_upsert_{kind}") == want
+    assert lakecat_rows(table) == want
+
+
+@pytest.mark.parametrize("kind", ["pos", "eq"])
+def test_compaction_applies_the_deletes_and_leaves_no_delete_file(
+    java: JavaTables, lake: Catalog, kind: str
+) -> None:
+    table = fresh(java, lake, kind, f"compact_{kind}")
+    result = rewrite_data_files(table, min_input_files=1)
+    assert result.groups_failed == () and result.groups_committed == result.groups_total > 0
+    assert java.rows(f"compact_{kind}") == live(kind)
+    assert lakecat_rows(table) == live(kind)
+    assert deletes_by_partition(table) == {}
+    assert not has_deletes(table.io, table.current_snapshot())
+    files = table.scan().plan().files
+    assert sum(f.record_count for f in files) == len(live(kind))
+
+
+def test_compaction_rewrites_files_with_enough_delete_files_whatever_else(
+    java: JavaTables, lake: Catalog
+) -> None:
+    table = fresh(java, lake, "eq", "compact_threshold")  # small files, one delete for all
+    data_files = table.scan().plan().files
+    plan = functools.partial(
+        plan_file_groups, table.io, table.metadata, target_file_size_bytes=1 << 20
+    )
+    assert plan(min_input_files=10) == []  # too few files to compact
+    groups = plan(min_input_files=10, delete_file_threshold=1)
+    assert [len(g.files) for g in groups] == [len(data_files)]
+    assert [len(d) for d in groups[0].deletes.values()] == [1] * len(data_files)
+    assert plan(min_input_files=10, delete_file_threshold=2) == []
+    result = rewrite_data_files(table, min_input_files=10, delete_file_threshold=1)
+    assert result.files_removed == len(data_files)
+    assert java.rows("compact_threshold") == live("eq")
+    assert deletes_by_partition(table.refresh()) == {}
+    with pytest.raises(ValidationError):
+        rewrite_data_files(table, delete_file_threshold=0)
 
 
 def test_the_change_feed_is_refused_over_a_range_with_delete_files(
@@ -321,33 +426,56 @@ def test_the_change_feed_is_refused_over_a_range_with_delete_files(
     assert got.removed.num_rows == 0
 
 
-def test_the_cli_refuses_compaction_and_the_change_feed(
+def test_the_cli_compacts_with_the_deletes_applied_and_refuses_the_change_feed(
     java: JavaTables, lake: Catalog, capsys: pytest.CaptureFixture[str]
 ) -> None:
     flags = ["--catalog", lake.uri, "--warehouse", str(java.root / "warehouse"), "--name", "peers"]
     first = java.snapshots("pos_guarded")[0]
-    for args in (
-        ["compact", "db.pos_guarded", "--min-input-files", "1"],
-        ["compact", "db.pos_guarded", "--dry-run"],
-        ["changes", "db.pos_guarded", "--from", str(first)],
-    ):
-        before = state(lake, "pos_guarded")
-        assert lakecat_main([*flags, *args]) == 1, args
-        err = capsys.readouterr().err
-        assert FEATURE in err and "db.pos_guarded" in err, err
-        assert state(lake, "pos_guarded") == before
+    before = state(lake, "pos_guarded")
+    assert lakecat_main([*flags, "changes", "db.pos_guarded", "--from", str(first)]) == 1
+    err = capsys.readouterr().err
+    assert FEATURE in err and "db.pos_guarded" in err, err
+    assert state(lake, "pos_guarded") == before
+    table = fresh(java, lake, "pos", "cli_compact")
+    assert lakecat_main([*flags, "compact", "db.cli_compact", "--dry-run"]) == 0
+    assert state(lake, "cli_compact").metadata_location == table.metadata_location
+    compact = ["compact", "db.cli_compact", "--min-input-files", "10"]
+    assert lakecat_main([*flags, *compact, "--delete-file-threshold", "1"]) == 0
+    assert java.rows("cli_compact") == live("pos")
+    assert deletes_by_partition(table.refresh()) == {}
+
+
+def test_the_cli_lists_the_delete_files_that_apply_to_each_data_file(
+    java: JavaTables, lake: Catalog, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["--catalog", lake.uri, "--warehouse", str(java.root / "warehouse"), "--name", "peers"]
+    table = lake.load_table("db.pos_guarded")
+    assert lakecat_main([*flags, "--json", "files", "db.pos_guarded"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    expected = deletes_by_partition(table)
+    assert {local_path(d["path"]) for d in listed["delete_files"]} == set(expected)
+    assert listed["delete_file_count"] == len(expected)
+    assert {d["content"] for d in listed["delete_files"]} == {"position_deletes"}
+    assert sum(d["record_count"] for d in listed["delete_files"]) == 8  # id % 5 = 0, 1..40
+    with_deletes = [f for f in listed["files"] if f["delete_files"]]
+    assert with_deletes and all(f["partition"] for f in with_deletes)
+    assert lakecat_main([*flags, "files", "db.pos_guarded"]) == 0
+    out = capsys.readouterr().out
+    assert "delete files that apply to them" in out and "position_deletes" in out
 
 
 # ---- the branch being written decides ----------------------------------------------------------
-def test_the_guard_looks_at_the_branch_being_written(java: JavaTables, lake: Catalog) -> None:
+def test_a_rewrite_on_a_branch_applies_the_deletes_of_that_branch(
+    java: JavaTables, lake: Catalog
+) -> None:
     table = lake.load_table("db.branches")
     # the branch `dirty` has a position delete (id 3); main has none
-    assert_refused(lake, "branches", lambda: table.update({"note": "x"}, "id = 7", branch="dirty"))
-    assert_refused(lake, "branches", lambda: table.delete("id = 7", branch="dirty"))
-    result = table.update({"note": "x"}, "id = 7")  # main: allowed
-    assert result is not None
-    assert java.rows("branches") == rows([i for i in range(1, 21) if i != 7], row(7, "x"))
-    assert java.rows("branches", branch="dirty") == rows([i for i in range(1, 21) if i != 3])
+    assert table.update({"note": "x"}, "id = 7 OR id = 3", branch="dirty") is not None
+    assert table.update({"note": "y"}, "id = 7") is not None  # main
+    assert java.rows("branches") == rows([i for i in range(1, 21) if i != 7], row(7, "y"))
+    assert java.rows("branches", branch="dirty") == rows(
+        [i for i in range(1, 21) if i not in (3, 7)], row(7, "x")
+    )
 
 
 # ---- allowed: whole files dropped, appends, manifest rewrite, expiry ----------------------------
@@ -490,72 +618,78 @@ def test_spark_reads_a_snapshot_before_the_deletes_and_appended_rows_as_java_doe
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("name", GUARDED)
-def test_spark_row_level_operations_and_compaction_are_refused(
-    spark: Any, registered: Catalog, name: str
+def test_spark_row_level_operations_and_compaction_apply_the_deletes(
+    spark: Any, registered: Catalog, java: JavaTables
 ) -> None:
     import lakecat.spark_ext as lk
 
-    message = assert_refused(registered, name, lambda: lk.delete(spark, f"db.{name}", "id = 7"))
-    assert "lk.delete" in message
-    assert_refused(
-        registered, name, lambda: lk.update(spark, f"db.{name}", "id = 7", {"note": "'x'"})
+    deleted = fresh(java, registered, "pos", "spark_delete")
+    before = deletes_by_partition(deleted)
+    lk.delete(spark, "db.spark_delete", "id = 7 OR id = 27")
+    assert java.rows("spark_delete") == live("pos", without=[7, 27])
+    assert_dangling_removed(deleted, before, "pos")
+
+    fresh(java, registered, "pos", "spark_update")
+    lk.update(spark, "db.spark_update", "id = 7 OR id = 10", {"note": "'x'"})
+    assert java.rows("spark_update") == live("pos", without=[7], extra=[row(7, "x")])
+
+    fresh(java, registered, "eq", "spark_merge")
+    source = spark.createDataFrame(
+        [(7, None, "merged"), (3, "b", "back")], "id int, cat string, note string"
     )
-    source = spark.createDataFrame([(7, "c", "merged")], "id long, cat string, note string")
-    assert_refused(
-        registered,
-        name,
-        lambda: lk.merge(
-            spark,
-            target=f"db.{name}",
-            source=source,
-            on="t.id = s.id",
-            when_matched_update="*",
-            when_not_matched_insert="*",
-        ),
+    lk.merge(
+        spark,
+        target="db.spark_merge",
+        source=source,
+        on="t.id = s.id",
+        when_matched_update="*",
+        when_not_matched_insert="*",
     )
-    assert_refused(registered, name, lambda: lk.compact(spark, f"db.{name}", min_input_files=1))
+    assert java.rows("spark_merge") == live(
+        "eq", without=[7], extra=[[7, None, "merged"], [3, "b", "back"]]
+    )
+
+    compacted = fresh(java, registered, "pos", "spark_compact")
+    result = lk.compact(spark, "db.spark_compact", min_input_files=1)
+    assert result.groups_committed == result.groups_total > 0
+    assert java.rows("spark_compact") == live("pos")
+    assert deletes_by_partition(compacted.refresh()) == {}
 
 
 @pytest.mark.spark
-def test_spark_overwrites_by_filter_are_refused_before_any_task_writes(
-    spark: Any, registered: Catalog
+def test_spark_overwrites_by_filter_apply_the_deletes(
+    spark: Any, registered: Catalog, java: JavaTables
 ) -> None:
     import lakecat.spark_ext as lk
 
-    df = spark.createDataFrame([(7, "c", "x")], "id long, cat string, note string")
-    message = assert_refused(
-        registered,
-        "pos_guarded",
-        lambda: lk.write(df, "db.pos_guarded", mode="overwrite", **{"overwrite-filter": "id = 7"}),
+    fresh(java, registered, "pos", "spark_overwrite")
+    df = spark.createDataFrame([(7, None, "x")], "id long, cat string, note string")
+    lk.write(df, "db.spark_overwrite", mode="overwrite", **{"overwrite-filter": "id = 7"})
+    want = live("pos", without=[7], extra=[[7, None, "x"]])
+    assert java.rows("spark_overwrite") == want
+    again = spark.createDataFrame([(27, None, "y")], "id long, cat string, note string")
+    (
+        again.write.format("lakecat")
+        .mode("overwrite")
+        .option("overwrite-filter", "id = 27")
+        .save("db.spark_overwrite")
     )
-    assert "overwrite-filter" in message
-    assert_refused(
-        registered,
-        "pos_guarded",
-        lambda: (
-            df.write.format("lakecat")
-            .mode("overwrite")
-            .option("overwrite-filter", "id = 7")
-            .save("db.pos_guarded")
-        ),
-        typed=False,
-    )
+    want = live("pos", without=[7, 27], extra=[[7, None, "x"], [27, None, "y"]])
+    assert java.rows("spark_overwrite") == want
 
 
 @pytest.mark.spark
-def test_a_spark_sql_delete_that_must_rewrite_a_file_is_refused(spark: Any, lake: Catalog) -> None:
+def test_a_spark_sql_delete_applies_the_deletes(
+    spark: Any, lake: Catalog, java: JavaTables
+) -> None:
     from lakecat.spark_ext import SparkCatalogError, attach_catalog
 
     try:
-        attach_catalog(spark, "guarded", catalog=lake)
+        attach_catalog(spark, "rewrites", catalog=lake)
     except SparkCatalogError as exc:
         pytest.skip(f"the Spark catalog plugin is not available: {exc}")
-    for name in GUARDED:
-        message = assert_refused(
-            lake,
-            name,
-            lambda n=name: spark.sql(f"DELETE FROM guarded.db.{n} WHERE id = 7").collect(),
-            typed=False,
-        )
-        assert "SQL DELETE" in message
+    fresh(java, lake, "eq", "sql_delete")
+    spark.sql("DELETE FROM rewrites.db.sql_delete WHERE id = 7").collect()
+    assert java.rows("sql_delete") == live("eq", without=[7])
+    got = spark.sql("SELECT * FROM rewrites.db.sql_delete").toArrow()
+    assert canonical_rows(got, COLUMNS) == live("eq", without=[7])

@@ -10,10 +10,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakecat.catalog.read.deletes import POS_FILE_PATH_ID, DeleteIndex, DeleteReader
+from lakecat.catalog.read.deletes import DeleteReader
 from lakecat.metadata.errors import CorruptMetadata, UnsupportedFeature
 from lakecat.metadata.io.fileio import LocalFileIO
 from lakecat.metadata.manifests.datafile import Content, DataFile, ManifestEntry, Status
+from lakecat.metadata.manifests.delete_index import POS_FILE_PATH_ID, DeleteIndex
 from lakecat.metadata.partitioning.spec import PartitionField, PartitionSpec
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import LongType, NestedField
