@@ -120,13 +120,7 @@ def referenced_files(table: Table) -> set[str]:
     """Every file the table's metadata (``table.metadata``, as it is now) references, as
     written in the metadata. A file it must read that is missing raises
     :class:`~lakecat.metadata.io.fileio.FileNotFoundStorageError`."""
-    metadata = table.metadata
-    out: set[str] = reachable_files(table.io, metadata, table.metadata_location)
-    for stats in (*metadata.statistics, *metadata.partition_statistics):
-        path = stats.get("statistics-path")
-        if isinstance(path, str):
-            out.add(path)
-    return out
+    return reachable_files(table.io, table.metadata, table.metadata_location)
 
 
 def normalize_location(location: str) -> str:

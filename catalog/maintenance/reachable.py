@@ -19,13 +19,20 @@ def reachable_files(
 ) -> set[str]:
     """Every file the given snapshots (default: all) and the metadata files reference.
 
-    Includes metadata files in the metadata log, manifest lists, manifests and live data files
-    (entries that are ADDED or EXISTING; DELETED entries name files the snapshot no longer has).
+    Includes metadata files in the metadata log, the table and partition statistics files the
+    metadata names (Puffin files other engines write, whatever snapshot they describe: they go
+    when an engine removes their entry), manifest lists, manifests and live data and delete
+    files (entries that are ADDED or EXISTING; DELETED entries name files the snapshot no
+    longer has).
     """
     wanted = set(snapshot_ids) if snapshot_ids is not None else None
     out: set[str] = {e.metadata_file for e in metadata.metadata_log}
     if metadata_location:
         out.add(metadata_location)
+    for stats in (*metadata.statistics, *metadata.partition_statistics):
+        path = stats.get("statistics-path")
+        if isinstance(path, str):
+            out.add(path)
     seen_manifests: set[str] = set()
     specs = metadata.specs_by_id()
     for snap in metadata.snapshots:

@@ -575,6 +575,22 @@ def test_expiry_and_orphan_removal_keep_the_delete_files_still_referenced(
     assert java.rows("pos_expire") == expected
 
 
+def test_orphan_removal_and_purge_keep_or_take_the_puffin_statistics_java_wrote(
+    java: JavaTables, lake: Catalog
+) -> None:
+    fresh(java, lake, "pos", "stats")
+    java.sql("CALL peers.system.compute_table_stats(table => 'db.stats')")
+    table = lake.load_table("db.stats")
+    stats = [s["statistics-path"] for s in table.metadata.statistics]
+    assert stats and all(p.endswith(".stats") for p in stats)
+    orphans = remove_orphan_files(table, older_than=int(time.time() * 1000) + 60_000)
+    assert not {local_path(p) for p in stats} & {local_path(p) for p in orphans.orphans}
+    assert all(Path(local_path(p)).exists() for p in stats)
+    assert java.rows("stats") == live("pos")
+    lake.drop_table("db.stats", purge=True)
+    assert not any(Path(local_path(p)).exists() for p in stats)
+
+
 def test_a_compaction_racing_a_merge_on_read_delete_does_not_bring_the_row_back(
     java: JavaTables, lake: Catalog
 ) -> None:
