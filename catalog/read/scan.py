@@ -45,12 +45,14 @@ from lakecat.metadata.manifests.datafile import DataFile, ManifestContent, Statu
 from lakecat.metadata.manifests.delete_index import delete_index, delete_manifests
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.arrow import schema_to_arrow
+from lakecat.metadata.schema.lineage import LINEAGE_COLUMNS, fill_lineage
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.snapshots import Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
 
 RowFilter = Expression | str | None
 _READ_THREADS = 4
+_POSITION = "__lakecat_pos"  # a row's position in its file, while row lineage is filled in
 
 
 def to_expression(row_filter: RowFilter) -> Expression:
@@ -72,6 +74,8 @@ class ScanPlan:
     manifests_scanned: int
     files_total: int
     deletes: Mapping[str, tuple[DataFile, ...]] = field(default_factory=dict)
+    # data sequence numbers by file path: planned when deletes apply or row lineage is read
+    sequence_numbers: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def record_count(self) -> int:
@@ -101,11 +105,18 @@ class Scan:
         self.schema = schema
         self.expression = to_expression(row_filter)
         self.bound: BoundExpression = bind(schema, self.expression, case_sensitive=case_sensitive)
+        # the row lineage columns (v3) are read when asked for by name, after the others
+        self.lineage = tuple(LINEAGE_COLUMNS[c] for c in columns or () if c in LINEAGE_COLUMNS)
+        table_columns = [c for c in columns or () if c not in LINEAGE_COLUMNS]
         self.projected = (
-            schema.select(list(columns), case_sensitive=case_sensitive)
+            schema.select(table_columns, case_sensitive=case_sensitive)
             if columns is not None
             else schema
         )
+        if self.lineage:
+            self.projected = Schema(
+                (*self.projected.fields, *self.lineage), self.projected.schema_id
+            )
         self._reader: DeleteReader | None = None
 
     # ---- planning -----------------------------------------------------------------------------
@@ -124,6 +135,7 @@ class Scan:
         )
         files: list[DataFile] = []
         deletes: dict[str, tuple[DataFile, ...]] = {}
+        sequence_numbers: dict[str, int] = {}
         scanned = 0
         total = 0
         for manifest, summaries in zip(listing.manifests, listing.summaries, strict=True):
@@ -138,7 +150,7 @@ class Scan:
             scanned += 1
             # counted from the list row: a filtered scan may decode only some of the entries
             total += manifest.live_files_count
-            if index is not None:  # data sequence numbers are needed: whole entries
+            if index is not None or self.lineage:  # data sequence numbers: whole entries
                 for e in self.manifests.read(self.io, manifest, specs=specs, schema=self.schema):
                     f = e.data_file
                     if e.status is Status.DELETED:
@@ -146,7 +158,9 @@ class Scan:
                     if not (ev.partition.eval(f.partition) and metrics.eval(f)):
                         continue
                     files.append(f)
-                    applicable = index.for_data_file(f, e.sequence_number or 0)
+                    if e.sequence_number is not None:
+                        sequence_numbers[f.file_path] = e.sequence_number
+                    applicable = index.for_data_file(f, e.sequence_number or 0) if index else ()
                     if applicable:
                         deletes[f.file_path] = applicable
                 continue
@@ -154,7 +168,9 @@ class Scan:
                 self.io, manifest, specs=specs, schema=self.schema, may_hold=ev.blocks
             ):
                 files.extend(f for f in live.select(ev.partition.eval) if metrics.eval(f))
-        return ScanPlan(tuple(files), len(listing.manifests), scanned, total, deletes)
+        return ScanPlan(
+            tuple(files), len(listing.manifests), scanned, total, deletes, sequence_numbers
+        )
 
     def plan_files(self) -> list[DataFile]:
         return list(self.plan().files)
@@ -183,10 +199,30 @@ class Scan:
         arrow_filter: pc.Expression | None,
         deletes: tuple[DataFile, ...] = (),
         reader: DeleteReader | None = None,
+        sequence_number: int | None = None,
     ) -> pa.Table:
-        if deletes and reader is not None:
+        if (deletes or self.lineage) and reader is not None:
             # every row read in order, deleted ones dropped, then the filter applied
-            kept = reader.read(f, deletes, projected=self.projected, row_filter=self.bound)
+            kept = reader.read(
+                f,
+                deletes,
+                projected=self.projected,
+                row_filter=self.bound,
+                position_column=_POSITION if self.lineage else None,
+            )
+            if self.lineage:
+                kept = (
+                    fill_lineage(
+                        b.drop_columns([_POSITION]),
+                        b.column(_POSITION),
+                        first_row_id=f.first_row_id,
+                        # no row lineage before v3: both columns stay null
+                        sequence_number=sequence_number
+                        if self.metadata.format_version >= 3
+                        else None,
+                    )
+                    for b in kept
+                )
             return pa.Table.from_batches(list(kept), schema=schema_to_arrow(self.projected))
         table = read_data_file(self.io, f, projected=read_schema, row_filter=arrow_filter)
         if read_schema is not self.projected:
@@ -215,14 +251,26 @@ class Scan:
             None if isinstance(self.expression, AlwaysTrue) else to_arrow_filter(self.bound)
         )
         plan = self.plan()
-        reader = DeleteReader(self.io, self.schema, self.metadata.schemas) if plan.deletes else None
+        reader = (
+            DeleteReader(self.io, self.schema, self.metadata.schemas)
+            if plan.deletes or self.lineage
+            else None
+        )
         with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
             pending: deque[Future[pa.Table]] = deque()
             try:
                 for f in plan.files:
                     deletes = plan.deletes.get(f.file_path, ())
                     pending.append(
-                        pool.submit(self._read_one, f, read_schema, arrow_filter, deletes, reader)
+                        pool.submit(
+                            self._read_one,
+                            f,
+                            read_schema,
+                            arrow_filter,
+                            deletes,
+                            reader,
+                            plan.sequence_numbers.get(f.file_path),
+                        )
                     )
                     if len(pending) >= _READ_THREADS:
                         yield pending.popleft().result()

@@ -126,7 +126,10 @@ def open_blocks(
 ) -> ManifestBlocks | None:
     """The blocks of a manifest (its file's bytes), each with the summary of its first
     partition field, or None when the manifest has no such summaries (decode it whole then).
-    Decodes no entry."""
+    Decodes no entry. None too for a manifest whose data files inherit row ids (v3), which
+    must be decoded in order."""
+    if manifest.first_row_id is not None:
+        return None
     location = manifest.manifest_path
     try:
         reader = fastavro.block_reader(_io.BytesIO(data))

@@ -41,7 +41,7 @@ from lakecat.metadata.schema.schema import Schema
 
 DEFAULT_MAX_ENTRIES = 200_000
 
-_ManifestKey = tuple[str, int, int, int, int]
+_ManifestKey = tuple[str, int, int, int, int, int | None]
 
 
 class ManifestList:
@@ -181,6 +181,7 @@ class ManifestCache:
             manifest.added_snapshot_id,
             manifest.partition_spec_id,
             schema.schema_id,
+            manifest.first_row_id,
         )
 
     def _complete(

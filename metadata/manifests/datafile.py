@@ -107,6 +107,8 @@ class ManifestFile:
     deleted_rows_count: int
     partitions: tuple[PartitionFieldSummary, ...] | None = None
     key_metadata: bytes | None = None
+    # v3: the row id of the manifest's first data file without one (row lineage); None in v2
+    first_row_id: int | None = None
 
     @property
     def has_added_files(self) -> bool:

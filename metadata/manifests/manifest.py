@@ -212,7 +212,26 @@ def entry_decoder(
     read_partition = partition_decoder(
         partition_fields_of(writer_schema, location), partition_type(spec, schema)
     )
-    return lambda rec: _entry(rec, manifest, read_partition)
+    first_row_id = manifest.first_row_id
+    if first_row_id is None or manifest.content is not ManifestContent.DATA:
+        return lambda rec: _entry(rec, manifest, read_partition)
+    # v3 row lineage ("First Row ID Inheritance"): a live data file without a first_row_id
+    # gets the manifest's, plus the record counts of the files before it that had none. The
+    # decoder must see every record in file order (manifests with a first_row_id are never
+    # decoded block by block).
+    next_row_id = first_row_id
+
+    def inheriting(rec: dict[str, Any]) -> ManifestEntry:
+        nonlocal next_row_id
+        entry = _entry(rec, manifest, read_partition)
+        f = entry.data_file
+        if entry.status is Status.DELETED or f.first_row_id is not None:
+            return entry
+        entry = replace(entry, data_file=replace(f, first_row_id=next_row_id))
+        next_row_id += f.record_count
+        return entry
+
+    return inheriting
 
 
 # ---- manifest lists ----------------------------------------------------------------------
@@ -651,6 +670,7 @@ def _manifest_file(rec: dict[str, Any]) -> ManifestFile:
             for p in partitions
         ),
         key_metadata=rec.get("key_metadata"),
+        first_row_id=rec.get("first_row_id"),
     )
 
 

@@ -17,13 +17,16 @@ Commands (the answer of a failed command is ``{"error": "<type>: <message>"}``):
 ``{"op": "create"}``
     creates the tables below; answers ``{"tables": {name: {"snapshots": [ids, oldest
     first], "metadata_location": ...}}}``.
-``{"op": "make", "table": name, "recipe": "pos_guarded" | "eq_guarded"}``
+``{"op": "make", "table": name, "recipe": "pos_guarded" | "eq_guarded" | "v3_lineage"}``
     creates one more table ``name`` as the recipe's table was made; answers like ``create``,
     with that table only.
 ``{"op": "rows", "table": name, "options": {...}}``
     every row Iceberg Java reads (``spark.read.format("iceberg").options(...)``: ``branch``,
     ``snapshot-id``, ``start-snapshot-id``, ``end-snapshot-id``), as sorted ``[id, cat, note]``
     lists: ``{"rows": [...]}``.
+``{"op": "lineage", "table": name, "options": {...}}``
+    every row's ``[id, _row_id, _last_updated_sequence_number]`` as Iceberg Java reads them
+    (format v3 row lineage), sorted by id: ``{"rows": [...]}``.
 ``{"op": "sql", "statement": "..."}``
     runs a Spark SQL statement (``{t:<name>}`` is not expanded: give full names,
     ``peers.db.<name>``): ``{"done": true}``.
@@ -95,8 +98,23 @@ class Tables(Fixtures):
         self.insert_range(t, 1, 40)
         self.eq_delete(t, [3, 4])
 
+    def v3_lineage(self, t: str) -> None:
+        """v3, merge-on-read: rows inherit their ids, then updates and a compaction copy them."""
+        self.create(t, version=3, props=MOR, description=t)
+        self.insert_range(t, 1, 20)
+        self.insert_range(t, 21, 30)
+        self.sql(t, "UPDATE {t} SET note = concat('u', note) WHERE id % 7 = 0")
+        self.delete_on(t, "id = 3")
+        self.sql(
+            t,
+            "CALL peers.system.rewrite_data_files(table => 'db." + t + "', "
+            "options => map('min-input-files', '1'))",
+        )
+        self.sql(t, "UPDATE {t} SET note = 'again' WHERE id = 5")
+        self.insert_range(t, 31, 35)
+
     def make(self, table: str, recipe: str) -> dict[str, Any]:
-        if recipe not in ("pos_guarded", "eq_guarded"):
+        if recipe not in ("pos_guarded", "eq_guarded", "v3_lineage"):
             raise ValueError(f"unknown recipe {recipe!r}")
         getattr(self, recipe)(table)
         return {"tables": {table: self.describe(table)}}
@@ -177,12 +195,25 @@ class Tables(Fixtures):
         )
         return {"rows": rows}
 
+    def lineage(self, table: str, options: dict[str, Any]) -> dict[str, Any]:
+        reader = self.spark.read.format("iceberg")
+        for key, value in options.items():
+            reader = reader.option(key, str(value))
+        got = (
+            reader.load(self.name(table))
+            .select("id", "_row_id", "_last_updated_sequence_number")
+            .collect()
+        )
+        return {"rows": sorted([r[0], r[1], r[2]] for r in got)}
+
     def answer(self, command: dict[str, Any]) -> dict[str, Any]:
         op = command.get("op")
         if op == "create":
             return self.create_all()
         if op == "make":
             return self.make(command["table"], command["recipe"])
+        if op == "lineage":
+            return self.lineage(command["table"], command.get("options") or {})
         if op == "rows":
             return self.rows(command["table"], command.get("options") or {})
         if op == "sql":

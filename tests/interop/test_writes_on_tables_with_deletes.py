@@ -591,6 +591,28 @@ def test_orphan_removal_and_purge_keep_or_take_the_puffin_statistics_java_wrote(
     assert not any(Path(local_path(p)).exists() for p in stats)
 
 
+def test_lakecat_reads_row_lineage_of_a_v3_table_as_java_does(
+    java: JavaTables, lake: Catalog
+) -> None:
+    """``_row_id`` / ``_last_updated_sequence_number``: inherited (first_row_id of the file
+    from its manifest, + position; the file's data sequence number) or stored in the file
+    (rows an UPDATE or a compaction copied), at every snapshot."""
+    java.make("lineage", "v3_lineage")
+    table = lake.load_table("db.lineage")
+    lineage = ["id", "_row_id", "_last_updated_sequence_number"]
+    for snapshot_id in java.snapshots("lineage"):
+        want = java.call(
+            {"op": "lineage", "table": "lineage", "options": {"snapshot-id": snapshot_id}}
+        )
+        got = table.scan(snapshot_id=snapshot_id, columns=lineage).to_arrow()
+        assert got.column_names == lineage
+        assert sorted(map(list, zip(*got.to_pydict().values(), strict=True))) == want["rows"]
+        assert all(r[1] is not None and r[2] is not None for r in want["rows"])
+    filtered = table.scan("id > 20", columns=["_row_id", "note"]).to_arrow()
+    assert filtered.column_names == ["note", "_row_id"]  # table columns first, as projected
+    assert filtered.num_rows == len([r for r in java.rows("lineage") if r[0] > 20])
+
+
 def test_a_compaction_racing_a_merge_on_read_delete_does_not_bring_the_row_back(
     java: JavaTables, lake: Catalog
 ) -> None:
