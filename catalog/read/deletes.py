@@ -132,7 +132,7 @@ class DeleteReader:
         extra = self.equality_field_ids(deletes)
         arrow_filter = None
         if row_filter is not None and not isinstance(row_filter, AlwaysTrue):
-            extra |= {self._top_level(i) for i in referenced_field_ids(row_filter)}
+            extra |= {self._schema.top_level_id(i) for i in referenced_field_ids(row_filter)}
             arrow_filter = to_arrow_filter(row_filter)
         have = {f.field_id for f in projected.fields}
         fields = [
@@ -155,13 +155,6 @@ class DeleteReader:
             if arrow_filter is not None and batch.num_rows:
                 batch = batch.filter(arrow_filter)
             yield batch.select(keep)
-
-    def _top_level(self, field_id: int) -> int:
-        parent = self._schema.parent_id(field_id)
-        while parent is not None:
-            field_id = parent
-            parent = self._schema.parent_id(field_id)
-        return field_id
 
     def apply(
         self, data_file: DataFile, deletes: Sequence[DataFile], batches: Iterable[pa.RecordBatch]

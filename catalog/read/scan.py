@@ -179,18 +179,11 @@ class Scan:
     def _read_schema(self) -> Schema:
         """The projection plus the columns the filter needs."""
         needed = {f.field_id for f in self.projected.fields} | {
-            self._top_level(fid) for fid in referenced_field_ids(self.bound)
+            self.schema.top_level_id(fid) for fid in referenced_field_ids(self.bound)
         }
         return Schema(
             tuple(f for f in self.schema.fields if f.field_id in needed), self.schema.schema_id
         )
-
-    def _top_level(self, field_id: int) -> int:
-        parent = self.schema.parent_id(field_id)
-        while parent is not None:
-            field_id = parent
-            parent = self.schema.parent_id(field_id)
-        return field_id
 
     def _read_one(
         self,

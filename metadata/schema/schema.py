@@ -221,6 +221,14 @@ class Schema:
     def parent_id(self, field_id: int) -> int | None:
         return self._parent_by_id.get(field_id)
 
+    def top_level_id(self, field_id: int) -> int:
+        """The id of the top-level column that holds field ``field_id`` (itself if top-level)."""
+        parent = self._parent_by_id.get(field_id)
+        while parent is not None:
+            field_id = parent
+            parent = self._parent_by_id.get(field_id)
+        return field_id
+
     @property
     def column_names(self) -> list[str]:
         return [f.name for f in self.fields]

@@ -7,10 +7,13 @@ under ``CI=true``, where they fail (``.ci/run`` sets the peers up).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from peers import JavaFixtures, ensure_java_fixtures
+
+from lakecat.catalog import Catalog
 
 
 @pytest.fixture(scope="session")
@@ -24,3 +27,13 @@ def java_fixtures() -> JavaFixtures:
 def java_expected(java_fixtures: JavaFixtures) -> dict[str, Any]:
     """``expected.json``: per table and snapshot, what Iceberg Java reads."""
     return java_fixtures.expected
+
+
+@pytest.fixture(scope="module")
+def java_lake(java_fixtures: JavaFixtures) -> Iterator[Catalog]:
+    """lakecat's catalog on the fixtures' JDBC catalog (read only: the fixtures are shared)."""
+    catalog = Catalog(
+        java_fixtures.catalog_url, warehouse=str(java_fixtures.warehouse), name="peers"
+    )
+    yield catalog
+    catalog.close()

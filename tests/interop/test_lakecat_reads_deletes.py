@@ -10,11 +10,10 @@ from v2 with position deletes).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from peers import JavaFixtures, canonical_rows
+from peers import canonical_rows
 
 from lakecat.catalog import Catalog
 
@@ -24,12 +23,8 @@ COLUMNS = ["id", "cat", "note"]
 
 
 @pytest.fixture(scope="module")
-def lake(java_fixtures: JavaFixtures) -> Iterator[Catalog]:
-    catalog = Catalog(
-        java_fixtures.catalog_url, warehouse=str(java_fixtures.warehouse), name="peers"
-    )
-    yield catalog
-    catalog.close()
+def lake(java_lake: Catalog) -> Catalog:
+    return java_lake
 
 
 def _tables(expected: dict[str, Any], version: int) -> list[str]:

@@ -11,12 +11,11 @@ Iceberg Java read (``expected.json``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from peers import JavaFixtures, canonical_rows
+from peers import canonical_rows
 
 from lakecat.catalog import Catalog
 
@@ -36,12 +35,8 @@ EQUALITY = ["eq_unpartitioned", "eq_identity", "eq_global_after_evolution"]
 
 
 @pytest.fixture(scope="module")
-def lake(java_fixtures: JavaFixtures) -> Iterator[Catalog]:
-    catalog = Catalog(
-        java_fixtures.catalog_url, warehouse=str(java_fixtures.warehouse), name="peers"
-    )
-    yield catalog
-    catalog.close()
+def lake(java_lake: Catalog) -> Catalog:
+    return java_lake
 
 
 @pytest.fixture
