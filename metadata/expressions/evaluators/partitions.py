@@ -1,5 +1,5 @@
 """Evaluating a filter on partition values (:class:`PartitionEvaluator`) and on a manifest's
-partition summaries (:class:`ManifestEvaluator`)."""
+partition summaries (:class:`ManifestEvaluator`, one rule per operation in ``_MANIFEST_RULES``)."""
 
 from __future__ import annotations
 
@@ -137,107 +137,175 @@ class ManifestEvaluator:
         return self._test(summaries)
 
 
-def _manifest_leaf(pred: BoundPredicate, pos: int) -> Callable[[PartitionSummaries], bool]:
-    op, lit, t = pred.op, pred.literal, pred.ref.type
+_SummaryTest = Callable[[PartitionSummaries], bool]
 
-    if op is Op.IS_NULL:
-        return lambda s: s.fields[pos].contains_null is not False
-    if op is Op.NOT_NULL:
 
-        def not_null(s: PartitionSummaries) -> bool:
-            summary = s.fields[pos]
-            # lower_bound is missing when every value is null (or NaN, for floats).
-            all_null = summary.contains_null and summary.lower_bound is None
-            if all_null and is_float(t):
-                all_null = summary.contains_nan is False
-            return not all_null
+def _manifest_leaf(pred: BoundPredicate, pos: int) -> _SummaryTest:
+    """A test of the summary at ``pos`` for one predicate: False when no row can match."""
+    rule = _MANIFEST_RULES.get(pred.op)
+    if rule is None:
+        raise ValidationError(f"unsupported predicate {pred}")  # pragma: no cover
+    return rule(pred, pos)
 
-        return not_null
-    if op is Op.IS_NAN:
-        return lambda s: s.fields[pos].contains_nan is not False
-    if op is Op.NOT_NAN:
 
-        def not_nan(s: PartitionSummaries) -> bool:
-            summary = s.fields[pos]
-            return not (
-                summary.contains_nan is True
-                and summary.contains_null is False
-                and summary.lower_bound is None
-            )
+def _manifest_is_null(pred: BoundPredicate, pos: int) -> _SummaryTest:
+    """Might hold a null unless the summary says it holds none."""
+    return lambda s: s.fields[pos].contains_null is not False
 
-        return not_nan
-    if op in (Op.NOT_EQ, Op.NOT_IN):
-        return lambda s: True
-    if op in (Op.LT, Op.LT_EQ):
-        strict = op is Op.LT
 
-        def below(s: PartitionSummaries) -> bool:
-            lower = s.lower(pos, t)
-            if lower is None:
-                return False
-            if is_nan(lower):  # summaries should exclude NaN; if not, they prove nothing
-                return True
-            return bool(lower < lit) if strict else bool(lower <= lit)
+def _manifest_not_null(pred: BoundPredicate, pos: int) -> _SummaryTest:
+    """Might hold a non-null value unless the summary shows every value is null."""
+    t = pred.ref.type
 
-        return below
-    if op in (Op.GT, Op.GT_EQ):
-        strict = op is Op.GT
+    def not_null(s: PartitionSummaries) -> bool:
+        summary = s.fields[pos]
+        # lower_bound is missing when every value is null (or NaN, for floats).
+        all_null = summary.contains_null and summary.lower_bound is None
+        if all_null and is_float(t):
+            all_null = summary.contains_nan is False
+        return not all_null
 
-        def above(s: PartitionSummaries) -> bool:
-            upper = s.upper(pos, t)
-            if upper is None:
-                return False
-            if is_nan(upper):
-                return True
-            return bool(upper > lit) if strict else bool(upper >= lit)
+    return not_null
 
-        return above
-    if op is Op.EQ:
 
-        def equal(s: PartitionSummaries) -> bool:
-            lower, upper = s.lower(pos, t), s.upper(pos, t)
-            if lower is None or upper is None:
-                return False
-            return (is_nan(lower) or lower <= lit) and (is_nan(upper) or lit <= upper)
+def _manifest_is_nan(pred: BoundPredicate, pos: int) -> _SummaryTest:
+    """Might hold a NaN unless the summary says it holds none."""
+    return lambda s: s.fields[pos].contains_nan is not False
 
-        return equal
-    if op is Op.IN:
-        lits = pred.literals
 
-        def member(s: PartitionSummaries) -> bool:
-            lower = s.lower(pos, t)
-            if lower is None:
-                return False
-            if len(lits) > IN_PREDICATE_LIMIT or is_nan(lower):
-                return True
-            candidates = [v for v in lits if lower <= v]
-            if not candidates:
-                return False
-            upper = s.upper(pos, t)
-            return upper is None or is_nan(upper) or any(upper >= v for v in candidates)
+def _manifest_not_nan(pred: BoundPredicate, pos: int) -> _SummaryTest:
+    """Might hold a non-NaN value unless the summary shows every value is NaN."""
 
-        return member
-    if op is Op.STARTS_WITH:
-        n = len(lit)
+    def not_nan(s: PartitionSummaries) -> bool:
+        summary = s.fields[pos]
+        return not (
+            summary.contains_nan is True
+            and summary.contains_null is False
+            and summary.lower_bound is None
+        )
 
-        def starts(s: PartitionSummaries) -> bool:
-            lower, upper = s.lower(pos, t), s.upper(pos, t)
-            if lower is None or upper is None:
-                return False
-            return not (lower[:n] > lit or upper[:n] < lit)
+    return not_nan
 
-        return starts
-    if op is Op.NOT_STARTS_WITH:
-        n = len(lit)
 
-        def not_starts(s: PartitionSummaries) -> bool:
-            summary = s.fields[pos]
-            if summary.contains_null:
-                return True
-            lower, upper = s.lower(pos, t), s.upper(pos, t)
-            if lower is None or upper is None:
-                return True
-            return not (lower[:n] == lit and upper[:n] == lit)
+def _manifest_not_eq_or_not_in(pred: BoundPredicate, pos: int) -> _SummaryTest:
+    """``!=`` and ``NOT IN`` always might match."""
+    # Bounds need not be actual values: (X, Y) does not prove that X occurs.
+    return lambda s: True
 
-        return not_starts
-    raise ValidationError(f"unsupported predicate {pred}")  # pragma: no cover
+
+def _manifest_below(pred: BoundPredicate, pos: int) -> _SummaryTest:
+    """``<`` and ``<=`` might match unless the lower bound is missing or past the literal."""
+    lit, t, strict = pred.literal, pred.ref.type, pred.op is Op.LT
+
+    def below(s: PartitionSummaries) -> bool:
+        lower = s.lower(pos, t)
+        if lower is None:
+            return False
+        if is_nan(lower):  # summaries should exclude NaN; if not, they prove nothing
+            return True
+        return bool(lower < lit) if strict else bool(lower <= lit)
+
+    return below
+
+
+def _manifest_above(pred: BoundPredicate, pos: int) -> _SummaryTest:
+    """``>`` and ``>=`` might match unless the upper bound is missing or short of the literal."""
+    lit, t, strict = pred.literal, pred.ref.type, pred.op is Op.GT
+
+    def above(s: PartitionSummaries) -> bool:
+        upper = s.upper(pos, t)
+        if upper is None:
+            return False
+        if is_nan(upper):  # as in _manifest_below: a NaN bound proves nothing
+            return True
+        return bool(upper > lit) if strict else bool(upper >= lit)
+
+    return above
+
+
+def _manifest_eq(pred: BoundPredicate, pos: int) -> _SummaryTest:
+    """``=`` might match unless a bound is missing or the literal lies outside the bounds."""
+    lit, t = pred.literal, pred.ref.type
+
+    def equal(s: PartitionSummaries) -> bool:
+        lower, upper = s.lower(pos, t), s.upper(pos, t)
+        if lower is None or upper is None:
+            return False
+        return (is_nan(lower) or lower <= lit) and (is_nan(upper) or lit <= upper)
+
+    return equal
+
+
+def _manifest_in(pred: BoundPredicate, pos: int) -> _SummaryTest:
+    """``IN`` might match unless the lower bound is missing or no literal lies within the
+    bounds.
+
+    Past :data:`IN_PREDICATE_LIMIT` literals the bounds are not checked.
+    """
+    lits, t = pred.literals, pred.ref.type
+
+    def member(s: PartitionSummaries) -> bool:
+        lower = s.lower(pos, t)
+        if lower is None:
+            return False
+        if len(lits) > IN_PREDICATE_LIMIT or is_nan(lower):
+            return True
+        candidates = [v for v in lits if lower <= v]
+        if not candidates:
+            return False
+        upper = s.upper(pos, t)
+        return upper is None or is_nan(upper) or any(upper >= v for v in candidates)
+
+    return member
+
+
+def _manifest_starts_with(pred: BoundPredicate, pos: int) -> _SummaryTest:
+    """``LIKE 'p%'`` might match unless a bound is missing or the bounds put every value's
+    prefix before or after ``p``."""
+    lit, t = pred.literal, pred.ref.type
+    n = len(lit)
+
+    def starts(s: PartitionSummaries) -> bool:
+        lower, upper = s.lower(pos, t), s.upper(pos, t)
+        if lower is None or upper is None:
+            return False
+        return not (lower[:n] > lit or upper[:n] < lit)
+
+    return starts
+
+
+def _manifest_not_starts_with(pred: BoundPredicate, pos: int) -> _SummaryTest:
+    """``NOT LIKE 'p%'`` might match unless the summary shows no null and both bounds start
+    with ``p``."""
+    lit, t = pred.literal, pred.ref.type
+    n = len(lit)
+
+    def not_starts(s: PartitionSummaries) -> bool:
+        summary = s.fields[pos]
+        if summary.contains_null:
+            return True
+        lower, upper = s.lower(pos, t), s.upper(pos, t)
+        if lower is None or upper is None:
+            return True
+        # Only when both bounds start with the prefix must every value start with it.
+        return not (lower[:n] == lit and upper[:n] == lit)
+
+    return not_starts
+
+
+_MANIFEST_RULES: dict[Op, Callable[[BoundPredicate, int], _SummaryTest]] = {
+    Op.IS_NULL: _manifest_is_null,
+    Op.NOT_NULL: _manifest_not_null,
+    Op.IS_NAN: _manifest_is_nan,
+    Op.NOT_NAN: _manifest_not_nan,
+    Op.NOT_EQ: _manifest_not_eq_or_not_in,
+    Op.NOT_IN: _manifest_not_eq_or_not_in,
+    Op.LT: _manifest_below,
+    Op.LT_EQ: _manifest_below,
+    Op.GT: _manifest_above,
+    Op.GT_EQ: _manifest_above,
+    Op.EQ: _manifest_eq,
+    Op.IN: _manifest_in,
+    Op.STARTS_WITH: _manifest_starts_with,
+    Op.NOT_STARTS_WITH: _manifest_not_starts_with,
+}

@@ -592,6 +592,26 @@ def test_strict_metrics_starts_with_when_both_bounds_share_the_prefix() -> None:
     assert not strict("s NOT LIKE 'ab%'", same)
 
 
+def test_strict_eq_and_in_hold_when_both_bounds_are_one_listed_value() -> None:
+    one_value = _file(
+        value_counts={1: 3, 3: 3},
+        null_value_counts={1: 0, 3: 0},
+        nan_value_counts={3: 0},
+        **_bounds(i=(7, 7), d=(1.5, 1.5)),
+    )
+    assert strict("i = 7", one_value)
+    assert strict("i IN (6, 7)", one_value)
+    assert strict("d = 1.5", one_value)
+    assert not strict("i = 8", one_value)
+    assert not strict("i IN (6, 8)", one_value)
+    spread = _file(value_counts={1: 3}, null_value_counts={1: 0}, **_bounds(i=(7, 9)))
+    assert not strict("i IN (7, 9)", spread)  # 8 may lie between the bounds
+    with_null = _file(value_counts={1: 3}, null_value_counts={1: 1}, **_bounds(i=(7, 7)))
+    assert not strict("i = 7", with_null)
+    unknown_nans = _file(value_counts={3: 3}, null_value_counts={3: 0}, **_bounds(d=(1.5, 1.5)))
+    assert not strict("d = 1.5", unknown_nans)
+
+
 def test_strict_metrics_do_not_decide_nested_fields() -> None:
     nested = _file(value_counts={11: 10}, null_value_counts={11: 0}, **_bounds(**{"st.x": (1, 2)}))
     assert not strict("st.x < 5", nested)
@@ -890,6 +910,56 @@ def test_manifest_evaluator_cases() -> None:
     assert not ev("d IS NOT NAN", all_nan) and ev("d IS NOT NULL", all_nan)
     assert ev("i = 1", _manifest(None))
     assert ev("i = 99", _manifest(()))  # summaries of another spec prove nothing
+
+
+_ID_SPEC = _spec(0, ("i", "identity"), ("d", "identity"))
+
+
+def _summary(
+    t: PrimitiveType, null: bool, nan: bool | None, low: Any, high: Any
+) -> PartitionFieldSummary:
+    return PartitionFieldSummary(
+        contains_null=null,
+        contains_nan=nan,
+        lower_bound=None if low is None else to_bytes(t, low),
+        upper_bound=None if high is None else to_bytes(t, high),
+    )
+
+
+INT_SUMMARY = _summary(IntegerType(), False, None, 10, 20)
+DOUBLE_SUMMARY = _summary(DoubleType(), False, False, 1.0, 2.0)
+
+
+def manifest_might_match(text: str, *summaries: PartitionFieldSummary) -> bool:
+    return ManifestEvaluator(_ID_SPEC, SCHEMA, parse(text)).eval(_manifest(summaries))
+
+
+def test_manifest_comparisons_include_their_bounds() -> None:
+    for text in ["i <= 10", "i >= 20", "i = 10", "i = 20", "i < 11", "i > 19"]:
+        assert manifest_might_match(text, INT_SUMMARY, DOUBLE_SUMMARY), text
+    for text in ["i <= 9", "i < 10", "i >= 21", "i > 20"]:
+        assert not manifest_might_match(text, INT_SUMMARY, DOUBLE_SUMMARY), text
+
+
+def test_manifest_in_past_the_limit_is_not_checked() -> None:
+    many = ", ".join(str(v) for v in range(1000, 1000 + IN_PREDICATE_LIMIT + 1))
+    assert manifest_might_match(f"i IN ({many})", INT_SUMMARY, DOUBLE_SUMMARY)
+    assert not manifest_might_match("i IN (1000, 1001)", INT_SUMMARY, DOUBLE_SUMMARY)
+
+
+def test_manifest_is_nan_prunes_only_when_the_summary_rules_nan_out() -> None:
+    assert not manifest_might_match("d IS NAN", INT_SUMMARY, DOUBLE_SUMMARY)
+    unknown = _summary(DoubleType(), False, None, 1.0, 2.0)
+    assert manifest_might_match("d IS NAN", INT_SUMMARY, unknown)
+    with_nan = _summary(DoubleType(), False, True, 1.0, 2.0)
+    assert manifest_might_match("d IS NAN", INT_SUMMARY, with_nan)
+
+
+def test_manifest_nan_bounds_prove_nothing() -> None:
+    nan_bounds = _summary(DoubleType(), False, True, NAN, NAN)
+    for text in ["d < 0", "d <= 0", "d > 5", "d >= 5", "d = 7", "d IN (7, 8)"]:
+        assert manifest_might_match(text, INT_SUMMARY, nan_bounds), text
+        assert not manifest_might_match(text, INT_SUMMARY, DOUBLE_SUMMARY), text
 
 
 # ---- cross-check with pyiceberg -------------------------------------------------------------
