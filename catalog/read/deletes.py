@@ -80,8 +80,8 @@ def refuse_deletes(
         raise UnsupportedFeature(
             f"{table} has delete files (merge-on-read deletes written by another engine) in "
             f"snapshot {snapshot.snapshot_id}; lakecat cannot apply them in {action} yet, and "
-            "refuses rather than read or write deleted rows. Compact the table with the engine "
-            "that wrote them (rewrite_data_files), or read it with lakecat's Python API",
+            "refuses rather than read or write deleted rows. Compact the table "
+            "(rewrite_data_files, which applies them) or read it with a scan",
             feature="delete files",
         )
 

@@ -15,9 +15,9 @@ to the planned metadata) and writes its rows again at the target file size (thro
 source's writer in staging mode: only successful attempts count, a failed job's files are
 deleted). Sorting is not done on Spark: compact with ``sort_by`` through the Python job.
 
-A snapshot with delete files (merge-on-read deletes another engine wrote) is refused by the
-planning, with :class:`~lakecat.metadata.errors.UnsupportedFeature`, before any Spark job runs:
-the rewrite would not apply the deletes.
+Delete files (merge-on-read deletes another engine wrote): the data source applies them while
+the tasks read, so the new files hold only live rows, and the commit removes the delete files
+that applied only to the rewritten files.
 """
 
 from __future__ import annotations
