@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecat.catalog.read.deletes import DeleteReader
+from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions.evaluators import (
     InclusiveMetricsEvaluator,
     ManifestEvaluator,
@@ -274,7 +275,11 @@ class Scan:
                     future.cancel()
 
     def to_arrow(self, *, limit: int | None = None) -> pa.Table:
-        """All matching rows (at most ``limit``) as one Arrow table."""
+        """All matching rows (at most ``limit``, a count >= 0) as one Arrow table."""
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise ValidationError(f"limit must be a row count >= 0, not {limit!r}")
         target = schema_to_arrow(self.projected)
         tables: list[pa.Table] = []
         rows = 0

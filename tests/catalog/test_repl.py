@@ -12,6 +12,7 @@ import pytest
 
 from lakecat.catalog import Catalog
 from lakecat.catalog.table import Table
+from lakecat.metadata.errors import ValidationError
 
 SHORT = 300  # characters: one line in a notebook
 
@@ -158,6 +159,14 @@ def test_to_arrow_with_limit_equals_scan_to_arrow_with_limit(filled: Table) -> N
         got = filled.to_arrow(limit=limit)
         assert got.equals(filled.scan().to_arrow(limit=limit))
         assert got.num_rows == min(limit, 60)
+
+
+def test_a_limit_that_is_not_a_row_count_is_refused(filled: Table) -> None:
+    for limit in (-1, 2.5, True, "3"):
+        with pytest.raises(ValidationError, match="limit"):
+            filled.to_arrow(limit=limit)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="limit"):
+            filled.scan().to_arrow(limit=limit)  # type: ignore[arg-type]
 
 
 def test_to_arrow_with_filter_columns_time_travel_and_limit_equals_the_scan(
