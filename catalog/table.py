@@ -137,9 +137,9 @@ class Table:
                 ("total-records", "total_records"),
                 ("total-data-files", "total_files"),
             ):
-                value = snapshot.summary.get(key)
-                if isinstance(value, str) and value.isdecimal():
-                    parts.append(f"{name}={int(value)}")
+                value = snapshot.summary_count(key)
+                if value is not None:
+                    parts.append(f"{name}={value}")
         return f"Table({', '.join(parts)})"
 
     # ---- reads --------------------------------------------------------------------------

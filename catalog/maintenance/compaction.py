@@ -70,10 +70,9 @@ from lakecat.metadata.errors import (
     ValidationError,
 )
 from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError
-from lakecat.metadata.io.parquet import partition_path, read_data_file, source_column
+from lakecat.metadata.io.parquet import partition_path, source_column
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.transforms import parse_transform
-from lakecat.metadata.schema.arrow import schema_to_arrow
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import PrimitiveType
 from lakecat.metadata.table.sorting import SortField
@@ -402,17 +401,13 @@ class _Job:
         """The live rows of ``files``: their ``deletes`` applied."""
         schema = self.start.schema()
         specs = self.start.specs_by_id()
-        reader = DeleteReader(self.table.io, schema, self.start.schemas) if deletes else None
-        tables = []
-        for f in files:
-            applying = deletes.get(f.file_path, ())
-            if applying and reader is not None:
-                kept = reader.read(f, applying, projected=schema, spec=specs[f.spec_id])
-                tables.append(pa.Table.from_batches(list(kept), schema=schema_to_arrow(schema)))
-            else:
-                tables.append(
-                    read_data_file(self.table.io, f, projected=schema, spec=specs[f.spec_id])
-                )
+        reader = DeleteReader(self.table.io, schema, self.start.schemas)
+        tables = [
+            reader.read_table(
+                f, deletes.get(f.file_path, ()), projected=schema, spec=specs[f.spec_id]
+            )
+            for f in files
+        ]
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
     def _write(self, rows: pa.Table) -> list[DataFile]:

@@ -44,6 +44,7 @@ from lakecat.metadata.manifests.cache import ManifestCache, NoCache
 from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.manifests.delete_index import delete_manifests
 from lakecat.metadata.partitioning.spec import PartitionSpec
+from lakecat.metadata.schema.arrow import schema_to_arrow
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import NestedField
 from lakecat.metadata.table.snapshots import Snapshot
@@ -155,6 +156,21 @@ class DeleteReader:
             if arrow_filter is not None and batch.num_rows:
                 batch = batch.filter(arrow_filter)
             yield batch.select(keep)
+
+    def read_table(
+        self,
+        data_file: DataFile,
+        deletes: Sequence[DataFile],
+        *,
+        projected: Schema,
+        spec: PartitionSpec | None = None,
+    ) -> pa.Table:
+        """Every row of ``data_file`` that ``deletes`` leave (all of them without deletes), in
+        ``projected``'s form, unfiltered: what a rewrite of the file starts from."""
+        if not deletes:
+            return read_data_file(self._io, data_file, projected=projected, spec=spec)
+        kept = self.read(data_file, deletes, projected=projected, spec=spec)
+        return pa.Table.from_batches(list(kept), schema=schema_to_arrow(projected))
 
     def apply(
         self, data_file: DataFile, deletes: Sequence[DataFile], batches: Iterable[pa.RecordBatch]

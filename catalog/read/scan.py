@@ -226,13 +226,10 @@ class Scan:
     def live_rows(self, f: DataFile, plan: ScanPlan) -> pa.Table:
         """Every row of ``f`` (a file of ``plan``) that its delete files leave, in the scan's
         projection, unfiltered: what a copy-on-write rewrite of ``f`` starts from."""
-        deletes = plan.deletes.get(f.file_path, ())
-        if not deletes:
-            return read_data_file(self.io, f, projected=self.projected)
-        if self._reader is None:
+        if self._reader is None:  # kept: a position delete file may name many data files
             self._reader = DeleteReader(self.io, self.schema, self.metadata.schemas)
-        kept = self._reader.read(f, deletes, projected=self.projected)
-        return pa.Table.from_batches(list(kept), schema=schema_to_arrow(self.projected))
+        deletes = plan.deletes.get(f.file_path, ())
+        return self._reader.read_table(f, deletes, projected=self.projected)
 
     def to_batches(self) -> Iterator[pa.Table]:
         """Matching rows, one Arrow table per data file, in planning order.

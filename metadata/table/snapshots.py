@@ -35,6 +35,12 @@ class Snapshot:
     # snapshot on every commit, and a snapshot never changes.
     _json: bytes | None = field(default=None, init=False, compare=False, repr=False)
 
+    def summary_count(self, key: str) -> int | None:
+        """A count from the summary (``"total-records"``, ...), None when absent or not a
+        count."""
+        value = self.summary.get(key)
+        return int(value) if isinstance(value, str) and value.isdecimal() else None
+
     def __repr__(self) -> str:
         # One short line: the ids, the operation and the summary's counts; not the manifest
         # list's path or the whole summary.
@@ -52,9 +58,9 @@ class Snapshot:
             ("deleted-records", "deleted_records"),
             ("total-records", "total_records"),
         ):
-            value = self.summary.get(key)
-            if isinstance(value, str) and value.isdecimal():
-                parts.append(f"{name}={int(value)}")
+            value = self.summary_count(key)
+            if value is not None:
+                parts.append(f"{name}={value}")
         return f"Snapshot({', '.join(parts)})"
 
     def json_bytes(self) -> bytes:
