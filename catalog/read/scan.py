@@ -9,7 +9,8 @@ partition of a manifest, not per file; and a filter on the first partition field
 the Avro blocks of a lakecat-written manifest that can match
 (:mod:`~lakecat.metadata.manifests.blocks`). Plans hold complete data files (every stat) either
 way. Reading resolves columns by field id (so renamed, added, dropped and promoted columns
-read correctly) and filters rows exactly.
+read correctly; a file without the source column of an identity partition field reads it from
+its partition value) and filters rows exactly.
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ class Scan:
                 (*self.projected.fields, *self.lineage), self.projected.schema_id
             )
         self._reader: DeleteReader | None = None
+        # a file lacking an identity partition source column reads it from its partition value
+        self._specs = metadata.specs_by_id()
 
     # ---- planning -----------------------------------------------------------------------------
     def plan(self) -> ScanPlan:
@@ -202,6 +205,7 @@ class Scan:
                 deletes,
                 projected=self.projected,
                 row_filter=self.bound,
+                spec=self._specs.get(f.spec_id),
                 position_column=_POSITION if self.lineage else None,
             )
             if self.lineage:
@@ -218,7 +222,13 @@ class Scan:
                     for b in kept
                 )
             return pa.Table.from_batches(list(kept), schema=schema_to_arrow(self.projected))
-        table = read_data_file(self.io, f, projected=read_schema, row_filter=arrow_filter)
+        table = read_data_file(
+            self.io,
+            f,
+            projected=read_schema,
+            row_filter=arrow_filter,
+            spec=self._specs.get(f.spec_id),
+        )
         if read_schema is not self.projected:
             table = table.select([fld.name for fld in self.projected.fields])
         return table
@@ -229,7 +239,9 @@ class Scan:
         if self._reader is None:  # kept: a position delete file may name many data files
             self._reader = DeleteReader(self.io, self.schema, self.metadata.schemas)
         deletes = plan.deletes.get(f.file_path, ())
-        return self._reader.read_table(f, deletes, projected=self.projected)
+        return self._reader.read_table(
+            f, deletes, projected=self.projected, spec=self._specs.get(f.spec_id)
+        )
 
     def to_batches(self) -> Iterator[pa.Table]:
         """Matching rows, one Arrow table per data file, in planning order.
