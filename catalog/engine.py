@@ -18,6 +18,8 @@ lies behind them can be reorganized freely.
   ``UnsupportedFeature`` for a snapshot that has them);
 * data files in the table's form, and where a table keeps its files: ``conform``,
   ``write_files``, ``data_dir``, ``metadata_dir``;
+* merge-on-read changes: ``merge_on_read`` (the table's mode for an operation kind),
+  ``FileDeletes`` and ``write_position_deletes`` (position delete files naming rows);
 * the checks a job runs against the version it started from before it commits:
   ``metadata_delta``, ``check_metadata``, ``check_protocol``, ``app_versions``,
   ``check_transaction``;
@@ -38,6 +40,7 @@ from lakecat.catalog.maintenance import CompactionResult, FileGroup, plan_file_g
 from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES
 from lakecat.catalog.read.deletes import DeleteReader, has_deletes, refuse_deletes
 from lakecat.catalog.read.scan import RowFilter, Scan
+from lakecat.catalog.write.merge_on_read import FileDeletes, merge_on_read, write_position_deletes
 from lakecat.catalog.write.row_ops import plan_delete
 from lakecat.catalog.write.writer import conform, write_files
 from lakecat.metadata.table.timetravel import to_timestamp_ms
@@ -46,6 +49,7 @@ __all__ = [
     "DEFAULT_MAX_GROUP_SIZE_BYTES",
     "CompactionResult",
     "DeleteReader",
+    "FileDeletes",
     "FileGroup",
     "Intent",
     "OpKind",
@@ -58,6 +62,7 @@ __all__ = [
     "conform",
     "data_dir",
     "has_deletes",
+    "merge_on_read",
     "metadata_delta",
     "metadata_dir",
     "new_snapshot_id",
@@ -66,4 +71,5 @@ __all__ = [
     "refuse_deletes",
     "to_timestamp_ms",
     "write_files",
+    "write_position_deletes",
 ]

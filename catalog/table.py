@@ -19,6 +19,11 @@ from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.commit.pipeline import CommitResult, commit_intent
 from lakecat.catalog.commit.pipeline import commit_updates as commit_metadata_updates
 from lakecat.catalog.read.scan import RowFilter, Scan, to_expression
+from lakecat.catalog.write.merge_on_read import (
+    FileDeletes,
+    merge_on_read,
+    write_position_deletes,
+)
 from lakecat.catalog.write.row_level import (
     MergeClauses,
     RowLevelPlan,
@@ -37,6 +42,7 @@ from lakecat.metadata.errors import (
     ValidationError,
 )
 from lakecat.metadata.expressions.expressions import AlwaysTrue, Expression
+from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.schema_evolution import SchemaUpdate
@@ -225,7 +231,8 @@ class Table:
         """Delete the rows matching a filter; ``None`` when no row matched (no commit).
 
         Whole files inside the filter are dropped without being read; files with some matching
-        rows are rewritten without them (copy-on-write).
+        rows are rewritten without them (copy-on-write), or keep them and get a position
+        delete file naming them when the table's ``write.delete.mode`` is ``merge-on-read``.
         """
         expression = to_expression(row_filter)
         return self._rewrite(
@@ -300,6 +307,7 @@ class Table:
             set_values=set,
             where=where_expr,
             cache=self._ops.manifest_cache,
+            merge_on_read=merge_on_read(start, OpKind.UPDATE),
         )
         isolation = self._isolation(start, P.UPDATE_ISOLATION_LEVEL)
         return self._commit_plan(OpKind.UPDATE, plan, start, branch, isolation, commit_options)
@@ -344,6 +352,7 @@ class Table:
             clauses=clauses,
             target_filter=None if target_filter is None else to_expression(target_filter),
             cache=self._ops.manifest_cache,
+            merge_on_read=merge_on_read(start, OpKind.MERGE),
         )
         isolation = self._isolation(start, P.MERGE_ISOLATION_LEVEL)
         return self._commit_plan(OpKind.MERGE, plan, start, branch, isolation, commit_options)
@@ -375,7 +384,9 @@ class Table:
     ) -> CommitResult | None:
         if not plan.changes_anything:
             return None
-        files = write_files(self.io, start, plan.rewritten_rows + plan.inserted_rows)
+        files = self._write_changes(
+            start, plan.rewritten_rows + plan.inserted_rows, plan.position_deletes
+        )
         intent = self._intent(
             kind,
             branch,
@@ -407,10 +418,11 @@ class Table:
             expression,
             case_sensitive=case_sensitive,
             cache=self._ops.manifest_cache,
+            merge_on_read=merge_on_read(start, kind),
         )
         if not plan.changes_anything and not any(t.num_rows for t in new_rows):
             return None
-        files = write_files(self.io, start, plan.kept_rows + new_rows)
+        files = self._write_changes(start, plan.kept_rows + new_rows, plan.position_deletes)
         intent = self._intent(
             kind,
             branch,
@@ -423,6 +435,19 @@ class Table:
             **commit_options,
         )
         return self._commit(intent, start)
+
+    def _write_changes(
+        self, start: TableMetadata, rows: list[pa.Table], deletes: Sequence[FileDeletes]
+    ) -> list[DataFile]:
+        """Write the new data files and the position delete files of one operation; on a
+        failure, none of them stays."""
+        files = write_files(self.io, start, rows)
+        try:
+            return files + write_position_deletes(self.io, start, deletes)
+        except BaseException:
+            for f in files:
+                self.io.delete(f.file_path)
+            raise
 
     def _head(self, metadata: TableMetadata, branch: str) -> Snapshot | None:
         if branch not in metadata.refs:

@@ -41,6 +41,7 @@ calls the library, so callers never need to catch a library's own exception type
             ├── ConcurrentAppend
             ├── ConcurrentDeleteRead
             ├── ConcurrentDeleteDelete
+            │   └── ConcurrentRowChange    an update/merge and a concurrent change of one row
             ├── MetadataChanged
             ├── ProtocolChanged
             │   └── ConcurrentCreate   (also a TableAlreadyExists)
@@ -231,6 +232,10 @@ class ConcurrentDeleteRead(CommitConflict):
 
 class ConcurrentDeleteDelete(CommitConflict):
     """A concurrent commit removed a file this operation also removes."""
+
+
+class ConcurrentRowChange(ConcurrentDeleteDelete):
+    """A concurrent commit deleted or changed a row this update or merge changes too."""
 
 
 class MetadataChanged(CommitConflict):

@@ -65,6 +65,15 @@ ISOLATION_LEVEL_DEFAULT = (
 )
 ISOLATION_LEVELS = (SERIALIZABLE, SNAPSHOT)
 
+# --- row-level write modes (Iceberg's names and values) ------------------------------------
+DELETE_MODE = "write.delete.mode"
+UPDATE_MODE = "write.update.mode"
+MERGE_MODE = "write.merge.mode"
+COPY_ON_WRITE = "copy-on-write"  # rewrite the files that hold changed rows
+MERGE_ON_READ = "merge-on-read"  # write delete files; readers apply them
+WRITE_MODES = (COPY_ON_WRITE, MERGE_ON_READ)
+WRITE_MODE_DEFAULT = COPY_ON_WRITE  # as Iceberg's, for v2 tables
+
 # --- snapshot expiry ----------------------------------------------------------------------
 MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
 MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 24 * 60 * 60 * 1000

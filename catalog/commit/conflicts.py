@@ -20,6 +20,18 @@ replace (compaction)        never                  removed files it rewrites    
 plus: concurrent schema/spec/sort/property changes fail every operation but a blind append
 (``MetadataChanged``), a format upgrade fails every operation (``ProtocolChanged``), and an
 (application id, version) already committed fails the second commit (``ConcurrentTransaction``).
+
+Row level (delete files, merge-on-read): "added files" above are data files. Delete files a
+concurrent commit added conflict with an operation that removes (rewrites) a file they apply
+to (``check_new_deletes``: the rewrite would bring the deleted rows back). A merge-on-read
+operation removes no data file; its delete files conflict with concurrent ones only when both
+change the same row and this operation is an update or merge (a lost update:
+``check_row_changes``). Two deletes of the same row do not conflict: the row is gone either way.
+The data files a merge-on-read operation deletes rows from are read files, so a concurrent
+commit that removes one (a copy-on-write rewrite, a compaction) conflicts. The other way
+round, a compaction that knows where it moved each row (``Intent.moves``) carries concurrent
+position deletes of its input files over to its output files instead of conflicting
+(``carried``; the pipeline writes them).
 """
 
 from __future__ import annotations
@@ -32,11 +44,13 @@ from lakecat.metadata.errors import (
     ConcurrentAppend,
     ConcurrentDeleteDelete,
     ConcurrentDeleteRead,
+    ConcurrentRowChange,
     ConcurrentTransaction,
     MetadataChanged,
     ProtocolChanged,
 )
 from lakecat.metadata.manifests.datafile import Content, DataFile
+from lakecat.metadata.manifests.delete_index import named_data_file
 from lakecat.metadata.properties import SERIALIZABLE
 from lakecat.metadata.table.snapshots import APPEND, REPLACE
 
@@ -114,14 +128,19 @@ def check_all(
     *,
     may_match_read: Callable[[DataFile], bool],
     describe_partition: Callable[[DataFile], str],
+    rows_overlap: Callable[[DataFile, DataFile, str], bool],
 ) -> None:
-    """Raise the first conflict found; return when the intent can be re-applied."""
+    """Raise the first conflict found; return when the intent can be re-applied.
+
+    ``rows_overlap(theirs, ours, data_file_path)``: whether two position delete files (or
+    deletion vectors) delete a common row of that data file (it reads them)."""
     check_protocol(intent, delta)
     check_metadata(intent, delta)
     for commit in concurrent:
         check_delete_delete(intent, commit)
         check_delete_read(intent, commit)
         check_new_deletes(intent, commit)
+        check_row_changes(intent, commit, rows_overlap)
         check_added_files(intent, commit, may_match_read, describe_partition)
 
 
@@ -175,7 +194,9 @@ def check_new_deletes(intent: Intent, commit: ConcurrentCommit) -> None:
     ``validateNoNewDeletesForDataFiles``). A conflict under both isolation levels, for every
     operation that removes files (compaction included)."""
     removed = intent.removed_files
-    deletes = [f for f in commit.added_files if f.content is not Content.DATA]
+    deletes = [
+        f for f in commit.added_files if f.content is not Content.DATA and not carried(intent, f)
+    ]
     if not removed or not deletes:
         return
     hits = sorted({f.file_path for f in removed if any(_may_apply(d, f) for d in deletes)})
@@ -191,14 +212,75 @@ def check_new_deletes(intent: Intent, commit: ConcurrentCommit) -> None:
     )
 
 
+def check_row_changes(
+    intent: Intent,
+    commit: ConcurrentCommit,
+    rows_overlap: Callable[[DataFile, DataFile, str], bool],
+) -> None:
+    """A merge-on-read update or merge changed rows (deleted their old versions by position)
+    that a concurrent commit's delete files also delete: committing would apply both changes
+    to one row (a lost update, or an updated row brought back after a delete). An equality
+    delete that may apply to such a data file conflicts too: which rows it deletes is not
+    known without reading the data. Plain deletes never conflict here."""
+    if intent.kind not in (OpKind.UPDATE, OpKind.MERGE):
+        return
+    ours = [(f, named_data_file(f)) for f in intent.added_delete_files]
+    theirs = [f for f in commit.added_files if f.content is not Content.DATA]
+    if not ours or not theirs:
+        return
+    hits: set[str] = set()
+    for mine, target in ours:
+        for other in theirs:
+            if target is None:
+                if _same_partition(mine, other):
+                    hits.add(mine.file_path)  # not expected: lakecat names the data file
+                continue
+            if other.content is Content.EQUALITY_DELETES:
+                if _may_apply_to_path(other, target, mine):
+                    hits.add(target)
+            elif _may_apply_to_path(other, target, mine) and rows_overlap(other, mine, target):
+                hits.add(target)
+    if not hits:
+        return
+    raise ConcurrentRowChange(
+        f"{intent.kind.value}: {commit.label} deleted or changed rows of {_files(hits)} that "
+        "this operation changes too; committing both would lose one of the changes. Re-run "
+        "the operation on the new state.",
+        snapshot_id=commit.snapshot_id,
+        operation=commit.operation,
+        files=tuple(sorted(hits)),
+    )
+
+
+def carried(intent: Intent, delete: DataFile) -> bool:
+    """Whether the intent carries ``delete`` over to its new files instead of conflicting: a
+    rewrite that knows where the rows of the file a position delete (or deletion vector)
+    names went (``Intent.moves``); the commit writes the same deletes for the new files."""
+    if intent.moves is None or delete.content is not Content.POSITION_DELETES:
+        return False
+    named = named_data_file(delete)
+    return named is not None and intent.moves.covers(named)
+
+
 def _may_apply(delete: DataFile, data: DataFile) -> bool:
     """Whether ``delete`` may delete rows of ``data`` (a cheap, conservative test: by the file
     it names, else by partition; an equality delete of an unpartitioned spec applies anywhere)."""
-    if delete.referenced_data_file is not None:
-        return delete.referenced_data_file == data.file_path
+    return _may_apply_to_path(delete, data.file_path, data)
+
+
+def _may_apply_to_path(delete: DataFile, path: str, like: DataFile) -> bool:
+    """Whether ``delete`` may delete rows of the data file at ``path``, which is in the
+    partition of ``like``."""
+    named = named_data_file(delete)
+    if named is not None:
+        return named == path
     if delete.content is Content.EQUALITY_DELETES and not delete.partition:
         return True
-    return (delete.spec_id, delete.partition) == (data.spec_id, data.partition)
+    return _same_partition(delete, like)
+
+
+def _same_partition(a: DataFile, b: DataFile) -> bool:
+    return (a.spec_id, a.partition) == (b.spec_id, b.partition)
 
 
 def check_added_files(
@@ -209,7 +291,7 @@ def check_added_files(
 ) -> None:
     if not added_files_matter(intent, commit):
         return
-    hits = [f for f in commit.added_files if may_match_read(f)]
+    hits = [f for f in commit.added_files if f.content is Content.DATA and may_match_read(f)]
     if not hits:
         return
     partitions = tuple(sorted({describe_partition(f) for f in hits}))

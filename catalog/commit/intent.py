@@ -2,9 +2,10 @@
 
 An :class:`Intent` is built once, when the operation plans its work against the snapshot it
 started from. It lists the data files the operation wrote (written once, never rewritten on
-retry), the files it removes and the files it read, the filter it read with, and the isolation
-level it asked for. The commit loop (:mod:`lakecat.catalog.commit.pipeline`) re-applies the same
-intent to every refreshed base until the swap succeeds or a conflict check fails.
+retry; for a merge-on-read change, its delete files too), the files it removes and the files
+it read, the filter it read with, and the isolation level it asked for. The commit loop
+(:mod:`lakecat.catalog.commit.pipeline`) re-applies the same intent to every refreshed base
+until the swap succeeds or a conflict check fails.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import uuid
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from lakecat.catalog.commit.moves import RowMoves
 from lakecat.metadata.expressions.expressions import AlwaysTrue, Expression
-from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.table.snapshots import APPEND, DELETE, OVERWRITE, REPLACE
 
 
@@ -80,6 +82,9 @@ class Intent:
     app_version: int | None = None
     skip_if_committed: bool = False
     extra_summary: tuple[tuple[str, str], ...] = ()
+    # A rewrite (compaction) that knows where each row of its removed files went: concurrent
+    # position deletes of those files are carried over to its new files instead of failing it.
+    moves: RowMoves | None = field(default=None, compare=False)
 
     @property
     def reads_table(self) -> bool:
@@ -93,11 +98,23 @@ class Intent:
         return self.kind is OpKind.APPEND and self.app_id is None
 
     @property
+    def added_data_files(self) -> tuple[DataFile, ...]:
+        return tuple(f for f in self.added_files if f.content is Content.DATA)
+
+    @property
+    def added_delete_files(self) -> tuple[DataFile, ...]:
+        """Delete files (merge-on-read): they name rows of data files that stay."""
+        return tuple(f for f in self.added_files if f.content is not Content.DATA)
+
+    @property
     def snapshot_operation(self) -> str:
-        if self.kind is OpKind.DELETE and self.added_files:
+        adds_data = bool(self.added_data_files)
+        if self.kind is OpKind.DELETE and adds_data:
             return OVERWRITE  # a delete that rewrote files adds files: spec says overwrite
         if self.kind in (OpKind.UPDATE, OpKind.MERGE) and not self.removed_files:
-            return APPEND if self.added_files else DELETE
+            if self.added_delete_files:  # merge-on-read: Iceberg's RowDelta operations
+                return OVERWRITE if adds_data else DELETE
+            return APPEND if adds_data else DELETE
         return self.kind.snapshot_operation
 
     @property

@@ -67,12 +67,16 @@ import contextlib
 import enum
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakecat.catalog.commit.conflicts import (
     ATTEMPTS_KEY,
@@ -81,6 +85,7 @@ from lakecat.catalog.commit.conflicts import (
     ConcurrentCommit,
     MetadataDelta,
     app_versions,
+    carried,
     check_all,
     check_transaction,
 )
@@ -88,10 +93,12 @@ from lakecat.catalog.commit.coordination.group import Batch, Waiter, drain, queu
 from lakecat.catalog.commit.coordination.lock import Hold, WaitHooks
 from lakecat.catalog.commit.coordination.protocol import TicketState
 from lakecat.catalog.commit.intent import Intent, OpKind
-from lakecat.catalog.commit.producer import SnapshotProducer
+from lakecat.catalog.commit.moves import RowMoves
+from lakecat.catalog.commit.producer import SnapshotProducer, data_dir
 from lakecat.catalog.interrupts import DeferredInterrupts
 from lakecat.catalog.retry import RetryClock, RetryPolicy
 from lakecat.metadata import properties as P
+from lakecat.metadata.deletes import PositionIndex
 from lakecat.metadata.errors import (
     CatalogRefused,
     CatalogUnavailable,
@@ -101,13 +108,26 @@ from lakecat.metadata.errors import (
     NoSuchTable,
     StorageError,
 )
-from lakecat.metadata.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
-from lakecat.metadata.expressions.expressions import bind
-from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.parquet import partition_path
+from lakecat.metadata.expressions.evaluators import (
+    InclusiveMetricsEvaluator,
+    PartitionEvaluator,
+    to_arrow_filter,
+)
+from lakecat.metadata.expressions.expressions import (
+    AlwaysTrue,
+    BoundExpression,
+    bind,
+    referenced_field_ids,
+)
+from lakecat.metadata.io.fileio import FileIO, join
+from lakecat.metadata.io.parquet import partition_path, read_data_file
+from lakecat.metadata.io.position_deletes import deleted_positions, write_position_delete_file
 from lakecat.metadata.manifests.cache import ManifestCache
-from lakecat.metadata.manifests.datafile import DataFile, Status
+from lakecat.metadata.manifests.datafile import Content, DataFile, Status
+from lakecat.metadata.manifests.delete_index import named_data_file
 from lakecat.metadata.manifests.manifest import read_manifest_list
+from lakecat.metadata.partitioning.spec import PartitionSpec
+from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.apply import apply, require_writable
 from lakecat.metadata.table.metadata_files import (
     new_metadata_location,
@@ -121,6 +141,10 @@ if TYPE_CHECKING:
     from lakecat.catalog.commit.coordination.queue import FileCommitQueue
 
 log = logging.getLogger("lakecat.commit")
+
+# A concurrently added data file of up to this many rows is read to tell whether it really
+# holds a row the operation's filter matches (_CommitWindow._holds_match).
+_EXACT_MATCH_MAX_ROWS = 1_000_000
 
 
 class TableOperations(Protocol):
@@ -404,7 +428,7 @@ class _IntentCommit:
                 # Definitely not committed (conflict, exhausted retries, a failed write, an
                 # error before the swap): every file this operation wrote goes, data files
                 # included, unless a lock holder took this append to commit it.
-                ours = [*intent_files(self.intent), *self.producer.written]
+                ours = [*intent_files(self.intent), *self.producer.written, *self.window.written]
                 if self.waiter is not None and not self.waiter.may_delete_files():
                     ours = []
                 _delete(ops.io, [*ours, *self.pending])
@@ -434,7 +458,7 @@ class _IntentCommit:
     def _landed(self, swapped: _Swapped, landing: Landing) -> CommitResult:
         """The steps after a swap that landed, the lock released: none can fail the commit."""
         new, new_location = swapped.metadata, swapped.location
-        unused = self.producer.unused_manifests()
+        unused = self.producer.unused_manifests() + self.window.unused_carried()
         if swapped.batch is not None:
             unused += swapped.batch.unused_manifests()
         landing.after("caching the new metadata", lambda: self.ops.committed(new_location, new))
@@ -527,7 +551,7 @@ class _IntentCommit:
         self.same_table.validate(base)
         already = _already_committed(intent, base)
         if already is not None:
-            _delete(ops.io, intent_files(intent) + self.producer.written)
+            _delete(ops.io, intent_files(intent) + self.producer.written + self.window.written)
             return CommitResult(
                 base,
                 base_location,
@@ -539,8 +563,11 @@ class _IntentCommit:
                 table=self.ops.name,
             )
         self.window.validate(self.start or base, base)
+        carried = self.window.carried_deletes(base)
         extra = {ATTEMPTS_KEY: str(self.attempt), WAIT_MS_KEY: str(int(self.clock.waited_ms))}
-        produced = self.producer.produce(base, attempt=self.attempt, extra_summary=extra)
+        produced = self.producer.produce(
+            base, attempt=self.attempt, extra_summary=extra, extra_files=carried
+        )
         self.pending.extend(produced.attempt_files)
         new = apply(base, list(produced.updates), base_location=base_location)
         batch = None
@@ -689,6 +716,12 @@ class _CommitWindow:
         self.intent = intent
         self.manifests = manifests
         self._seen: dict[int, ConcurrentCommit] = {}
+        self._deleted: dict[tuple[str, str], PositionIndex] = {}
+        self._matches: dict[str, bool] = {}  # data file path -> holds a row the filter matches
+        # carried-over deletes, by the concurrent delete files they carry: written once each
+        self._carried: dict[frozenset[str], tuple[DataFile, ...]] = {}
+        self._last_carried: tuple[DataFile, ...] = ()
+        self.written: list[str] = []  # every carried-over delete file written, any attempt
 
     def validate(self, start: TableMetadata, base: TableMetadata) -> None:
         intent = self.intent
@@ -712,12 +745,130 @@ class _CommitWindow:
                 ev = partition_evals[f.spec_id] = PartitionEvaluator(
                     specs[f.spec_id], schema, bound
                 )
-            return ev.eval(f.partition) and metrics.eval(f)
+            if not (ev.eval(f.partition) and metrics.eval(f)):
+                return False
+            return self._holds_match(f, bound, schema, specs)
 
         def describe(f: DataFile) -> str:
             return partition_path(specs[f.spec_id], base.schema(), f.partition)
 
-        check_all(intent, concurrent, delta, may_match_read=may_match, describe_partition=describe)
+        check_all(
+            intent,
+            concurrent,
+            delta,
+            may_match_read=may_match,
+            describe_partition=describe,
+            rows_overlap=self._rows_overlap,
+        )
+
+    def carried_deletes(self, base: TableMetadata) -> tuple[DataFile, ...]:
+        """For a rewrite that knows where it moved each row (``Intent.moves``): the position
+        delete files that carry the concurrent commits' position deletes (and deletion
+        vectors) of its input files over to its output files. The concurrent delete files
+        themselves then apply only to removed files, so the commit drops them (dangling)."""
+        moves = self.intent.moves
+        if moves is None:
+            return ()
+        sources = [
+            d
+            for commit in self._concurrent(base)
+            for d in commit.added_files
+            if carried(self.intent, d)
+        ]
+        key = frozenset(d.file_path for d in sources)
+        found = self._carried.get(key)
+        if found is None:
+            found = self._carried[key] = self._write_carried(base, moves, sources)
+        self._last_carried = found
+        return found
+
+    def unused_carried(self) -> list[str]:
+        """Carried-over delete files written by an attempt whose snapshot did not land."""
+        used = {f.file_path for f in self._last_carried}
+        return [p for p in self.written if p not in used]
+
+    def _write_carried(
+        self, base: TableMetadata, moves: RowMoves, sources: Sequence[DataFile]
+    ) -> tuple[DataFile, ...]:
+        by_output: dict[str, list[pa.Int64Array]] = {}
+        for d in sources:
+            source_path = named_data_file(d)
+            assert source_path is not None  # carried() checked it
+            deleted = self._positions(d, source_path).positions
+            for output, positions in moves.moved(source_path, deleted).items():
+                by_output.setdefault(output, []).append(positions)
+        outputs = {f.file_path: f for f in self.intent.added_files}
+        specs = base.specs_by_id()
+        written: list[DataFile] = []
+        prefix = uuid.uuid4()
+        for n, (path, chunks) in enumerate(sorted(by_output.items()), start=1):
+            target = outputs[path]
+            spec = specs[target.spec_id]
+            folder = partition_path(spec, base.schema(), target.partition)
+            name = f"{prefix}-{n:05d}-carried-deletes.parquet"
+            location = join(data_dir(base), folder, name) if folder else join(data_dir(base), name)
+            self.written.append(location)
+            written.append(
+                write_position_delete_file(
+                    self.io,
+                    location,
+                    target,
+                    pa.concat_arrays(chunks),
+                    spec=spec,
+                    properties=base.properties,
+                )
+            )
+        return tuple(written)
+
+    def _holds_match(
+        self,
+        f: DataFile,
+        bound: BoundExpression,
+        schema: Schema,
+        specs: Mapping[int, PartitionSpec],
+    ) -> bool:
+        """Whether a concurrently added data file that its partition and metrics say may
+        match the operation's read filter really holds a matching row: its filter columns are
+        read (files up to ``_EXACT_MATCH_MAX_ROWS`` rows; larger ones, and any file that
+        cannot be read, count as matching). So two operations on interleaved keys, whose new
+        files' bounds overlap, do not conflict unless a row really matches."""
+        if isinstance(bound, AlwaysTrue) or f.content is not Content.DATA:
+            return True
+        if f.record_count > _EXACT_MATCH_MAX_ROWS:
+            return True
+        found = self._matches.get(f.file_path)
+        if found is None:
+            columns = {schema.top_level_id(i) for i in referenced_field_ids(bound)}
+            projected = Schema(tuple(fld for fld in schema.fields if fld.field_id in columns))
+            try:
+                rows = read_data_file(
+                    self.io,
+                    f,
+                    projected=projected,
+                    row_filter=to_arrow_filter(bound),
+                    spec=specs.get(f.spec_id),
+                )
+                found = rows.num_rows > 0
+            except (LakecatError, OSError, ValueError, pa.ArrowException):
+                found = True
+            self._matches[f.file_path] = found
+        return found
+
+    def _rows_overlap(self, theirs: DataFile, ours: DataFile, data_file_path: str) -> bool:
+        """Whether two position delete files / deletion vectors delete a common row of one
+        data file (each read once per commit)."""
+        a = self._positions(theirs, data_file_path)
+        b = self._positions(ours, data_file_path)
+        if not len(a) or not len(b):
+            return False
+        return bool(pc.any(pc.is_in(a.positions, value_set=b.positions)).as_py())
+
+    def _positions(self, delete_file: DataFile, data_file_path: str) -> PositionIndex:
+        key = (delete_file.file_path, data_file_path)
+        found = self._deleted.get(key)
+        if found is None:
+            found = self._deleted[key] = deleted_positions(self.io, delete_file, data_file_path)
+        return found
 
     def _concurrent(self, base: TableMetadata) -> list[ConcurrentCommit]:
         head = base.refs.get(self.intent.branch)

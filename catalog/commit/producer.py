@@ -102,20 +102,28 @@ class SnapshotProducer:
     prepared: PreparedAppend | None = None
     commit_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
     _manifest_count: int = 0
-    _new_manifests: dict[int, ManifestFile] = field(default_factory=dict)
+    _new_manifests: dict[tuple[int, ManifestContent], ManifestFile] = field(default_factory=dict)
     # by (base manifest, dangling delete files removed): its rewrite and the paths it removed
     _rewritten: dict[tuple[str, frozenset[str]], tuple[ManifestFile | None, frozenset[str]]] = (
         field(default_factory=dict)
     )
     _merged: dict[tuple[str, ...], ManifestFile] = field(default_factory=dict)
     _dangling_by_parent: dict[int, tuple[DataFile, ...]] = field(default_factory=dict)
+    _extra: dict[tuple[str, ...], ManifestFile] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)  # every manifest written, any attempt
     last_manifests: list[ManifestFile] = field(default_factory=list)  # the latest attempt's list
 
     # ---- the attempt ----------------------------------------------------------------------
     def produce(
-        self, base: TableMetadata, *, attempt: int, extra_summary: dict[str, str]
+        self,
+        base: TableMetadata,
+        *,
+        attempt: int,
+        extra_summary: dict[str, str],
+        extra_files: tuple[DataFile, ...] = (),
     ) -> Produced:
+        """One attempt on ``base``. ``extra_files``: delete files this attempt adds besides
+        the intent's (a compaction's carried-over deletes, which depend on the base)."""
         intent = self.intent
         parent = base.ref_snapshot(intent.branch) if intent.branch in base.refs else None
         base_manifests = (
@@ -128,6 +136,8 @@ class SnapshotProducer:
         dangling = self._dangling(base, parent)
         kept, rewritten = self._remove_files(base, base_manifests, dangling)
         new = list(self.prepared.manifests) if self.prepared else self._write_new_manifests(base)
+        if extra_files:
+            new.append(self._extra_manifest(base, extra_files))
         manifests = new + rewritten + kept
         if P.get_bool(base.properties, P.MANIFEST_MERGE_ENABLED, P.MANIFEST_MERGE_ENABLED_DEFAULT):
             manifests = self._merge(base, manifests, first_new={m.manifest_path for m in new})
@@ -147,7 +157,7 @@ class SnapshotProducer:
             known=self.manifests.rows,
         )
         self.manifests.put_manifest_list(list_location, as_listed(manifests, sequence_number))
-        summary = self._summary(parent, extra_summary, dangling)
+        summary = self._summary(parent, extra_summary, dangling, extra_files)
         now = max(int(time.time() * 1000), base.last_updated_ms)
         snapshot = Snapshot(
             snapshot_id=intent.snapshot_id,
@@ -240,19 +250,34 @@ class SnapshotProducer:
         return manifest
 
     def _write_new_manifests(self, base: TableMetadata) -> list[ManifestFile]:
-        by_spec: dict[int, list[DataFile]] = {}
+        """One manifest per (partition spec, content) of the new files: data files in data
+        manifests, delete files (merge-on-read) in delete manifests."""
+        groups: dict[tuple[int, ManifestContent], list[DataFile]] = {}
         for f in self.intent.added_files:
-            by_spec.setdefault(f.spec_id, []).append(f)
+            content = ManifestContent.DATA if f.content is Content.DATA else ManifestContent.DELETES
+            groups.setdefault((f.spec_id, content), []).append(f)
         out = []
-        for spec_id, files in sorted(by_spec.items()):
-            cached = self._new_manifests.get(spec_id)
+        for key, files in sorted(groups.items()):
+            cached = self._new_manifests.get(key)
             if cached is None:
                 # Snapshot id and sequence numbers left null: inherited from the manifest list,
                 # which is what lets every retry reuse this file unchanged.
-                cached = self._write(base, spec_id, (ManifestEntry(Status.ADDED, f) for f in files))
-                self._new_manifests[spec_id] = cached
+                entries = (ManifestEntry(Status.ADDED, f) for f in files)
+                cached = self._write(base, key[0], entries, key[1])
+                self._new_manifests[key] = cached
             out.append(cached)
         return out
+
+    def _extra_manifest(self, base: TableMetadata, files: tuple[DataFile, ...]) -> ManifestFile:
+        """The delete manifest of an attempt's extra delete files (one spec: a rewrite's
+        output), written once per distinct set."""
+        key = tuple(sorted(f.file_path for f in files))
+        cached = self._extra.get(key)
+        if cached is None:
+            entries = (ManifestEntry(Status.ADDED, f) for f in files)
+            cached = self._write(base, files[0].spec_id, entries, ManifestContent.DELETES)
+            self._extra[key] = cached
+        return cached
 
     def _dangling(self, base: TableMetadata, parent: Snapshot | None) -> tuple[DataFile, ...]:
         """The delete files of ``parent`` that apply only to data files this intent removes
@@ -371,10 +396,18 @@ class SnapshotProducer:
         return merged
 
     def _summary(
-        self, parent: Snapshot | None, extra: dict[str, str], dangling: tuple[DataFile, ...] = ()
+        self,
+        parent: Snapshot | None,
+        extra: dict[str, str],
+        dangling: tuple[DataFile, ...] = (),
+        extra_files: tuple[DataFile, ...] = (),
     ) -> dict[str, str]:
         intent = self.intent
-        s = dict(self.prepared.change_summary) if self.prepared else self._change_summary(dangling)
+        s = (
+            dict(self.prepared.change_summary)
+            if self.prepared
+            else self._change_summary(dangling, extra_files)
+        )
         prev = parent.summary if parent else {}
         for total, plus, minus in (
             ("total-records", "added-records", "deleted-records"),
@@ -384,16 +417,16 @@ class SnapshotProducer:
             if parent is None or total in prev:
                 value = int(prev.get(total, "0")) + int(s.get(plus, "0")) - int(s.get(minus, "0"))
                 s[total] = str(value)
-        # lakecat writes no delete files; carry the delete totals only when a table has them
-        # (snapshot summaries are repeated in every metadata.json, so their size matters),
-        # less the dangling delete files this commit removes
-        for total, minus in (
-            ("total-delete-files", "removed-delete-files"),
-            ("total-position-deletes", "removed-position-deletes"),
-            ("total-equality-deletes", "removed-equality-deletes"),
+        # carry the delete totals only when a table has or gets delete files (snapshot
+        # summaries are repeated in every metadata.json, so their size matters)
+        for total, plus, minus in (
+            ("total-delete-files", "added-delete-files", "removed-delete-files"),
+            ("total-position-deletes", "added-position-deletes", "removed-position-deletes"),
+            ("total-equality-deletes", "added-equality-deletes", "removed-equality-deletes"),
         ):
-            if prev.get(total, "0") != "0":
-                s[total] = str(max(0, int(prev[total]) - int(s.get(minus, "0"))))
+            if prev.get(total, "0") != "0" or plus in s:
+                value = int(prev.get(total, "0")) + int(s.get(plus, "0")) - int(s.get(minus, "0"))
+                s[total] = str(max(0, value))
         if intent.kind.value != intent.snapshot_operation:
             s[OPERATION_KEY] = intent.kind.value  # e.g. "merge" committed as "overwrite"
         if intent.kind is not OpKind.APPEND:
@@ -405,45 +438,57 @@ class SnapshotProducer:
         s.update(extra)
         return s
 
-    def _change_summary(self, dangling: tuple[DataFile, ...] = ()) -> dict[str, str]:
+    def _change_summary(
+        self, dangling: tuple[DataFile, ...] = (), extra_files: tuple[DataFile, ...] = ()
+    ) -> dict[str, str]:
         """The summary's counts of this operation's own change (``dangling``: the delete files
-        it removes)."""
+        it removes; ``extra_files``: delete files the attempt adds besides the intent's)."""
         intent = self.intent
-        added = intent.added_files
-        removed = intent.removed_files
+        added = intent.added_data_files
+        new_deletes = (*intent.added_delete_files, *extra_files)
+        removed = tuple(f for f in intent.removed_files if f.content is Content.DATA)
+        # delete files an operation removes itself (rewrite_position_delete_files) and those
+        # that its removed data files leave applying to nothing
+        gone_deletes = (
+            *(f for f in intent.removed_files if f.content is not Content.DATA),
+            *dangling,
+        )
         s: dict[str, str] = {}
         if added:
             s["added-data-files"] = str(len(added))
             s["added-records"] = str(sum(f.record_count for f in added))
-            s["added-files-size"] = str(sum(f.file_size_in_bytes for f in added))
+        if new_deletes:
+            s.update(_deletes_summary("added", new_deletes))
+        if added or new_deletes:  # Iceberg's: data and delete files
+            size = sum(f.file_size_in_bytes for f in (*added, *new_deletes))
+            s["added-files-size"] = str(size)
         if removed:
             s["deleted-data-files"] = str(len(removed))
             s["deleted-records"] = str(sum(f.record_count for f in removed))
             s["removed-files-size"] = str(sum(f.file_size_in_bytes for f in removed))
-        if dangling:
-            s.update(_removed_deletes_summary(dangling))
-            size = sum(f.file_size_in_bytes for f in (*removed, *dangling))
+        if gone_deletes:
+            s.update(_deletes_summary("removed", gone_deletes))
+            size = sum(f.file_size_in_bytes for f in (*removed, *gone_deletes))
             s["removed-files-size"] = str(size)  # Iceberg's: data and delete files
-        s["changed-partition-count"] = str(
-            len({(f.spec_id, f.partition) for f in (*added, *removed)})
-        )
+        changed = (*added, *new_deletes, *removed, *intent.removed_files)
+        s["changed-partition-count"] = str(len({(f.spec_id, f.partition) for f in changed}))
         return s
 
 
-def _removed_deletes_summary(deletes: tuple[DataFile, ...]) -> dict[str, str]:
-    """Iceberg's summary counts of removed delete files (``SnapshotSummary``)."""
+def _deletes_summary(prefix: str, deletes: tuple[DataFile, ...]) -> dict[str, str]:
+    """Iceberg's summary counts of added or removed delete files (``SnapshotSummary``)."""
     positional = [d for d in deletes if d.content is Content.POSITION_DELETES]
     dvs = [d for d in positional if d.file_format.upper() == "PUFFIN"]
     equality = [d for d in deletes if d.content is Content.EQUALITY_DELETES]
-    s = {"removed-delete-files": str(len(deletes))}
+    s = {f"{prefix}-delete-files": str(len(deletes))}
     counts = (
-        ("removed-position-delete-files", len(positional) - len(dvs)),
-        ("removed-dvs", len(dvs)),
-        ("removed-equality-delete-files", len(equality)),
-        ("removed-position-deletes", sum(d.record_count for d in positional)),
-        ("removed-equality-deletes", sum(d.record_count for d in equality)),
+        ("position-delete-files", len(positional) - len(dvs)),
+        ("dvs", len(dvs)),
+        ("equality-delete-files", len(equality)),
+        ("position-deletes", sum(d.record_count for d in positional)),
+        ("equality-deletes", sum(d.record_count for d in equality)),
     )
-    s.update((key, str(n)) for key, n in counts if n)
+    s.update((f"{prefix}-{key}", str(n)) for key, n in counts if n)
     return s
 
 

@@ -2,6 +2,7 @@
 
 * :func:`rewrite_data_files`: compaction (bin-pack, optionally sort) as ``replace`` snapshots;
 * :func:`rewrite_manifests`: regroup manifests by partition;
+* :func:`rewrite_position_delete_files`: merge each data file's position delete files;
 * :func:`expire_snapshots`: drop old snapshots, then delete the files only they used;
 * :func:`remove_orphan_files`: delete files nothing references, older than a guard;
 * snapshot management: :func:`rollback_to_snapshot`, :func:`rollback_to_timestamp`,
@@ -29,6 +30,10 @@ from lakecat.catalog.maintenance.expire import (
 )
 from lakecat.catalog.maintenance.manifests import ManifestRewriteResult, rewrite_manifests
 from lakecat.catalog.maintenance.orphans import OrphanResult, remove_orphan_files
+from lakecat.catalog.maintenance.position_deletes import (
+    DeleteRewriteResult,
+    rewrite_position_delete_files,
+)
 from lakecat.catalog.maintenance.snapshots import (
     cherry_pick,
     fast_forward,
@@ -40,6 +45,7 @@ from lakecat.metadata.errors import TableKeptChanging
 
 __all__ = [
     "CompactionResult",
+    "DeleteRewriteResult",
     "ExpireResult",
     "ExpiryPlan",
     "ExpiryPolicy",
@@ -55,6 +61,7 @@ __all__ = [
     "remove_orphan_files",
     "rewrite_data_files",
     "rewrite_manifests",
+    "rewrite_position_delete_files",
     "rollback_to_snapshot",
     "rollback_to_timestamp",
     "set_current_snapshot",

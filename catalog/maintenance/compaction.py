@@ -42,8 +42,13 @@ Delete files (merge-on-read deletes another engine wrote): each rewritten file i
 delete files that apply to it (``FileGroup.deletes``), so the new files hold only live rows, and
 the commit removes the delete files that applied only to the rewritten files. A file that at
 least ``delete_file_threshold`` delete files apply to is rewritten whatever its size. A
-concurrent commit that adds deletes to a file of a group fails that group (the rows it deletes
-would come back), as Iceberg's ``validateNoNewDeletesForDataFiles`` does.
+concurrent commit that adds equality deletes to a file of a group fails that group (the rows it
+deletes would come back), as Iceberg's ``validateNoNewDeletesForDataFiles`` does. Concurrent
+*position* deletes and deletion vectors do not: a group rewritten without a sort records where
+each input row went (:class:`~lakecat.catalog.commit.moves.RowMoves`: input rows are written in
+order, to one partition), and the commit writes the same deletes again for the new files, so a
+merge-on-read DELETE, UPDATE or MERGE that commits first does not fail the compaction (a sorted
+rewrite, or one that applied equality deletes, still fails on them).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecat.catalog.commit.intent import Intent, OpKind
+from lakecat.catalog.commit.moves import MovedFile, RowMoves
 from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.catalog.read.deletes import DeleteReader
 from lakecat.catalog.read.scan import RowFilter, Scan
@@ -71,7 +77,7 @@ from lakecat.metadata.errors import (
 )
 from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError
 from lakecat.metadata.io.parquet import partition_path, source_column
-from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.partitioning.transforms import parse_transform
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import PrimitiveType
@@ -338,8 +344,8 @@ class _Job:
 
     def run_group(self, group: FileGroup, starting_snapshot_id: int) -> None:
         try:
-            new_files = self._rewrite(group)
-            self._commit([group], new_files, starting_snapshot_id)
+            new_files, moves = self._rewrite(group)
+            self._commit([group], new_files, starting_snapshot_id, moves)
         except (CommitConflict, RetriesExhausted, FileNotFoundStorageError) as exc:
             # FileNotFound: a concurrent commit removed an input and expiry already deleted it.
             # Either way this group lost; its new files are gone, the table is unchanged.
@@ -351,7 +357,7 @@ class _Job:
         written: list[DataFile] = []
         try:
             for group in groups:
-                written.extend(self._rewrite(group))
+                written.extend(self._rewrite(group)[0])
                 self.done += 1
                 self.report()
         except BaseException:
@@ -360,7 +366,11 @@ class _Job:
         self._commit(groups, written, starting_snapshot_id)
 
     def _commit(
-        self, groups: list[FileGroup], new_files: list[DataFile], starting_snapshot_id: int
+        self,
+        groups: list[FileGroup],
+        new_files: list[DataFile],
+        starting_snapshot_id: int,
+        moves: RowMoves | None = None,
     ) -> None:
         removed = [f for g in groups for f in g.files]
         intent = Intent(
@@ -368,6 +378,7 @@ class _Job:
             starting_snapshot_id=starting_snapshot_id,
             added_files=tuple(new_files),
             removed_files=tuple(removed),
+            moves=moves,
         )
         result = self.table.commit_intent(intent)  # on a conflict it deletes new_files
         self.committed += len(groups)
@@ -376,39 +387,75 @@ class _Job:
         if result.snapshot_id is not None:
             self.snapshot_ids.append(result.snapshot_id)
 
-    def _rewrite(self, group: FileGroup) -> list[DataFile]:
-        """Write the group's rows as new files; on failure nothing written is left behind."""
+    def _rewrite(self, group: FileGroup) -> tuple[list[DataFile], RowMoves | None]:
+        """Write the group's rows as new files; on failure nothing written is left behind.
+        Also where each input row went (:class:`RowMoves`), when that is known: no sort, no
+        equality deletes applied, and every slice written in order to one partition."""
         written: list[DataFile] = []
+        inputs: dict[str, MovedFile] | None = {}
+        runs: list[list[tuple[str, int]]] = []
+        reader = DeleteReader(self.table.io, self.start.schema(), self.start.schemas)
         try:
             if self.sort_keys is None:
                 for chunk in _slices(group.files, self.target):
-                    written.extend(self._write(self._read(chunk, group.deletes)))
+                    tables = self._read(reader, chunk, group.deletes)
+                    out = self._write(_concat(tables))
+                    written.extend(out)
+                    if inputs is not None and len({f.partition for f in out}) <= 1:
+                        offset = 0
+                        for f, t in zip(chunk, tables, strict=True):
+                            deleted = self._deleted_at_read(reader, f, group.deletes)
+                            if deleted is None:
+                                inputs = None
+                                break
+                            inputs[f.file_path] = MovedFile(len(runs), offset, deleted)
+                            offset += t.num_rows
+                        runs.append([(f.file_path, f.record_count) for f in out])
+                    else:
+                        inputs = None
             else:
                 rows = _sort(
-                    self._read(group.files, group.deletes), self.start.schema(), self.sort_keys
+                    _concat(self._read(reader, group.files, group.deletes)),
+                    self.start.schema(),
+                    self.sort_keys,
                 )
                 written.extend(self._write(rows))
+                inputs = None  # sorted: where a row went is not recorded
         except BaseException:
             _delete_quietly(self.table.io, written)
             raise
         if self.sort_order_id is not None:
             written = [replace(f, sort_order_id=self.sort_order_id) for f in written]
-        return written
+        moves = RowMoves(inputs, tuple(tuple(r) for r in runs)) if inputs else None
+        return written, moves
 
     def _read(
-        self, files: Sequence[DataFile], deletes: Mapping[str, tuple[DataFile, ...]]
-    ) -> pa.Table:
-        """The live rows of ``files``: their ``deletes`` applied."""
+        self,
+        reader: DeleteReader,
+        files: Sequence[DataFile],
+        deletes: Mapping[str, tuple[DataFile, ...]],
+    ) -> list[pa.Table]:
+        """The live rows of each of ``files``: their ``deletes`` applied."""
         schema = self.start.schema()
         specs = self.start.specs_by_id()
-        reader = DeleteReader(self.table.io, schema, self.start.schemas)
-        tables = [
+        return [
             reader.read_table(
                 f, deletes.get(f.file_path, ()), projected=schema, spec=specs[f.spec_id]
             )
             for f in files
         ]
-        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+    @staticmethod
+    def _deleted_at_read(
+        reader: DeleteReader, f: DataFile, deletes: Mapping[str, tuple[DataFile, ...]]
+    ) -> pa.Int64Array | None:
+        """The positions of ``f`` its deletes removed when it was read; ``None`` when an
+        equality delete applied (which rows it removed is not known by position)."""
+        applied = deletes.get(f.file_path, ())
+        if any(d.content is Content.EQUALITY_DELETES for d in applied):
+            return None
+        index = reader.position_index(f, applied)
+        return index.positions if index is not None else pa.array([], pa.int64())
 
     def _write(self, rows: pa.Table) -> list[DataFile]:
         written: list[DataFile] = write_files(self.table.io, self.write_metadata, [rows])
@@ -425,6 +472,10 @@ class _Job:
             bytes_added=sum(f.file_size_in_bytes for f in self.added),
             snapshot_ids=tuple(self.snapshot_ids),
         )
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
 def _slices(files: Sequence[DataFile], target: int) -> Iterator[list[DataFile]]:

@@ -30,6 +30,7 @@ from lakecat.metadata.deletes import (
     drop_equality_deleted,
     positions_by_file,
     read_deletion_vector,
+    row_positions,
 )
 from lakecat.metadata.errors import CorruptMetadata, LakecatError, UnsupportedFeature
 from lakecat.metadata.expressions.evaluators import to_arrow_filter
@@ -263,7 +264,7 @@ def _with_positions(batches: Iterable[pa.RecordBatch], name: str) -> Iterator[pa
     start = 0
     for batch in batches:
         n = batch.num_rows
-        positions = pa.array(range(start, start + n), pa.int64())
+        positions = row_positions(start, n)
         yield pa.RecordBatch.from_arrays(
             [*batch.columns, positions], names=[*batch.schema.names, name]
         )

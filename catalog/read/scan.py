@@ -55,6 +55,8 @@ from lakecat.metadata.table.table_metadata import TableMetadata
 RowFilter = Expression | str | None
 _READ_THREADS = 4
 _POSITION = "__lakecat_pos"  # a row's position in its file, while row lineage is filled in
+# a merge-on-read delete reads only the filter's columns: big batches, few filter calls
+_POSITIONS_BATCH_ROWS = 1 << 20
 
 
 def to_expression(row_filter: RowFilter) -> Expression:
@@ -233,15 +235,48 @@ class Scan:
             table = table.select([fld.name for fld in self.projected.fields])
         return table
 
-    def live_rows(self, f: DataFile, plan: ScanPlan) -> pa.Table:
+    def live_rows(
+        self, f: DataFile, plan: ScanPlan, *, position_column: str | None = None
+    ) -> pa.Table:
         """Every row of ``f`` (a file of ``plan``) that its delete files leave, in the scan's
-        projection, unfiltered: what a copy-on-write rewrite of ``f`` starts from."""
+        projection, unfiltered: what a copy-on-write rewrite of ``f`` starts from. With
+        ``position_column``, one more int64 column of that name holds each row's position in
+        the file (what a merge-on-read change of the row deletes)."""
+        reader = self._delete_reader()
+        deletes = plan.deletes.get(f.file_path, ())
+        spec = self._specs.get(f.spec_id)
+        if position_column is None:
+            return reader.read_table(f, deletes, projected=self.projected, spec=spec)
+        batches = reader.read(
+            f, deletes, projected=self.projected, spec=spec, position_column=position_column
+        )
+        schema = schema_to_arrow(self.projected).append(pa.field(position_column, pa.int64()))
+        return pa.Table.from_batches(list(batches), schema=schema)
+
+    def matching_positions(
+        self, f: DataFile, plan: ScanPlan, row_filter: BoundExpression
+    ) -> pa.Int64Array:
+        """The positions in ``f`` (a file of ``plan``) of its live rows that ``row_filter``
+        (bound to the scan's schema) matches, ascending: what a merge-on-read delete deletes.
+        Reads only the columns the filter and the file's equality deletes need."""
+        batches = self._delete_reader().read(
+            f,
+            plan.deletes.get(f.file_path, ()),
+            projected=Schema((), self.schema.schema_id),
+            row_filter=row_filter,
+            spec=self._specs.get(f.spec_id),
+            batch_size=_POSITIONS_BATCH_ROWS,
+            position_column=_POSITION,
+        )
+        chunks = [b.column(_POSITION) for b in batches if b.num_rows]
+        if not chunks:
+            return pa.array([], pa.int64())
+        return pa.concat_arrays(chunks)
+
+    def _delete_reader(self) -> DeleteReader:
         if self._reader is None:  # kept: a position delete file may name many data files
             self._reader = DeleteReader(self.io, self.schema, self.metadata.schemas)
-        deletes = plan.deletes.get(f.file_path, ())
-        return self._reader.read_table(
-            f, deletes, projected=self.projected, spec=self._specs.get(f.spec_id)
-        )
+        return self._reader
 
     def to_batches(self) -> Iterator[pa.Table]:
         """Matching rows, one Arrow table per data file, in planning order.

@@ -1,9 +1,11 @@
-"""Row-level UPDATE and MERGE (and upsert), copy-on-write over Arrow.
+"""Row-level UPDATE and MERGE (and upsert) over Arrow, copy-on-write or merge-on-read.
 
 Both plan against the snapshot the operation starts from: the files that may hold the rows
-they touch are read, the touched rows are changed, every file with a change is rewritten whole
-(unchanged rows included) and removed. Files that were read and found untouched count as
-*read* for the conflict checks. MERGE's read filter covers the source's keys, so the insert
+they touch are read and the touched rows are changed. Copy-on-write rewrites every file with a
+change whole (unchanged rows included) and removes it; merge-on-read
+(:mod:`lakecat.catalog.write.merge_on_read`) keeps it, deletes the touched rows by position and
+writes their new versions to new files. Files that were read and kept count as *read* for the
+conflict checks. MERGE's read filter covers the source's keys, so the insert
 side counts as a read: two concurrent upserts of the same new key cannot both commit.
 
 Delete files (merge-on-read deletes another engine wrote): a file is read with its deletes
@@ -22,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from lakecat.catalog.read.scan import Scan
+from lakecat.catalog.write.merge_on_read import FileDeletes
 from lakecat.catalog.write.row_ops import not_true
 from lakecat.metadata.errors import SchemaMismatch, UnknownColumn, ValidationError
 from lakecat.metadata.expressions.evaluators import to_arrow_filter
@@ -49,6 +52,7 @@ SetValue: TypeAlias = Any
 # Above this many distinct keys, MERGE reads with a key range instead of an IN list.
 _MAX_IN_KEYS = 10_000
 _SOURCE_PREFIX = "__src_"
+_POSITION = "__lakecat_row_pos"  # merge-on-read: a row's position in its data file
 
 
 @dataclass
@@ -60,13 +64,19 @@ class RowLevelPlan:
     inserted_rows: list[pa.Table] = field(default_factory=list)
     read_files: list[str] = field(default_factory=list)
     read_filter: Expression = field(default_factory=AlwaysTrue)
+    # merge-on-read: the changed rows' positions in files that stay
+    position_deletes: list[FileDeletes] = field(default_factory=list)
     rows_updated: int = 0
     rows_deleted: int = 0
     rows_inserted: int = 0
 
     @property
     def changes_anything(self) -> bool:
-        return bool(self.removed) or any(t.num_rows for t in self.inserted_rows)
+        return (
+            bool(self.removed)
+            or bool(self.position_deletes)
+            or any(t.num_rows for t in self.inserted_rows)
+        )
 
 
 # ---- UPDATE -------------------------------------------------------------------------------
@@ -78,6 +88,7 @@ def plan_update(
     set_values: Mapping[str, SetValue],
     where: Expression,
     cache: ManifestCache | None = None,
+    merge_on_read: bool = False,
 ) -> RowLevelPlan:
     schema = metadata.schema()
     if not set_values:
@@ -97,16 +108,32 @@ def plan_update(
     scan = Scan(io, metadata, snapshot, schema, row_filter=where, manifest_cache=cache)
     scanned = scan.plan()
     for f in scanned.files:
-        rows = scan.live_rows(f, scanned)
+        rows = scan.live_rows(f, scanned, position_column=_POSITION if merge_on_read else None)
         mask = _evaluate(rows, pc.coalesce(arrow_filter, pc.scalar(False)))
         hits = pc.sum(mask).as_py() or 0
-        if not hits:
+        if not hits or merge_on_read:
             plan.read_files.append(f.file_path)
+        if not hits:
             continue
-        plan.removed.append(f)
         plan.rows_updated += hits
-        plan.rewritten_rows.append(_apply_set(rows, mask, set_values, schema))
+        if merge_on_read:
+            positions = rows.column(_POSITION).filter(mask).combine_chunks()
+            plan.position_deletes.append(FileDeletes(f, positions))
+            rows = rows.drop_columns([_POSITION])
+            plan.rewritten_rows.append(_apply_set(rows, mask, set_values, schema).filter(mask))
+        else:
+            plan.removed.append(f)
+            plan.rewritten_rows.append(_apply_set(rows, mask, set_values, schema))
+    if merge_on_read:
+        _combine_new_versions(plan)
     return plan
+
+
+def _combine_new_versions(plan: RowLevelPlan) -> None:
+    """Merge-on-read: the new versions of rows from many files go to as few files as the
+    partitioning and the target size allow, not one file per file read."""
+    if len(plan.rewritten_rows) > 1:
+        plan.rewritten_rows = [pa.concat_tables(plan.rewritten_rows)]
 
 
 def _apply_set(
@@ -171,6 +198,7 @@ def plan_merge(
     clauses: MergeClauses,
     target_filter: Expression | None = None,
     cache: ManifestCache | None = None,
+    merge_on_read: bool = False,
 ) -> RowLevelPlan:
     schema = metadata.schema()
     if not on:
@@ -194,24 +222,37 @@ def plan_merge(
         scan = Scan(io, metadata, snapshot, schema, row_filter=read_filter, manifest_cache=cache)
         scanned = scan.plan()
         for f in scanned.files:
-            rows = scan.live_rows(f, scanned)
+            position = _POSITION if merge_on_read else None
+            rows = scan.live_rows(f, scanned, position_column=position)
             if inside is not None:
                 outside, rows_in = rows.filter(not_true(inside)), rows.filter(inside)
             else:
                 outside, rows_in = rows.schema.empty_table(), rows
-            rewritten, keys, updated, deleted = _merge_file(rows_in, source, on, clauses, schema)
-            if not updated and not deleted:
+            merged = _merge_file(rows_in, source, on, clauses, schema)
+            if merged.keys.num_rows:
+                matched_keys.append(merged.keys)
+            changed = merged.updated or merged.deleted
+            if not changed or merge_on_read:
                 plan.read_files.append(f.file_path)
-                if keys.num_rows:
-                    matched_keys.append(keys)
+            if not changed:
                 continue
-            matched_keys.append(keys)
-            plan.removed.append(f)
-            plan.rows_updated += updated
-            plan.rows_deleted += deleted
-            plan.rewritten_rows.append(
-                conform_to_schema(pa.concat_tables([outside, rewritten]), schema)
-            )
+            plan.rows_updated += merged.updated
+            plan.rows_deleted += merged.deleted
+            if merge_on_read:
+                touched = pc.or_(merged.update_mask, merged.delete_mask)
+                positions = merged.rows.column(_POSITION).filter(touched).combine_chunks()
+                plan.position_deletes.append(FileDeletes(f, positions))
+                new_versions = merged.rows.filter(merged.update_mask).drop_columns([_POSITION])
+                if new_versions.num_rows:
+                    plan.rewritten_rows.append(conform_to_schema(new_versions, schema))
+            else:
+                plan.removed.append(f)
+                kept = merged.rows.filter(pc.invert(merged.delete_mask))
+                plan.rewritten_rows.append(
+                    conform_to_schema(pa.concat_tables([outside, kept]), schema)
+                )
+    if merge_on_read:
+        _combine_new_versions(plan)
     if clauses.not_matched_insert:
         inserts = _unmatched(source, on, matched_keys)
         if inserts.num_rows:
@@ -220,10 +261,29 @@ def plan_merge(
     return plan
 
 
+@dataclass(frozen=True)
+class _MergedFile:
+    """One file's rows after MERGE: every row in file order with its updates applied (schema
+    of the rows read), which rows were updated and which deleted, and the matched keys."""
+
+    rows: pa.Table
+    update_mask: pa.BooleanArray
+    delete_mask: pa.BooleanArray
+    keys: pa.Table
+
+    @property
+    def updated(self) -> int:
+        return pc.sum(self.update_mask).as_py() or 0
+
+    @property
+    def deleted(self) -> int:
+        return pc.sum(self.delete_mask).as_py() or 0
+
+
 def _merge_file(
     rows: pa.Table, source: pa.Table, on: Sequence[str], clauses: MergeClauses, schema: Schema
-) -> tuple[pa.Table, pa.Table, int, int]:
-    """(rows to write back, matched keys, rows updated, rows deleted) for one file."""
+) -> _MergedFile:
+    """MERGE's effect on one file's rows."""
     renamed = source.rename_columns(
         [c if c in on else _SOURCE_PREFIX + c for c in source.column_names]
     )
@@ -235,9 +295,10 @@ def _merge_file(
     matched = pc.fill_null(joined.column(marker), False).combine_chunks()
     keys = joined.filter(matched).select(list(on))
     n_matched = pc.sum(matched).as_py() or 0
+    nothing = pa.array([False] * joined.num_rows)
     if not n_matched or not (clauses.matched_update or clauses.matched_delete):
-        return rows, keys, 0, 0
-    delete_mask = pa.array([False] * joined.num_rows)
+        return _MergedFile(rows, nothing, nothing, keys)
+    delete_mask = nothing
     if clauses.matched_delete:
         delete_mask = matched
         if clauses.matched_delete_if is not None:
@@ -245,9 +306,7 @@ def _merge_file(
             delete_mask = pc.and_(matched, pc.fill_null(_evaluate(joined, cond), False))
     update_mask = pc.and_(matched, pc.invert(delete_mask))
     out = joined
-    updated = 0
     if clauses.matched_update:
-        updated = pc.sum(update_mask).as_py() or 0
         mapping = _update_mapping(clauses.matched_update, source, on)
         for target_col, src in mapping.items():
             if isinstance(src, pc.Expression):
@@ -258,12 +317,17 @@ def _merge_file(
             value = pc.if_else(update_mask, pc.cast(new, old.type), old)
             out = out.set_column(out.schema.get_field_index(target_col), target_col, value)
     else:
-        update_mask = pa.array([False] * joined.num_rows)
-    deleted = pc.sum(delete_mask).as_py() or 0
-    kept = out.filter(pc.invert(delete_mask)).select(rows.column_names)
+        update_mask = nothing
     # the join drops field metadata and nullability: put the file's schema back
-    kept = pa.Table.from_arrays(kept.columns, schema=rows.schema)
-    return kept, keys, updated, deleted
+    merged = pa.Table.from_arrays(out.select(rows.column_names).columns, schema=rows.schema)
+    return _MergedFile(merged, _plain(update_mask), _plain(delete_mask), keys)
+
+
+def _plain(mask: pa.Array | pa.ChunkedArray) -> pa.BooleanArray:
+    """A mask as one array with no nulls."""
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
+    return pc.fill_null(mask, False)
 
 
 def _update_mapping(

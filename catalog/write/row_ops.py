@@ -1,4 +1,4 @@
-"""Copy-on-write planning for operations that remove rows (delete, overwrite by filter).
+"""Planning for operations that remove rows (delete, overwrite by filter).
 
 For a filter, every data file that may hold matching rows is classified against the snapshot
 the operation starts from:
@@ -10,6 +10,10 @@ the operation starts from:
 * no row matches after reading: the file stays; it counts as read for conflict checks.
 
 Rows for which the filter is unknown (NULL) are kept, as SQL's ``DELETE ... WHERE`` does.
+
+Merge-on-read (:mod:`lakecat.catalog.write.merge_on_read`) classifies the same way, but a
+partly matching file is read only for the filter's columns and stays: the positions of its
+matching rows go to a position delete file.
 
 Delete files (merge-on-read deletes another engine wrote): a file is read with its deletes
 applied, so the rewrite keeps only live rows, and the commit removes the delete files that
@@ -25,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecat.catalog.read.scan import Scan, ScanPlan
+from lakecat.catalog.write.merge_on_read import FileDeletes
 from lakecat.metadata.expressions.evaluators import (
     PartitionEvaluator,
     StrictMetricsEvaluator,
@@ -44,11 +49,13 @@ class RewritePlan:
     removed: list[DataFile] = field(default_factory=list)
     kept_rows: list[pa.Table] = field(default_factory=list)
     read_files: list[str] = field(default_factory=list)
+    # merge-on-read: the rows to delete from files that stay
+    position_deletes: list[FileDeletes] = field(default_factory=list)
     deleted_rows: int = 0
 
     @property
     def changes_anything(self) -> bool:
-        return bool(self.removed)
+        return bool(self.removed) or bool(self.position_deletes)
 
 
 def plan_delete(
@@ -59,9 +66,12 @@ def plan_delete(
     *,
     case_sensitive: bool = True,
     cache: ManifestCache | None = None,
+    merge_on_read: bool = False,
 ) -> RewritePlan:
     """Which files a delete of ``expression`` removes, and which rows it must rewrite (the
-    live rows of a partly matching file: its delete files applied)."""
+    live rows of a partly matching file: its delete files applied); with ``merge_on_read``,
+    which rows of a partly matching file it deletes by position instead (the file stays and
+    counts as read)."""
     plan = RewritePlan()
     if snapshot is None:
         return plan
@@ -71,6 +81,14 @@ def plan_delete(
     plan.removed.extend(whole)
     plan.deleted_rows = sum(f.record_count for f in whole)
     if not partial:
+        return plan
+    if merge_on_read:
+        for f in partial:
+            positions = scan.matching_positions(f, scanned, bound)
+            plan.read_files.append(f.file_path)
+            if len(positions):
+                plan.position_deletes.append(FileDeletes(f, positions))
+                plan.deleted_rows += len(positions)
         return plan
     arrow_filter = to_arrow_filter(bound)
     for f in partial:

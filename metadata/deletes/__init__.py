@@ -19,6 +19,7 @@ from lakecat.metadata.deletes.apply import (
     equality_deleted_mask,
     positions_by_file,
     positions_for_file,
+    row_positions,
 )
 from lakecat.metadata.deletes.deletion_vector import (
     DELETION_VECTOR_BLOB_TYPE,
@@ -68,6 +69,7 @@ __all__ = [
     "read_blob",
     "read_deletion_vector",
     "read_footer",
+    "row_positions",
     "serialize_deletion_vector",
     "to_bitmap",
     "write_deletion_vectors",

@@ -41,6 +41,7 @@ __all__ = [
     "dangling_deletes",
     "delete_index",
     "delete_manifests",
+    "named_data_file",
 ]
 
 
@@ -101,7 +102,7 @@ class DeleteIndex:
                 self._dvs.setdefault(f.referenced_data_file, []).append(ref)
             elif f.content is Content.POSITION_DELETES:
                 _require_parquet(f, "position")
-                target = _single_target(f)
+                target = named_data_file(f)
                 if target is not None:
                     self._by_path.setdefault(target, []).append(ref)
                 else:
@@ -173,9 +174,14 @@ def _require_parquet(f: DataFile, kind: str) -> None:
         )
 
 
-def _single_target(f: DataFile) -> str | None:
-    """The one data file a position delete file names, when its ``file_path`` bounds say so
-    (lower == upper, untruncated)."""
+def named_data_file(f: DataFile) -> str | None:
+    """The one data file a position delete file or deletion vector applies to, when it names
+    one: its ``referenced_data_file``, else ``file_path`` bounds that are equal (lower ==
+    upper, untruncated: how v2 writers name it). ``None`` for other files."""
+    if f.content is not Content.POSITION_DELETES:
+        return None
+    if f.referenced_data_file is not None:
+        return f.referenced_data_file
     lower = (f.lower_bounds or {}).get(POS_FILE_PATH_ID)
     upper = (f.upper_bounds or {}).get(POS_FILE_PATH_ID)
     if lower is None or lower != upper:

@@ -1,4 +1,4 @@
-"""DELETE, UPDATE and MERGE for Spark users, copy-on-write, committed with conflict checks.
+"""DELETE, UPDATE and MERGE for Spark users, committed with conflict checks.
 
 >>> delete(spark, "db.events", "ts < '2024-01-01'")
 >>> update(spark, "db.events", "region = 'eu'", {"amount": "amount * 2"})
@@ -20,6 +20,14 @@ Conditions and SET values are Spark SQL, evaluated by Spark on the rows. Each op
 
 Rows for which a condition is NULL are not affected, as in SQL.
 
+Merge-on-read (the table's ``write.delete.mode`` / ``write.update.mode`` = ``merge-on-read``):
+DELETE and UPDATE leave the files with matching rows in place; one Spark job collects the
+matching rows' file and position (the ``_file`` / ``_pos`` metadata columns, positions counted
+over every row of the file) and the driver writes one position delete file per data file;
+UPDATE writes the new versions of the matched rows on Spark. Those files are *read* files for
+the conflict checks. MERGE stays copy-on-write on Spark whatever ``write.merge.mode`` says (the
+Python ``Table.merge`` honours it).
+
 Delete files (merge-on-read deletes another engine wrote): the files are read through the data
 source, which applies them, so only live rows are matched and written back; the commit removes
 the delete files that applied only to the removed files.
@@ -31,10 +39,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import functions as F
 
 from lakecat.catalog import Catalog
-from lakecat.catalog.engine import Intent, OpKind, Scan
+from lakecat.catalog.engine import (
+    FileDeletes,
+    Intent,
+    OpKind,
+    Scan,
+    merge_on_read,
+    write_position_deletes,
+)
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import LakecatError, ValidationError
 from lakecat.metadata.expressions import (
@@ -51,7 +67,7 @@ from lakecat.spark_ext.settings import DEFAULT_FORMAT
 from lakecat.spark_ext.source.staging import TargetTable, open_target, read_files, stage_write
 from lakecat.spark_ext.source.tasks import delete_files
 from lakecat.spark_ext.source.write_jobs import isolation_level
-from lakecat.spark_ext.types import FILE_COLUMN, METADATA_COLUMNS
+from lakecat.spark_ext.types import FILE_COLUMN, METADATA_COLUMNS, POS_COLUMN
 
 _MATCH = "__lakecat_match"
 
@@ -79,6 +95,18 @@ def delete(
         expression = lakecat_filter(condition, target)
         candidates = _candidates(target, expression)
         whole, partial = _split_strict(target, expression, candidates)
+        if merge_on_read(target.metadata, OpKind.DELETE):
+            deletes, _ = _position_deletes(spark, target, partial, condition)
+            return _commit(
+                target,
+                OpKind.DELETE,
+                P.DELETE_ISOLATION_LEVEL,
+                expression,
+                whole,
+                deletes,
+                partial,
+                files_read=len(partial),
+            )
         touched = _files_with_matches(spark, target, partial, condition)
         added: list[DataFile] = []
         if touched:
@@ -116,12 +144,18 @@ def update(
         assignments = resolve_columns(set, columns)
         expression = lakecat_filter(condition, target)
         candidates = _candidates(target, expression)
-        touched = _files_with_matches(spark, target, candidates, condition)
+        mor = merge_on_read(target.metadata, OpKind.UPDATE)
+        if mor:
+            deletes, touched = _position_deletes(spark, target, candidates, condition)
+        else:
+            touched = _files_with_matches(spark, target, candidates, condition)
         added: list[DataFile] = []
         if touched:
             rows = read_files(spark, target, touched).withColumn(
                 _MATCH, F.coalesce(F.expr(condition), F.lit(False))
             )
+            if mor:  # only the new versions; the old ones are deleted by position
+                rows = rows.where(F.col(_MATCH))
             out = rows.select(
                 *[
                     F.when(F.col(_MATCH), F.expr(assignments[c])).otherwise(F.col(c)).alias(c)
@@ -130,7 +164,23 @@ def update(
                     for c in columns
                 ]
             )
-            added = stage_write(target, out)
+            try:
+                added = stage_write(target, out)
+            except BaseException:
+                if mor:
+                    delete_files(target.io, [d.file_path for d in deletes])
+                raise
+        if mor:
+            return _commit(
+                target,
+                OpKind.UPDATE,
+                P.UPDATE_ISOLATION_LEVEL,
+                expression,
+                [],
+                [*added, *deletes],
+                candidates,
+                files_read=len(candidates),
+            )
         read = [f for f in candidates if f.file_path not in set_of(touched)]
         return _commit(
             target,
@@ -260,6 +310,29 @@ def _files_with_matches(
     rows = read_files(spark, target, files)
     found = {r[0] for r in rows.where(F.expr(condition)).select(FILE_COLUMN).distinct().collect()}
     return [f for f in files if f.file_path in found]
+
+
+def _position_deletes(
+    spark: Any, target: TargetTable, files: Sequence[DataFile], condition: str
+) -> tuple[list[DataFile], list[DataFile]]:
+    """Merge-on-read: one position delete file per file with rows matching the condition,
+    naming their positions (a Spark job finds them; the driver writes the delete files); and
+    the files with matches."""
+    if not files:
+        return [], []
+    rows = read_files(spark, target, files)
+    found = (
+        rows.where(F.expr(condition))
+        .groupBy(FILE_COLUMN)
+        .agg(F.collect_list(POS_COLUMN).alias("positions"))
+        .collect()
+    )
+    positions = {r[0]: r[1] for r in found}
+    touched = [f for f in files if f.file_path in positions]
+    targets = [
+        FileDeletes(f, pa.array(sorted(positions[f.file_path]), pa.int64())) for f in touched
+    ]
+    return write_position_deletes(target.io, target.metadata, targets), touched
 
 
 def set_of(files: Sequence[DataFile]) -> set[str]:

@@ -1,21 +1,19 @@
-"""Paths that cannot apply delete files yet refuse them; the others keep them intact.
+"""lakecat's writes on tables Iceberg Java wrote with delete files keep every delete applied.
 
-Tables Iceberg Java wrote with merge-on-read deletes (``java_delete_tables.py``: one Iceberg
-Java session for the module, in a temp folder, writable) are opened with lakecat on Java's
-JDBC catalog. Two groups of tests:
+Tables Iceberg Java wrote merge-on-read (``java_delete_tables.py``: one Iceberg Java session
+for the module, in a temp folder, writable) are opened with lakecat on Java's JDBC catalog;
+Iceberg Java reads each result back. The groups of tests:
 
-* **Refusals.** Every path that would read or rewrite data files without applying the deletes
-  (copy-on-write delete, overwrite by filter, update, merge, upsert, compaction, the change
-  feed, the CLI commands on them, Spark row-level operations and compaction, SQL DELETE)
-  raises :class:`UnsupportedFeature` naming delete files, and the table is unchanged: the same
-  metadata location and not one new file under the table's folder.
-* **What stays allowed keeps the deletes.** A blind append, dropping whole partitions or the
-  whole table, a manifest rewrite, expiry and orphan removal: Iceberg Java reads the rows it
-  should afterwards, and the delete manifests and delete files are still there.
-
-Also: an append with manifest merging and a delete of whole files carry the delete manifests
-over unmerged, and a compaction that races a merge-on-read DELETE of another engine does not
-commit over it (the new delete file conflicts with the files it rewrites).
+* **Copy-on-write rewrites apply the deletes** (the recipes' write modes set to copy-on-write):
+  delete, overwrite by filter, update, upsert and compaction, from Python, the CLI and Spark,
+  read each rewritten file with its deletes, never bring a deleted row back, and drop the
+  delete files that applied only to the rewritten files.
+* **Merge-on-read DML adds position delete files** next to Java's, and Java applies both.
+* **What does not rewrite keeps the deletes**: a blind append, dropping whole partitions or the
+  whole table, a manifest rewrite, expiry and orphan removal; the change feed refuses a range
+  with delete files.
+* **Races**: a compaction racing a merge-on-read DELETE of another engine carries that delete
+  over to its new file instead of bringing the row back.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ import queue
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -272,10 +270,29 @@ RECIPES = {"pos": "pos_guarded", "eq": "eq_guarded"}
 TARGETS = {"pos": ([7, 27], 10), "eq": ([7, 27], 3)}
 
 
-def fresh(java: JavaTables, lake: Catalog, kind: str, name: str) -> Table:
+MERGE_ON_READ = {
+    P.DELETE_MODE: P.MERGE_ON_READ,
+    P.UPDATE_MODE: P.MERGE_ON_READ,
+    P.MERGE_MODE: P.MERGE_ON_READ,
+}
+
+
+COPY_ON_WRITE = {
+    P.DELETE_MODE: P.COPY_ON_WRITE,
+    P.UPDATE_MODE: P.COPY_ON_WRITE,
+    P.MERGE_MODE: P.COPY_ON_WRITE,
+}
+
+
+def fresh(
+    java: JavaTables, lake: Catalog, kind: str, name: str, *, mode: Mapping[str, str] | None = None
+) -> Table:
+    """A new copy of the recipe, its write modes set to ``mode`` (default: copy-on-write; Java
+    made the recipes merge-on-read to write its deletes)."""
     java.make(name, RECIPES[kind])
     table = lake.load_table(f"db.{name}")
     assert has_deletes(table.io, table.current_snapshot())
+    table.set_properties(dict(mode or COPY_ON_WRITE))
     return table
 
 
@@ -372,6 +389,38 @@ def test_an_upsert_matches_live_rows_and_inserts_a_deleted_key_as_new(
     )
     assert java.rows(f"cow_upsert_{kind}") == want
     assert lakecat_rows(table) == want
+
+
+# ---- merge-on-read by lakecat on tables Iceberg Java wrote with deletes --------------------------
+@pytest.mark.parametrize("kind", ["pos", "eq"])
+def test_merge_on_read_dml_adds_position_deletes_that_java_applies_with_its_own(
+    java: JavaTables, lake: Catalog, kind: str
+) -> None:
+    name = f"mor_dml_{kind}"
+    table = fresh(java, lake, kind, name, mode=MERGE_ON_READ)
+    data_before = {f.file_path for f in table.scan().plan_files()}
+    deletes_before = deletes_by_partition(table)
+    ids, deleted = TARGETS[kind]
+    assert table.delete(f"id = {ids[0]} OR id = {deleted}") is not None
+    assert table.current_snapshot().operation == "delete"  # type: ignore[union-attr]
+    assert table.update({"note": "x"}, f"id = {ids[1]}") is not None
+    source = arrow_rows(table, [(1, "a", "merged"), (deleted, "b", "back"), (1000, "a", "new")])
+    assert table.upsert(source, on="id") is not None
+    want = live(
+        kind,
+        without=[ids[0], ids[1], 1],
+        extra=[row(ids[1], "x"), [1, "a", "merged"], [deleted, "b", "back"], [1000, "a", "new"]],
+    )
+    assert java.rows(name) == want
+    assert lakecat_rows(table) == want
+    # no data file rewritten; Java's delete files stay and lakecat's are added next to them
+    assert data_before <= {f.file_path for f in table.refresh().scan().plan_files()}
+    after = deletes_by_partition(table)
+    assert set(deletes_before) < set(after)
+    # a snapshot before lakecat's deletes still reads as Java wrote it
+    first_mor = table.snapshots()[-3].snapshot_id
+    parent = table.snapshot(first_mor).parent_snapshot_id
+    assert java.rows(name, **{"snapshot-id": parent}) == live(kind)
 
 
 @pytest.mark.parametrize("kind", ["pos", "eq"])
@@ -613,7 +662,7 @@ def test_lakecat_reads_row_lineage_of_a_v3_table_as_java_does(
     assert filtered.num_rows == len([r for r in java.rows("lineage") if r[0] > 20])
 
 
-def test_a_compaction_racing_a_merge_on_read_delete_does_not_bring_the_row_back(
+def test_a_compaction_racing_a_merge_on_read_delete_carries_it_over_instead_of_losing(
     java: JavaTables, lake: Catalog
 ) -> None:
     table = lake.load_table("db.race")  # two small files, no delete files yet
@@ -624,9 +673,13 @@ def test_a_compaction_racing_a_merge_on_read_delete_does_not_bring_the_row_back(
             raced.append(True)
             java.sql("DELETE FROM peers.db.race WHERE id = 5")
 
-    rewrite_data_files(table, progress=progress)
+    result = rewrite_data_files(table, progress=progress)
     assert raced
     assert java.rows("race") == rows([i for i in range(1, 21) if i != 5])
+    # the compaction landed all the same: Java's delete carried over to the new file
+    assert result.groups_failed == () and result.groups_committed == 1
+    carried = [p for p in deletes_by_partition(table.refresh()) if "carried" in p]
+    assert len(carried) == 1 and len(table.scan().plan().files) == 1
 
 
 # ---- Spark --------------------------------------------------------------------------------------

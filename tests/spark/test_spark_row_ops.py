@@ -80,6 +80,33 @@ def test_update_rewrites_only_the_files_with_matching_rows(spark: Any, regions: 
     assert regions.current_snapshot().operation == "overwrite"
 
 
+def test_merge_on_read_delete_and_update_write_position_deletes_and_keep_the_files(
+    spark: Any, regions: Table
+) -> None:
+    regions.set_properties(
+        {"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
+    )
+    files = {f.file_path for f in regions.scan().plan_files()}
+    whole = delete(spark, "db.t", "region = 'ap'")  # a whole file: dropped, no delete file
+    assert (whole.files_removed, whole.files_added) == (1, 0)
+    gone = delete(spark, "db.t", "id % 10 = 3")
+    assert (gone.files_removed, gone.files_added) == (0, 2)  # two position delete files
+    assert regions.refresh().current_snapshot().operation == "delete"
+    changed = update(spark, "db.t", "id >= 12 and id < 15", {"note": "concat('was ', id)"})
+    assert (changed.files_removed, changed.files_added) == (0, 2)  # new versions + deletes
+    after = contents(regions)
+    assert sorted(after) == [i for i in range(20) if i % 10 != 3]
+    assert after[12] == ("us", "was 12") and after[14] == ("us", "was 14")
+    assert after[11] == ("us", "") and after[0] == ("eu", "")
+    live = {f.file_path for f in regions.scan().plan_files()}
+    assert files - live == {f for f in files if "region=ap" in f}  # nothing else rewritten
+    deletes = {d.file_path for ds in regions.scan().plan().deletes.values() for d in ds}
+    assert len(deletes) == 3
+    # Spark reads them back through the data source, deletes applied
+    ids = sorted(r[0] for r in spark.read.format("lakecat").load("db.t").select("id").collect())
+    assert ids == sorted(after)
+
+
 def test_merge_upserts_rows_in_the_style_of_delta(spark: Any, regions: Table) -> None:
     updates = source(spark, [(1, "eu", "changed"), (100, "eu", "new"), (21, "ap", "changed")])
     result = merge(

@@ -103,6 +103,20 @@ def test_delete_from_drops_whole_files_and_rewrites_the_others(lake, by_region) 
     assert both_views(lake, "db.sales") == [(1, "eu"), (3, "eu")]
 
 
+def test_delete_from_a_merge_on_read_table_writes_a_position_delete_file(lake, by_region) -> None:
+    by_region.set_properties({"write.delete.mode": "merge-on-read"})
+    files = {f.file_path for f in by_region.scan().plan_files()}
+
+    lake.sql("DELETE FROM lake.db.sales WHERE id = 2 OR id = 4")
+
+    snapshot = by_region.refresh().current_snapshot()
+    assert snapshot.operation == "delete"
+    assert "added-data-files" not in snapshot.summary
+    assert snapshot.summary["added-position-delete-files"] == "2"
+    assert {f.file_path for f in by_region.scan().plan_files()} == files  # none rewritten
+    assert both_views(lake, "db.sales") == [(1, "eu"), (3, "eu"), (5, "us")]
+
+
 def test_delete_from_refuses_conditions_lakecat_would_evaluate_differently(lake, by_region) -> None:
     before = by_region.metadata_location
 

@@ -1,0 +1,136 @@
+"""Position delete files (v2) and deletion vectors (v3): writing the former, reading which rows
+of one data file either deletes (:func:`deleted_positions`, for the commit's row-level conflict
+checks; scans apply deletes through :mod:`lakecat.catalog.read.deletes`).
+
+A position delete file is a Parquet file of ``(file_path, pos)`` rows (spec: "Position Delete
+Files"), sorted by file path then position, with the reserved field ids 2147483546 and
+2147483545. lakecat writes one file per data file it deletes rows from (Iceberg's
+``write.delete.granularity=file``, its default since 1.8), so every file it writes names a
+single data file: its ``file_path`` lower and upper bounds are that path, kept whole (full
+metrics, never truncated), which is how Iceberg Java, pyiceberg and lakecat's planner tell
+which data file a v2 position delete file applies to without opening it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakecat.metadata import properties as P
+from lakecat.metadata.deletes import PositionIndex, positions_for_file, read_deletion_vector
+from lakecat.metadata.errors import CorruptMetadata, LakecatError, ValidationError
+from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.parquet import write_data_file
+from lakecat.metadata.manifests.datafile import Content, DataFile
+from lakecat.metadata.manifests.delete_index import POS_FILE_PATH_ID, POS_POS_ID
+from lakecat.metadata.partitioning.spec import PartitionSpec
+from lakecat.metadata.schema.arrow import schema_to_arrow
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.schema.types import LongType, NestedField, StringType
+
+POSITION_DELETE_SCHEMA = Schema.of(
+    NestedField(POS_FILE_PATH_ID, "file_path", StringType(), required=True),
+    NestedField(POS_POS_ID, "pos", LongType(), required=True),
+)
+_ARROW_SCHEMA = schema_to_arrow(POSITION_DELETE_SCHEMA)
+
+
+def write_position_delete_file(
+    io: FileIO,
+    location: str,
+    data_file: DataFile,
+    positions: pa.Array | pa.ChunkedArray,
+    *,
+    spec: PartitionSpec,
+    properties: Mapping[str, str],
+) -> DataFile:
+    """Write the ``positions`` of ``data_file`` (row numbers from 0, any order, no duplicates
+    needed) as one position delete file at ``location``, in ``data_file``'s partition.
+
+    Compression and row-group settings come from the table ``properties``; the metrics are
+    always full (the ``file_path`` bounds must name the data file exactly). Raises
+    :class:`ValidationError` for no positions, a negative one, or one past the file's rows.
+    """
+    if data_file.spec_id != spec.spec_id:
+        raise ValidationError(f"{data_file.file_path} is in spec {data_file.spec_id}, not {spec}")
+    sorted_positions = _sorted_unique(positions)
+    n = len(sorted_positions)
+    if n == 0:
+        raise ValidationError(f"no positions to delete from {data_file.file_path}")
+    first, last = sorted_positions[0].as_py(), sorted_positions[n - 1].as_py()
+    if first < 0 or last >= data_file.record_count:
+        raise ValidationError(
+            f"position {first if first < 0 else last} is outside {data_file.file_path}, which "
+            f"has {data_file.record_count} rows"
+        )
+    rows = pa.Table.from_arrays(
+        [pa.array([data_file.file_path] * n, pa.string()), sorted_positions],
+        schema=_ARROW_SCHEMA,
+    )
+    written = write_data_file(
+        io,
+        location,
+        rows,
+        schema=POSITION_DELETE_SCHEMA,
+        spec=spec,
+        partition=data_file.partition,
+        properties=_full_metrics(properties),
+    )
+    return replace(written, content=Content.POSITION_DELETES)
+
+
+def deleted_positions(io: FileIO, delete_file: DataFile, data_file_path: str) -> PositionIndex:
+    """The positions of ``data_file_path`` that a position delete file or deletion vector
+    deletes. Raises :class:`CorruptMetadata` when the file cannot be read."""
+    if delete_file.content is not Content.POSITION_DELETES:
+        raise ValidationError(f"{delete_file.file_path} is not a position delete file")
+    try:
+        source = io.open_input(delete_file.file_path)
+        try:
+            if delete_file.file_format.upper() == "PUFFIN":
+                if delete_file.referenced_data_file != data_file_path:
+                    return PositionIndex()
+                if delete_file.content_offset is None or delete_file.content_size_in_bytes is None:
+                    raise CorruptMetadata(f"deletion vector {delete_file.file_path} has no offset")
+                bitmap = read_deletion_vector(
+                    source,
+                    delete_file.content_offset,
+                    delete_file.content_size_in_bytes,
+                    expected_cardinality=delete_file.record_count,
+                )
+                return PositionIndex(bitmap)
+            rows = pq.read_table(source, columns=["file_path", "pos"])
+        finally:
+            source.close()
+    except CorruptMetadata:
+        raise
+    except (OSError, LakecatError, pa.ArrowException, KeyError, ValueError) as exc:
+        raise CorruptMetadata(
+            f"delete file {delete_file.file_path} cannot be read ({type(exc).__name__}: {exc})"
+        ) from exc
+    return positions_for_file(rows, data_file_path)
+
+
+def _sorted_unique(positions: pa.Array | pa.ChunkedArray) -> pa.Int64Array:
+    values = pc.cast(positions, pa.int64())
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if values.null_count:
+        raise ValidationError("a position to delete is null")
+    unique = pc.unique(values)
+    return pc.take(unique, pc.sort_indices(unique))
+
+
+def _full_metrics(properties: Mapping[str, str]) -> dict[str, Any]:
+    out = {
+        k: v
+        for k, v in properties.items()
+        if not k.startswith(P.METRICS_MODE_COLUMN_PREFIX) and k != P.METRICS_MODE_DEFAULT
+    }
+    out[P.METRICS_MODE_DEFAULT] = "full"
+    return out
