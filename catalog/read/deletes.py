@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from lakecat.metadata.deletes import (
     EqualityDeletes,
@@ -40,7 +39,11 @@ from lakecat.metadata.expressions.expressions import (
     referenced_field_ids,
 )
 from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.parquet import iter_data_file_batches, read_data_file
+from lakecat.metadata.io.parquet import (
+    iter_data_file_batches,
+    read_data_file,
+    read_parquet_columns,
+)
 from lakecat.metadata.manifests.cache import ManifestCache, NoCache
 from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.manifests.delete_index import delete_manifests
@@ -224,7 +227,7 @@ class DeleteReader:
             found = self._positions.get(delete_file.file_path)
         if found is None:
             rows = _read_delete_file(
-                self._io, delete_file, lambda f: pq.read_table(f, columns=["file_path", "pos"])
+                self._io, delete_file, lambda f: read_parquet_columns(f, ["file_path", "pos"])
             )
             found = positions_by_file(rows)
             with self._lock:

@@ -199,6 +199,7 @@ class Scan:
         deletes: tuple[DataFile, ...] = (),
         reader: DeleteReader | None = None,
         sequence_number: int | None = None,
+        row_groups: InclusiveMetricsEvaluator | None = None,
     ) -> pa.Table:
         if (deletes or self.lineage) and reader is not None:
             # every row read in order, deleted ones dropped, then the filter applied
@@ -230,6 +231,7 @@ class Scan:
             projected=read_schema,
             row_filter=arrow_filter,
             spec=self._specs.get(f.spec_id),
+            row_group_filter=row_groups,
         )
         if read_schema is not self.projected:
             table = table.select([fld.name for fld in self.projected.fields])
@@ -288,6 +290,10 @@ class Scan:
         arrow_filter = (
             None if isinstance(self.expression, AlwaysTrue) else to_arrow_filter(self.bound)
         )
+        # skips the row groups of multi-row-group files that cannot match
+        row_groups = (
+            None if arrow_filter is None else InclusiveMetricsEvaluator(self.schema, self.bound)
+        )
         plan = self.plan()
         reader = (
             DeleteReader(self.io, self.schema, self.metadata.schemas)
@@ -308,6 +314,7 @@ class Scan:
                             deletes,
                             reader,
                             plan.sequence_numbers.get(f.file_path),
+                            row_groups,
                         )
                     )
                     if len(pending) >= _READ_THREADS:

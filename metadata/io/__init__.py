@@ -20,6 +20,7 @@ from lakecat.metadata.io.parquet import (
     ARROW_TO_PARQUET_RATIO,
     iter_data_file_batches,
     read_data_file,
+    read_parquet_columns,
     write_data_file,
 )
 from lakecat.metadata.io.parquet_footer import (
@@ -41,6 +42,7 @@ __all__ = [
     "local_path",
     "read_data_file",
     "read_footer",
+    "read_parquet_columns",
     "to_uri",
     "write_data_file",
 ]

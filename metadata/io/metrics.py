@@ -354,10 +354,10 @@ class _Accumulator:
                 self._bounds_unknown.add(fid)
             return
         low, high = (
-            _stat_value(leaf.field_type, stats, "min"),
-            _stat_value(leaf.field_type, stats, "max"),
+            stat_value(leaf.field_type, stats, "min"),
+            stat_value(leaf.field_type, stats, "max"),
         )
-        if _has_nan_bound(low, high):  # parquet-java's max of a float column holding NaN
+        if has_nan_bound(low, high):  # parquet-java's max of a float column holding NaN
             self._bounds_unknown.add(fid)
             return
         if fid not in self._min or low < self._min[fid]:
@@ -409,7 +409,7 @@ class _Accumulator:
             self.upper[fid] = to_bytes(t, high)
 
 
-def _stat_value(t: PrimitiveType, stats: pq.Statistics, which: str) -> Any:
+def stat_value(t: PrimitiveType, stats: pq.Statistics, which: str) -> Any:
     """A footer min/max in a form that orders like Iceberg: ints for temporal types (the raw
     Parquet value in the unit lakecat writes: days or microseconds), Decimal, str, and bytes
     for binary, fixed and uuid (compared unsigned, converted to UUID at the end)."""
@@ -421,7 +421,7 @@ def _stat_value(t: PrimitiveType, stats: pq.Statistics, which: str) -> Any:
     return raw
 
 
-def _has_nan_bound(low: Any, high: Any) -> bool:
+def has_nan_bound(low: Any, high: Any) -> bool:
     return any(isinstance(v, float) and math.isnan(v) for v in (low, high))
 
 
@@ -463,9 +463,9 @@ def footer_ranges(
             if not stats.has_min_max:
                 bounds_known = bounds_known and column.num_values == stats.null_count
                 continue
-            lo = _stat_value(leaf.field_type, stats, "min")
-            hi = _stat_value(leaf.field_type, stats, "max")
-            if _has_nan_bound(lo, hi):
+            lo = stat_value(leaf.field_type, stats, "min")
+            hi = stat_value(leaf.field_type, stats, "max")
+            if has_nan_bound(lo, hi):
                 bounds_known = False
                 continue
             low = lo if low is None or lo < low else low
@@ -504,7 +504,7 @@ def _data_bounds(leaf: Leaf, data: pa.Table) -> tuple[Any, Any]:
 
 
 def _physical(t: IcebergType, scalar: pa.Scalar) -> Any:
-    """An Arrow scalar in the form of :func:`_stat_value`."""
+    """An Arrow scalar in the form of :func:`stat_value`."""
     value_type = scalar.type
     if pa.types.is_date32(value_type):
         return scalar.cast(pa.int32()).as_py()

@@ -9,6 +9,15 @@ Reading (:func:`read_data_file`, :func:`iter_data_file_batches`) resolves column
 field id, so files written before a rename, an added or dropped column, a reorder or a type
 promotion read correctly in the current schema.
 
+Every read here, :func:`read_parquet_columns` included, goes through
+``pyarrow.parquet.ParquetFile`` with pre-buffering off, never through a ``pyarrow.dataset``
+scan (which ``pq.read_table`` is). A dataset scan, like pre-buffering, reads ahead in tasks
+on pyarrow's own threads that own the file reader and the buffers read from the Python file
+object, and may let go of them after the read has returned; when that happens while the
+interpreter exits, the process aborts (``terminate called without an active exception``,
+apache/arrow#39862). The synchronous reader decodes columns on pyarrow's threads too, but
+only within each call, in tasks that own nothing.
+
 pyarrow errors are translated here: a file that cannot be decoded raises
 :class:`CorruptMetadata` naming it; a missing file raises the FileIO's
 ``FileNotFoundStorageError``.
@@ -17,13 +26,13 @@ pyarrow errors are translated here: a file that cannot be decoded raises
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from lakecat.metadata import properties as props
@@ -35,6 +44,7 @@ from lakecat.metadata.errors import (
 )
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.metrics import file_metrics
+from lakecat.metadata.io.row_groups import leaf_count, row_groups_to_read
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.partitioning.transforms import parse_transform
@@ -63,10 +73,18 @@ from lakecat.metadata.schema.types import (
     UUIDType,
 )
 
+if TYPE_CHECKING:
+    # only for annotations: at run time metadata.expressions imports metadata.manifests,
+    # whose package imports this one
+    from lakecat.metadata.expressions.evaluators import InclusiveMetricsEvaluator
+
 # How much smaller a Parquet file is than the Arrow data it holds. Dictionary and run-length
 # encoding plus zstd typically shrink Arrow data 3-5x; 3 errs towards files slightly under
 # the target size rather than over it.
 ARROW_TO_PARQUET_RATIO = 3.0
+
+# Rows per batch read when the caller names no batch size: pyarrow.dataset's default.
+_BATCH_ROWS = 131_072
 
 _CODECS = {
     "zstd": "zstd",
@@ -337,6 +355,7 @@ def read_data_file(
     batch_size: int | None = None,
     filter_schema: Schema | None = None,
     spec: PartitionSpec | None = None,
+    row_group_filter: InclusiveMetricsEvaluator | None = None,
 ) -> pa.Table:
     """The rows of a Parquet data file in ``schema_to_arrow(projected)`` form.
 
@@ -350,6 +369,7 @@ def read_data_file(
         batch_size=batch_size,
         filter_schema=filter_schema,
         spec=spec,
+        row_group_filter=row_group_filter,
     )
     return pa.Table.from_batches(list(batches), schema=schema_to_arrow(projected))
 
@@ -363,6 +383,7 @@ def iter_data_file_batches(
     batch_size: int | None = None,
     filter_schema: Schema | None = None,
     spec: PartitionSpec | None = None,
+    row_group_filter: InclusiveMetricsEvaluator | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Stream a Parquet data file written by any Iceberg writer as record batches in
     ``schema_to_arrow(projected)`` form.
@@ -377,46 +398,58 @@ def iter_data_file_batches(
 
     ``row_filter`` is a pyarrow expression over the column names of ``filter_schema``
     (default: ``projected``), typically the table schema so that the filter may use columns
-    that are not returned. Only the projected columns and the filter's columns are read.
-    The filter is pushed into pyarrow's Parquet scan (row-group pruning, exact filtering)
-    when every column it uses has the same name and Arrow type in the file as in the table;
-    otherwise (renamed or promoted columns) the batches are filtered after resolution.
+    that are not returned. Only the projected columns and the filter's columns are read, and
+    the filter is applied exactly to the resolved batches (so renamed and promoted columns
+    filter by their table names and types). ``row_group_filter``, the same filter as a
+    metrics evaluator over that schema, skips the row groups whose Parquet statistics show
+    that no row matches (:mod:`lakecat.metadata.io.row_groups`). Batches hold at most
+    ``batch_size`` rows (default 131,072).
     """
     target = schema_to_arrow(projected)
     source = io.open_input(data_file.file_path)
     try:
         reader = _FileReader.open(source, data_file, spec)
-        yield from reader.batches(projected, target, row_filter, filter_schema, batch_size)
+        yield from reader.batches(
+            projected, target, row_filter, filter_schema or projected, batch_size, row_group_filter
+        )
     finally:
         source.close()
+
+
+def read_parquet_columns(source: Any, columns: Sequence[str]) -> pa.Table:
+    """The top-level ``columns`` (by name) of the Parquet file open as ``source``, as stored
+    (no resolution by field id: for files of a fixed layout, such as position deletes)."""
+    return _open(source).read(columns=list(columns))
+
+
+def _open(source: Any) -> pq.ParquetFile:
+    # pre_buffer=False: pre-buffering reads ahead on pyarrow's I/O threads (the module
+    # docstring). Arrow extension types stay off, as in pyarrow.dataset, so that a uuid
+    # column reads as its fixed_size_binary(16) storage.
+    return pq.ParquetFile(source, pre_buffer=False, arrow_extensions_enabled=False)
 
 
 class _FileReader:
     """One open Parquet file and how its top-level columns resolve."""
 
     def __init__(
-        self,
-        fragment: ds.ParquetFileFragment,
-        file_schema: pa.Schema,
-        data_file: DataFile,
-        spec: PartitionSpec | None,
+        self, parquet: pq.ParquetFile, data_file: DataFile, spec: PartitionSpec | None
     ) -> None:
-        self.fragment = fragment
-        self.file_schema = file_schema
+        self.parquet = parquet
+        self.file_schema: pa.Schema = parquet.schema_arrow
         self.path = data_file.file_path
-        self.by_ids = any(field_id_of(f) is not None for f in file_schema)
+        self.by_ids = any(field_id_of(f) is not None for f in self.file_schema)
         self.fill_values = _identity_partition_values(data_file, spec)
 
     @staticmethod
     def open(source: Any, data_file: DataFile, spec: PartitionSpec | None) -> _FileReader:
         try:
-            fragment = ds.ParquetFileFormat().make_fragment(source)
-            file_schema = fragment.physical_schema
+            parquet = _open(source)
         except (pa.ArrowException, OSError) as exc:
             # The file opened, so an error here means its footer cannot be decoded (pyarrow
             # reports some decoding failures as OSError).
             raise CorruptMetadata(f"cannot read Parquet file {data_file.file_path}: {exc}") from exc
-        return _FileReader(fragment, file_schema, data_file, spec)
+        return _FileReader(parquet, data_file, spec)
 
     def match(self, f: NestedField, fields: list[pa.Field]) -> int | None:
         """Index of the file field that ``f`` resolves to among sibling ``fields``."""
@@ -430,29 +463,27 @@ class _FileReader:
         projected: Schema,
         target: pa.Schema,
         row_filter: pc.Expression | None,
-        filter_schema: Schema | None,
+        filter_schema: Schema,
         batch_size: int | None,
+        row_group_filter: InclusiveMetricsEvaluator | None,
     ) -> Iterator[pa.RecordBatch]:
         wanted = list(projected.fields)
-        pushed: pc.Expression | None = None
         if row_filter is not None:
-            used = _referenced_fields(row_filter, filter_schema or projected)
-            if self._can_push(used):
-                pushed = row_filter  # the scan reads the filter's columns itself
-            else:
-                projected_ids = {f.field_id for f in projected.fields}
-                wanted += [f for f in used if f.field_id not in projected_ids]
+            projected_ids = {f.field_id for f in projected.fields}
+            used = _referenced_fields(row_filter, filter_schema)
+            wanted += [f for f in used if f.field_id not in projected_ids]
         file_fields = list(self.file_schema)
         matches = [self.match(f, file_fields) for f in wanted]
-        columns = [file_fields[i].name for i in matches if i is not None]
-        kwargs: dict[str, Any] = {"columns": columns, "filter": pushed}
-        if batch_size is not None:
-            kwargs["batch_size"] = batch_size
+        columns, position = self._columns({i for i in matches if i is not None})
         try:
-            for batch in self.fragment.to_batches(**kwargs):
+            row_groups = self._row_groups(row_group_filter, filter_schema)
+            batches = self.parquet.reader.iter_batches(
+                batch_size or _BATCH_ROWS, row_groups, column_indices=columns, use_threads=True
+            )
+            for batch in batches:
                 arrays = [
                     self.project(
-                        None if i is None else batch.column(file_fields[i].name),
+                        None if i is None else batch.column(position[i]),
                         f,
                         None if i is None else file_fields[i],
                         f.name,
@@ -460,7 +491,7 @@ class _FileReader:
                     )
                     for f, i in zip(wanted, matches, strict=True)
                 ]
-                yield self._finish(arrays, wanted, target, row_filter, pushed)
+                yield self._finish(arrays, wanted, target, row_filter)
         except (pa.ArrowException, OSError) as exc:
             if isinstance(exc, StorageError):
                 raise
@@ -472,9 +503,8 @@ class _FileReader:
         wanted: list[NestedField],
         target: pa.Schema,
         row_filter: pc.Expression | None,
-        pushed: pc.Expression | None,
     ) -> pa.RecordBatch:
-        if row_filter is None or pushed is not None:
+        if row_filter is None:
             return pa.RecordBatch.from_arrays(arrays, schema=target)
         full = pa.RecordBatch.from_arrays(
             arrays, schema=pa.schema([field_to_arrow(f) for f in wanted])
@@ -482,17 +512,31 @@ class _FileReader:
         filtered = full.filter(row_filter)
         return pa.RecordBatch.from_arrays(filtered.columns[: len(target)], schema=target)
 
-    def _can_push(self, used: list[NestedField]) -> bool:
-        """Whether a filter on ``used`` means the same on the file's columns as on the table's."""
-        file_fields = list(self.file_schema)
-        for f in used:
-            i = self.match(f, file_fields)
-            if i is None:
-                return False
-            file_field = file_fields[i]
-            if file_field.name != f.name or not file_field.type.equals(type_to_arrow(f.field_type)):
-                return False
-        return True
+    def _columns(self, fields: set[int]) -> tuple[list[int] | None, dict[int, int]]:
+        """The Parquet leaf columns to read for top-level file ``fields`` (``None``: all),
+        and where each of the fields is in a batch read so.
+
+        By leaf column index, not by name: names may repeat at different depths ("a.b" the
+        column and field b of struct a), indices never do."""
+        counts = [leaf_count(f.type) for f in self.file_schema]
+        if sum(counts) != self.parquet.metadata.num_columns:
+            # not the leaf-for-leaf mapping pyarrow makes of the files we know: read them all
+            return None, {i: i for i in fields}
+        starts = [0, *accumulate(counts)]
+        selected = sorted(fields)  # a batch holds the fields in file order
+        leaves = [leaf for i in selected for leaf in range(starts[i], starts[i] + counts[i])]
+        return leaves, {i: k for k, i in enumerate(selected)}
+
+    def _row_groups(
+        self, row_group_filter: InclusiveMetricsEvaluator | None, schema: Schema
+    ) -> list[int]:
+        """The row groups to read: those whose statistics may match the filter."""
+        footer = self.parquet.metadata
+        if row_group_filter is None or footer.num_row_groups < 2:
+            return list(range(footer.num_row_groups))  # planning decided on the whole file
+        return row_groups_to_read(
+            footer, self.file_schema, schema, row_group_filter, match=self.match, path=self.path
+        )
 
     def project(
         self, arr: pa.Array | None, f: NestedField, file_field: pa.Field | None, path: str, n: int

@@ -19,13 +19,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lakecat.metadata import properties as P
 from lakecat.metadata.deletes import PositionIndex, positions_for_file, read_deletion_vector
 from lakecat.metadata.errors import CorruptMetadata, LakecatError, ValidationError
 from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.parquet import write_data_file
+from lakecat.metadata.io.parquet import read_parquet_columns, write_data_file
 from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.manifests.delete_index import POS_FILE_PATH_ID, POS_POS_ID
 from lakecat.metadata.partitioning.spec import PartitionSpec
@@ -104,7 +103,7 @@ def deleted_positions(io: FileIO, delete_file: DataFile, data_file_path: str) ->
                     expected_cardinality=delete_file.record_count,
                 )
                 return PositionIndex(bitmap)
-            rows = pq.read_table(source, columns=["file_path", "pos"])
+            rows = read_parquet_columns(source, ["file_path", "pos"])
         finally:
             source.close()
     except CorruptMetadata:

@@ -29,7 +29,13 @@ from pyspark import TaskContext
 from lakecat.catalog.engine import DeleteReader, conform, write_files
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import CommitFailed, StorageError, ValidationError
-from lakecat.metadata.expressions import AlwaysTrue, Expression, bind, to_arrow_filter
+from lakecat.metadata.expressions import (
+    AlwaysTrue,
+    Expression,
+    InclusiveMetricsEvaluator,
+    bind,
+    to_arrow_filter,
+)
 from lakecat.metadata.io import ARROW_TO_PARQUET_RATIO, FileIO, iter_data_file_batches, join
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.partitioning import PartitionSpec
@@ -70,9 +76,11 @@ class FileReader:
         (delete files by data file path) delete."""
         bound = None
         arrow_filter = None
+        row_groups = None  # skips the row groups of multi-row-group files that cannot match
         if not isinstance(self.row_filter, AlwaysTrue):
             bound = bind(self.table_schema, self.row_filter)
             arrow_filter = to_arrow_filter(bound)
+            row_groups = InclusiveMetricsEvaluator(self.table_schema, bound)
         deletes = deletes or {}
         reader = DeleteReader(self.io, self.table_schema, self.schemas) if deletes else None
         for f in files:
@@ -103,6 +111,7 @@ class FileReader:
                 filter_schema=self.table_schema,
                 batch_size=READ_BATCH_ROWS,
                 spec=spec,
+                row_group_filter=row_groups,
             ):
                 if batch.num_rows == 0:
                     continue

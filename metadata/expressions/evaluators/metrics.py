@@ -24,6 +24,7 @@ from lakecat.metadata.expressions.expressions import (
     BoundPredicate,
     BoundReference,
     Expression,
+    referenced_field_ids,
 )
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.schema import Schema
@@ -110,6 +111,8 @@ class InclusiveMetricsEvaluator:
 
     def __init__(self, schema: Schema, expr: Expression) -> None:
         self.expr = ensure_bound(schema, expr)
+        # the fields whose metrics it reads (a Parquet reader gathers just those per row group)
+        self.field_ids = frozenset(referenced_field_ids(self.expr))
         self._test: FileTest = compile_filter(self.expr, _inclusive_leaf)
 
     def eval(self, data_file: DataFile) -> bool:
