@@ -38,7 +38,7 @@ from lakecat.metadata.errors import (
     TableAlreadyExists,
     ValidationError,
 )
-from lakecat.metadata.io.fileio import FileIO, file_io_for, join, to_uri
+from lakecat.metadata.io.fileio import FileIO, RoutingFileIO, file_io_for, join, to_uri
 from lakecat.metadata.manifests.cache import DEFAULT_MAX_ENTRIES, ManifestCache
 from lakecat.metadata.partitioning.spec import PartitionField, PartitionSpec
 from lakecat.metadata.partitioning.transforms import default_partition_field_name, parse_transform
@@ -144,25 +144,28 @@ class Catalog:
 
     ``Catalog("sqlite:///lake/catalog.db", warehouse="lake/warehouse")`` is the embedded
     default; ``Catalog("postgresql+psycopg://user@host/db", warehouse="s3://bucket/wh")``
-    shares the catalog between machines.
+    shares the catalog between machines. The warehouse is where new tables go by default:
+    without one (``warehouse=None``) the catalog lists, loads and changes its tables (their
+    locations are absolute), and creates a table only at an explicit ``location``.
     """
 
     def __init__(
         self,
         uri: str,
         *,
-        warehouse: str,
+        warehouse: str | None,
         name: str = "lakecat",
         io: FileIO | None = None,
         engine_kwargs: Mapping[str, Any] | None = None,
         manifest_cache_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
-        if not warehouse:
-            raise ValidationError("a warehouse location is required")
+        if warehouse is not None and not warehouse:
+            raise ValidationError("the warehouse location is empty (None: a catalog without one)")
         self.name = name
         self.uri = uri
-        self.warehouse = to_uri(warehouse)
-        self.io = io or file_io_for(self.warehouse)
+        self.warehouse = None if warehouse is None else to_uri(warehouse)
+        # without a warehouse, each table's files are served by the FileIO of their location
+        self.io = io or (RoutingFileIO() if self.warehouse is None else file_io_for(self.warehouse))
         self.store = SqlCatalogStore(uri, catalog_name=name, engine_kwargs=engine_kwargs)
         # Decoded manifests are immutable; scans and commits of this catalog share them.
         self.manifest_cache = ManifestCache(manifest_cache_entries)
@@ -238,6 +241,13 @@ class Catalog:
         return self.store.table_exists(ns, name)
 
     def default_location(self, namespace: Namespace, name: str) -> str:
+        """``<warehouse>/<namespace...>/<name>``; :class:`ValidationError` without a warehouse."""
+        if self.warehouse is None:
+            table = f"{namespace_to_string(namespace)}.{name}"
+            raise ValidationError(
+                f"catalog {self.name!r} has no warehouse: give table {table} a location, or "
+                "open the catalog with a warehouse"
+            )
         return join(self.warehouse, *namespace, name)
 
     def new_table_metadata(

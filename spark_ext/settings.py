@@ -49,6 +49,11 @@ class CatalogSettings:
 
     @staticmethod
     def of_catalog(catalog: Catalog) -> CatalogSettings:
+        if catalog.warehouse is None:
+            raise ValidationError(
+                f"catalog {catalog.name!r} has no warehouse: Spark needs one (open the catalog "
+                "with warehouse=...)"
+            )
         return CatalogSettings(catalog.uri, catalog.warehouse, catalog.name, catalog.io)
 
     def with_options(self, options: Mapping[str, str]) -> CatalogSettings:

@@ -14,6 +14,7 @@ import pyarrow as pa
 from rich.console import Group, RenderableType
 
 from lakecat.catalog.cli.args import split_list
+from lakecat.catalog.cli.config import require_warehouse
 from lakecat.catalog.cli.context import Command, Context, Output
 from lakecat.catalog.cli.maintenance import MAINTENANCE_COMMANDS
 from lakecat.catalog.cli.render import (
@@ -29,6 +30,7 @@ from lakecat.catalog.cli.render import (
     rows_view,
     schema_record,
     snapshot_record,
+    some_of,
     sort_order_record,
     spec_record,
     table_view,
@@ -38,7 +40,7 @@ from lakecat.catalog.identifiers import namespace_to_string, parse_namespace
 from lakecat.catalog.table import Table
 from lakecat.metadata.table.snapshots import Snapshot
 
-__all__ = ["COMMANDS", "run", "table_description"]
+__all__ = ["COMMANDS", "READ_ONLY_COMMANDS", "run", "table_description", "writes"]
 
 # Snapshot summary keys with the table totals (Iceberg's SnapshotSummary).
 _TOTAL_FILES = "total-data-files"
@@ -48,12 +50,17 @@ _TOTAL_SIZE = "total-files-size"
 
 def run(args: argparse.Namespace, *, env: Mapping[str, str]) -> int:
     """Run the command ``args`` names and print its output; return the exit code (0)."""
-    ctx = Context(args, env=env)
+    ctx = Context(args, env=env, writes=writes(args))
     try:
         ctx.emit(COMMANDS[args.command](ctx, args))
     finally:
         ctx.close()
     return 0
+
+
+def writes(args: argparse.Namespace) -> bool:
+    """Whether the command ``args`` names may change the catalog (a dry run does not)."""
+    return args.command not in READ_ONLY_COMMANDS and not getattr(args, "dry_run", False)
 
 
 def _properties(pairs: list[tuple[str, str]]) -> dict[str, str]:
@@ -107,8 +114,8 @@ def namespaces_describe(ctx: Context, args: argparse.Namespace) -> Output:
         name,
         {
             **{f"property {k}": v for k, v in properties.items()},
-            "namespaces": ", ".join(children) or "(none)",
-            "tables": ", ".join(tables) or "(none)",
+            "namespaces": some_of(children, every=ctx.full_lists),
+            "tables": some_of(tables, every=ctx.full_lists),
         },
     )
     return Output(data, view)
@@ -177,6 +184,8 @@ def tables_describe(ctx: Context, args: argparse.Namespace) -> Output:
 
 
 def tables_create(ctx: Context, args: argparse.Namespace) -> Output:
+    if args.location is None:
+        require_warehouse(ctx.settings(), or_else="give the table a --location")
     schema = read_schema_argument(args.schema)
     table = ctx.catalog().create_table(
         args.table,
@@ -405,6 +414,23 @@ def show(ctx: Context, args: argparse.Namespace) -> Output:
     footer = f"{len(rows)} rows{more} {_at(snapshot_id)}"
     return Output(data, rows_view(names, rows, footer))
 
+
+# The commands that only read. Like dry runs, they refuse to open a SQLite catalog file that
+# does not exist, unless --create is given (lakecat.catalog.cli.context).
+READ_ONLY_COMMANDS = frozenset(
+    {
+        "namespaces list",
+        "namespaces describe",
+        "tables list",
+        "tables describe",
+        "history",
+        "snapshots",
+        "files",
+        "refs",
+        "show",
+        "changes",
+    }
+)
 
 COMMANDS: dict[str, Command] = {
     "namespaces list": namespaces_list,

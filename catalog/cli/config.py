@@ -22,8 +22,10 @@ source that has it:
    Relative local paths in a config file (the warehouse, a ``sqlite:///`` database) are taken
    relative to the file's folder, so a project's ``lakecat.toml`` works from any directory.
 
-The name defaults to ``lakecat``. Everything here is pure except reading the config file; the
-environment, working directory and home directory are passed in.
+The name defaults to ``lakecat``. The warehouse is needed only to create a table without a
+``--location``: listing and inspecting tables, whose locations are absolute, and changing them
+work without one. Everything here is pure except reading the config file; the environment,
+working directory and home directory are passed in.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ __all__ = [
     "CatalogSettings",
     "find_config_file",
     "read_config_section",
+    "require_warehouse",
     "resolve_settings",
 ]
 
@@ -73,9 +76,21 @@ class CatalogSettings:
     """The resolved catalog settings, and the config file that contributed (if any)."""
 
     url: str
-    warehouse: str
+    warehouse: str | None  # None: tables can be created only at an explicit location
     name: str
     config_file: Path | None = None
+    url_from: str | None = None  # where the URL came from ("--catalog", ...), for messages
+
+
+def require_warehouse(settings: CatalogSettings, *, or_else: str) -> str:
+    """The configured warehouse; :class:`ValidationError` saying how to configure one, or to
+    do ``or_else`` instead, when there is none."""
+    if settings.warehouse is None:
+        raise ValidationError(
+            "no warehouse configured: pass --warehouse PATH_OR_URI, set "
+            f"{ENV_WAREHOUSE}, add warehouse = ... to the config file, or {or_else}"
+        )
+    return settings.warehouse
 
 
 def find_config_file(
@@ -168,7 +183,7 @@ def resolve_settings(
     """Resolve the catalog settings from flags, then ``env``, then the config file.
 
     Raises :class:`ValidationError` naming the three ways to configure a catalog when the URL
-    or the warehouse is found nowhere.
+    is found nowhere. The warehouse may be missing (see the module docstring).
     """
     profile = profile or env.get(ENV_PROFILE) or None
     path = find_config_file(config, env=env, cwd=cwd, home=home)
@@ -190,9 +205,12 @@ def resolve_settings(
             "no catalog database URL configured: pass --catalog URL, set "
             f"{ENV_CATALOG_URL}, or add url = ... to the config file"
         )
-    if not resolved_warehouse:
-        raise ValidationError(
-            "no warehouse configured: pass --warehouse PATH_OR_URI, set "
-            f"{ENV_WAREHOUSE}, or add warehouse = ... to the config file"
-        )
-    return CatalogSettings(resolved_url, resolved_warehouse, resolved_name, path)
+    if url:
+        url_from = "--catalog"
+    elif env.get(ENV_CATALOG_URL):
+        url_from = ENV_CATALOG_URL
+    else:
+        url_from = f"config file {path}"
+    return CatalogSettings(
+        resolved_url, resolved_warehouse or None, resolved_name, path, url_from=url_from
+    )

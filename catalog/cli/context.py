@@ -3,11 +3,17 @@
 A command is a function ``(Context, argparse.Namespace) -> Output``. It returns its result as
 plain data plus a rich view of it; :meth:`Context.emit` prints one or the other, so commands
 never print their result themselves (progress bars and notes go to stderr).
+
+Opening a SQLite catalog, the context checks its file first: a command that only reads refuses
+a file that does not exist (a mistyped path would otherwise open a new, empty catalog and
+list nothing), unless ``--create`` is given; a command that changes the catalog creates the
+file's folder when it is missing (SQLite creates the file, not its folder).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -27,8 +33,11 @@ from rich.progress import (
 
 from lakecat.catalog.catalog import Catalog
 from lakecat.catalog.cli.config import CatalogSettings, resolve_settings
-from lakecat.catalog.cli.render import dump_json
+from lakecat.catalog.cli.render import PREVIEW_ITEMS, dump_json
+from lakecat.catalog.commit.coordination.lock import sqlite_database_file
+from lakecat.catalog.store.db import parse_catalog_url
 from lakecat.catalog.table import Table
+from lakecat.metadata.errors import StorageError, ValidationError
 
 __all__ = ["Command", "Context", "Output", "ProgressCallback"]
 
@@ -51,34 +60,42 @@ class Context:
         args: argparse.Namespace,
         *,
         env: Mapping[str, str],
+        writes: bool = False,
         out: Console | None = None,
         err: Console | None = None,
     ) -> None:
         self.args = args
         self.env = env
+        self.writes = writes  # whether the command may change the catalog
         self.json = bool(getattr(args, "json", False))
+        # -v: long lists in full (else their first items and a count)
+        self.full_lists = bool(getattr(args, "verbose", 0))
         self.out = out or Console(file=sys.stdout, highlight=False)
         self.err = err or Console(file=sys.stderr, highlight=False)
+        self._settings: CatalogSettings | None = None
         self._catalog: Catalog | None = None
 
     # ---- the catalog --------------------------------------------------------------------------
     def settings(self) -> CatalogSettings:
-        a = self.args
-        return resolve_settings(
-            url=getattr(a, "catalog", None),
-            warehouse=getattr(a, "warehouse", None),
-            name=getattr(a, "name", None),
-            config=getattr(a, "config", None),
-            profile=getattr(a, "profile", None),
-            env=self.env,
-            cwd=Path.cwd(),
-            home=Path.home(),
-        )
+        if self._settings is None:
+            a = self.args
+            self._settings = resolve_settings(
+                url=getattr(a, "catalog", None),
+                warehouse=getattr(a, "warehouse", None),
+                name=getattr(a, "name", None),
+                config=getattr(a, "config", None),
+                profile=getattr(a, "profile", None),
+                env=self.env,
+                cwd=Path.cwd(),
+                home=Path.home(),
+            )
+        return self._settings
 
     def catalog(self) -> Catalog:
         """The catalog, opened on first use (a bad URL is reported as a LakecatError)."""
         if self._catalog is None:
             s = self.settings()
+            _check_sqlite_file(s, create=self.writes or bool(getattr(self.args, "create", False)))
             self._catalog = Catalog(s.url, warehouse=s.warehouse, name=s.name)
         return self._catalog
 
@@ -97,6 +114,11 @@ class Context:
             sys.stdout.flush()
         else:
             self.out.print(output.view)
+
+    @property
+    def list_limit(self) -> int | None:
+        """How many items of a long list a report shows: all of them with ``-v``."""
+        return None if self.full_lists else PREVIEW_ITEMS
 
     def note(self, text: str) -> None:
         """A remark for people (stderr); never part of the ``--json`` document."""
@@ -133,6 +155,29 @@ class Context:
 
         with bar:
             yield update
+
+
+def _check_sqlite_file(settings: CatalogSettings, *, create: bool) -> None:
+    """For a SQLite catalog: with ``create``, make the database file's folder if missing;
+    without, refuse a database file that does not exist (see the module docstring)."""
+    url = parse_catalog_url(settings.url)
+    if url.get_backend_name() != "sqlite":
+        return
+    path = sqlite_database_file(url)
+    if path is None or os.path.exists(path):
+        return  # in memory, or there
+    if not create:
+        source = f" (from {settings.url_from})" if settings.url_from else ""
+        raise ValidationError(
+            f"catalog database {path} does not exist{source}: check the path, or pass "
+            "--create to start an empty catalog there"
+        )
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot create the folder of catalog database {path}: {exc.strerror or exc}"
+        ) from exc
 
 
 def _ignore_progress(done: int, total: int) -> None:

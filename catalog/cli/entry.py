@@ -89,6 +89,13 @@ def _global_options(*, suppress: bool) -> _Parser:
     group.add_argument("--config", metavar="FILE", default=default, help="TOML config file")
     group.add_argument("--profile", metavar="NAME", default=default, help="[catalogs.NAME]")
     group.add_argument(
+        "--create",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="start an empty SQLite catalog if its file is missing (commands that change the "
+        "catalog always do; the others refuse a missing file)",
+    )
+    group.add_argument(
         "--json",
         action="store_true",
         default=argparse.SUPPRESS if suppress else False,
@@ -99,7 +106,7 @@ def _global_options(*, suppress: bool) -> _Parser:
         "--verbose",
         action="count",
         default=argparse.SUPPRESS if suppress else 0,
-        help="log progress; show tracebacks (-vv: debug logs)",
+        help="long lists in full; log progress; show tracebacks (-vv: debug logs)",
     )
     return parent
 

@@ -27,6 +27,7 @@ from lakecat.catalog.cli.render import (
     message,
     records,
     rows_view,
+    some_of,
 )
 from lakecat.catalog.cli.schema import parse_sort_by
 from lakecat.catalog.commit.pipeline import CommitResult
@@ -78,7 +79,7 @@ def compact(ctx: Context, args: argparse.Namespace) -> Output:
     table = ctx.table(args.table)
     sort_by = _sort_by(args.sort_by)
     if args.dry_run:
-        return _compaction_plan(table, args, sort_by)
+        return _compaction_plan(ctx, table, args, sort_by)
     with ctx.progress(f"compacting {table.name}") as progress:
         result = maintenance.rewrite_data_files(
             table,
@@ -94,21 +95,24 @@ def compact(ctx: Context, args: argparse.Namespace) -> Output:
         for group, error in result.groups_failed
     ]
     data = {"table": table.name, "dry_run": False, **_fields(result), "groups_failed": failed}
+    shown_failures = failed if ctx.list_limit is None else failed[: ctx.list_limit]
+    more_failures = len(failed) - len(shown_failures)
     view = key_values(
         f"compacted {table.name}",
         {
             "groups committed": f"{result.groups_committed} of {result.groups_total}",
             "groups failed": len(failed),
-            **{f"failed: {f['group']}": f"{f['error']}: {f['message']}" for f in failed},
+            **{f"failed: {f['group']}": f"{f['error']}: {f['message']}" for f in shown_failures},
+            **({"failed: ...": f"{more_failures} more; -v shows all"} if more_failures else {}),
             "files": f"{result.files_removed} -> {result.files_added}",
             "bytes": f"{human_bytes(result.bytes_removed)} -> {human_bytes(result.bytes_added)}",
-            "snapshots": ", ".join(str(s) for s in result.snapshot_ids) or "(none)",
+            "snapshots": some_of(result.snapshot_ids, every=ctx.full_lists),
         },
     )
     return Output(data, view)
 
 
-def _compaction_plan(table: Table, args: argparse.Namespace, sort_by: Any) -> Output:
+def _compaction_plan(ctx: Context, table: Table, args: argparse.Namespace, sort_by: Any) -> Output:
     """The groups ``rewrite_data_files`` would rewrite with these options (nothing is done)."""
     # The options are resolved as rewrite_data_files resolves them, so the plan is its plan.
     metadata = table.metadata
@@ -164,6 +168,7 @@ def _compaction_plan(table: Table, args: argparse.Namespace, sort_by: Any) -> Ou
             Column("record_count", "rows", justify="right"),
             Column("size_bytes", "size", human_bytes, justify="right"),
         ],
+        limit=ctx.list_limit,
     )
     footer = message(
         f"{len(groups)} groups, {files_total} files, {human_bytes(bytes_total)} would be rewritten"
@@ -191,8 +196,8 @@ def expire_snapshots(ctx: Context, args: argparse.Namespace) -> Output:
     view = key_values(
         f"{table.name}: {verb} {len(result.expired_snapshot_ids)} snapshots",
         {
-            "snapshots": ", ".join(str(s) for s in result.expired_snapshot_ids) or "(none)",
-            "refs removed (too old)": ", ".join(result.removed_refs) or "(none)",
+            "snapshots": some_of(result.expired_snapshot_ids, every=ctx.full_lists),
+            "refs removed (too old)": some_of(result.removed_refs, every=ctx.full_lists),
             f"data files {delete_verb}": len(result.deleted_data_files),
             f"manifests {delete_verb}": len(result.deleted_manifests),
             f"manifest lists {delete_verb}": len(result.deleted_manifest_lists),
@@ -214,7 +219,10 @@ def remove_orphans(ctx: Context, args: argparse.Namespace) -> Output:
         else f"{table.name}: deleted {len(result.orphans)} orphan files"
     )
     view = records(
-        title, [{"path": p} for p in result.orphans], [Column("path", "path", fold=True)]
+        title,
+        [{"path": p} for p in result.orphans],
+        [Column("path", "path", fold=True)],
+        limit=ctx.list_limit,
     )
     return Output(data, view)
 
@@ -337,7 +345,7 @@ def changes(ctx: Context, args: argparse.Namespace) -> Output:
     }
     title = message(
         f"changes of {table.name} over snapshots "
-        + (", ".join(str(s) for s in change_set.snapshot_ids) or "(none)")
+        + some_of(change_set.snapshot_ids, every=ctx.full_lists)
     )
     return Output(data, Group(title, *views))
 

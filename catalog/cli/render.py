@@ -7,6 +7,11 @@ the view from the record keeps the two outputs from drifting apart.
 Values in JSON: times as both ``*_ms`` integers and ISO-8601 strings (UTC), row values as
 JSON scalars (timestamps and dates ISO-8601, decimals and UUIDs as strings, binary as hex,
 NaN and infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``).
+
+The JSON document is always complete. In the views, a long list inside a command's report
+(the snapshots an expiry removed, the orphan files found) shows its first
+:data:`PREVIEW_ITEMS` items and how many there are (:func:`some_of`, the ``limit`` of
+:func:`records`); ``-v`` shows them all. Listing commands list every row.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from lakecat.metadata.table.sorting import SortOrder
 from lakecat.metadata.table.table_metadata import TableMetadata
 
 __all__ = [
+    "PREVIEW_ITEMS",
     "Column",
     "dump_json",
     "file_record",
@@ -50,6 +56,7 @@ __all__ = [
     "rows_view",
     "schema_record",
     "snapshot_record",
+    "some_of",
     "sort_order_record",
     "spec_record",
     "table_view",
@@ -138,6 +145,22 @@ def _cell(value: Any) -> Text:
 
 def message(text: str) -> Text:
     return Text(text)
+
+
+# Items of a long list a report shows without -v.
+PREVIEW_ITEMS = 10
+_SHOW_ALL = "-v shows all"
+
+
+def some_of(items: Sequence[Any], *, every: bool = False) -> str:
+    """``"a, b, c"``; past :data:`PREVIEW_ITEMS` items (unless ``every``), the first ones and
+    the count: ``"a, b, ... (299 in all; -v shows all)"``."""
+    if not items:
+        return "(none)"
+    if every or len(items) <= PREVIEW_ITEMS:
+        return ", ".join(str(item) for item in items)
+    first = ", ".join(str(item) for item in items[:PREVIEW_ITEMS])
+    return f"{first}, ... ({len(items)} in all; {_SHOW_ALL})"
 
 
 # ---- records: lakecat objects as JSON-able dicts ----------------------------------------------
@@ -303,16 +326,25 @@ class Column:
 
 
 def records(
-    title: str | None, items: Sequence[Mapping[str, Any]], columns: Sequence[Column]
+    title: str | None,
+    items: Sequence[Mapping[str, Any]],
+    columns: Sequence[Column],
+    *,
+    limit: int | None = None,
 ) -> RenderableType:
-    """A table with one row per record; an empty list prints ``(none)`` under the title."""
+    """A table with one row per record; an empty list prints ``(none)`` under the title.
+    With ``limit``, at most that many rows, and a caption counting the ones left out."""
     if not items:
         return Text(f"{title}: (none)" if title else "(none)")
+    caption = None
+    if limit is not None and len(items) > limit:
+        caption = f"first {limit} of {len(items)}; {_SHOW_ALL}"
+        items = items[:limit]
     cells = [
         [_cell(c.show(item.get(c.key)) if c.show else item.get(c.key)) for c in columns]
         for item in items
     ]
-    view = RichTable(title=title, title_justify="left")
+    view = RichTable(title=title, title_justify="left", caption=caption, caption_justify="left")
     for i, c in enumerate(columns):
         view.add_column(
             c.header,

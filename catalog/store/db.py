@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 
 from lakecat.metadata.errors import (
@@ -57,6 +57,7 @@ __all__ = [
     "is_lock_timeout",
     "is_retryable",
     "is_unique_violation",
+    "parse_catalog_url",
     "unavailable_error",
     "write_engine",
 ]
@@ -87,6 +88,14 @@ _PG_UNIQUE_VIOLATION = "23505"
 _PG_LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout ran out
 
 
+def parse_catalog_url(url: str) -> URL:
+    """A catalog database URL, parsed (no I/O); :class:`ValidationError` if it is malformed."""
+    try:
+        return make_url(url)
+    except ArgumentError as exc:
+        raise ValidationError(f"invalid catalog database URL: {exc}") from exc
+
+
 def create_catalog_engine(
     url: str,
     *,
@@ -102,8 +111,8 @@ def create_catalog_engine(
     if busy_timeout_ms < 0:
         raise ValidationError(f"busy_timeout_ms must not be negative, got {busy_timeout_ms}")
     kwargs = dict(engine_kwargs or {})
+    parsed = parse_catalog_url(url)
     try:
-        parsed = make_url(url)
         is_sqlite = parsed.get_backend_name() == "sqlite"
         if not is_sqlite:
             kwargs.setdefault("pool_pre_ping", True)

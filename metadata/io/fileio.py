@@ -257,6 +257,42 @@ def file_io_for(location: str) -> FileIO:
     return LocalFileIO() if local_path(location) is not None else ArrowFileIO()
 
 
+class RoutingFileIO(FileIO):
+    """Each location through the FileIO that serves it (:func:`file_io_for`): for a catalog
+    without a warehouse, whose tables may live on any storage."""
+
+    def __init__(self) -> None:
+        self._local = LocalFileIO()
+        self._arrow = ArrowFileIO()
+
+    def _for(self, location: str) -> FileIO:
+        return self._local if local_path(location) is not None else self._arrow
+
+    def read(self, location: str) -> bytes:
+        return self._for(location).read(location)
+
+    def write(self, location: str, data: bytes, *, exclusive: bool = False) -> None:
+        self._for(location).write(location, data, exclusive=exclusive)
+
+    def open_input(self, location: str) -> Any:
+        return self._for(location).open_input(location)
+
+    def open_output(self, location: str) -> IO[bytes]:
+        return self._for(location).open_output(location)
+
+    def delete(self, location: str) -> None:
+        self._for(location).delete(location)
+
+    def exists(self, location: str) -> bool:
+        return self._for(location).exists(location)
+
+    def list_prefix(self, location: str) -> Iterator[FileInfo]:
+        return self._for(location).list_prefix(location)
+
+    def arrow_filesystem(self, location: str) -> tuple[pafs.FileSystem, str]:
+        return self._for(location).arrow_filesystem(location)
+
+
 def _create(path: str, data: bytes) -> None:
     """Create ``path`` holding ``data``; FileExistsError if it exists. The folder is made
     only when missing (commits write four files each into existing folders: the common case

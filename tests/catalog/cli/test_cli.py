@@ -491,7 +491,7 @@ def test_config_file_profiles_and_precedence(
     default, profile = lakecat_all(
         lake,
         ["tables", "list", "db", "--json"],
-        ["--profile", "empty", "namespaces", "list", "--json"],
+        ["--profile", "empty", "namespaces", "list", "--json", "--create"],
         env={},
     )
     assert default.json() == {"namespace": "db", "tables": ["db.events"]}
@@ -513,6 +513,7 @@ def test_config_file_profiles_and_precedence(
         "namespaces",
         "list",
         "--json",
+        "--create",
     )
     assert flag_wins.json() == {"parent": None, "namespaces": []}
     assert "nope.toml" in cli("--config", "nope.toml", "namespaces", "list").error_line()
