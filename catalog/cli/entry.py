@@ -277,6 +277,14 @@ def _add_maintenance_commands(
     p = commands.leaf(top, "rewrite-manifests", "rewrite-manifests", "regroup manifests")
     p.add_argument("table")
     p.add_argument("--target-size", type=byte_size, metavar="BYTES")
+    p = commands.leaf(
+        top,
+        "rewrite-position-deletes",
+        "rewrite-position-deletes",
+        "merge each data file's position delete files into one",
+    )
+    p.add_argument("table")
+    p.add_argument("--min-input-files", type=int, default=2, metavar="N")
     p = commands.leaf(top, "rollback", "rollback", "make an older snapshot current")
     p.add_argument("table")
     target = p.add_mutually_exclusive_group(required=True)

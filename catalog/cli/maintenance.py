@@ -244,6 +244,23 @@ def rewrite_manifests(ctx: Context, args: argparse.Namespace) -> Output:
     )
 
 
+def rewrite_position_deletes(ctx: Context, args: argparse.Namespace) -> Output:
+    table = ctx.table(args.table)
+    result = maintenance.rewrite_position_delete_files(table, min_input_files=args.min_input_files)
+    data = {"table": table.name, **_fields(result)}
+    if result.snapshot_id is None:
+        text = (
+            f"{table.name}: no data file has {args.min_input_files} or more position delete files"
+        )
+    else:
+        text = (
+            f"{table.name}: {result.delete_files_removed} position delete files of "
+            f"{result.data_files} data files -> {result.delete_files_added} "
+            f"(snapshot {result.snapshot_id})"
+        )
+    return Output(data, message(text))
+
+
 # ---- history editing ---------------------------------------------------------------------------
 
 
@@ -355,6 +372,7 @@ MAINTENANCE_COMMANDS: dict[str, Command] = {
     "expire-snapshots": expire_snapshots,
     "remove-orphans": remove_orphans,
     "rewrite-manifests": rewrite_manifests,
+    "rewrite-position-deletes": rewrite_position_deletes,
     "rollback": rollback,
     "cherry-pick": cherry_pick,
     "set-current": set_current,

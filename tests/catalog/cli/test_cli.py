@@ -791,3 +791,23 @@ def test_progress_bar_draws_on_a_terminal_and_stays_silent_otherwise() -> None:
     with quiet.progress("working") as advance:
         advance(1, 2)
     assert piped.getvalue() == ""
+
+
+def test_rewrite_position_deletes_merges_a_files_delete_files(lake: Lake, cli: InProcess) -> None:
+    with lake.catalog() as catalog:
+        catalog.create_namespace("db")
+        table = catalog.create_table(
+            "db.mor",
+            events(range(0), "eu").schema,
+            properties={"write.delete.mode": "merge-on-read"},
+        )
+        table.append(events(range(50), "eu"))
+        for cond in ("id = 1", "id = 2", "id = 3"):
+            table.delete(cond)
+    nothing = cli("rewrite-position-deletes", "db.mor", "--min-input-files", "4")
+    assert nothing.code == 0 and "no data file has 4 or more" in nothing.out
+    merged = cli("rewrite-position-deletes", "db.mor", "--json").json()
+    assert merged["data_files"] == 1 and merged["delete_files_removed"] == 3  # type: ignore[index]
+    assert merged["delete_files_added"] == 1 and merged["snapshot_id"]  # type: ignore[index]
+    with lake.catalog() as catalog:
+        assert catalog.load_table("db.mor").scan().count() == 47
