@@ -15,16 +15,15 @@ referenced file exists and no file of a failed attempt is left behind.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import random
 import time
 
 import pyarrow as pa
 import pytest
+from history_checks import assert_files_are_exactly_the_referenced_ones, assert_one_chain_holding
 
 from lakecat.catalog import Catalog
 from lakecat.catalog.maintenance.compaction import rewrite_data_files
-from lakecat.catalog.maintenance.reachable import reachable_files
 from lakecat.metadata.errors import CommitConflict, LakecatError, RetriesExhausted
 
 WRITERS = 5
@@ -151,11 +150,8 @@ def test_writers_changing_different_rows_of_the_same_files_and_a_compaction_stay
 
     table = catalog.load_table("db.rows")
     meta = table.metadata
-    chain = [s.snapshot_id for s in meta.ancestors(meta.current_snapshot_id)]
-    assert len(chain) == len(set(chain)) == len(meta.snapshots), "history is not one linear chain"
     acknowledged = [snap for log in logs.values() for _, snap, _, _ in log if snap is not None]
-    assert len(acknowledged) == len(set(acknowledged))
-    assert set(acknowledged) <= set(chain), "an acknowledged commit is missing from the history"
+    chain = assert_one_chain_holding(table, acknowledged)
     others = [meta.snapshot_by_id(s) for s in chain if s not in set(acknowledged)]
     assert all(s.operation in ("append", "replace") for s in others)
     assert len([s for s in others if s.operation == "append"]) == 3  # the initial loads
@@ -168,9 +164,5 @@ def test_writers_changing_different_rows_of_the_same_files_and_a_compaction_stay
     assert len({i for i, _ in got}) == len(got), "a row appears twice"
     assert dict(got) == _replay(logs)
 
-    referenced = reachable_files(table.io, meta, table.metadata_location)
-    root = table.location.removeprefix("file://")
-    on_disk = {"file://" + os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
-    assert referenced <= on_disk, "a referenced file is missing"
-    assert on_disk == referenced, f"left behind: {sorted(on_disk - referenced)[:5]}"
+    assert_files_are_exactly_the_referenced_ones(table)
     catalog.close()

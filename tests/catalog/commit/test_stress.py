@@ -11,14 +11,13 @@ written by a failed attempt is left behind.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import random
 
 import pyarrow as pa
 import pytest
+from history_checks import assert_files_are_exactly_the_referenced_ones, assert_one_chain_holding
 
 from lakecat.catalog import Catalog
-from lakecat.catalog.maintenance.reachable import reachable_files
 from lakecat.metadata.errors import CommitConflict, RetriesExhausted
 
 WRITERS = 8
@@ -107,12 +106,8 @@ def test_eight_writers_keep_the_table_correct(catalog_url: str, warehouse: str, 
         assert p.exitcode == 0
 
     table = catalog.load_table("db.stress")
-    meta = table.metadata
-    chain = [s.snapshot_id for s in meta.ancestors(meta.current_snapshot_id)]
-    assert len(chain) == len(set(chain)) == len(meta.snapshots), "history is not one linear chain"
     acknowledged = [snap for log in logs.values() for _, snap, _ in log if snap is not None]
-    assert len(acknowledged) == len(set(acknowledged))
-    assert set(acknowledged) <= set(chain), "an acknowledged commit is missing from the history"
+    chain = assert_one_chain_holding(table, acknowledged)
     assert len(chain) == len(acknowledged), "a commit nobody acknowledged is in the history"
 
     data = table.to_arrow()
@@ -120,9 +115,5 @@ def test_eight_writers_keep_the_table_correct(catalog_url: str, warehouse: str, 
     assert len(got) == data.num_rows, "a row appears twice"
     assert got == _expected(logs)
 
-    referenced = reachable_files(table.io, meta, table.metadata_location)
-    root = table.location.removeprefix("file://")
-    on_disk = {"file://" + os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
-    assert referenced <= on_disk, "a referenced file is missing"
-    assert on_disk == referenced, f"left behind: {sorted(on_disk - referenced)[:5]}"
+    assert_files_are_exactly_the_referenced_ones(table)
     catalog.close()
