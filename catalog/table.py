@@ -42,6 +42,7 @@ from lakecat.metadata.errors import (
     ValidationError,
 )
 from lakecat.metadata.expressions.expressions import AlwaysTrue, Expression
+from lakecat.metadata.io.fileio import deleted_on_error
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.schema import Schema
@@ -442,12 +443,9 @@ class Table:
         """Write the new data files and the position delete files of one operation; on a
         failure, none of them stays."""
         files = write_files(self.io, start, rows)
-        try:
+        with deleted_on_error(self.io) as written:
+            written.extend(f.file_path for f in files)
             return files + write_position_deletes(self.io, start, deletes)
-        except BaseException:
-            for f in files:
-                self.io.delete(f.file_path)
-            raise
 
     def _head(self, metadata: TableMetadata, branch: str) -> Snapshot | None:
         if branch not in metadata.refs:

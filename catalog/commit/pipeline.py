@@ -67,7 +67,6 @@ import contextlib
 import enum
 import logging
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -119,9 +118,13 @@ from lakecat.metadata.expressions.expressions import (
     bind,
     referenced_field_ids,
 )
-from lakecat.metadata.io.fileio import FileIO, join
+from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.parquet import partition_path, read_data_file
-from lakecat.metadata.io.position_deletes import deleted_positions, write_position_delete_file
+from lakecat.metadata.io.position_deletes import (
+    FileDeletes,
+    deleted_positions,
+    write_position_delete_files,
+)
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import Content, DataFile, Status
 from lakecat.metadata.manifests.delete_index import named_data_file
@@ -798,26 +801,20 @@ class _CommitWindow:
             for output, positions in moves.moved(source_path, deleted).items():
                 by_output.setdefault(output, []).append(positions)
         outputs = {f.file_path: f for f in self.intent.added_files}
-        specs = base.specs_by_id()
-        written: list[DataFile] = []
-        prefix = uuid.uuid4()
-        for n, (path, chunks) in enumerate(sorted(by_output.items()), start=1):
-            target = outputs[path]
-            spec = specs[target.spec_id]
-            folder = partition_path(spec, base.schema(), target.partition)
-            name = f"{prefix}-{n:05d}-carried-deletes.parquet"
-            location = join(data_dir(base), folder, name) if folder else join(data_dir(base), name)
-            self.written.append(location)
-            written.append(
-                write_position_delete_file(
-                    self.io,
-                    location,
-                    target,
-                    pa.concat_arrays(chunks),
-                    spec=spec,
-                    properties=base.properties,
-                )
-            )
+        targets = [
+            FileDeletes(outputs[path], pa.concat_arrays(chunks))
+            for path, chunks in sorted(by_output.items())
+        ]
+        written = write_position_delete_files(
+            self.io,
+            data_dir(base),
+            targets,
+            specs=base.specs_by_id(),
+            schema=base.schema(),
+            properties=base.properties,
+            kind="carried-deletes",
+        )
+        self.written.extend(f.file_path for f in written)
         return tuple(written)
 
     def _holds_match(

@@ -19,21 +19,18 @@ write v3 tables yet, so a merge-on-read change of one is refused before any file
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-
-import pyarrow as pa
 
 from lakecat.catalog.commit.intent import OpKind
 from lakecat.catalog.commit.producer import data_dir
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import UnsupportedFeature, ValidationError
-from lakecat.metadata.io.fileio import FileIO, join
-from lakecat.metadata.io.parquet import partition_path
-from lakecat.metadata.io.position_deletes import write_position_delete_file
+from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.position_deletes import FileDeletes, write_position_delete_files
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.table.table_metadata import TableMetadata
+
+__all__ = ["FileDeletes", "merge_on_read", "write_position_deletes"]
 
 _MODE_PROPERTY = {
     OpKind.DELETE: P.DELETE_MODE,
@@ -41,14 +38,6 @@ _MODE_PROPERTY = {
     OpKind.UPDATE: P.UPDATE_MODE,
     OpKind.MERGE: P.MERGE_MODE,
 }
-
-
-@dataclass(frozen=True)
-class FileDeletes:
-    """The rows of one data file an operation deletes, by position (ascending)."""
-
-    data_file: DataFile
-    positions: pa.Int64Array
 
 
 def merge_on_read(metadata: TableMetadata, kind: OpKind) -> bool:
@@ -81,29 +70,11 @@ def write_position_deletes(
 ) -> list[DataFile]:
     """One position delete file per target, in its data file's partition folder under the
     table's data folder. On any failure the files already written are deleted first."""
-    root = data_dir(metadata)
-    schema = metadata.schema()
-    specs = metadata.specs_by_id()
-    prefix = uuid.uuid4()
-    written: list[DataFile] = []
-    try:
-        for n, target in enumerate(targets, start=1):
-            f = target.data_file
-            spec = specs[f.spec_id]
-            folder = partition_path(spec, schema, f.partition)
-            name = f"{prefix}-{n:05d}-deletes.parquet"
-            written.append(
-                write_position_delete_file(
-                    io,
-                    join(root, folder, name) if folder else join(root, name),
-                    f,
-                    target.positions,
-                    spec=spec,
-                    properties=metadata.properties,
-                )
-            )
-    except BaseException:
-        for d in written:
-            io.delete(d.file_path)
-        raise
-    return written
+    return write_position_delete_files(
+        io,
+        data_dir(metadata),
+        targets,
+        specs=metadata.specs_by_id(),
+        schema=metadata.schema(),
+        properties=metadata.properties,
+    )

@@ -15,7 +15,7 @@ import pyarrow as pa
 from lakecat.catalog.commit.producer import data_dir
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import SchemaMismatch
-from lakecat.metadata.io.fileio import FileIO, join
+from lakecat.metadata.io.fileio import FileIO, deleted_on_error, join
 from lakecat.metadata.io.parquet import partition_and_split, partition_path, write_data_file
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.arrow import conform_to_schema
@@ -68,7 +68,7 @@ def write_files(io: FileIO, metadata: TableMetadata, tables: list[pa.Table]) -> 
     root = data_dir(metadata)
     prefix = uuid.uuid4()
     written: list[DataFile] = []
-    try:
+    with deleted_on_error(io) as locations:
         n = 0
         for table in tables:
             for partition, chunk in partition_and_split(
@@ -91,8 +91,5 @@ def write_files(io: FileIO, metadata: TableMetadata, tables: list[pa.Table]) -> 
                         properties=metadata.properties,
                     )
                 )
-    except BaseException:
-        for f in written:
-            io.delete(f.file_path)
-        raise
+                locations.append(location)
     return written

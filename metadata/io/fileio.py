@@ -252,6 +252,19 @@ class ArrowFileIO(FileIO):
                 yield FileInfo(f"{scheme}://{info.path}", info.size or 0, mtime)
 
 
+@contextlib.contextmanager
+def deleted_on_error(io: FileIO) -> Iterator[list[str]]:
+    """A list for the locations a block writes: if the block raises, they are deleted before
+    the error propagates (a failed write leaves no file behind)."""
+    written: list[str] = []
+    try:
+        yield written
+    except BaseException:
+        for location in written:
+            io.delete(location)
+        raise
+
+
 def file_io_for(location: str) -> FileIO:
     """The FileIO that serves a location."""
     return LocalFileIO() if local_path(location) is not None else ArrowFileIO()

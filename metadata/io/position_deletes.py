@@ -13,8 +13,9 @@ which data file a v2 position delete file applies to without opening it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -23,8 +24,8 @@ import pyarrow.compute as pc
 from lakecat.metadata import properties as P
 from lakecat.metadata.deletes import PositionIndex, positions_for_file, read_deletion_vector
 from lakecat.metadata.errors import CorruptMetadata, LakecatError, ValidationError
-from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.parquet import read_parquet_columns, write_data_file
+from lakecat.metadata.io.fileio import FileIO, deleted_on_error, join
+from lakecat.metadata.io.parquet import partition_path, read_parquet_columns, write_data_file
 from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.manifests.delete_index import POS_FILE_PATH_ID, POS_POS_ID
 from lakecat.metadata.partitioning.spec import PartitionSpec
@@ -37,6 +38,45 @@ POSITION_DELETE_SCHEMA = Schema.of(
     NestedField(POS_POS_ID, "pos", LongType(), required=True),
 )
 _ARROW_SCHEMA = schema_to_arrow(POSITION_DELETE_SCHEMA)
+
+
+@dataclass(frozen=True)
+class FileDeletes:
+    """The rows of one data file to delete, by position (row numbers from 0)."""
+
+    data_file: DataFile
+    positions: pa.Int64Array
+
+
+def write_position_delete_files(
+    io: FileIO,
+    folder: str,
+    targets: Sequence[FileDeletes],
+    *,
+    specs: Mapping[int, PartitionSpec],
+    schema: Schema,
+    properties: Mapping[str, str],
+    kind: str = "deletes",
+) -> list[DataFile]:
+    """One position delete file per target, named ``<uuid>-<n>-<kind>.parquet`` in its data
+    file's partition folder under ``folder`` (the table's data folder). On any failure the
+    files already written are deleted before the error propagates."""
+    prefix = uuid.uuid4()
+    written: list[DataFile] = []
+    with deleted_on_error(io) as locations:
+        for n, target in enumerate(targets, start=1):
+            f = target.data_file
+            spec = specs[f.spec_id]
+            partition = partition_path(spec, schema, f.partition)
+            name = f"{prefix}-{n:05d}-{kind}.parquet"
+            location = join(folder, partition, name) if partition else join(folder, name)
+            written.append(
+                write_position_delete_file(
+                    io, location, f, target.positions, spec=spec, properties=properties
+                )
+            )
+            locations.append(location)
+    return written
 
 
 def write_position_delete_file(

@@ -2,33 +2,10 @@
 
 from __future__ import annotations
 
-import io
-
 import pyarrow as pa
+from counting_io import CountingIO
 
 from lakecat.catalog import Catalog
-from lakecat.metadata.io import LocalFileIO
-
-
-class _CountingFile(io.FileIO):
-    def __init__(self, path: str, counter: list[int]) -> None:
-        super().__init__(path, "rb")
-        self.counter = counter
-
-    def read(self, size: int = -1) -> bytes:
-        data = super().read(size)
-        self.counter[0] += len(data)
-        return data
-
-
-class CountingIO(LocalFileIO):
-    """Local files; counts the bytes read through ``open_input`` (Parquet reads)."""
-
-    def __init__(self) -> None:
-        self.counter = [0]
-
-    def open_input(self, location: str) -> _CountingFile:
-        return _CountingFile(self._path(location), self.counter)
 
 
 def test_a_filtered_scan_skips_row_groups_that_cannot_match(sqlite_url: str, warehouse: str):

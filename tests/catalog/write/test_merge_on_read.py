@@ -20,6 +20,7 @@ import pytest
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.write import merge_on_read as mor
 from lakecat.metadata.errors import StorageError, UnsupportedFeature, ValidationError
+from lakecat.metadata.io import position_deletes
 from lakecat.metadata.io.fileio import local_path
 from lakecat.metadata.manifests.datafile import Content
 from lakecat.metadata.manifests.delete_index import POS_FILE_PATH_ID, named_data_file
@@ -249,7 +250,7 @@ def test_a_failed_delete_file_write_leaves_no_new_file(pair, monkeypatch) -> Non
     def fail(*args: object, **kwargs: object) -> None:
         raise StorageError("disk full")
 
-    monkeypatch.setattr(mor, "write_position_delete_file", fail)
+    monkeypatch.setattr(position_deletes, "write_position_delete_file", fail)
     with pytest.raises(StorageError):
         m.update({"v": 0}, "id < 3")  # writes the new versions first, then fails
     assert sorted(data.rglob("*")) == before

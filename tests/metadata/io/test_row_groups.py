@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import io
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from counting_io import CountingIO
 
 from lakecat.metadata.expressions import InclusiveMetricsEvaluator, bind, parse, to_arrow_filter
 from lakecat.metadata.io.fileio import LocalFileIO
@@ -33,32 +32,6 @@ SCHEMA = Schema.of(
     NestedField(2, "name", StringType()),
     NestedField(3, "st", StructType((NestedField(4, "x", LongType()),))),
 )
-
-
-class _CountingFile(io.FileIO):
-    """A local file that counts the bytes read from it."""
-
-    def __init__(self, path: str, counter: list[int]) -> None:
-        super().__init__(path, "rb")
-        self.counter = counter
-
-    def read(self, size: int = -1) -> bytes:
-        data = super().read(size)
-        self.counter[0] += len(data)
-        return data
-
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
-        n = super().readinto(buffer) or 0
-        self.counter[0] += n
-        return n
-
-
-class CountingIO(LocalFileIO):
-    def __init__(self) -> None:
-        self.counter = [0]
-
-    def open_input(self, location: str) -> _CountingFile:
-        return _CountingFile(self._path(location), self.counter)
 
 
 def write(tmp_path, data: pa.Table, schema: Schema) -> DataFile:
