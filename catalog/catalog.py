@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -39,6 +40,7 @@ from lakecat.metadata.errors import (
     ValidationError,
 )
 from lakecat.metadata.io.fileio import FileIO, RoutingFileIO, file_io_for, join, to_uri
+from lakecat.metadata.io.storage import check_storage_properties
 from lakecat.metadata.manifests.cache import DEFAULT_MAX_ENTRIES, ManifestCache
 from lakecat.metadata.partitioning.spec import PartitionField, PartitionSpec
 from lakecat.metadata.partitioning.transforms import default_partition_field_name, parse_transform
@@ -147,6 +149,12 @@ class Catalog:
     shares the catalog between machines. The warehouse is where new tables go by default:
     without one (``warehouse=None``) the catalog lists, loads and changes its tables (their
     locations are absolute), and creates a table only at an explicit ``location``.
+
+    ``properties`` configure object storage, under pyiceberg's names (``s3.endpoint``,
+    ``s3.access-key-id``, ``s3.secret-access-key``, ``s3.session-token``, ``s3.region``,
+    ``s3.path-style-access``, ``gcs.*``, ``adls.*``: :mod:`lakecat.metadata.io.storage`).
+    Unknown keys and bad values raise :class:`ValidationError` here; credentials never
+    appear in the catalog's repr. They configure the default FileIO (not an ``io`` given).
     """
 
     def __init__(
@@ -158,14 +166,22 @@ class Catalog:
         io: FileIO | None = None,
         engine_kwargs: Mapping[str, Any] | None = None,
         manifest_cache_entries: int = DEFAULT_MAX_ENTRIES,
+        properties: Mapping[str, str] | None = None,
     ) -> None:
         if warehouse is not None and not warehouse:
             raise ValidationError("the warehouse location is empty (None: a catalog without one)")
+        self.properties: Mapping[str, str] = MappingProxyType(
+            check_storage_properties(properties or {})
+        )
         self.name = name
         self.uri = uri
         self.warehouse = None if warehouse is None else to_uri(warehouse)
         # without a warehouse, each table's files are served by the FileIO of their location
-        self.io = io or (RoutingFileIO() if self.warehouse is None else file_io_for(self.warehouse))
+        self.io = io or (
+            RoutingFileIO(self.properties)
+            if self.warehouse is None
+            else file_io_for(self.warehouse, self.properties)
+        )
         self.store = SqlCatalogStore(uri, catalog_name=name, engine_kwargs=engine_kwargs)
         # Decoded manifests are immutable; scans and commits of this catalog share them.
         self.manifest_cache = ManifestCache(manifest_cache_entries)

@@ -28,6 +28,9 @@ calls the library, so callers never need to catch a library's own exception type
     ├── UnsupportedFeature         a table feature lakecat cannot read or write yet (refused,
     │                              never read or written wrongly)
     ├── StorageError               the file-IO seam failed (OS / object-store error)
+    │   ├── StorageUnreachable     the object store's endpoint did not answer (in time)
+    │   ├── StorageAccessDenied    the object store refused the credentials, or their rights
+    │   └── NoSuchBucket           the bucket (container) of a location does not exist
     ├── CatalogUnavailable         the catalog database cannot be reached or answered an error
     │   └── CatalogRefused         it answered: the statement was refused (never retried)
     │       ├── CatalogReadOnly          the database (file, connection or server) takes no writes
@@ -146,6 +149,20 @@ class UnsupportedFeature(LakecatError):
 
 class StorageError(LakecatError, OSError):
     """The file-IO seam failed."""
+
+
+class StorageUnreachable(StorageError):
+    """The object store could not be reached: no answer at its endpoint (refused, unknown
+    host, timed out). Check the endpoint property (``s3.endpoint``, ...) and the network."""
+
+
+class StorageAccessDenied(StorageError):
+    """The object store answered and refused: wrong credentials (access key, secret, token),
+    or credentials without permission for the bucket or key."""
+
+
+class NoSuchBucket(StorageError):
+    """The bucket (or container) a location names does not exist on the object store."""
 
 
 class CatalogUnavailable(LakecatError):

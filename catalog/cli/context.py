@@ -88,6 +88,7 @@ class Context:
                 env=self.env,
                 cwd=Path.cwd(),
                 home=Path.home(),
+                properties=dict(getattr(a, "catalog_properties", None) or ()),
             )
         return self._settings
 
@@ -96,7 +97,9 @@ class Context:
         if self._catalog is None:
             s = self.settings()
             _check_sqlite_file(s, create=self.writes or bool(getattr(self.args, "create", False)))
-            self._catalog = Catalog(s.url, warehouse=s.warehouse, name=s.name)
+            self._catalog = Catalog(
+                s.url, warehouse=s.warehouse, name=s.name, properties=s.properties
+            )
         return self._catalog
 
     def table(self, identifier: str) -> Table:

@@ -161,6 +161,16 @@ def build_parser() -> _Parser:
         parents=[_global_options(suppress=False)],
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument(
+        "--property",
+        dest="catalog_properties",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a catalog property, e.g. s3.endpoint=http://127.0.0.1:9000 (repeatable; before "
+        "the command: after it, tables/namespaces create take table/namespace properties)",
+    )
     commands = _Commands(_global_options(suppress=True))
     top = commands.group(parser, "command")
     _add_namespace_commands(commands, top)

@@ -2,22 +2,35 @@
 
 Locations are URIs (``file:///abs/path``, ``s3://bucket/key``) or absolute local paths. Local
 files go through the OS directly (fast, and exclusive creation is atomic); any other scheme goes
-through a pyarrow filesystem. OS and pyarrow errors are translated to :class:`StorageError`
-here, and a missing file to :class:`FileNotFoundStorageError`.
+through a pyarrow filesystem configured by the catalog's storage properties
+(:mod:`lakecat.metadata.io.storage`). OS and pyarrow errors are translated to
+:class:`StorageError` here (an unreachable endpoint, refused credentials and a missing bucket
+to its subclasses), and a missing file to :class:`FileNotFoundStorageError`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import IO, Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow.fs as pafs
 
 from lakecat.metadata.errors import StorageError
+from lakecat.metadata.io.s3_requests import S3Client, environment, s3_client
+from lakecat.metadata.io.storage import (
+    S3_SCHEMES,
+    arrow_filesystem,
+    check_storage_properties,
+    parse_location,
+    redacted,
+    storage_error,
+)
 
 
 class FileNotFoundStorageError(StorageError, FileNotFoundError):
@@ -182,14 +195,48 @@ class LocalFileIO(FileIO):
 
 
 class ArrowFileIO(FileIO):
-    """Any filesystem pyarrow supports (s3://, gs://, abfs://, hdfs://)."""
+    """Any filesystem pyarrow supports (s3://, gs://, abfs://, hdfs://), configured by the
+    catalog's storage ``properties`` (pyiceberg's names: ``s3.endpoint``,
+    ``s3.access-key-id``, ...; see :mod:`lakecat.metadata.io.storage`).
+
+    One pyarrow filesystem per (scheme, bucket), made on first use and kept by this FileIO
+    (its properties are the options), not one per call. Failures raise :class:`StorageError`
+    or, for an unreachable endpoint, refused credentials or a missing bucket,
+    :class:`StorageUnreachable`, :class:`StorageAccessDenied`, :class:`NoSuchBucket`. Pickles
+    as its properties (for Spark executors); its repr shows no credential.
+    """
+
+    def __init__(self, properties: Mapping[str, str] | None = None) -> None:
+        self.properties: Mapping[str, str] = MappingProxyType(
+            check_storage_properties(properties or {})
+        )
+        self._filesystems: dict[tuple[str, str], pafs.FileSystem] = {}
+        self._s3: list[S3Client | None] = []  # made on the first S3 delete
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ArrowFileIO({redacted(self.properties)!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"properties": dict(self.properties)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["properties"])  # type: ignore[misc]
 
     def arrow_filesystem(self, location: str) -> tuple[pafs.FileSystem, str]:
-        try:
-            fs, path = pafs.FileSystem.from_uri(location)
-        except (OSError, ValueError) as exc:
-            raise StorageError(f"unsupported location {location}: {exc}") from exc
-        return fs, path
+        where = parse_location(location)
+        key = (where.scheme, where.bucket)
+        fs = self._filesystems.get(key)
+        if fs is None:
+            with self._lock:
+                fs = self._filesystems.get(key)
+                if fs is None:
+                    fs = arrow_filesystem(where, self.properties, location)
+                    self._filesystems[key] = fs
+        return fs, where.path
+
+    def _error(self, exc: OSError, action: str, location: str) -> StorageError:
+        return storage_error(exc, action=action, location=location, properties=self.properties)
 
     def read(self, location: str) -> bytes:
         fs, path = self.arrow_filesystem(location)
@@ -199,7 +246,7 @@ class ArrowFileIO(FileIO):
         except FileNotFoundError as exc:
             raise FileNotFoundStorageError(f"file not found: {location}") from exc
         except OSError as exc:
-            raise StorageError(f"cannot read {location}: {exc}") from exc
+            raise self._error(exc, "read", location) from exc
 
     def write(self, location: str, data: bytes, *, exclusive: bool = False) -> None:
         fs, path = self.arrow_filesystem(location)
@@ -211,7 +258,7 @@ class ArrowFileIO(FileIO):
         except OSError as exc:
             if isinstance(exc, StorageError):
                 raise
-            raise StorageError(f"cannot write {location}: {exc}") from exc
+            raise self._error(exc, "write", location) from exc
 
     def open_input(self, location: str) -> Any:
         fs, path = self.arrow_filesystem(location)
@@ -220,33 +267,53 @@ class ArrowFileIO(FileIO):
         except FileNotFoundError as exc:
             raise FileNotFoundStorageError(f"file not found: {location}") from exc
         except OSError as exc:
-            raise StorageError(f"cannot open {location}: {exc}") from exc
+            raise self._error(exc, "open", location) from exc
 
     def open_output(self, location: str) -> IO[bytes]:
         fs, path = self.arrow_filesystem(location)
         try:
             return fs.open_output_stream(path)  # type: ignore[no-any-return]
         except OSError as exc:
-            raise StorageError(f"cannot create {location}: {exc}") from exc
+            raise self._error(exc, "create", location) from exc
 
     def delete(self, location: str) -> None:
         fs, path = self.arrow_filesystem(location)
+        where = parse_location(location)
+        client = self._s3_client() if where.scheme in S3_SCHEMES else None
+        if client is not None:  # one DELETE: pyarrow's would leave a folder marker behind
+            bucket, _, key = path.partition("/")
+            client.delete(bucket, key, location=location)
+            return
         try:
             fs.delete_file(path)
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise StorageError(f"cannot delete {location}: {exc}") from exc
+            raise self._error(exc, "delete", location) from exc
+
+    def _s3_client(self) -> S3Client | None:
+        if not self._s3:
+            with self._lock:
+                if not self._s3:
+                    self._s3.append(s3_client(self.properties, environment()))
+        return self._s3[0]
 
     def exists(self, location: str) -> bool:
         fs, path = self.arrow_filesystem(location)
-        return bool(fs.get_file_info(path).type != pafs.FileType.NotFound)
+        try:
+            return bool(fs.get_file_info(path).type != pafs.FileType.NotFound)
+        except OSError as exc:
+            raise self._error(exc, "check", location) from exc
 
     def list_prefix(self, location: str) -> Iterator[FileInfo]:
         fs, path = self.arrow_filesystem(location)
         scheme = location.split("://", 1)[0]
         selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
-        for info in fs.get_file_info(selector):
+        try:
+            infos = fs.get_file_info(selector)
+        except OSError as exc:
+            raise self._error(exc, "list", location) from exc
+        for info in infos:
             if info.type == pafs.FileType.File:
                 mtime = int(info.mtime.timestamp() * 1000) if info.mtime else 0
                 yield FileInfo(f"{scheme}://{info.path}", info.size or 0, mtime)
@@ -265,18 +332,25 @@ def deleted_on_error(io: FileIO) -> Iterator[list[str]]:
         raise
 
 
-def file_io_for(location: str) -> FileIO:
-    """The FileIO that serves a location."""
-    return LocalFileIO() if local_path(location) is not None else ArrowFileIO()
+def file_io_for(location: str, properties: Mapping[str, str] | None = None) -> FileIO:
+    """The FileIO that serves a location; ``properties``: the catalog's storage properties,
+    for object stores (:mod:`lakecat.metadata.io.storage`)."""
+    if local_path(location) is not None:
+        check_storage_properties(properties or {})  # a typo is reported on every warehouse
+        return LocalFileIO()
+    return ArrowFileIO(properties)
 
 
 class RoutingFileIO(FileIO):
     """Each location through the FileIO that serves it (:func:`file_io_for`): for a catalog
     without a warehouse, whose tables may live on any storage."""
 
-    def __init__(self) -> None:
+    def __init__(self, properties: Mapping[str, str] | None = None) -> None:
         self._local = LocalFileIO()
-        self._arrow = ArrowFileIO()
+        self._arrow = ArrowFileIO(properties)
+
+    def __repr__(self) -> str:
+        return f"RoutingFileIO({redacted(self._arrow.properties)!r})"
 
     def _for(self, location: str) -> FileIO:
         return self._local if local_path(location) is not None else self._arrow

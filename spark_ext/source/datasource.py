@@ -238,10 +238,14 @@ def register(
     name: str = "lakecat",
     format_name: str = DEFAULT_FORMAT,
     filter_pushdown: bool = False,
+    properties: Mapping[str, str] | None = None,
 ) -> type[LakecatDataSource]:
     """Register the lakecat data source in a Spark session, bound to one catalog.
 
-    Give a :class:`~lakecat.catalog.Catalog` or its ``uri`` and ``warehouse``. After this,
+    Give a :class:`~lakecat.catalog.Catalog` or its ``uri`` and ``warehouse`` (and storage
+    ``properties``: ``s3.endpoint``, ...; a catalog brings its own). The storage properties
+    travel to the executors inside the pickled data source, never in the session
+    configuration when they are credentials (``lakecat.spark_ext.settings``). After this,
     ``spark.read.format(format_name).load("db.t")`` and
     ``df.write.format(format_name).mode("append").save("db.t")`` work. The settings travel
     with the registered class to every worker; they are also stored in the session
@@ -255,7 +259,7 @@ def register(
     if catalog is not None:
         settings = CatalogSettings.of_catalog(catalog)
     elif uri and warehouse:
-        settings = CatalogSettings(uri, warehouse, name)
+        settings = CatalogSettings(uri, warehouse, name, properties=dict(properties or {}))
     else:
         raise ValidationError("register needs a catalog, or its uri and warehouse")
     # A class per registration, so that the settings are pickled with it (by value: it is

@@ -1,10 +1,11 @@
-"""The table API contract, run against every catalog backend (SQLite and PostgreSQL)."""
+"""The table API contract, run against every catalog backend (SQLite and PostgreSQL), each with
+a local warehouse and with an S3 one (a real S3 server, SeaweedFS: ``s3_warehouse``)."""
 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -42,6 +43,23 @@ def rows(ids: range, region: str, day: int = 1) -> pa.Table:
 
 
 SCHEMA = rows(range(1), "eu").schema
+
+
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def catalog(request: pytest.FixtureRequest, catalog_url: str, warehouse: str) -> Iterator[Catalog]:
+    """A catalog on each backend, with a local warehouse and with an S3 one."""
+    if request.param == "s3":
+        s3 = request.getfixturevalue("s3_warehouse")
+        c = Catalog(catalog_url, warehouse=s3.location, properties=s3.properties)
+    else:
+        c = Catalog(catalog_url, warehouse=warehouse)
+    c.create_namespace("db")
+    yield c
+    c.close()
+
+
+def files_under(catalog: Catalog, location: str) -> list[str]:
+    return [info.location for info in catalog.io.list_prefix(location)]
 
 
 @pytest.fixture
@@ -119,11 +137,9 @@ def test_rename_and_drop(catalog: Catalog, table) -> None:
 
 def test_drop_with_purge_deletes_the_files(catalog: Catalog, table) -> None:
     table.append(rows(range(5), "eu"))
-    location = table.location.removeprefix("file://")
-    assert os.listdir(location)
+    assert files_under(catalog, table.location)
     catalog.drop_table("db.events", purge=True)
-    remaining = [f for _, _, files in os.walk(location) for f in files]
-    assert remaining == []
+    assert files_under(catalog, table.location) == []
 
 
 def test_drop_without_purge_keeps_files_and_register_brings_the_table_back(
@@ -137,15 +153,13 @@ def test_drop_without_purge_keeps_files_and_register_brings_the_table_back(
 
 
 def test_corrupt_metadata_file_gives_a_typed_error(catalog: Catalog, table) -> None:
-    path = table.metadata_location.removeprefix("file://")
-    with open(path, "wb") as f:
-        f.write(b"{not json")
+    catalog.io.write(table.metadata_location, b"{not json")
     with pytest.raises(CorruptMetadata):
         catalog.load_table("db.events")
 
 
 def test_missing_metadata_file_gives_a_typed_error(catalog: Catalog, table) -> None:
-    os.remove(table.metadata_location.removeprefix("file://"))
+    catalog.io.delete(table.metadata_location)
     with pytest.raises(CorruptMetadata):
         catalog.load_table("db.events")
 
@@ -187,8 +201,7 @@ def test_append_with_wrong_schema_fails_and_changes_nothing(catalog: Catalog, ta
     with pytest.raises(SchemaMismatch):
         table.append(rows(range(2), "eu").append_column("extra", pa.array([1, 2])))
     assert metadata_state(catalog, "db.events") == before
-    data_dir = table.location.removeprefix("file://") + "/data"
-    assert not os.path.exists(data_dir) or not any(files for _, _, files in os.walk(data_dir))
+    assert files_under(catalog, table.location + "/data") == []
 
 
 def test_nulls_in_a_required_column_are_refused(catalog: Catalog) -> None:
@@ -382,14 +395,14 @@ def test_a_create_that_loses_the_race_is_a_protocol_change(catalog: Catalog, mon
     real_exists = catalog.store.table_exists
     # the existence check ran before the other writer's insert
     monkeypatch.setattr(catalog.store, "table_exists", lambda ns, name: False)
-    other = Catalog(catalog.uri, warehouse=catalog.warehouse)
+    other = Catalog(catalog.uri, warehouse=catalog.warehouse, properties=catalog.properties)
     other.create_table("db.race", SCHEMA)
     with pytest.raises(ConcurrentCreate) as info:
         catalog.create_table("db.race", SCHEMA)
     assert isinstance(info.value, ProtocolChanged) and isinstance(info.value, TableAlreadyExists)
     monkeypatch.setattr(catalog.store, "table_exists", real_exists)
-    metadata_dir = catalog.load_table("db.race").location.removeprefix("file://") + "/metadata"
-    assert len(os.listdir(metadata_dir)) == 1  # the loser's metadata file was removed
+    metadata_dir = catalog.load_table("db.race").location + "/metadata"
+    assert len(files_under(catalog, metadata_dir)) == 1  # the loser's metadata file was removed
     other.close()
 
 

@@ -1,11 +1,9 @@
-"""The catalog plugin's pieces that need no Spark session: building the jar, and turning
-Spark's transforms and predicates into lakecat's terms."""
+"""The catalog plugin's pieces that need no Spark session: turning Spark's transforms and
+predicates into lakecat's terms (its jar: test_catalog_jar.py)."""
 
 from __future__ import annotations
 
 import datetime as dt
-import os
-import zipfile
 from decimal import Decimal
 
 import pytest
@@ -20,9 +18,7 @@ from lakecat.metadata import (
     StringType,
     TimestamptzType,
 )
-from lakecat.metadata.errors import LakecatError
 from lakecat.metadata.expressions.parser import parse
-from lakecat.spark_ext import JavaCompilerNotFound, catalog_jar
 from lakecat.spark_ext.sql.convert import (
     UnsupportedByCatalog,
     literal,
@@ -30,7 +26,6 @@ from lakecat.spark_ext.sql.convert import (
     predicates_expression,
     spark_transforms,
 )
-from lakecat.spark_ext.sql.jar import find_javac
 
 SCHEMA = Schema.of(
     NestedField(1, "id", LongType()),
@@ -50,35 +45,6 @@ def lit(value: str, type_name: str) -> dict:
 
 def op(name: str, *children: dict) -> dict:
     return {"op": name, "children": list(children)}
-
-
-@pytest.mark.spark
-def test_the_jar_is_compiled_once_per_source_and_pyspark_version(tmp_path) -> None:
-    try:
-        find_javac()
-    except JavaCompilerNotFound:
-        pytest.skip("needs a JDK")
-    jar = catalog_jar(cache_dir=tmp_path)
-    built = os.stat(jar).st_mtime_ns
-
-    assert catalog_jar(cache_dir=tmp_path) == jar  # cached: not compiled again
-    assert os.stat(jar).st_mtime_ns == built
-    with zipfile.ZipFile(jar) as archive:
-        assert "lakecat/spark/LakecatCatalog.class" in archive.namelist()
-    import pyspark
-
-    assert os.path.basename(os.path.dirname(jar)).startswith(f"{pyspark.__version__}-")
-
-
-def test_without_a_jdk_building_the_jar_says_what_to_install(tmp_path, monkeypatch) -> None:
-    monkeypatch.delenv("JAVA_HOME", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-
-    with pytest.raises(JavaCompilerNotFound, match="JDK 17") as raised:
-        catalog_jar(cache_dir=tmp_path / "cache")
-
-    assert isinstance(raised.value, LakecatError)
-    assert "lakecat.spark_ext.register" in str(raised.value)  # the data source needs no JDK
 
 
 def test_spark_partition_transforms_become_lakecat_partition_fields() -> None:
