@@ -19,7 +19,8 @@ lies behind them can be reorganized freely.
 * data files in the table's form, and where a table keeps its files: ``conform``,
   ``write_files``, ``data_dir``, ``metadata_dir``;
 * merge-on-read changes: ``merge_on_read`` (the table's mode for an operation kind),
-  ``FileDeletes`` and ``write_position_deletes`` (position delete files naming rows);
+  ``FileDeletes`` and ``write_position_deletes`` (position delete files naming rows; v3:
+  deletion vectors) and ``replaced_deletes`` (the delete files those DVs replace);
 * the checks a job runs against the version it started from before it commits:
   ``metadata_delta``, ``check_metadata``, ``check_protocol``, ``app_versions``,
   ``check_transaction``;
@@ -39,8 +40,13 @@ from lakecat.catalog.commit.producer import data_dir, metadata_dir
 from lakecat.catalog.maintenance import CompactionResult, FileGroup, plan_file_groups
 from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES
 from lakecat.catalog.read.deletes import DeleteReader, has_deletes, refuse_deletes
-from lakecat.catalog.read.scan import RowFilter, Scan
-from lakecat.catalog.write.merge_on_read import FileDeletes, merge_on_read, write_position_deletes
+from lakecat.catalog.read.scan import RowFilter, Scan, ScanPlan
+from lakecat.catalog.write.merge_on_read import (
+    FileDeletes,
+    merge_on_read,
+    replaced_deletes,
+    write_position_deletes,
+)
 from lakecat.catalog.write.row_ops import plan_delete
 from lakecat.catalog.write.writer import conform, write_files
 from lakecat.metadata.table.timetravel import to_timestamp_ms
@@ -55,6 +61,7 @@ __all__ = [
     "OpKind",
     "RowFilter",
     "Scan",
+    "ScanPlan",
     "app_versions",
     "check_metadata",
     "check_protocol",
@@ -69,6 +76,7 @@ __all__ = [
     "plan_delete",
     "plan_file_groups",
     "refuse_deletes",
+    "replaced_deletes",
     "to_timestamp_ms",
     "write_files",
     "write_position_deletes",

@@ -22,6 +22,7 @@ from lakecat.catalog.read.scan import RowFilter, Scan, to_expression
 from lakecat.catalog.write.merge_on_read import (
     FileDeletes,
     merge_on_read,
+    replaced_deletes,
     write_position_deletes,
 )
 from lakecat.catalog.write.row_level import (
@@ -46,6 +47,7 @@ from lakecat.metadata.io.fileio import deleted_on_error
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.table.new_table import requested_format_version
 from lakecat.metadata.table.schema_evolution import SchemaUpdate
 from lakecat.metadata.table.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
 from lakecat.metadata.table.sorting import SortOrder
@@ -64,6 +66,7 @@ from lakecat.metadata.table.updates import (
     SetSnapshotRef,
     TableRequirement,
     TableUpdate,
+    UpgradeFormatVersion,
 )
 
 if TYPE_CHECKING:
@@ -393,7 +396,7 @@ class Table:
             branch,
             start,
             added=files,
-            removed=plan.removed,
+            removed=[*plan.removed, *replaced_deletes(start, plan.position_deletes)],
             read_files=plan.read_files,
             read_filter=plan.read_filter,
             isolation=isolation,
@@ -429,7 +432,7 @@ class Table:
             branch,
             start,
             added=files,
-            removed=plan.removed,
+            removed=[*plan.removed, *replaced_deletes(start, plan.position_deletes)],
             read_files=plan.read_files,
             read_filter=expression,
             isolation=self._isolation(start, P.DELETE_ISOLATION_LEVEL),
@@ -440,8 +443,8 @@ class Table:
     def _write_changes(
         self, start: TableMetadata, rows: list[pa.Table], deletes: Sequence[FileDeletes]
     ) -> list[DataFile]:
-        """Write the new data files and the position delete files of one operation; on a
-        failure, none of them stays."""
+        """Write the new data files and the position delete files (v3: deletion vectors) of
+        one operation; on a failure, none of them stays."""
         files = write_files(self.io, start, rows)
         with deleted_on_error(self.io) as written:
             written.extend(f.file_path for f in files)
@@ -497,6 +500,7 @@ class Table:
             app_version=app_version,
             skip_if_committed=skip_if_committed,
             extra_summary=tuple(sorted((snapshot_properties or {}).items())),
+            keeps_row_lineage=True,  # rewrites read and write the rows' lineage (row_ops)
         )
 
     def _commit(self, intent: Intent, start: TableMetadata) -> CommitResult:
@@ -526,11 +530,19 @@ class Table:
     def set_properties(
         self, updates: Mapping[str, str] | None = None, **kwargs: str
     ) -> CommitResult:
+        """Set table properties. ``format-version`` is not stored but upgrades the table (to 3:
+        row lineage and deletion vectors; never down), as Iceberg's catalogs do."""
         props = {**(updates or {}), **kwargs}
         for key, value in props.items():
             if key.endswith("isolation-level") and value not in P.ISOLATION_LEVELS:
                 raise ValidationError(f"{key} must be one of {P.ISOLATION_LEVELS}, not {value!r}")
-        return self.commit_updates(lambda base: ([SetProperties(props)], ()))
+        changes: list[TableUpdate] = []
+        if P.FORMAT_VERSION in props:
+            version = requested_format_version({P.FORMAT_VERSION: props.pop(P.FORMAT_VERSION)})
+            changes.append(UpgradeFormatVersion(version))
+        if props:
+            changes.append(SetProperties(props))
+        return self.commit_updates(lambda base: (changes, ()))
 
     def remove_properties(self, *keys: str) -> CommitResult:
         return self.commit_updates(lambda base: ([RemoveProperties(tuple(keys))], ()))

@@ -4,7 +4,8 @@ Registers the catalog as ``lake``, then works in SQL only: namespaces, a partiti
 inserts, an overwrite of one partition, a delete, time travel by snapshot id, tag and
 timestamp, metadata tables, schema and property changes, CTAS, and a drop. Finally it reads
 the table through lakecat's Python API to show it is an ordinary lakecat table. Needs PySpark
-4.1+ and a JDK 17+ (the catalog plugin is compiled on first use). Run it with::
+4.1+ and a Java 17+ runtime (the catalog plugin's jar ships precompiled for the PySpark it
+was built against; with another PySpark a JDK rebuilds it on first use). Run it with::
 
     python examples/spark_sql.py
 """

@@ -266,8 +266,9 @@ def spark(spark_java: None) -> Iterator[Any]:
     classpath when the JVM starts).
 
     ``local[2]``, two shuffle partitions, no UI, small memory, bound to 127.0.0.1. The catalog
-    plugin's jar (compiled on first use) is on the classpath when a JDK can build it; without
-    one the session starts without it and the catalog tests skip. Python workers run this
+    plugin's jar (the shipped one, or one a JDK compiles when it does not fit) is on the
+    classpath; when neither is possible the session starts without it and the catalog tests
+    skip. Python workers run this
     interpreter, so they import the same lakecat and pyarrow. Skips without Java 17+
     (``spark_java``).
     """
@@ -290,7 +291,7 @@ def spark(spark_java: None) -> Iterator[Any]:
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.python.worker.reuse", "true")
     )
-    with contextlib.suppress(SparkCatalogError):  # no JDK: the catalog tests skip
+    with contextlib.suppress(SparkCatalogError):  # no fitting jar, no JDK: catalog tests skip
         builder = builder.config("spark.driver.extraClassPath", catalog_jar())
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -162,7 +162,11 @@ def check_metadata(intent: Intent, delta: MetadataDelta) -> None:
 
 
 def check_delete_delete(intent: Intent, commit: ConcurrentCommit) -> None:
-    overlap = intent.removed_paths & commit.removed_paths
+    # data files: delete files an intent removes are replaced deletion vectors (merged again
+    # on a newer base, see pipeline.merged_vectors) or a rewrite's inputs (the producer
+    # refuses to remove a file that is gone)
+    data_paths = frozenset(f.file_path for f in intent.removed_files if f.content is Content.DATA)
+    overlap = data_paths & commit.removed_paths
     if not overlap:
         return
     raise ConcurrentDeleteDelete(
@@ -193,7 +197,7 @@ def check_new_deletes(intent: Intent, commit: ConcurrentCommit) -> None:
     what this operation read would bring the deleted rows back (Iceberg's
     ``validateNoNewDeletesForDataFiles``). A conflict under both isolation levels, for every
     operation that removes files (compaction included)."""
-    removed = intent.removed_files
+    removed = [f for f in intent.removed_files if f.content is Content.DATA]
     deletes = [
         f for f in commit.added_files if f.content is not Content.DATA and not carried(intent, f)
     ]

@@ -85,6 +85,10 @@ class Intent:
     # A rewrite (compaction) that knows where each row of its removed files went: concurrent
     # position deletes of those files are carried over to its new files instead of failing it.
     moves: RowMoves | None = field(default=None, compare=False)
+    # The data files it adds carry the row lineage (format v3 ``_row_id`` and
+    # ``_last_updated_sequence_number``) of the rows they copy from the files it removes. A
+    # rewrite that does not cannot commit to a v3 table (see ``require_row_lineage``).
+    keeps_row_lineage: bool = False
 
     @property
     def reads_table(self) -> bool:
@@ -116,6 +120,14 @@ class Intent:
                 return OVERWRITE if adds_data else DELETE
             return APPEND if adds_data else DELETE
         return self.kind.snapshot_operation
+
+    @property
+    def copies_rows(self) -> bool:
+        """Whether it may move existing rows to new data files: it removes data files and
+        adds data files (a copy-on-write change, an overwrite, a compaction)."""
+        return bool(self.added_data_files) and any(
+            f.content is Content.DATA for f in self.removed_files
+        )
 
     @property
     def removed_paths(self) -> frozenset[str]:

@@ -93,7 +93,7 @@ from lakecat.catalog.commit.coordination.lock import Hold, WaitHooks
 from lakecat.catalog.commit.coordination.protocol import TicketState
 from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.commit.moves import RowMoves
-from lakecat.catalog.commit.producer import SnapshotProducer, data_dir
+from lakecat.catalog.commit.producer import NO_SWAP, DeleteSwap, SnapshotProducer, data_dir
 from lakecat.catalog.interrupts import DeferredInterrupts
 from lakecat.catalog.retry import RetryClock, RetryPolicy
 from lakecat.metadata import properties as P
@@ -106,6 +106,7 @@ from lakecat.metadata.errors import (
     LakecatError,
     NoSuchTable,
     StorageError,
+    UnsupportedFeature,
 )
 from lakecat.metadata.expressions.evaluators import (
     InclusiveMetricsEvaluator,
@@ -122,12 +123,15 @@ from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.parquet import partition_path, read_data_file
 from lakecat.metadata.io.position_deletes import (
     FileDeletes,
+    VectorTarget,
     deleted_positions,
+    is_deletion_vector,
+    write_deletion_vector_file,
     write_position_delete_files,
 )
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import Content, DataFile, Status
-from lakecat.metadata.manifests.delete_index import named_data_file
+from lakecat.metadata.manifests.delete_index import live_deletes_naming, named_data_file
 from lakecat.metadata.manifests.manifest import read_manifest_list
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.schema import Schema
@@ -413,6 +417,7 @@ class _IntentCommit:
         ops = self.ops
         try:
             require_writable(self.base)  # before anything is written
+            require_row_lineage(self.base, self.intent)
             self.producer.prepare(self.base)
             while True:
                 self.attempt += 1
@@ -567,9 +572,10 @@ class _IntentCommit:
             )
         self.window.validate(self.start or base, base)
         carried = self.window.carried_deletes(base)
+        swap = self.window.merged_vectors(base)
         extra = {ATTEMPTS_KEY: str(self.attempt), WAIT_MS_KEY: str(int(self.clock.waited_ms))}
         produced = self.producer.produce(
-            base, attempt=self.attempt, extra_summary=extra, extra_files=carried
+            base, attempt=self.attempt, extra_summary=extra, extra_files=carried, swap=swap
         )
         self.pending.extend(produced.attempt_files)
         new = apply(base, list(produced.updates), base_location=base_location)
@@ -724,7 +730,10 @@ class _CommitWindow:
         # carried-over deletes, by the concurrent delete files they carry: written once each
         self._carried: dict[frozenset[str], tuple[DataFile, ...]] = {}
         self._last_carried: tuple[DataFile, ...] = ()
-        self.written: list[str] = []  # every carried-over delete file written, any attempt
+        self._swaps: dict[frozenset[tuple[str, int | None]], DeleteSwap] = {}
+        self._last_swap: DeleteSwap = NO_SWAP
+        # every carried-over delete file and merged deletion vector written, any attempt
+        self.written: list[str] = []
 
     def validate(self, start: TableMetadata, base: TableMetadata) -> None:
         intent = self.intent
@@ -786,9 +795,84 @@ class _CommitWindow:
         return found
 
     def unused_carried(self) -> list[str]:
-        """Carried-over delete files written by an attempt whose snapshot did not land."""
-        used = {f.file_path for f in self._last_carried}
+        """Carried-over delete files and merged deletion vectors written by an attempt whose
+        snapshot did not land."""
+        used = {f.file_path for f in (*self._last_carried, *self._last_swap.added)}
         return [p for p in self.written if p not in used]
+
+    def merged_vectors(self, base: TableMetadata) -> DeleteSwap:
+        """For an intent that writes deletion vectors (format v3): when concurrent commits
+        changed the deletes of one of their data files (a DV of their own, or a replaced one),
+        a new DV per such data file holding the intent's positions and the base's, which
+        replaces both in this attempt (:class:`DeleteSwap`). A data file has one DV, holding
+        all of its deletes, so two changes of different rows of one file both commit, as
+        they do with position delete files. Whether the two changed a common row is for
+        ``check_row_changes`` (update, merge), already run."""
+        ours = {
+            f.referenced_data_file: f
+            for f in self.intent.added_delete_files
+            if is_deletion_vector(f) and f.referenced_data_file is not None
+        }
+        self._last_swap = NO_SWAP
+        if not ours or not self._concurrent(base):
+            return NO_SWAP
+        replaced: dict[str, dict[tuple[str, int | None], DataFile]] = {}
+        for d in self.intent.removed_files:
+            target = named_data_file(d)
+            if target in ours:
+                replaced.setdefault(target, {})[d.key] = d
+        head = base.ref_snapshot(self.intent.branch) if self.intent.branch in base.refs else None
+        current = live_deletes_naming(self.io, base, head, ours, self.manifests)
+        changed = {
+            target: found
+            for target, found in current.items()
+            if {d.key for d in found} != set(replaced.get(target, {}))
+        }
+        changed.update(
+            (target, []) for target in replaced if target not in current
+        )  # the intent's replaced DV is gone and nothing took its place
+        if not changed:
+            return NO_SWAP
+        key = frozenset(d.key for found in changed.values() for d in found) | frozenset(
+            (f"data:{target}", None) for target in changed
+        )
+        swap = self._swaps.get(key)
+        if swap is None:
+            swap = self._swaps[key] = self._merge_vectors(base, ours, replaced, changed)
+        self._last_swap = swap
+        return swap
+
+    def _merge_vectors(
+        self,
+        base: TableMetadata,
+        ours: Mapping[str, DataFile],
+        replaced: Mapping[str, Mapping[tuple[str, int | None], DataFile]],
+        changed: Mapping[str, Sequence[DataFile]],
+    ) -> DeleteSwap:
+        targets = []
+        for target, found in sorted(changed.items()):
+            mine = ours[target]
+            chunks = [self._positions(mine, target).positions]
+            chunks += [self._positions(d, target).positions for d in found]
+            targets.append(
+                VectorTarget(target, mine.spec_id, mine.partition, pa.concat_arrays(chunks))
+            )
+        added = write_deletion_vector_file(self.io, data_dir(base), targets)
+        self.written.extend({f.file_path for f in added})
+        found_keys = {d.key for found in changed.values() for d in found}
+        return DeleteSwap(
+            added=tuple(added),
+            dropped_added=frozenset(ours[target].key for target in changed),
+            extra_removed=tuple(
+                d
+                for target, found in changed.items()
+                for d in found
+                if d.key not in replaced.get(target, {})
+            ),
+            dropped_removed=frozenset(
+                k for target in changed for k in replaced.get(target, {}) if k not in found_keys
+            ),
+        )
 
     def _write_carried(
         self, base: TableMetadata, moves: RowMoves, sources: Sequence[DataFile]
@@ -801,6 +885,16 @@ class _CommitWindow:
             for output, positions in moves.moved(source_path, deleted).items():
                 by_output.setdefault(output, []).append(positions)
         outputs = {f.file_path: f for f in self.intent.added_files}
+        if base.format_version >= 3:  # v3 takes no new position delete files: DVs
+            vectors = [
+                VectorTarget(
+                    path, outputs[path].spec_id, outputs[path].partition, pa.concat_arrays(chunks)
+                )
+                for path, chunks in sorted(by_output.items())
+            ]
+            dvs = write_deletion_vector_file(self.io, data_dir(base), vectors)
+            self.written.extend({f.file_path for f in dvs})
+            return tuple(dvs)
         targets = [
             FileDeletes(outputs[path], pa.concat_arrays(chunks))
             for path, chunks in sorted(by_output.items())
@@ -853,12 +947,23 @@ class _CommitWindow:
 
     def _rows_overlap(self, theirs: DataFile, ours: DataFile, data_file_path: str) -> bool:
         """Whether two position delete files / deletion vectors delete a common row of one
-        data file (each read once per commit)."""
+        data file (each read once per commit), other than rows deleted before this operation
+        started: a deletion vector (v3) holds those too, and the intent replaces the deletes
+        that held them."""
         a = self._positions(theirs, data_file_path)
         b = self._positions(ours, data_file_path)
         if not len(a) or not len(b):
             return False
-        return bool(pc.any(pc.is_in(a.positions, value_set=b.positions)).as_py())
+        common = pc.filter(a.positions, pc.is_in(a.positions, value_set=b.positions))
+        before = [
+            self._positions(d, data_file_path).positions
+            for d in self.intent.removed_files
+            if named_data_file(d) == data_file_path
+        ]
+        if before and len(common):
+            earlier = pa.concat_arrays(before)
+            common = pc.filter(common, pc.invert(pc.is_in(common, value_set=earlier)))
+        return len(common) > 0
 
     def _positions(self, delete_file: DataFile, data_file_path: str) -> PositionIndex:
         key = (delete_file.file_path, data_file_path)
@@ -914,6 +1019,20 @@ def metadata_delta(start: TableMetadata, base: TableMetadata) -> MetadataDelta:
         sort_order_changed=start.default_sort_order_id != base.default_sort_order_id,
         changed_properties=changed,
     )
+
+
+def require_row_lineage(base: TableMetadata, intent: Intent) -> None:
+    """:class:`UnsupportedFeature` for a rewrite that would drop row lineage: on a format v3
+    table, rows moved to new data files must keep their ``_row_id`` and
+    ``_last_updated_sequence_number`` (spec, "Row Lineage"), and only writers that read and
+    write them say so (``Intent.keeps_row_lineage``)."""
+    if base.format_version >= 3 and intent.copies_rows and not intent.keeps_row_lineage:
+        raise UnsupportedFeature(
+            f"{intent.kind.value}: this writer moves rows to new data files without their row "
+            f"lineage, which a format version {base.format_version} table must keep; use "
+            "lakecat's Python API (or merge-on-read, which moves no rows) for this change",
+            feature="row lineage in this rewrite",
+        )
 
 
 def _already_committed(intent: Intent, base: TableMetadata) -> int | None:

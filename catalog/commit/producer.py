@@ -42,6 +42,7 @@ from lakecat.metadata.manifests.datafile import (
 from lakecat.metadata.manifests.delete_index import dangling_deletes
 from lakecat.metadata.manifests.manifest import (
     as_listed,
+    assign_first_row_ids,
     write_manifest,
     write_manifest_list,
 )
@@ -91,6 +92,24 @@ class PreparedAppend:
     table_uuid: str = ""  # the table it was prepared for: a holder commits it to no other
 
 
+@dataclass(frozen=True)
+class DeleteSwap:
+    """How one attempt changes the intent's deletion vectors (format v3) on a base where
+    concurrent commits changed the deletes of the same data files: ``added`` DVs (each the
+    union of the intent's and the base's for one data file) take the place of the intent's
+    DVs ``dropped_added``; the base's DVs and position delete files ``extra_removed`` are
+    removed as well, and ``dropped_removed`` (those the intent meant to replace, already gone
+    from the base) are not."""
+
+    added: tuple[DataFile, ...] = ()
+    dropped_added: frozenset[tuple[str, int | None]] = frozenset()
+    extra_removed: tuple[DataFile, ...] = ()
+    dropped_removed: frozenset[tuple[str, int | None]] = frozenset()
+
+
+NO_SWAP = DeleteSwap()
+
+
 @dataclass
 class SnapshotProducer:
     """Writes manifests and manifest lists for one intent, across commit attempts."""
@@ -102,11 +121,14 @@ class SnapshotProducer:
     prepared: PreparedAppend | None = None
     commit_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
     _manifest_count: int = 0
-    _new_manifests: dict[tuple[int, ManifestContent], ManifestFile] = field(default_factory=dict)
+    _new_manifests: dict[
+        tuple[int, ManifestContent, frozenset[tuple[str, int | None]]], ManifestFile
+    ] = field(default_factory=dict)
     # by (base manifest, dangling delete files removed): its rewrite and the paths it removed
-    _rewritten: dict[tuple[str, frozenset[str]], tuple[ManifestFile | None, frozenset[str]]] = (
-        field(default_factory=dict)
-    )
+    _rewritten: dict[
+        tuple[str, frozenset[tuple[str, int | None]]],
+        tuple[ManifestFile | None, frozenset[tuple[str, int | None]]],
+    ] = field(default_factory=dict)
     _merged: dict[tuple[str, ...], ManifestFile] = field(default_factory=dict)
     _dangling_by_parent: dict[int, tuple[DataFile, ...]] = field(default_factory=dict)
     _extra: dict[tuple[str, ...], ManifestFile] = field(default_factory=dict)
@@ -121,9 +143,11 @@ class SnapshotProducer:
         attempt: int,
         extra_summary: dict[str, str],
         extra_files: tuple[DataFile, ...] = (),
+        swap: DeleteSwap = NO_SWAP,
     ) -> Produced:
         """One attempt on ``base``. ``extra_files``: delete files this attempt adds besides
-        the intent's (a compaction's carried-over deletes, which depend on the base)."""
+        the intent's (a compaction's carried-over deletes, which depend on the base);
+        ``swap``: deletion vectors merged with the base's in place of the intent's."""
         intent = self.intent
         parent = base.ref_snapshot(intent.branch) if intent.branch in base.refs else None
         base_manifests = (
@@ -134,13 +158,24 @@ class SnapshotProducer:
 
         # delete files that applied only to the removed data files go with them, on this base
         dangling = self._dangling(base, parent)
-        kept, rewritten = self._remove_files(base, base_manifests, dangling)
-        new = list(self.prepared.manifests) if self.prepared else self._write_new_manifests(base)
+        kept, rewritten = self._remove_files(base, base_manifests, dangling, swap)
+        new = (
+            list(self.prepared.manifests)
+            if self.prepared
+            else self._write_new_manifests(base, swap.dropped_added)
+        )
+        extra_files = (*extra_files, *swap.added)
         if extra_files:
-            new.append(self._extra_manifest(base, extra_files))
+            new.extend(self._extra_manifests(base, extra_files))
         manifests = new + rewritten + kept
         if P.get_bool(base.properties, P.MANIFEST_MERGE_ENABLED, P.MANIFEST_MERGE_ENABLED_DEFAULT):
             manifests = self._merge(base, manifests, first_new={m.manifest_path for m in new})
+        # v3 row lineage: this attempt's row ids start at the base's next-row-id (spec,
+        # "Snapshot Row IDs"), so each retry assigns them afresh
+        first_row_id, added_rows = None, None
+        if base.format_version >= 3:
+            first_row_id = base.next_row_id or 0
+            manifests, added_rows = assign_first_row_ids(manifests, first_row_id)
         self.last_manifests = manifests
 
         sequence_number = base.last_sequence_number + 1
@@ -155,9 +190,11 @@ class SnapshotProducer:
             parent_snapshot_id=parent.snapshot_id if parent else None,
             sequence_number=sequence_number,
             known=self.manifests.rows,
+            format_version=base.format_version,
+            first_row_id=first_row_id,
         )
         self.manifests.put_manifest_list(list_location, as_listed(manifests, sequence_number))
-        summary = self._summary(parent, extra_summary, dangling, extra_files)
+        summary = self._summary(parent, extra_summary, dangling, extra_files, swap)
         now = max(int(time.time() * 1000), base.last_updated_ms)
         snapshot = Snapshot(
             snapshot_id=intent.snapshot_id,
@@ -168,6 +205,8 @@ class SnapshotProducer:
             operation=intent.snapshot_operation,
             summary=summary,
             schema_id=base.current_schema_id,
+            first_row_id=first_row_id,
+            added_rows=added_rows,
         )
         ref = base.refs.get(intent.branch)
         updates: tuple[TableUpdate, ...] = (
@@ -245,39 +284,56 @@ class SnapshotProducer:
             entries=entries,
             added_snapshot_id=self.intent.snapshot_id,
             content=content,
+            format_version=base.format_version,
         )
         self.written.append(location)
         return manifest
 
-    def _write_new_manifests(self, base: TableMetadata) -> list[ManifestFile]:
+    def _write_new_manifests(
+        self,
+        base: TableMetadata,
+        dropped: frozenset[tuple[str, int | None]] = frozenset(),
+    ) -> list[ManifestFile]:
         """One manifest per (partition spec, content) of the new files: data files in data
-        manifests, delete files (merge-on-read) in delete manifests."""
+        manifests, delete files (merge-on-read) in delete manifests; without the ``dropped``
+        ones (deletion vectors an attempt replaced with merged ones)."""
         groups: dict[tuple[int, ManifestContent], list[DataFile]] = {}
         for f in self.intent.added_files:
+            if f.key in dropped:
+                continue
             content = ManifestContent.DATA if f.content is Content.DATA else ManifestContent.DELETES
             groups.setdefault((f.spec_id, content), []).append(f)
         out = []
-        for key, files in sorted(groups.items()):
+        for (spec_id, content), files in sorted(groups.items()):
+            key = (spec_id, content, dropped if content is ManifestContent.DELETES else frozenset())
             cached = self._new_manifests.get(key)
             if cached is None:
                 # Snapshot id and sequence numbers left null: inherited from the manifest list,
                 # which is what lets every retry reuse this file unchanged.
                 entries = (ManifestEntry(Status.ADDED, f) for f in files)
-                cached = self._write(base, key[0], entries, key[1])
+                cached = self._write(base, spec_id, entries, content)
                 self._new_manifests[key] = cached
             out.append(cached)
         return out
 
-    def _extra_manifest(self, base: TableMetadata, files: tuple[DataFile, ...]) -> ManifestFile:
-        """The delete manifest of an attempt's extra delete files (one spec: a rewrite's
-        output), written once per distinct set."""
-        key = tuple(sorted(f.file_path for f in files))
-        cached = self._extra.get(key)
-        if cached is None:
-            entries = (ManifestEntry(Status.ADDED, f) for f in files)
-            cached = self._write(base, files[0].spec_id, entries, ManifestContent.DELETES)
-            self._extra[key] = cached
-        return cached
+    def _extra_manifests(
+        self, base: TableMetadata, files: tuple[DataFile, ...]
+    ) -> list[ManifestFile]:
+        """The delete manifests (one per spec) of an attempt's extra delete files, each
+        written once per distinct set."""
+        by_spec: dict[int, list[DataFile]] = {}
+        for f in files:
+            by_spec.setdefault(f.spec_id, []).append(f)
+        out = []
+        for spec_id, in_spec in sorted(by_spec.items()):
+            key = tuple(sorted(f"{f.file_path}#{f.content_offset}" for f in in_spec))
+            cached = self._extra.get(key)
+            if cached is None:
+                entries = (ManifestEntry(Status.ADDED, f) for f in in_spec)
+                cached = self._write(base, spec_id, entries, ManifestContent.DELETES)
+                self._extra[key] = cached
+            out.append(cached)
+        return out
 
     def _dangling(self, base: TableMetadata, parent: Snapshot | None) -> tuple[DataFile, ...]:
         """The delete files of ``parent`` that apply only to data files this intent removes
@@ -297,16 +353,20 @@ class SnapshotProducer:
         base: TableMetadata,
         base_manifests: list[ManifestFile],
         dangling: tuple[DataFile, ...] = (),
+        swap: DeleteSwap = NO_SWAP,
     ) -> tuple[list[ManifestFile], list[ManifestFile]]:
         """Split base manifests into kept ones and rewrites that mark removed files (and the
-        ``dangling`` delete files) DELETED."""
-        removed_data = self.intent.removed_paths
-        dangling_paths = frozenset(f.file_path for f in dangling)
-        to_remove = removed_data | dangling_paths
+        ``dangling`` delete files, and the ``swap``'s) DELETED."""
+        # by entry key, not path: the DVs of several data files may share one Puffin file
+        removed_data = (
+            frozenset(f.key for f in (*self.intent.removed_files, *swap.extra_removed))
+            - swap.dropped_removed
+        )
+        to_remove = removed_data | frozenset(f.key for f in dangling)
         snapshot_id = self.intent.snapshot_id
         kept: list[ManifestFile] = []
         rewritten: list[ManifestFile] = []
-        found: set[str] = set()
+        found: set[tuple[str, int | None]] = set()
         specs = base.specs_by_id()
         removed_partitions = {
             (f.spec_id, f.partition) for f in (*self.intent.removed_files, *dangling)
@@ -317,16 +377,16 @@ class SnapshotProducer:
             if not to_remove or not _may_hold(manifest, removed_partitions):
                 kept.append(manifest)
                 continue
-            key = (manifest.manifest_path, dangling_paths)
+            key = (manifest.manifest_path, to_remove)
             cached = self._rewritten.get(key)
             if cached is None:
                 entries = list(
                     self.manifests.read(self.io, manifest, specs=specs, schema=base.schema())
                 )
                 hit = frozenset(
-                    e.data_file.file_path
+                    e.data_file.key
                     for e in entries
-                    if e.status is not Status.DELETED and e.data_file.file_path in to_remove
+                    if e.status is not Status.DELETED and e.data_file.key in to_remove
                 )
                 replacement = None
                 if hit:
@@ -344,12 +404,12 @@ class SnapshotProducer:
                 kept.append(manifest)
             else:
                 rewritten.append(replacement)
-        missing = removed_data - found
+        missing = sorted(path for path, _ in removed_data - found)
         if missing:
             raise ConcurrentDeleteDelete(
                 f"{self.intent.kind.value}: {len(missing)} file(s) to remove are no longer in the "
-                f"table (e.g. {sorted(missing)[0]}); a concurrent commit removed them",
-                files=tuple(sorted(missing)),
+                f"table (e.g. {missing[0]}); a concurrent commit removed them",
+                files=tuple(missing),
             )
         return kept, rewritten
 
@@ -401,12 +461,13 @@ class SnapshotProducer:
         extra: dict[str, str],
         dangling: tuple[DataFile, ...] = (),
         extra_files: tuple[DataFile, ...] = (),
+        swap: DeleteSwap = NO_SWAP,
     ) -> dict[str, str]:
         intent = self.intent
         s = (
             dict(self.prepared.change_summary)
             if self.prepared
-            else self._change_summary(dangling, extra_files)
+            else self._change_summary(dangling, extra_files, swap)
         )
         prev = parent.summary if parent else {}
         for total, plus, minus in (
@@ -439,18 +500,30 @@ class SnapshotProducer:
         return s
 
     def _change_summary(
-        self, dangling: tuple[DataFile, ...] = (), extra_files: tuple[DataFile, ...] = ()
+        self,
+        dangling: tuple[DataFile, ...] = (),
+        extra_files: tuple[DataFile, ...] = (),
+        swap: DeleteSwap = NO_SWAP,
     ) -> dict[str, str]:
         """The summary's counts of this operation's own change (``dangling``: the delete files
-        it removes; ``extra_files``: delete files the attempt adds besides the intent's)."""
+        it removes; ``extra_files``: delete files the attempt adds besides the intent's, the
+        ``swap``'s included)."""
         intent = self.intent
         added = intent.added_data_files
-        new_deletes = (*intent.added_delete_files, *extra_files)
+        new_deletes = (
+            *(f for f in intent.added_delete_files if f.key not in swap.dropped_added),
+            *extra_files,
+        )
         removed = tuple(f for f in intent.removed_files if f.content is Content.DATA)
-        # delete files an operation removes itself (rewrite_position_delete_files) and those
-        # that its removed data files leave applying to nothing
+        # delete files an operation removes itself (rewrite_position_delete_files, replaced
+        # DVs) and those that its removed data files leave applying to nothing
         gone_deletes = (
-            *(f for f in intent.removed_files if f.content is not Content.DATA),
+            *(
+                f
+                for f in intent.removed_files
+                if f.content is not Content.DATA and f.key not in swap.dropped_removed
+            ),
+            *swap.extra_removed,
             *dangling,
         )
         s: dict[str, str] = {}
@@ -498,12 +571,12 @@ def _may_hold(manifest: ManifestFile, removed: set[tuple[int, tuple[object, ...]
 
 
 def _mark_deleted(
-    entries: list[ManifestEntry], hit: frozenset[str], snapshot_id: int
+    entries: list[ManifestEntry], hit: frozenset[tuple[str, int | None]], snapshot_id: int
 ) -> Iterable[ManifestEntry]:
     for e in entries:
         if e.status is Status.DELETED:
             continue  # deletions of older snapshots are not carried (Iceberg drops them too)
-        if e.data_file.file_path in hit:
+        if e.data_file.key in hit:
             yield replace(e, status=Status.DELETED, snapshot_id=snapshot_id)
         else:
             yield replace(e, status=Status.EXISTING)

@@ -65,7 +65,8 @@ from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.commit.moves import MovedFile, RowMoves
 from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.catalog.read.deletes import DeleteReader
-from lakecat.catalog.read.scan import RowFilter, Scan
+from lakecat.catalog.read.scan import RowFilter, Scan, ScanPlan
+from lakecat.catalog.write.row_ops import rewrite_columns
 from lakecat.catalog.write.writer import write_files
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import (
@@ -108,6 +109,8 @@ class FileGroup:
     deletes: Mapping[str, tuple[DataFile, ...]] = field(
         default_factory=dict, compare=False, hash=False
     )
+    # data sequence numbers by path (v3: rows keep the _last_updated_sequence_number they had)
+    sequence_numbers: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def size_bytes(self) -> int:
@@ -256,7 +259,9 @@ def plan_file_groups(
     if snapshot is None:
         return []
     schema = metadata.schema()
-    scanned = Scan(io, metadata, snapshot, schema, row_filter=row_filter).plan()
+    scanned = Scan(
+        io, metadata, snapshot, schema, row_filter=row_filter, columns=rewrite_columns(metadata)
+    ).plan()
     files = scanned.files
     min_size = int(target_file_size_bytes * MIN_FILE_SIZE_RATIO)
     max_size = int(target_file_size_bytes * MAX_FILE_SIZE_RATIO)
@@ -289,7 +294,14 @@ def plan_file_groups(
                     for f in packed
                     if f.file_path in scanned.deletes
                 }
-                groups.append(FileGroup(spec_id, partition, name, tuple(packed), deletes))
+                sequence_numbers = {
+                    f.file_path: scanned.sequence_numbers[f.file_path]
+                    for f in packed
+                    if f.file_path in scanned.sequence_numbers
+                }
+                groups.append(
+                    FileGroup(spec_id, partition, name, tuple(packed), deletes, sequence_numbers)
+                )
     return groups
 
 
@@ -379,6 +391,7 @@ class _Job:
             added_files=tuple(new_files),
             removed_files=tuple(removed),
             moves=moves,
+            keeps_row_lineage=True,  # v3: the rows are read and written with their lineage
         )
         result = self.table.commit_intent(intent)  # on a conflict it deletes new_files
         self.committed += len(groups)
@@ -398,7 +411,7 @@ class _Job:
         try:
             if self.sort_keys is None:
                 for chunk in _slices(group.files, self.target):
-                    tables = self._read(reader, chunk, group.deletes)
+                    tables = self._read(reader, chunk, group)
                     out = self._write(_concat(tables))
                     written.extend(out)
                     if inputs is not None and len({f.partition for f in out}) <= 1:
@@ -415,7 +428,7 @@ class _Job:
                         inputs = None
             else:
                 rows = _sort(
-                    _concat(self._read(reader, group.files, group.deletes)),
+                    _concat(self._read(reader, group.files, group)),
                     self.start.schema(),
                     self.sort_keys,
                 )
@@ -433,10 +446,17 @@ class _Job:
         self,
         reader: DeleteReader,
         files: Sequence[DataFile],
-        deletes: Mapping[str, tuple[DataFile, ...]],
+        group: FileGroup,
     ) -> list[pa.Table]:
-        """The live rows of each of ``files``: their ``deletes`` applied."""
+        """The live rows of each of ``files``: their ``deletes`` applied; on a v3 table with
+        their row lineage, which the rewritten rows keep."""
         schema = self.start.schema()
+        deletes = group.deletes
+        columns = rewrite_columns(self.start)
+        if columns is not None:
+            scan = Scan(self.table.io, self.start, None, schema, columns=columns)
+            plan = ScanPlan(tuple(files), 0, 0, 0, deletes, group.sequence_numbers)
+            return [scan.live_rows(f, plan) for f in files]
         specs = self.start.specs_by_id()
         return [
             reader.read_table(

@@ -40,6 +40,7 @@ from lakecat.metadata.errors import CommitStateUnknown, StorageError, Validation
 from lakecat.metadata.io.fileio import FileIO, join
 from lakecat.metadata.manifests.datafile import ManifestContent, ManifestEntry, ManifestFile, Status
 from lakecat.metadata.manifests.manifest import (
+    assign_first_row_ids,
     read_manifest,
     read_manifest_list,
     write_manifest,
@@ -157,6 +158,7 @@ class _Rewriter:
                     schema=base.schema(),
                     entries=entries,
                     added_snapshot_id=self.snapshot_id,
+                    format_version=base.format_version,
                 )
             )
         sequence_number = base.last_sequence_number + 1
@@ -164,13 +166,20 @@ class _Rewriter:
             metadata_dir(base), f"snap-{self.snapshot_id}-{attempt}-{self.commit_uuid}.avro"
         )
         written.append(list_location)
+        listed: list[ManifestFile] = [*new, *kept]
+        first_row_id, added_rows = None, None
+        if base.format_version >= 3:  # row lineage: see SnapshotProducer.produce
+            first_row_id = base.next_row_id or 0
+            listed, added_rows = assign_first_row_ids(listed, first_row_id)
         write_manifest_list(
             self.io,
             list_location,
-            [*new, *kept],
+            listed,
             snapshot_id=self.snapshot_id,
             parent_snapshot_id=head.snapshot_id,
             sequence_number=sequence_number,
+            format_version=base.format_version,
+            first_row_id=first_row_id,
         )
         summary = {
             "manifests-created": str(len(new)),
@@ -189,6 +198,8 @@ class _Rewriter:
             operation=REPLACE,
             summary=summary,
             schema_id=base.current_schema_id,
+            first_row_id=first_row_id,
+            added_rows=added_rows,
         )
         self.last_outcome = (len(manifests), len(new) + len(kept))
         return (

@@ -9,7 +9,9 @@ removes the old ones (Iceberg's ``rewrite_position_delete_files`` for file-scope
 No row changes: a read applies the same positions before and after.
 
 Left alone: deletion vectors (one per data file already), equality deletes, and position delete
-files naming several data files (other engines' partition-scoped deletes). Concurrency: the
+files naming several data files (other engines' partition-scoped deletes). On a format v3 table
+(one upgraded from v2 keeps its position delete files) the merged positions go to a deletion
+vector instead, which also holds the data file's existing DV and replaces it. Concurrency: the
 merged data files count as read, so a concurrent commit that removes one (a copy-on-write
 change, a compaction) fails this job with a typed conflict; so does one that removes an old
 delete file (another rewrite, or a compaction that dropped it with its data file). Nothing is
@@ -26,7 +28,11 @@ import pyarrow as pa
 
 from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.maintenance.replan import plan_with_replans
-from lakecat.catalog.write.merge_on_read import FileDeletes, write_position_deletes
+from lakecat.catalog.write.merge_on_read import (
+    FileDeletes,
+    replaced_deletes,
+    write_position_deletes,
+)
 from lakecat.metadata.deletes import PositionIndex
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.io.position_deletes import deleted_positions
@@ -52,7 +58,8 @@ class DeleteRewriteResult:
 class _Plan:
     start: TableMetadata
     snapshot_id: int | None
-    groups: tuple[tuple[DataFile, tuple[DataFile, ...]], ...]
+    # per data file: its own position delete files, and every delete that applies to it
+    groups: tuple[tuple[DataFile, tuple[DataFile, ...], tuple[DataFile, ...]], ...]
 
 
 def rewrite_position_delete_files(table: Table, *, min_input_files: int = 2) -> DeleteRewriteResult:
@@ -79,24 +86,29 @@ def rewrite_position_delete_files(table: Table, *, min_input_files: int = 2) -> 
                 and named_data_file(d) == f.file_path
             )
             if len(own) >= min_input_files:
-                groups.append((f, own))
+                groups.append((f, own, planned.deletes.get(f.file_path, ())))
         return _Plan(start, head.snapshot_id, tuple(groups))
 
     planned = plan_with_replans(table, plan, job="rewrite_position_delete_files")
     if not planned.groups:
         return DeleteRewriteResult(0, 0, 0, None)
     targets = [
-        FileDeletes(f, _union([deleted_positions(table.io, d, f.file_path) for d in old]))
-        for f, old in planned.groups
+        FileDeletes(f, _union([deleted_positions(table.io, d, f.file_path) for d in old]), applied)
+        for f, old, applied in planned.groups
     ]
     new = write_position_deletes(table.io, planned.start, targets)
-    removed = tuple(d for _, old in planned.groups for d in old)
+    removed: tuple[DataFile, ...] = (
+        # v3: one deletion vector per data file, holding its DV's positions too
+        tuple(replaced_deletes(planned.start, targets))
+        if planned.start.format_version >= 3
+        else tuple(d for _, old, _ in planned.groups for d in old)
+    )
     intent = Intent(
         kind=OpKind.REPLACE,
         starting_snapshot_id=planned.snapshot_id,
         added_files=tuple(new),
         removed_files=removed,
-        read_files=tuple(f.file_path for f, _ in planned.groups),
+        read_files=tuple(f.file_path for f, _, _ in planned.groups),
     )
     result = table.commit_intent(intent)  # on a conflict it deletes the new files
     return DeleteRewriteResult(len(planned.groups), len(removed), len(new), result.snapshot_id)

@@ -16,7 +16,7 @@ its partition value) and filters rows exactly.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -247,13 +247,36 @@ class Scan:
         reader = self._delete_reader()
         deletes = plan.deletes.get(f.file_path, ())
         spec = self._specs.get(f.spec_id)
-        if position_column is None:
+        if position_column is None and not self.lineage:
             return reader.read_table(f, deletes, projected=self.projected, spec=spec)
-        batches = reader.read(
-            f, deletes, projected=self.projected, spec=spec, position_column=position_column
+        position = position_column or _POSITION
+        batches: Iterable[pa.RecordBatch] = reader.read(
+            f, deletes, projected=self.projected, spec=spec, position_column=position
         )
-        schema = schema_to_arrow(self.projected).append(pa.field(position_column, pa.int64()))
+        if self.lineage:
+            batches = self._with_lineage(batches, f, plan, position)
+        schema = schema_to_arrow(self.projected)
+        if position_column is None:
+            batches = (b.drop_columns([position]) for b in batches)
+        else:
+            schema = schema.append(pa.field(position_column, pa.int64()))
         return pa.Table.from_batches(list(batches), schema=schema)
+
+    def _with_lineage(
+        self, batches: Iterable[pa.RecordBatch], f: DataFile, plan: ScanPlan, position: str
+    ) -> Iterator[pa.RecordBatch]:
+        """``batches`` of ``f`` (with their positions in ``position``) with the row lineage
+        columns assigned (no row lineage before v3: both columns stay null)."""
+        v3 = self.metadata.format_version >= 3
+        sequence_number = plan.sequence_numbers.get(f.file_path) if v3 else None
+        for b in batches:
+            lineage = fill_lineage(
+                b.drop_columns([position]),
+                b.column(position),
+                first_row_id=f.first_row_id if v3 else None,
+                sequence_number=sequence_number,
+            )
+            yield lineage.append_column(b.schema.field(position), b.column(position))
 
     def matching_positions(
         self, f: DataFile, plan: ScanPlan, row_filter: BoundExpression

@@ -13,24 +13,44 @@ A merge-on-read intent keeps what the conflict checks need: the data files it de
 from are *read* files (a concurrent commit that removes one, e.g. a copy-on-write rewrite or a
 compaction, conflicts), and its delete files name the rows (two operations that delete
 different rows of one file both commit; see :mod:`lakecat.catalog.commit.conflicts`).
-Format v3 tables take deletion vectors instead of position delete files; lakecat does not
-write v3 tables yet, so a merge-on-read change of one is refused before any file is written.
+Format v3 tables take deletion vectors instead of position delete files (the spec forbids new
+position delete files there): one Puffin file per operation holds one ``deletion-vector-v1``
+blob per data file with changed rows. A data file has at most one DV, so the new DV also holds
+the positions its previous DV and position delete files deleted, and the commit removes those
+(:func:`replaced_deletes`; a position delete file that names other data files too stays, and
+readers ignore it for a file that has a DV).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from lakecat.catalog.commit.intent import OpKind
 from lakecat.catalog.commit.producer import data_dir
+from lakecat.catalog.read.deletes import DeleteReader
 from lakecat.metadata import properties as P
-from lakecat.metadata.errors import UnsupportedFeature, ValidationError
+from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.position_deletes import FileDeletes, write_position_delete_files
-from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.io.position_deletes import (
+    FileDeletes,
+    VectorTarget,
+    write_deletion_vector_file,
+    write_position_delete_files,
+)
+from lakecat.metadata.manifests.datafile import Content, DataFile
+from lakecat.metadata.manifests.delete_index import named_data_file
 from lakecat.metadata.table.table_metadata import TableMetadata
 
-__all__ = ["FileDeletes", "merge_on_read", "write_position_deletes"]
+__all__ = [
+    "FileDeletes",
+    "merge_on_read",
+    "replaced_deletes",
+    "write_deletion_vectors",
+    "write_position_deletes",
+]
 
 _MODE_PROPERTY = {
     OpKind.DELETE: P.DELETE_MODE,
@@ -43,9 +63,8 @@ _MODE_PROPERTY = {
 def merge_on_read(metadata: TableMetadata, kind: OpKind) -> bool:
     """Whether ``kind`` writes delete files on this table (its ``write.*.mode`` property).
 
-    Raises :class:`ValidationError` for a value that is not a mode, and
-    :class:`UnsupportedFeature` for merge-on-read on a table lakecat cannot write delete
-    files for (format v3: deletion vectors), both before anything is written."""
+    Raises :class:`ValidationError` for a value that is not a mode, before anything is
+    written."""
     key = _MODE_PROPERTY.get(kind)
     if key is None:
         return False
@@ -54,22 +73,18 @@ def merge_on_read(metadata: TableMetadata, kind: OpKind) -> bool:
         raise ValidationError(
             f"table property {key}={metadata.properties[key]!r}: use one of {P.WRITE_MODES}"
         )
-    if mode != P.MERGE_ON_READ:
-        return False
-    if metadata.format_version >= 3:
-        raise UnsupportedFeature(
-            f"{key}=merge-on-read on a format version {metadata.format_version} table needs "
-            "deletion vectors, which lakecat does not write yet; set it to copy-on-write",
-            feature="writing deletion vectors",
-        )
-    return True
+    return mode == P.MERGE_ON_READ
 
 
 def write_position_deletes(
     io: FileIO, metadata: TableMetadata, targets: Sequence[FileDeletes]
 ) -> list[DataFile]:
     """One position delete file per target, in its data file's partition folder under the
-    table's data folder. On any failure the files already written are deleted first."""
+    table's data folder; on a v3 table, one deletion vector per target instead, all in one
+    Puffin file (:func:`write_deletion_vectors`). On any failure the files already written
+    are deleted first."""
+    if metadata.format_version >= 3:
+        return write_deletion_vectors(io, metadata, targets)
     return write_position_delete_files(
         io,
         data_dir(metadata),
@@ -78,3 +93,44 @@ def write_position_deletes(
         schema=metadata.schema(),
         properties=metadata.properties,
     )
+
+
+def write_deletion_vectors(
+    io: FileIO, metadata: TableMetadata, targets: Sequence[FileDeletes]
+) -> list[DataFile]:
+    """One Puffin file under the table's data folder with one deletion vector per target: its
+    new positions and the ones its ``applied`` deletes deleted. Returns the DVs' entries.
+    Raises :class:`ValidationError` for a position outside its data file, before anything is
+    written."""
+    reader = DeleteReader(io, metadata.schema(), metadata.schemas)
+    vectors = []
+    for t in targets:
+        f = t.data_file
+        positions = t.positions.cast(pa.int64())
+        before = reader.position_index(f, t.applied)
+        if before is not None:
+            positions = pa.concat_arrays([before.positions, positions])
+        if len(positions) and (
+            pc.min(positions).as_py() < 0 or pc.max(positions).as_py() >= f.record_count
+        ):
+            raise ValidationError(
+                f"a position to delete is outside {f.file_path}, which has {f.record_count} rows"
+            )
+        vectors.append(VectorTarget(f.file_path, f.spec_id, f.partition, positions))
+    return write_deletion_vector_file(io, data_dir(metadata), vectors)
+
+
+def replaced_deletes(metadata: TableMetadata, targets: Sequence[FileDeletes]) -> list[DataFile]:
+    """The delete files the deletion vectors of ``targets`` replace (v3; none before): each
+    data file's previous DV and the position delete files that name only that data file.
+    The commit removes them with the new DVs added."""
+    if metadata.format_version < 3:
+        return []
+    out: dict[tuple[str, int | None], DataFile] = {}
+    for t in targets:
+        for d in t.applied:
+            if d.content is not Content.POSITION_DELETES:
+                continue
+            if named_data_file(d) == t.data_file.file_path:
+                out[d.key] = d
+    return list(out.values())

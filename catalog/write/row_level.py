@@ -25,7 +25,7 @@ import pyarrow.dataset as ds
 
 from lakecat.catalog.read.scan import Scan
 from lakecat.catalog.write.merge_on_read import FileDeletes
-from lakecat.catalog.write.row_ops import not_true
+from lakecat.catalog.write.row_ops import not_true, rewrite_columns
 from lakecat.metadata.errors import SchemaMismatch, UnknownColumn, ValidationError
 from lakecat.metadata.expressions.evaluators import to_arrow_filter
 from lakecat.metadata.expressions.expressions import (
@@ -41,6 +41,7 @@ from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.arrow import conform_to_schema, schema_to_arrow
+from lakecat.metadata.schema.lineage import mark_modified
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.snapshots import Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
@@ -105,7 +106,16 @@ def plan_update(
         return plan
     bound = bind(schema, where)
     arrow_filter = to_arrow_filter(bound)
-    scan = Scan(io, metadata, snapshot, schema, row_filter=where, manifest_cache=cache)
+    scan = Scan(
+        io,
+        metadata,
+        snapshot,
+        schema,
+        row_filter=where,
+        columns=rewrite_columns(metadata),
+        manifest_cache=cache,
+    )
+    rows_schema = scan.projected  # v3: with the row lineage the rewritten rows keep
     scanned = scan.plan()
     for f in scanned.files:
         rows = scan.live_rows(f, scanned, position_column=_POSITION if merge_on_read else None)
@@ -118,12 +128,15 @@ def plan_update(
         plan.rows_updated += hits
         if merge_on_read:
             positions = rows.column(_POSITION).filter(mask).combine_chunks()
-            plan.position_deletes.append(FileDeletes(f, positions))
+            applied = scanned.deletes.get(f.file_path, ())
+            plan.position_deletes.append(FileDeletes(f, positions, applied))
             rows = rows.drop_columns([_POSITION])
-            plan.rewritten_rows.append(_apply_set(rows, mask, set_values, schema).filter(mask))
+            updated = _apply_set(rows, mask, set_values, rows_schema)
+            plan.rewritten_rows.append(mark_modified(updated, mask).filter(mask))
         else:
             plan.removed.append(f)
-            plan.rewritten_rows.append(_apply_set(rows, mask, set_values, schema))
+            updated = _apply_set(rows, mask, set_values, rows_schema)
+            plan.rewritten_rows.append(mark_modified(updated, mask))
     if merge_on_read:
         _combine_new_versions(plan)
     return plan
@@ -219,7 +232,16 @@ def plan_merge(
     matched_keys: list[pa.Table] = []
     inside = to_arrow_filter(bind(schema, target_filter)) if target_filter is not None else None
     if snapshot is not None and source.num_rows:
-        scan = Scan(io, metadata, snapshot, schema, row_filter=read_filter, manifest_cache=cache)
+        scan = Scan(
+            io,
+            metadata,
+            snapshot,
+            schema,
+            row_filter=read_filter,
+            columns=rewrite_columns(metadata),
+            manifest_cache=cache,
+        )
+        rows_schema = scan.projected  # v3: with the row lineage the rewritten rows keep
         scanned = scan.plan()
         for f in scanned.files:
             position = _POSITION if merge_on_read else None
@@ -241,15 +263,18 @@ def plan_merge(
             if merge_on_read:
                 touched = pc.or_(merged.update_mask, merged.delete_mask)
                 positions = merged.rows.column(_POSITION).filter(touched).combine_chunks()
-                plan.position_deletes.append(FileDeletes(f, positions))
-                new_versions = merged.rows.filter(merged.update_mask).drop_columns([_POSITION])
+                applied = scanned.deletes.get(f.file_path, ())
+                plan.position_deletes.append(FileDeletes(f, positions, applied))
+                changed_rows = mark_modified(merged.rows, merged.update_mask)
+                new_versions = changed_rows.filter(merged.update_mask).drop_columns([_POSITION])
                 if new_versions.num_rows:
-                    plan.rewritten_rows.append(conform_to_schema(new_versions, schema))
+                    plan.rewritten_rows.append(conform_to_schema(new_versions, rows_schema))
             else:
                 plan.removed.append(f)
-                kept = merged.rows.filter(pc.invert(merged.delete_mask))
+                changed_rows = mark_modified(merged.rows, merged.update_mask)
+                kept = changed_rows.filter(pc.invert(merged.delete_mask))
                 plan.rewritten_rows.append(
-                    conform_to_schema(pa.concat_tables([outside, kept]), schema)
+                    conform_to_schema(pa.concat_tables([outside, kept]), rows_schema)
                 )
     if merge_on_read:
         _combine_new_versions(plan)

@@ -15,6 +15,9 @@ Merge-on-read (:mod:`lakecat.catalog.write.merge_on_read`) classifies the same w
 partly matching file is read only for the filter's columns and stays: the positions of its
 matching rows go to a position delete file.
 
+Format v3: the rows a rewrite keeps are read with their row lineage (:func:`rewrite_columns`)
+and written back with it, so they keep their ``_row_id`` and ``_last_updated_sequence_number``.
+
 Delete files (merge-on-read deletes another engine wrote): a file is read with its deletes
 applied, so the rewrite keeps only live rows, and the commit removes the delete files that
 applied only to the removed files (:func:`~lakecat.metadata.manifests.delete_index
@@ -39,6 +42,7 @@ from lakecat.metadata.expressions.expressions import AlwaysTrue, BoundExpression
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.schema.lineage import with_lineage
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.snapshots import Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
@@ -87,7 +91,8 @@ def plan_delete(
             positions = scan.matching_positions(f, scanned, bound)
             plan.read_files.append(f.file_path)
             if len(positions):
-                plan.position_deletes.append(FileDeletes(f, positions))
+                applied = scanned.deletes.get(f.file_path, ())
+                plan.position_deletes.append(FileDeletes(f, positions, applied))
                 plan.deleted_rows += len(positions)
         return plan
     arrow_filter = to_arrow_filter(bound)
@@ -124,6 +129,7 @@ def _split(
         snapshot,
         schema,
         row_filter=expression,
+        columns=rewrite_columns(metadata),
         case_sensitive=case_sensitive,
         manifest_cache=cache,
     )
@@ -144,6 +150,14 @@ def _split(
         else:
             partial.append(f)
     return whole, partial, bound, scan, plan
+
+
+def rewrite_columns(metadata: TableMetadata) -> list[str] | None:
+    """The columns a rewrite reads rows with: on a v3 table every column and the row lineage
+    columns, which the rows keep when written back; ``None`` (every column) before v3."""
+    if metadata.format_version < 3:
+        return None
+    return [f.name for f in with_lineage(metadata.schema()).fields]
 
 
 def matching_rows(rows: pa.Table, bound: BoundExpression) -> pa.Table:

@@ -19,6 +19,7 @@ from lakecat.metadata.io.fileio import FileIO, deleted_on_error, join
 from lakecat.metadata.io.parquet import partition_and_split, partition_path, write_data_file
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.arrow import conform_to_schema
+from lakecat.metadata.schema.lineage import has_lineage, with_lineage
 from lakecat.metadata.table.table_metadata import TableMetadata
 
 Data: TypeAlias = pa.Table | pa.RecordBatchReader | pa.RecordBatch
@@ -58,9 +59,11 @@ def conform(metadata: TableMetadata, data: Data) -> list[pa.Table]:
 def write_files(io: FileIO, metadata: TableMetadata, tables: list[pa.Table]) -> list[DataFile]:
     """Write conformed tables as data files of the default partition spec.
 
+    Tables of rows copied from a v3 table carry the row lineage columns
+    (:func:`~lakecat.metadata.schema.lineage.with_lineage`); they are written with them.
     On any failure the files already written are deleted before the error propagates.
     """
-    schema = metadata.schema()
+    table_schema = metadata.schema()
     spec = metadata.spec()
     target = P.get_int(
         metadata.properties, P.WRITE_TARGET_FILE_SIZE_BYTES, P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
@@ -71,6 +74,7 @@ def write_files(io: FileIO, metadata: TableMetadata, tables: list[pa.Table]) -> 
     with deleted_on_error(io) as locations:
         n = 0
         for table in tables:
+            schema = with_lineage(table_schema) if has_lineage(table) else table_schema
             for partition, chunk in partition_and_split(
                 table, schema=schema, spec=spec, target_file_size_bytes=target
             ):

@@ -9,6 +9,10 @@ Files"), sorted by file path then position, with the reserved field ids 21474835
 single data file: its ``file_path`` lower and upper bounds are that path, kept whole (full
 metrics, never truncated), which is how Iceberg Java, pyiceberg and lakecat's planner tell
 which data file a v2 position delete file applies to without opening it.
+
+A deletion vector (v3) is a ``deletion-vector-v1`` blob in a Puffin file;
+:func:`write_deletion_vector_file` writes one Puffin file holding the DVs of several data files
+and returns one manifest entry per DV (the spec's "Deletion Vectors").
 """
 
 from __future__ import annotations
@@ -22,7 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecat.metadata import properties as P
-from lakecat.metadata.deletes import PositionIndex, positions_for_file, read_deletion_vector
+from lakecat.metadata.deletes import (
+    PositionIndex,
+    positions_for_file,
+    read_deletion_vector,
+    write_deletion_vectors,
+)
 from lakecat.metadata.errors import CorruptMetadata, LakecatError, ValidationError
 from lakecat.metadata.io.fileio import FileIO, deleted_on_error, join
 from lakecat.metadata.io.parquet import partition_path, read_parquet_columns, write_data_file
@@ -42,10 +51,13 @@ _ARROW_SCHEMA = schema_to_arrow(POSITION_DELETE_SCHEMA)
 
 @dataclass(frozen=True)
 class FileDeletes:
-    """The rows of one data file to delete, by position (row numbers from 0)."""
+    """The rows of one data file to delete, by position (row numbers from 0), and the
+    position delete files or deletion vector that applied to it when they were chosen (a v3
+    deletion vector must hold those positions too, and replaces them)."""
 
     data_file: DataFile
     positions: pa.Int64Array
+    applied: tuple[DataFile, ...] = ()
 
 
 def write_position_delete_files(
@@ -121,6 +133,60 @@ def write_position_delete_file(
         properties=_full_metrics(properties),
     )
     return replace(written, content=Content.POSITION_DELETES)
+
+
+@dataclass(frozen=True)
+class VectorTarget:
+    """The deleted positions of one data file for a deletion vector, and the data file's
+    partition (the DV's manifest entry is in the data file's spec and partition)."""
+
+    data_file_path: str
+    spec_id: int
+    partition: tuple[Any, ...]
+    positions: pa.Int64Array
+
+
+DV_CREATED_BY = "lakecat"
+
+
+def write_deletion_vector_file(
+    io: FileIO, folder: str, targets: Sequence[VectorTarget]
+) -> list[DataFile]:
+    """One Puffin file ``<uuid>-deletes.puffin`` in ``folder`` with one deletion vector per
+    target, and the DVs' manifest entries (``referenced_data_file``, ``content_offset`` and
+    ``content_size_in_bytes`` as the Puffin footer says; the record count is the DV's
+    cardinality). On any failure no file is left behind."""
+    if not targets:
+        return []
+    by_path = {t.data_file_path: t for t in targets}
+    if len(by_path) != len(targets):
+        raise ValidationError("two deletion vectors for one data file")
+    data, locations = write_deletion_vectors(
+        {t.data_file_path: t.positions for t in targets}, properties={"created-by": DV_CREATED_BY}
+    )
+    location = join(folder, f"{uuid.uuid4()}-deletes.puffin")
+    with deleted_on_error(io) as written:
+        written.append(location)  # a partly written file goes too
+        io.write(location, data, exclusive=True)
+    return [
+        DataFile(
+            file_path=location,
+            file_format="puffin",
+            partition=by_path[dv.referenced_data_file].partition,
+            record_count=dv.cardinality,
+            file_size_in_bytes=len(data),
+            spec_id=by_path[dv.referenced_data_file].spec_id,
+            content=Content.POSITION_DELETES,
+            referenced_data_file=dv.referenced_data_file,
+            content_offset=dv.content_offset,
+            content_size_in_bytes=dv.content_size_in_bytes,
+        )
+        for dv in locations
+    ]
+
+
+def is_deletion_vector(f: DataFile) -> bool:
+    return f.content is Content.POSITION_DELETES and f.file_format.upper() == "PUFFIN"
 
 
 def deleted_positions(io: FileIO, delete_file: DataFile, data_file_path: str) -> PositionIndex:

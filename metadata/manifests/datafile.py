@@ -60,6 +60,12 @@ class DataFile:
     def __hash__(self) -> int:  # identity of a data file is its path
         return hash(self.file_path)
 
+    @property
+    def key(self) -> tuple[str, int | None]:
+        """What identifies the file's manifest entry: its path, and for a deletion vector
+        also where its blob starts (one Puffin file holds the DVs of many data files)."""
+        return self.file_path, self.content_offset
+
 
 @dataclass(frozen=True, slots=True)
 class ManifestEntry:

@@ -236,8 +236,9 @@ def dangling_deletes(
     specs = metadata.specs_by_id()
     schema = metadata.schema()
     index = delete_index(io, deleting, specs=specs, schema=schema, cache=cache)
-    candidates: dict[str, DataFile] = {}
-    staying: set[str] = set()
+    # by entry key: the DVs of several data files may share one Puffin file
+    candidates: dict[tuple[str, int | None], DataFile] = {}
+    staying: set[tuple[str, int | None]] = set()
     for manifest in listing.manifests:
         if manifest.content is not ManifestContent.DATA or manifest.live_files_count == 0:
             continue
@@ -246,7 +247,35 @@ def dangling_deletes(
                 continue
             applying = index.for_data_file(e.data_file, e.sequence_number or 0)
             if e.data_file.file_path in removed_paths:
-                candidates.update((d.file_path, d) for d in applying)
+                candidates.update((d.key, d) for d in applying)
             else:
-                staying.update(d.file_path for d in applying)
-    return tuple(d for path, d in candidates.items() if path not in staying)
+                staying.update(d.key for d in applying)
+    return tuple(d for key, d in candidates.items() if key not in staying)
+
+
+def live_deletes_naming(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    data_file_paths: Iterable[str],
+    cache: ManifestCache | None = None,
+) -> dict[str, list[DataFile]]:
+    """The live position delete files and deletion vectors of ``snapshot`` that name one of
+    ``data_file_paths`` (:func:`named_data_file`), by that path: what a new deletion vector
+    for the data file must hold and replace."""
+    wanted = set(data_file_paths)
+    if snapshot is None or not wanted:
+        return {}
+    cache = cache or NoCache()
+    listing = cache.manifest_list(io, snapshot.manifest_list)
+    specs = metadata.specs_by_id()
+    schema = metadata.schema()
+    found: dict[str, list[DataFile]] = {}
+    for manifest in delete_manifests(listing.manifests):
+        for e in cache.read(io, manifest, specs=specs, schema=schema):
+            if e.status is Status.DELETED:
+                continue
+            target = named_data_file(e.data_file)
+            if target in wanted:
+                found.setdefault(target, []).append(e.data_file)
+    return found

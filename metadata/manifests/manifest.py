@@ -1,4 +1,4 @@
-"""Reading and writing Iceberg v2 manifests and manifest lists (Avro, through fastavro).
+"""Reading and writing Iceberg v2 and v3 manifests and manifest lists (Avro, through fastavro).
 
 Sequence numbers and snapshot ids follow the spec's "Sequence Number Inheritance": a writer
 may leave an entry's ``snapshot_id``, ``sequence_number`` and ``file_sequence_number`` null
@@ -7,6 +7,10 @@ manifest written that way does not depend on the commit it ends up in, so a comm
 reuse it and only rewrite the manifest list. :func:`write_manifest` therefore returns a
 :class:`ManifestFile` with ``sequence_number == -1`` ("assigned when the manifest list is
 written"), and :func:`write_manifest_list` replaces it with the commit's sequence number.
+
+Row ids (format v3) are inherited the same way: new data files are written with a null
+``first_row_id``, and :func:`assign_first_row_ids` gives each data manifest without one its
+range when the commit's manifest list is written (the spec's "First Row ID Assignment").
 
 Everything goes through :class:`FileIO`. Files that fastavro cannot decode raise
 :class:`CorruptMetadata` naming the file; a missing file raises the FileIO's
@@ -113,16 +117,23 @@ def write_manifest(
     added_snapshot_id: int,
     content: ManifestContent = ManifestContent.DATA,
     codec: str = DEFAULT_CODEC,
+    format_version: int = 2,
 ) -> ManifestFile:
-    """Write one manifest (exclusive create) and return its manifest-list row.
+    """Write one manifest (exclusive create) of a table of ``format_version`` and return its
+    manifest-list row.
 
     Entries are written ordered by partition (see :mod:`lakecat.metadata.manifests.order`),
     otherwise as given: ``None`` snapshot ids and sequence numbers stay null so they are
     inherited. Only ADDED entries may leave sequence numbers null. The returned row
     has ``sequence_number == -1``; ``min_sequence_number`` is the smallest explicit data
     sequence number of a live entry, or -1 when there is none (as Iceberg Java does).
+
+    In v3 manifests, ADDED data files are written with a null ``first_row_id`` (inherited from
+    the manifest's, assigned by the manifest list), EXISTING and DELETED ones with the value
+    they inherited (as the spec's "First Row ID Inheritance" says), delete files with none.
     """
     ptype = partition_type(spec, schema)
+    v3 = format_version >= 3
     encode_partition = partition_encoder(ptype)
     stats = _ManifestStats(ptype)
     records = []
@@ -131,13 +142,13 @@ def write_manifest(
     for entry in listed if ordered is None else ordered:
         _check_entry(entry, spec=spec, content=content, added_snapshot_id=added_snapshot_id)
         stats.add(entry)
-        records.append(_entry_record(entry, encode_partition))
+        records.append(_entry_record(entry, encode_partition, v3=v3))
     metadata = {
         "schema": json.dumps(schema.to_json(), separators=(",", ":")),
         "schema-id": str(schema.schema_id),
         "partition-spec": json.dumps([f.to_json() for f in spec.fields], separators=(",", ":")),
         "partition-spec-id": str(spec.spec_id),
-        "format-version": FORMAT_VERSION,
+        "format-version": str(format_version) if v3 else FORMAT_VERSION,
         "content": "deletes" if content == ManifestContent.DELETES else "data",
     }
     starts = None
@@ -146,7 +157,11 @@ def write_manifest(
         metadata[ORDER_KEY] = PARTITION_ORDER
         metadata[BLOCKS_KEY] = _block_summaries(ordered, starts, primitive_of(ptype.fields[0]))
     data = _encode(
-        parsed_manifest_entry_schema(ptype), records, metadata, codec, block_starts=starts
+        parsed_manifest_entry_schema(ptype, 3 if v3 else 2),
+        records,
+        metadata,
+        codec,
+        block_starts=starts,
     )
     io.write(location, data, exclusive=True)
     return stats.manifest_file(
@@ -249,22 +264,27 @@ class KnownRows:
 
     def __init__(self, max_rows: int = 50_000) -> None:
         self.max_rows = max_rows
-        self.encoded: dict[str, tuple[ManifestFile, bytes]] = {}
+        self.encoded: dict[tuple[str, int], tuple[ManifestFile, bytes]] = {}
         self.decoded: dict[bytes, tuple[ManifestFile, ...]] = {}
         self._decoded_rows = 0
 
-    def encode(self, m: ManifestFile, snapshot_id: int, sequence_number: int) -> bytes:
-        hit = self.encoded.get(m.manifest_path)
+    def encode(
+        self, m: ManifestFile, snapshot_id: int, sequence_number: int, format_version: int = 2
+    ) -> bytes:
+        version = 3 if format_version >= 3 else 2  # a row's bytes differ between the two
+        key = (m.manifest_path, version)
+        hit = self.encoded.get(key)
         if hit is not None and (hit[0] is m or hit[0] == m):
             return hit[1]
         row = encode_row(
-            parsed_manifest_list_schema(), _manifest_file_record(m, snapshot_id, sequence_number)
+            parsed_manifest_list_schema(version),
+            _manifest_file_record(m, snapshot_id, sequence_number, v3=version == 3),
         )
         assigned = UNASSIGNED_SEQ not in (m.sequence_number, m.min_sequence_number)
         if assigned and self.max_rows > 0:
             if len(self.encoded) >= self.max_rows:
                 self.encoded.clear()
-            self.encoded[m.manifest_path] = (m, row)
+            self.encoded[key] = (m, row)
             self._remember(row, (m,))  # its block in any list decodes to this same row
         return row
 
@@ -321,6 +341,8 @@ def write_manifest_list(
     parent_snapshot_id: int | None,
     sequence_number: int,
     known: KnownRows | None = None,
+    format_version: int = 2,
+    first_row_id: int | None = None,
 ) -> None:
     """Write a snapshot's manifest list (exclusive create), one row per Avro block.
 
@@ -328,19 +350,59 @@ def write_manifest_list(
     ``sequence_number``. Such a manifest must name this commit's snapshot as its
     ``added_snapshot_id``, otherwise an older manifest would silently be re-sequenced.
     ``known``: rows encoded before, reused (see :class:`KnownRows`).
+
+    A v3 list (``format_version`` 3) carries each data manifest's ``first_row_id``: pass the
+    manifests as :func:`assign_first_row_ids` returned them, and the snapshot's
+    ``first_row_id`` (written to the file's metadata, as Java does).
     """
     known = known or KnownRows(max_rows=0)
+    manifests = list(manifests)
+    v3 = format_version >= 3
+    if v3:
+        unassigned = [
+            m.manifest_path
+            for m in manifests
+            if m.content is ManifestContent.DATA and m.first_row_id is None
+        ]
+        if unassigned or first_row_id is None:
+            raise ValidationError(
+                "a v3 manifest list needs the snapshot's first-row-id and a first_row_id for "
+                f"every data manifest (missing: {unassigned[:3]})"
+            )
     try:
-        rows = [known.encode(m, snapshot_id, sequence_number) for m in manifests]
+        rows = [known.encode(m, snapshot_id, sequence_number, format_version) for m in manifests]
     except (ValueError, TypeError, OverflowError) as exc:
         raise ValidationError(f"cannot encode a manifest list row: {exc}") from exc
     metadata = {
         "snapshot-id": str(snapshot_id),
         "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
         "sequence-number": str(sequence_number),
-        "format-version": FORMAT_VERSION,
+        "format-version": "3" if v3 else FORMAT_VERSION,
     }
-    io.write(location, container(parsed_manifest_list_schema(), metadata, rows), exclusive=True)
+    if v3:
+        metadata["first-row-id"] = str(first_row_id)
+    schema = parsed_manifest_list_schema(3 if v3 else 2)
+    io.write(location, container(schema, metadata, rows), exclusive=True)
+
+
+def assign_first_row_ids(
+    manifests: Iterable[ManifestFile], first_row_id: int
+) -> tuple[list[ManifestFile], int]:
+    """``manifests`` with a ``first_row_id`` for each data manifest that has none, and the
+    number of row ids assigned (the snapshot's ``added-rows``).
+
+    The spec's "First Row ID Assignment", its recommended way (and Iceberg Java's): ranges
+    start at the snapshot's ``first_row_id``, in list order, each as long as the manifest's
+    added and existing rows; manifests that have one keep it, delete manifests get none.
+    """
+    out: list[ManifestFile] = []
+    next_id = first_row_id
+    for m in manifests:
+        if m.content is ManifestContent.DATA and m.first_row_id is None:
+            m = replace(m, first_row_id=next_id)
+            next_id += m.added_rows_count + m.existing_rows_count
+        out.append(m)
+    return out, next_id - first_row_id
 
 
 def as_listed(manifests: Iterable[ManifestFile], sequence_number: int) -> list[ManifestFile]:
@@ -453,9 +515,11 @@ def _array(values: tuple[int, ...] | None) -> Any:
     return None if values is None else ("array", list(values))
 
 
-def _entry_record(entry: ManifestEntry, encode_partition: PartitionEncoder) -> dict[str, Any]:
+def _entry_record(
+    entry: ManifestEntry, encode_partition: PartitionEncoder, *, v3: bool = False
+) -> dict[str, Any]:
     df = entry.data_file
-    return {
+    record = {
         "status": int(entry.status),
         "snapshot_id": _opt("long", entry.snapshot_id),
         "sequence_number": _opt("long", entry.sequence_number),
@@ -479,6 +543,20 @@ def _entry_record(entry: ManifestEntry, encode_partition: PartitionEncoder) -> d
             "sort_order_id": _opt("int", df.sort_order_id),
         },
     }
+    if v3:
+        # new data files inherit their first_row_id; others keep the one they inherited
+        first_row_id = (
+            None
+            if entry.status is Status.ADDED or df.content is not Content.DATA
+            else df.first_row_id
+        )
+        record["data_file"].update(
+            first_row_id=_opt("long", first_row_id),
+            referenced_data_file=_opt("string", df.referenced_data_file),
+            content_offset=_opt("long", df.content_offset),
+            content_size_in_bytes=_opt("long", df.content_size_in_bytes),
+        )
+    return record
 
 
 class _FieldStats:
@@ -587,7 +665,7 @@ class _ManifestStats:
 
 
 def _manifest_file_record(
-    m: ManifestFile, snapshot_id: int, sequence_number: int
+    m: ManifestFile, snapshot_id: int, sequence_number: int, *, v3: bool = False
 ) -> dict[str, Any]:
     seq, min_seq = m.sequence_number, m.min_sequence_number
     if UNASSIGNED_SEQ in (seq, min_seq) and m.added_snapshot_id != snapshot_id:
@@ -624,6 +702,7 @@ def _manifest_file_record(
             ],
         ),
         "key_metadata": _opt("bytes", m.key_metadata),
+        **({"first_row_id": _opt("long", m.first_row_id)} if v3 else {}),
     }
 
 

@@ -1,4 +1,4 @@
-"""Avro schemas of manifests and manifest lists (format v2), and partition value codecs.
+"""Avro schemas of manifests and manifest lists (format v2 and v3), and partition value codecs.
 
 The schemas follow the spec's "Manifests" and "Manifest Lists" sections and its Appendix A
 (Avro): every field carries a ``field-id``, optional fields are ``["null", T]`` unions with a
@@ -58,7 +58,7 @@ from lakecat.metadata.schema.types import (
 AvroSchema = dict[str, Any]
 Converter = Callable[[Any], Any]
 
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "2"  # what manifests are written as unless the table is v3
 
 
 # ---- Avro types of partition values ------------------------------------------------------
@@ -194,8 +194,19 @@ def _list(name: str, field_id: int, element_id: int, element: str) -> AvroSchema
     return _optional(name, {"type": "array", "items": element, "element-id": element_id}, field_id)
 
 
-def manifest_entry_schema(partition_type: StructType) -> AvroSchema:
-    """The v2 ``manifest_entry`` Avro schema for a partition struct, as a JSON structure."""
+def manifest_entry_schema(partition_type: StructType, format_version: int = 2) -> AvroSchema:
+    """The ``manifest_entry`` Avro schema (v2, or v3 with row lineage and deletion vector
+    fields) for a partition struct, as a JSON structure."""
+    v3_fields = (
+        [
+            _optional("first_row_id", "long", 142),
+            _optional("referenced_data_file", "string", 143),
+            _optional("content_offset", "long", 144),
+            _optional("content_size_in_bytes", "long", 145),
+        ]
+        if format_version >= 3
+        else []
+    )
     data_file = {
         "type": "record",
         "name": "r2",
@@ -216,6 +227,7 @@ def manifest_entry_schema(partition_type: StructType) -> AvroSchema:
             _list("split_offsets", 132, 133, "long"),
             _list("equality_ids", 135, 136, "int"),
             _optional("sort_order_id", "int", 140),
+            *v3_fields,
         ],
     }
     return {
@@ -232,18 +244,19 @@ def manifest_entry_schema(partition_type: StructType) -> AvroSchema:
 
 
 @lru_cache(maxsize=256)
-def parsed_manifest_entry_schema(partition_type: StructType) -> Any:
-    """fastavro's parsed form of :func:`manifest_entry_schema`, parsed once per partition type.
+def parsed_manifest_entry_schema(partition_type: StructType, format_version: int = 2) -> Any:
+    """fastavro's parsed form of :func:`manifest_entry_schema`, parsed once per partition type
+    and format version.
 
     The cache is keyed by the (frozen, hashable) partition type, so it holds pure values and
     never leaks state between catalogs.
     """
-    return fastavro.parse_schema(manifest_entry_schema(partition_type))
+    return fastavro.parse_schema(manifest_entry_schema(partition_type, format_version))
 
 
-# ---- manifest list (v2) ------------------------------------------------------------------
-def manifest_list_schema() -> AvroSchema:
-    """The v2 ``manifest_file`` Avro schema, as a JSON structure."""
+# ---- manifest list (v2, v3) --------------------------------------------------------------
+def manifest_list_schema(format_version: int = 2) -> AvroSchema:
+    """The ``manifest_file`` Avro schema (v3 adds ``first_row_id``), as a JSON structure."""
     summary = {
         "type": "record",
         "name": "r508",
@@ -273,13 +286,14 @@ def manifest_list_schema() -> AvroSchema:
             _required("deleted_rows_count", "long", 514),
             _optional("partitions", {"type": "array", "items": summary, "element-id": 508}, 507),
             _optional("key_metadata", "bytes", 519),
+            *([_optional("first_row_id", "long", 520)] if format_version >= 3 else []),
         ],
     }
 
 
-@lru_cache(maxsize=1)
-def parsed_manifest_list_schema() -> Any:
-    return fastavro.parse_schema(manifest_list_schema())
+@lru_cache(maxsize=4)
+def parsed_manifest_list_schema(format_version: int = 2) -> Any:
+    return fastavro.parse_schema(manifest_list_schema(format_version))
 
 
 # ---- partition values: lakecat form -> fastavro ----------------------------------------

@@ -39,11 +39,12 @@ from lakecat.metadata.table.snapshots import (
     MAIN_BRANCH,
     OPERATIONS,
     MetadataLogEntry,
+    Snapshot,
     SnapshotLogEntry,
 )
 from lakecat.metadata.table.sorting import UNSORTED, SortOrder
 from lakecat.metadata.table.spec_evolution import check_sort_order_compatible, check_spec_compatible
-from lakecat.metadata.table.table_metadata import FORMAT_VERSION, TableMetadata
+from lakecat.metadata.table.table_metadata import WRITE_FORMAT_VERSIONS, TableMetadata
 from lakecat.metadata.table.updates import (
     LAST_ADDED,
     AddPartitionSpec,
@@ -81,12 +82,12 @@ class _ChangeSet:
 
 def require_writable(base: TableMetadata) -> None:
     """:class:`UnsupportedFeature` for a table of a format version lakecat reads but does not
-    write (v3: its row lineage would not be kept), so it is never changed."""
-    if base.format_version > FORMAT_VERSION:
+    write, so it is never changed."""
+    if base.format_version not in WRITE_FORMAT_VERSIONS:
         raise UnsupportedFeature(
-            f"this table is format version {base.format_version}; lakecat reads it but writes "
-            f"format version {FORMAT_VERSION} tables only (row lineage, deletion vectors), so "
-            "it refuses to change it",
+            f"this table is format version {base.format_version}; lakecat writes format "
+            f"versions {', '.join(map(str, WRITE_FORMAT_VERSIONS))} only, so it refuses to "
+            "change it",
             feature=f"writing format-version {base.format_version}",
         )
 
@@ -108,7 +109,7 @@ def apply(
 
     Raises :class:`InvalidUpdate` for a change the spec does not allow, and
     :class:`UnsupportedFeature` for any change to a table of a format version lakecat does not
-    write (v3: its row lineage would not be kept).
+    write.
     """
     if updates:
         require_writable(base)
@@ -148,12 +149,16 @@ def _upgrade_format_version(
 ) -> TableMetadata:
     if u.format_version < m.format_version:
         raise InvalidUpdate(f"cannot downgrade a v{m.format_version} table to v{u.format_version}")
-    if u.format_version > FORMAT_VERSION:
+    if u.format_version not in WRITE_FORMAT_VERSIONS:
         raise InvalidUpdate(
-            f"cannot upgrade to format version {u.format_version}: "
-            f"lakecat supports v{FORMAT_VERSION} tables"
+            f"cannot upgrade to format version {u.format_version}: lakecat writes format "
+            f"versions {', '.join(map(str, WRITE_FORMAT_VERSIONS))}"
         )
-    return m  # v2 is the only version lakecat reads, so the table already has it
+    if u.format_version == m.format_version:
+        return m
+    # Spec, "Row Lineage for Upgraded Tables": next-row-id starts at 0 and existing snapshots
+    # keep no first-row-id; the next snapshot assigns row ids to every data file it lists.
+    return replace(m, format_version=u.format_version, next_row_id=0)
 
 
 def _add_schema(m: TableMetadata, u: AddSchema, changes: _ChangeSet) -> TableMetadata:
@@ -260,6 +265,7 @@ def _add_snapshot(m: TableMetadata, u: AddSnapshot, changes: _ChangeSet) -> Tabl
         raise InvalidUpdate(
             f"snapshot {snap.snapshot_id} refers to unknown schema id {snap.schema_id}"
         )
+    next_row_id = _next_row_id(m, snap)
     changes.added_snapshot_ids.add(snap.snapshot_id)
     newest = changes.newest_added_timestamp_ms
     changes.newest_added_timestamp_ms = (
@@ -269,7 +275,30 @@ def _add_snapshot(m: TableMetadata, u: AddSnapshot, changes: _ChangeSet) -> Tabl
         m,
         snapshots=(*m.snapshots, snap),
         last_sequence_number=max(m.last_sequence_number, snap.sequence_number),
+        next_row_id=next_row_id,
     )
+
+
+def _next_row_id(m: TableMetadata, snap: Snapshot) -> int | None:
+    """The table's ``next-row-id`` once ``snap`` is added (spec, "Snapshot Row IDs"): a v3
+    snapshot starts its row ids at or above the table's and moves it past its ``added-rows``,
+    even when the snapshot is not on the main branch."""
+    if m.format_version < 3:
+        return m.next_row_id
+    if snap.first_row_id is None or snap.added_rows is None:
+        raise InvalidUpdate(
+            f"snapshot {snap.snapshot_id} of a format version {m.format_version} table needs "
+            "first-row-id and added-rows (row lineage)"
+        )
+    current = m.next_row_id or 0
+    if snap.first_row_id < current:
+        raise InvalidUpdate(
+            f"snapshot {snap.snapshot_id} starts its row ids at {snap.first_row_id}, below the "
+            f"table's next-row-id {current}: another commit assigned them"
+        )
+    if snap.added_rows < 0:
+        raise InvalidUpdate(f"snapshot {snap.snapshot_id} has negative added-rows")
+    return snap.first_row_id + snap.added_rows
 
 
 def _set_snapshot_ref(m: TableMetadata, u: SetSnapshotRef, changes: _ChangeSet) -> TableMetadata:

@@ -35,7 +35,11 @@ from lakecat.metadata.table.spec_evolution import (
     check_spec_compatible,
     parse_user_transform,
 )
-from lakecat.metadata.table.table_metadata import FORMAT_VERSION, TableMetadata
+from lakecat.metadata.table.table_metadata import (
+    FORMAT_VERSION,
+    WRITE_FORMAT_VERSIONS,
+    TableMetadata,
+)
 
 INITIAL_SCHEMA_ID = 0
 INITIAL_SPEC_ID = 0
@@ -55,7 +59,8 @@ def new_table_metadata(
     """The first metadata of a table (no snapshots).
 
     ``properties`` are stored on top of :data:`lakecat.metadata.properties.CREATE_DEFAULTS`;
-    reserved keys are not stored (``format-version`` must be 2 if given). Raises
+    reserved keys are not stored (``format-version``, 2 by default or 3, picks the format
+    version; a v3 table starts with ``next-row-id`` 0). Raises
     :class:`InvalidUpdate` for a spec or sort order that does not fit the schema, duplicate or
     clashing partition names, or invalid identifier fields.
     """
@@ -67,6 +72,7 @@ def new_table_metadata(
     fresh_order = _fresh_sort_order(sort_order, schema, fresh_schema)
     check_sort_order_compatible(fresh_order, fresh_schema)
 
+    version = requested_format_version(properties)
     table_location = location.rstrip("/")
     if not table_location:
         raise InvalidUpdate(f"invalid table location {location!r}")
@@ -82,8 +88,9 @@ def new_table_metadata(
         last_partition_id=fresh_spec.last_assigned_field_id,
         sort_orders=(fresh_order,),
         default_sort_order_id=fresh_order.order_id,
-        format_version=FORMAT_VERSION,
+        format_version=version,
         properties=_persisted_properties(properties),
+        next_row_id=0 if version >= 3 else None,
     )
     check_invariants(metadata)
     return metadata
@@ -191,16 +198,25 @@ def _table_uuid(given: str | None) -> str:
         raise InvalidUpdate(f"not a UUID: {given!r}") from exc
 
 
+def requested_format_version(given: Mapping[str, str], default: int = FORMAT_VERSION) -> int:
+    """The format version ``format-version`` in ``given`` asks for (``default`` without one);
+    :class:`InvalidUpdate` for a value that is not a version lakecat writes."""
+    requested = given.get(props.FORMAT_VERSION)
+    if requested is None:
+        return default
+    text = requested.strip() if isinstance(requested, str) else requested
+    if text not in tuple(str(v) for v in WRITE_FORMAT_VERSIONS):
+        raise InvalidUpdate(
+            f"lakecat writes format versions {', '.join(map(str, WRITE_FORMAT_VERSIONS))}; "
+            f"{props.FORMAT_VERSION}={requested!r} is not one of them"
+        )
+    return int(text)
+
+
 def _persisted_properties(given: Mapping[str, str]) -> dict[str, str]:
     for key, value in given.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise InvalidUpdate(f"table properties are strings; got {key!r}: {value!r}")
-    requested = given.get(props.FORMAT_VERSION)
-    if requested is not None and requested.strip() != str(FORMAT_VERSION):
-        raise InvalidUpdate(
-            f"lakecat creates format version {FORMAT_VERSION} tables; "
-            f"{props.FORMAT_VERSION}={requested!r} is not supported"
-        )
     # Reserved keys are part of the format, not properties (Java drops them the same way).
     kept = {k: v for k, v in given.items() if k not in props.RESERVED}
     return {**props.CREATE_DEFAULTS, **kept}

@@ -27,8 +27,9 @@ from lakecat.metadata.table.snapshots import (
 )
 from lakecat.metadata.table.sorting import SortOrder
 
-FORMAT_VERSION = 2  # what lakecat writes
-READ_FORMAT_VERSIONS = (2, 3)  # what it reads (v3: deletion vectors; its writes are refused)
+FORMAT_VERSION = 2  # what lakecat creates unless asked for another version
+WRITE_FORMAT_VERSIONS = (2, 3)  # what it writes (v3: row lineage and deletion vectors)
+READ_FORMAT_VERSIONS = (2, 3)  # what it reads
 
 
 @dataclass(frozen=True)

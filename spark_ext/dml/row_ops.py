@@ -48,7 +48,9 @@ from lakecat.catalog.engine import (
     Intent,
     OpKind,
     Scan,
+    ScanPlan,
     merge_on_read,
+    replaced_deletes,
     write_position_deletes,
 )
 from lakecat.metadata import properties as P
@@ -93,16 +95,19 @@ def delete(
     """Delete the rows matching a Spark SQL condition."""
     with open_target(spark, table, catalog, format_name) as target:
         expression = lakecat_filter(condition, target)
-        candidates = _candidates(target, expression)
+        planned = _candidates(target, expression)
+        candidates = list(planned.files)
         whole, partial = _split_strict(target, expression, candidates)
         if merge_on_read(target.metadata, OpKind.DELETE):
-            deletes, _ = _position_deletes(spark, target, partial, condition)
+            deletes, _, replaced = _position_deletes(
+                spark, target, partial, condition, planned.deletes
+            )
             return _commit(
                 target,
                 OpKind.DELETE,
                 P.DELETE_ISOLATION_LEVEL,
                 expression,
-                whole,
+                [*whole, *replaced],
                 deletes,
                 partial,
                 files_read=len(partial),
@@ -143,10 +148,14 @@ def update(
         columns = [f.name for f in target.metadata.schema().fields]
         assignments = resolve_columns(set, columns)
         expression = lakecat_filter(condition, target)
-        candidates = _candidates(target, expression)
+        planned = _candidates(target, expression)
+        candidates = list(planned.files)
         mor = merge_on_read(target.metadata, OpKind.UPDATE)
+        replaced: list[DataFile] = []
         if mor:
-            deletes, touched = _position_deletes(spark, target, candidates, condition)
+            deletes, touched, replaced = _position_deletes(
+                spark, target, candidates, condition, planned.deletes
+            )
         else:
             touched = _files_with_matches(spark, target, candidates, condition)
         added: list[DataFile] = []
@@ -176,7 +185,7 @@ def update(
                 OpKind.UPDATE,
                 P.UPDATE_ISOLATION_LEVEL,
                 expression,
-                [],
+                replaced,
                 [*added, *deletes],
                 candidates,
                 files_read=len(candidates),
@@ -236,7 +245,7 @@ def merge(
     with open_target(spark, target, catalog, format_name) as planned:
         schema = planned.metadata.schema()
         expression = key_filter(on, source, schema, target_alias, source_alias)
-        candidates = _candidates(planned, expression)
+        candidates = list(_candidates(planned, expression).files)
         rows = read_files(spark, planned, candidates) if candidates else None
         plan = merge_rows(spark, rows, source, on, clauses, schema)
         try:
@@ -269,7 +278,8 @@ def lakecat_filter(condition: str, target: TargetTable) -> Expression:
     return expression
 
 
-def _candidates(target: TargetTable, expression: Expression) -> list[DataFile]:
+def _candidates(target: TargetTable, expression: Expression) -> ScanPlan:
+    """The files that may hold rows matching ``expression``, and the deletes of each."""
     scan = Scan(
         target.io,
         target.metadata,
@@ -278,7 +288,7 @@ def _candidates(target: TargetTable, expression: Expression) -> list[DataFile]:
         row_filter=expression,
         case_sensitive=False,
     )
-    return scan.plan_files()
+    return scan.plan()
 
 
 def _split_strict(
@@ -313,13 +323,18 @@ def _files_with_matches(
 
 
 def _position_deletes(
-    spark: Any, target: TargetTable, files: Sequence[DataFile], condition: str
-) -> tuple[list[DataFile], list[DataFile]]:
-    """Merge-on-read: one position delete file per file with rows matching the condition,
-    naming their positions (a Spark job finds them; the driver writes the delete files); and
-    the files with matches."""
+    spark: Any,
+    target: TargetTable,
+    files: Sequence[DataFile],
+    condition: str,
+    applied: Mapping[str, tuple[DataFile, ...]],
+) -> tuple[list[DataFile], list[DataFile], list[DataFile]]:
+    """Merge-on-read: one position delete file (v3: deletion vector) per file with rows
+    matching the condition, naming their positions (a Spark job finds them; the driver
+    writes the delete files); the files with matches; and the delete files the new deletion
+    vectors replace (``applied``: the deletes of each file, by path)."""
     if not files:
-        return [], []
+        return [], [], []
     rows = read_files(spark, target, files)
     found = (
         rows.where(F.expr(condition))
@@ -330,9 +345,15 @@ def _position_deletes(
     positions = {r[0]: r[1] for r in found}
     touched = [f for f in files if f.file_path in positions]
     targets = [
-        FileDeletes(f, pa.array(sorted(positions[f.file_path]), pa.int64())) for f in touched
+        FileDeletes(
+            f,
+            pa.array(sorted(positions[f.file_path]), pa.int64()),
+            applied.get(f.file_path, ()),
+        )
+        for f in touched
     ]
-    return write_position_deletes(target.io, target.metadata, targets), touched
+    written = write_position_deletes(target.io, target.metadata, targets)
+    return written, touched, replaced_deletes(target.metadata, targets)
 
 
 def set_of(files: Sequence[DataFile]) -> set[str]:

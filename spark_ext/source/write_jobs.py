@@ -197,6 +197,9 @@ class WriteJob:
             app_version=self.app_version,
             skip_if_committed=self.skip_if_committed,
             extra_summary=self.snapshot_properties,
+            # the rows an overwrite by filter keeps are planned and written in Python, with
+            # their lineage (lakecat.catalog.write.row_ops); the job's own rows are new
+            keeps_row_lineage=True,
         )
         if self.mode is WriteMode.APPEND:
             return base if files else None

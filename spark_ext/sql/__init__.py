@@ -1,4 +1,5 @@
-"""The Spark SQL catalog plugin: a small Java catalog (``java/``, compiled by :mod:`.jar`)
+"""The Spark SQL catalog plugin: a small Java catalog (``java/``, shipped precompiled as
+``lakecat-spark-catalog.jar``, rebuilt by :mod:`.jar` when it does not fit)
 forwards every catalog call to :mod:`.bridge` in the driver's Python, which answers through
 lakecat's API (:mod:`.convert` for schemas and specs, :mod:`.alter` for ALTER TABLE,
 :mod:`.metadata_tables` for ``t.snapshots`` and friends); :mod:`.plugin` registers it."""

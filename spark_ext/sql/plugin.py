@@ -6,7 +6,8 @@
 >>> spark.sql("SELECT * FROM lake.db.events VERSION AS OF 42")
 
 Spark finds a catalog by the JVM class its configuration names, so the catalog is a small Java
-plugin (compiled on first use, :mod:`lakecat.spark_ext.sql.jar`) on the driver's classpath that
+plugin (shipped precompiled, rebuilt when it does not fit: :mod:`lakecat.spark_ext.sql.jar`) on
+the driver's classpath that
 forwards every call through Py4J to a :class:`~lakecat.spark_ext.sql.bridge.CatalogBridge`
 in this Python process. :func:`attach_catalog` connects the two in a running session: it
 registers lakecat's data source and metadata table source for the catalog, starts PySpark's
@@ -136,9 +137,10 @@ def session(
 ) -> CatalogSessionBuilder:
     """A SparkSession builder with lakecat registered as the Spark catalog ``name``.
 
-    Compiles the catalog plugin's jar if needed (:func:`lakecat.spark_ext.catalog_jar`; needs a
-    JDK), puts it on the driver's classpath (``spark.driver.extraClassPath``: to set more
-    entries yourself, include :func:`lakecat.spark_ext.catalog_jar` in them) and sets
+    Finds the catalog plugin's jar (:func:`lakecat.spark_ext.catalog_jar`: the shipped one, or
+    one compiled with a JDK when that does not fit the running PySpark), puts it on the
+    driver's classpath (``spark.driver.extraClassPath``: to set more entries yourself, include
+    :func:`lakecat.spark_ext.catalog_jar` in them) and sets
     ``spark.sql.catalog.<name>``; ``getOrCreate()`` then attaches the catalog
     (:func:`attach_catalog`). Give a lakecat :class:`Catalog` or its ``catalog_url`` and
     ``warehouse``; ``builder`` continues an existing ``SparkSession.builder``. The jar must be

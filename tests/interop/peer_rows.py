@@ -1,7 +1,8 @@
 """Read Iceberg tables row by row with one peer engine (run by that peer's own interpreter).
 
-usage: "$PEERS_HOME/pyice/bin/python" peer_rows.py pyiceberg JOBS.jsonl
-       "$PEERS_HOME/duck/bin/python"  peer_rows.py duckdb    JOBS.jsonl
+usage: "$PEERS_HOME/pyice/bin/python"   peer_rows.py pyiceberg JOBS.jsonl
+       "$PEERS_HOME/duck/bin/python"    peer_rows.py duckdb    JOBS.jsonl
+       "$PEERS_HOME/spark35/bin/python" peer_rows.py spark     JOBS.jsonl
 
 JOBS.jsonl: one JSON object a line: ``{"key": any, "metadata": path or file URI,
 "snapshot": id or null, "columns": ["id", ...]}``.
@@ -10,7 +11,9 @@ sorted, values as JSON) or ``{"key": ..., "error": "<one line>"}``.
 
 Unlike the peers' ``batch_peer.py`` (count and sum only), this returns every row, so a test
 can compare the exact rows a peer reads with what Iceberg Java read. DuckDB gets a fresh
-connection per job: one internal error invalidates a DuckDB database for good.
+connection per job: one internal error invalidates a DuckDB database for good. ``spark`` is
+Iceberg Java (one session for all jobs), which also reads the v3 row lineage columns
+``_row_id`` and ``_last_updated_sequence_number``.
 """
 
 from __future__ import annotations
@@ -75,9 +78,25 @@ def duckdb_reader() -> Reader:
     return read
 
 
+def spark_reader() -> Reader:
+    sys.path.insert(0, PEERS_SCRIPTS)
+    import peer_spark
+
+    spark = peer_spark.session()
+
+    def read(path: str, snapshot: int | None, columns: list[str]) -> list[list[Any]]:
+        reader = spark.read.format("iceberg")
+        if snapshot is not None:
+            reader = reader.option("snapshot-id", str(snapshot))
+        return [list(r) for r in reader.load(path).select(*columns).collect()]
+
+    return read
+
+
 def main() -> None:
     peer, jobs = sys.argv[1], sys.argv[2]
-    read = {"pyiceberg": pyiceberg_reader, "duckdb": duckdb_reader}[peer]()
+    readers = {"pyiceberg": pyiceberg_reader, "duckdb": duckdb_reader, "spark": spark_reader}
+    read = readers[peer]()
     with open(jobs) as f:
         for line in f:
             if not line.strip():

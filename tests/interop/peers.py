@@ -320,7 +320,7 @@ def read_all(
 def read_rows(
     peer: str, jobs: Sequence[dict[str, Any]], *, timeout_s: float = 900
 ) -> list[dict[str, Any]]:
-    """Every row that ``peer`` (``pyiceberg`` or ``duckdb``) reads, for each job.
+    """Every row that ``peer`` (``pyiceberg``, ``duckdb`` or ``spark``) reads, for each job.
 
     A job: ``{"key": any, "metadata": path, "snapshot": id or None, "columns": [...]}``; the
     answer, in job order: ``{"key": ..., "rows": [[...], ...]}`` (sorted like
@@ -337,6 +337,7 @@ def read_rows(
             capture_output=True,
             text=True,
             env={**os.environ, "PEERS_HOME": str(PEERS_HOME), "PEERS_SCRIPTS": str(PEERS_SCRIPTS)},
+            cwd=tempfile.gettempdir(),  # Spark leaves its scratch folders where it runs
             timeout=timeout_s,
             check=False,
         )

@@ -1,11 +1,15 @@
 """Tables lakecat writes merge-on-read read the same in Iceberg Java, pyiceberg and DuckDB.
 
-One table per partitioning (unpartitioned, identity on ``cat``), each through a history of
+One table per partitioning (unpartitioned, identity on ``cat``) and format version (v2:
+position delete files; v3: deletion vectors and row lineage), each through a history of
 merge-on-read DELETE, UPDATE, upsert, MERGE delete clause, overwrite by filter, two disjoint
 deletes planned on the same snapshot (the second re-applied at metadata level), and a
 copy-on-write delete that rewrites a file and drops the delete files that applied to it. Every
 snapshot is read by lakecat and by the three peers: pyiceberg and DuckDB must return exactly
-lakecat's rows, Iceberg Java (through Spark, by metadata path) the same count and sum.
+lakecat's rows, Iceberg Java (through Spark, by metadata path) the same count and sum. On the
+v3 tables, and on a v3 table rewritten copy-on-write and compacted, and on one upgraded from
+v2 with position deletes, Iceberg Java reads every row's ``_row_id`` and
+``_last_updated_sequence_number`` as lakecat does, at every snapshot.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import pytest
 from peers import canonical_rows, read_batch, read_rows, require_peers
 
 from lakecat.catalog import Catalog, Table
+from lakecat.catalog.maintenance import rewrite_data_files
 
 pytestmark = pytest.mark.interop
 
@@ -43,8 +48,16 @@ def batch(ids: range | list[int], note: str = "") -> pa.Table:
     )
 
 
-def history(catalog: Catalog, name: str, partition_by: list[str]) -> Table:
-    t = catalog.create_table(f"db.{name}", SCHEMA, partition_by=partition_by, properties=MOR)
+LINEAGE = ["id", "_row_id", "_last_updated_sequence_number"]
+
+
+def history(catalog: Catalog, name: str, partition_by: list[str], version: int = 2) -> Table:
+    t = catalog.create_table(
+        f"db.{name}",
+        SCHEMA,
+        partition_by=partition_by,
+        properties={**MOR, "format-version": str(version)},
+    )
     t.append(batch(range(0, 200)))
     t.append(batch(range(200, 300)))
     t.delete("id < 20 OR id = 250")
@@ -71,7 +84,35 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Table
         yield {
             "unpartitioned": history(catalog, "flat", []),
             "identity": history(catalog, "by_cat", ["cat"]),
+            "v3 unpartitioned": history(catalog, "flat_v3", [], version=3),
+            "v3 identity": history(catalog, "by_cat_v3", ["cat"], version=3),
         }
+
+
+@pytest.fixture(scope="module")
+def rewritten(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Table]]:
+    """v3 tables whose rows moved: copy-on-write changes and a compaction; and a v2 table with
+    position deletes upgraded to v3, then changed merge-on-read."""
+    require_peers()
+    root: Path = tmp_path_factory.mktemp("v3-peers")
+    with Catalog.embedded(root) as catalog:
+        catalog.create_namespace("db")
+        cow = catalog.create_table("db.cow", SCHEMA, properties={"format-version": "3"})
+        cow.append(batch(range(0, 100)))
+        cow.append(batch(range(100, 150)))
+        cow.delete("id IN (0, 7, 14, 21, 28, 35, 105, 112, 119)")
+        cow.update({"note": "updated"}, "id >= 40 AND id < 60")
+        cow.upsert(batch([10, 120, 500], "upserted"), on="id")
+        rewrite_data_files(cow)
+        cow.update({"note": "after"}, "id = 41")
+        up = catalog.create_table("db.upgraded", SCHEMA, properties=MOR)
+        up.append(batch(range(0, 60)))
+        up.delete("id < 5")
+        up.set_properties({"format-version": "3"})
+        up.delete("id = 30")  # a DV holding the v2 position deletes too
+        up.update({"note": "updated"}, "id = 31")
+        up.append(batch(range(60, 70)))
+        yield {"v3 copy-on-write": cow.refresh(), "upgraded": up.refresh()}
 
 
 def jobs(tables: dict[str, Table], **extra: Any) -> list[dict[str, Any]]:
@@ -127,4 +168,43 @@ def test_iceberg_java_reads_every_snapshot_as_lakecat_does(tables: dict[str, Tab
         ids = [r[0] for r in lakecat_rows(tables, a["key"])]
         if (a.get("rows"), a.get("sum")) != (len(ids), sum(ids)):
             wrong.append((a["key"], a, len(ids), sum(ids)))
+    assert wrong == []
+
+
+def lakecat_lineage(tables: dict[str, Table], key: list[Any]) -> list[list[Any]]:
+    t = tables[key[0]]
+    return canonical_rows(t.scan(snapshot_id=key[1], columns=LINEAGE).to_arrow(), LINEAGE)
+
+
+def test_iceberg_java_reads_the_row_lineage_lakecat_wrote(
+    tables: dict[str, Table], rewritten: dict[str, Table]
+) -> None:
+    v3 = {k: t for k, t in {**tables, **rewritten}.items() if t.metadata.format_version == 3}
+    assert len(v3) == 4
+    for key, t in rewritten.items():
+        assert canonical_rows(t.to_arrow(), COLUMNS), key
+    answers = read_rows("spark", jobs(v3, columns=LINEAGE))
+    wrong = [
+        (a["key"], a.get("error") or "lineage differs")
+        for a in answers
+        if a.get("rows") != lakecat_lineage(v3, a["key"])
+    ]
+    assert wrong == []
+    current = lakecat_lineage(
+        v3, ["v3 copy-on-write", v3["v3 copy-on-write"].current_snapshot().snapshot_id]
+    )  # type: ignore[union-attr]
+    row_ids = [r[1] for r in current]
+    assert None not in row_ids and len(set(row_ids)) == len(row_ids)
+
+
+@pytest.mark.parametrize("peer", ["pyiceberg", "duckdb"])
+def test_pyiceberg_and_duckdb_read_the_rewritten_v3_tables_as_lakecat_does(
+    rewritten: dict[str, Table], peer: str
+) -> None:
+    answers = read_rows(peer, jobs(rewritten, columns=COLUMNS))
+    wrong = [
+        (a["key"], a.get("error") or "rows differ")
+        for a in answers
+        if a.get("rows") != lakecat_rows(rewritten, a["key"])
+    ]
     assert wrong == []

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from lakecat.catalog import Catalog, Table
-from lakecat.metadata.errors import CommitConflict, ValidationError
+from lakecat.metadata.errors import CommitConflict, UnsupportedFeature, ValidationError
 from lakecat.spark_ext import delete, merge, update
 
 pytestmark = pytest.mark.spark
@@ -105,6 +105,44 @@ def test_merge_on_read_delete_and_update_write_position_deletes_and_keep_the_fil
     # Spark reads them back through the data source, deletes applied
     ids = sorted(r[0] for r in spark.read.format("lakecat").load("db.t").select("id").collect())
     assert ids == sorted(after)
+
+
+def test_on_a_v3_table_merge_on_read_writes_deletion_vectors_and_rewrites_are_refused(
+    spark: Any, lake: Catalog
+) -> None:
+    t = lake.create_table(
+        "db.v3",
+        SCHEMA,
+        partition_by=["region"],
+        properties={
+            "format-version": "3",
+            "write.delete.mode": "merge-on-read",
+            "write.update.mode": "merge-on-read",
+        },
+    )
+    for start, region in ((0, "eu"), (10, "us")):
+        t.append(rows(range(start, start + 10), region))
+    before = {
+        r["id"]: r["_row_id"] for r in t.scan(columns=["id", "_row_id"]).to_arrow().to_pylist()
+    }
+    delete(spark, "db.v3", "id % 10 = 3")
+    delete(spark, "db.v3", "id % 10 = 4")  # the same files: each DV replaced by a larger one
+    update(spark, "db.v3", "id = 15", {"note": "'changed'"})
+    t.refresh()
+    dvs = [d for ds in t.scan().plan().deletes.values() for d in ds]
+    assert sorted(d.record_count for d in dvs) == [2, 3]  # one DV per data file
+    assert {d.file_format for d in dvs} == {"puffin"}
+    after = contents(t)
+    assert sorted(after) == [i for i in range(20) if i % 10 not in (3, 4)]
+    assert after[15] == ("us", "changed")
+    lineage = {
+        r["id"]: r["_row_id"] for r in t.scan(columns=["id", "_row_id"]).to_arrow().to_pylist()
+    }
+    assert all(lineage[i] == before[i] for i in lineage if i != 15)  # rows that stayed
+    t.set_properties({"write.delete.mode": "copy-on-write"})
+    with pytest.raises(UnsupportedFeature, match="row lineage"):
+        delete(spark, "db.v3", "id = 5")  # Spark would copy rows without their lineage
+    assert contents(t) == after
 
 
 def test_merge_upserts_rows_in_the_style_of_delta(spark: Any, regions: Table) -> None:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 from history_checks import assert_files_are_exactly_the_referenced_ones, assert_one_chain_holding
 
-from lakecat.catalog import Catalog
+from lakecat.catalog import Catalog, Table
 from lakecat.metadata.errors import CommitConflict, RetriesExhausted
 
 WRITERS = 8
@@ -82,15 +82,25 @@ def _expected(logs: dict[int, list[tuple[str, int | None, list[int]]]]) -> set[t
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lock", ["true", "false"], ids=["commit-lock", "cas-only"])
-def test_eight_writers_keep_the_table_correct(catalog_url: str, warehouse: str, lock: str) -> None:
+@pytest.mark.parametrize(
+    ("lock", "version"),
+    [("true", "2"), ("false", "2"), ("true", "3")],
+    ids=["commit-lock", "cas-only", "commit-lock-v3"],
+)
+def test_eight_writers_keep_the_table_correct(
+    catalog_url: str, warehouse: str, lock: str, version: str
+) -> None:
     catalog = Catalog(catalog_url, warehouse=warehouse)
     catalog.create_namespace("db")
     catalog.create_table(
         "db.stress",
         _rows(0, "x", [0]).schema,
         partition_by=["part"],
-        properties={"commit.retry.num-retries": "20", "commit.lock.enabled": lock},
+        properties={
+            "commit.retry.num-retries": "20",
+            "commit.lock.enabled": lock,
+            "format-version": version,
+        },
     )
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
@@ -116,4 +126,22 @@ def test_eight_writers_keep_the_table_correct(catalog_url: str, warehouse: str, 
     assert got == _expected(logs)
 
     assert_files_are_exactly_the_referenced_ones(table)
+    if version == "3":
+        _assert_row_ids_unique_and_ranges_disjoint(table)
     catalog.close()
+
+
+def _assert_row_ids_unique_and_ranges_disjoint(table: Table) -> None:
+    """Row lineage under concurrency: every attempt assigned row ids on the base it landed
+    on, so the snapshots' ranges follow each other and no two rows share an id."""
+    next_row_id = table.metadata.next_row_id
+    assert next_row_id is not None
+    end = 0
+    for snap in sorted(table.snapshots(), key=lambda s: s.sequence_number):
+        assert snap.first_row_id is not None and snap.added_rows is not None
+        assert snap.first_row_id >= end
+        end = snap.first_row_id + snap.added_rows
+    assert end <= next_row_id
+    row_ids = table.scan(columns=["_row_id"]).to_arrow().column("_row_id").to_pylist()
+    assert None not in row_ids and len(set(row_ids)) == len(row_ids)
+    assert max(row_ids) < next_row_id

@@ -8,7 +8,6 @@ reads the result back and compares it with the rows the same operation gives cop
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakecat.catalog import Catalog, Table
-from lakecat.catalog.write import merge_on_read as mor
-from lakecat.metadata.errors import StorageError, UnsupportedFeature, ValidationError
+from lakecat.metadata.errors import StorageError, ValidationError
 from lakecat.metadata.io import position_deletes
 from lakecat.metadata.io.fileio import local_path
 from lakecat.metadata.manifests.datafile import Content
@@ -233,13 +231,6 @@ def test_an_unknown_mode_is_refused_before_any_file_is_written(catalog: Catalog)
         t.delete("id = 1")
     assert sorted(data.rglob("*")) == before
     assert t.refresh().scan().count() == 200
-
-
-def test_merge_on_read_on_a_v3_table_is_refused(catalog: Catalog) -> None:
-    t = make(catalog, "v3ish", MOR)
-    v3 = dataclasses.replace(t.metadata, format_version=3)
-    with pytest.raises(UnsupportedFeature, match="deletion vectors"):
-        mor.merge_on_read(v3, mor.OpKind.DELETE)
 
 
 def test_a_failed_delete_file_write_leaves_no_new_file(pair, monkeypatch) -> None:

@@ -162,8 +162,40 @@ def test_assign_uuid_replaces_the_table_uuid_and_refuses_garbage() -> None:
 def test_upgrade_format_version_refuses_downgrade_and_unsupported_versions() -> None:
     with pytest.raises(InvalidUpdate, match="downgrade"):
         apply(_table(), [UpgradeFormatVersion(1)])
-    with pytest.raises(InvalidUpdate, match="format version 3"):
-        apply(_table(), [UpgradeFormatVersion(3)])
+    with pytest.raises(InvalidUpdate, match="format version 4"):
+        apply(_table(), [UpgradeFormatVersion(4)])
+    v3 = apply(_table(), [UpgradeFormatVersion(3)], now_ms=T0)
+    with pytest.raises(InvalidUpdate, match="downgrade a v3 table to v2"):
+        apply(v3, [UpgradeFormatVersion(2)])
+    assert apply(v3, [UpgradeFormatVersion(3)], now_ms=T0) is v3
+
+
+def test_upgrading_to_v3_starts_row_ids_at_zero_and_leaves_older_snapshots_alone() -> None:
+    base = _commit(_table(), _snap(1, 1))
+    v3 = apply(base, [UpgradeFormatVersion(3)], now_ms=T0 + 1)
+    assert (v3.format_version, v3.next_row_id) == (3, 0)
+    assert v3.snapshots == base.snapshots  # no first-row-id: their rows have no row ids
+    assert v3.to_json()["next-row-id"] == 0
+
+
+def test_a_v3_snapshot_moves_next_row_id_past_the_row_ids_it_assigned() -> None:
+    v3 = apply(_table(), [UpgradeFormatVersion(3)], now_ms=T0)
+    first = apply(v3, [AddSnapshot(replace(_snap(1, 1), first_row_id=0, added_rows=10))])
+    assert first.next_row_id == 10
+    # a snapshot on another branch assigns ids too: they are the table's, not the branch's
+    side = replace(_snap(2, 2, 1), first_row_id=10, added_rows=5)
+    assert apply(first, [AddSnapshot(side)]).next_row_id == 15
+
+
+def test_a_v3_snapshot_without_lineage_or_behind_next_row_id_is_refused() -> None:
+    v3 = apply(_table(), [UpgradeFormatVersion(3)], now_ms=T0)
+    first = apply(v3, [AddSnapshot(replace(_snap(1, 1), first_row_id=0, added_rows=10))])
+    with pytest.raises(InvalidUpdate, match="first-row-id and added-rows"):
+        apply(first, [AddSnapshot(_snap(2, 2, 1))])
+    with pytest.raises(InvalidUpdate, match="below the table's next-row-id 10"):
+        apply(first, [AddSnapshot(replace(_snap(2, 2, 1), first_row_id=9, added_rows=1))])
+    with pytest.raises(InvalidUpdate, match="negative added-rows"):
+        apply(first, [AddSnapshot(replace(_snap(2, 2, 1), first_row_id=10, added_rows=-1))])
 
 
 def test_add_schema_gets_the_next_id_and_raises_last_column_id() -> None:

@@ -285,11 +285,23 @@ def test_a_new_table_refuses_other_format_versions_and_bad_identifiers() -> None
         new_table_metadata(
             schema=schema, spec=PartitionSpec(), sort_order=UNSORTED, location="x", properties={}
         )
-    with pytest.raises(InvalidUpdate, match="format-version='3'"):
-        new_table_metadata(
+    for bad in ("4", "1", "three", " "):
+        with pytest.raises(InvalidUpdate, match=f"format-version={bad!r}"):
+            new_table_metadata(
+                schema=Schema.of(NestedField(1, "id", LongType())),
+                spec=PartitionSpec(),
+                sort_order=UNSORTED,
+                location="x",
+                properties={"format-version": bad},
+            )
+    for version in ("2", "3", " 3"):
+        created = new_table_metadata(
             schema=Schema.of(NestedField(1, "id", LongType())),
             spec=PartitionSpec(),
             sort_order=UNSORTED,
             location="x",
-            properties={"format-version": "3"},
+            properties={"format-version": version},
         )
+        assert created.format_version == int(version)
+        assert created.next_row_id == (0 if version.strip() == "3" else None)
+        assert "format-version" not in created.properties  # part of the format, not stored
