@@ -94,6 +94,7 @@ from lakecat.catalog.commit.coordination.protocol import TicketState
 from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.commit.moves import RowMoves
 from lakecat.catalog.commit.producer import NO_SWAP, DeleteSwap, SnapshotProducer, data_dir
+from lakecat.catalog.commit.retarget import retarget, row_ids
 from lakecat.catalog.interrupts import DeferredInterrupts
 from lakecat.catalog.retry import RetryClock, RetryPolicy
 from lakecat.metadata import properties as P
@@ -103,6 +104,8 @@ from lakecat.metadata.errors import (
     CatalogUnavailable,
     CommitFailed,
     CommitStateUnknown,
+    ConcurrentDeleteRead,
+    ConcurrentRowChange,
     LakecatError,
     NoSuchTable,
     StorageError,
@@ -130,7 +133,7 @@ from lakecat.metadata.io.position_deletes import (
     write_position_delete_files,
 )
 from lakecat.metadata.manifests.cache import ManifestCache
-from lakecat.metadata.manifests.datafile import Content, DataFile, Status
+from lakecat.metadata.manifests.datafile import Content, DataFile, ManifestContent, Status
 from lakecat.metadata.manifests.delete_index import live_deletes_naming, named_data_file
 from lakecat.metadata.manifests.manifest import read_manifest_list
 from lakecat.metadata.partitioning.spec import PartitionSpec
@@ -141,6 +144,7 @@ from lakecat.metadata.table.metadata_files import (
     parse_version,
     write_metadata,
 )
+from lakecat.metadata.table.snapshots import REPLACE, Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
 from lakecat.metadata.table.updates import AssertTableUUID, TableRequirement, TableUpdate
 
@@ -801,44 +805,65 @@ class _CommitWindow:
         return [p for p in self.written if p not in used]
 
     def merged_vectors(self, base: TableMetadata) -> DeleteSwap:
-        """For an intent that writes deletion vectors (format v3): when concurrent commits
-        changed the deletes of one of their data files (a DV of their own, or a replaced one),
-        a new DV per such data file holding the intent's positions and the base's, which
-        replaces both in this attempt (:class:`DeleteSwap`). A data file has one DV, holding
-        all of its deletes, so two changes of different rows of one file both commit, as
-        they do with position delete files. Whether the two changed a common row is for
-        ``check_row_changes`` (update, merge), already run."""
+        """For an intent that writes deletion vectors (format v3), what this attempt adds and
+        removes instead of some of its DVs (:class:`DeleteSwap`), when concurrent commits
+        changed one of their data files:
+
+        * its deletes (a DV of their own, or one the intent replaces): a new DV holding the
+          intent's positions and the base's replaces both. A data file has one DV, holding all
+          of its deletes, so two changes of different rows of one file both commit, as they do
+          with position delete files. Whether the two changed a common row is for
+          ``check_row_changes`` (update, merge), already run.
+        * the file itself, compacted away (a ``replace``): the deleted rows are found again by
+          row id in the compaction's output files (:mod:`lakecat.catalog.commit.retarget`) and
+          the DVs are written for those, merged with theirs.
+        """
         ours = {
             f.referenced_data_file: f
             for f in self.intent.added_delete_files
             if is_deletion_vector(f) and f.referenced_data_file is not None
         }
         self._last_swap = NO_SWAP
-        if not ours or not self._concurrent(base):
+        concurrent = self._concurrent(base)
+        if not ours or not concurrent:
             return NO_SWAP
         replaced: dict[str, dict[tuple[str, int | None], DataFile]] = {}
         for d in self.intent.removed_files:
             target = named_data_file(d)
             if target in ours:
                 replaced.setdefault(target, {})[d.key] = d
+        removed_by = {p: c for c in reversed(concurrent) for p in c.removed_paths}
+        compacted = sorted(t for t in ours if t in removed_by)
         head = base.ref_snapshot(self.intent.branch) if self.intent.branch in base.refs else None
         current = live_deletes_naming(self.io, base, head, ours, self.manifests)
         changed = {
             target: found
             for target, found in current.items()
-            if {d.key for d in found} != set(replaced.get(target, {}))
+            if target not in removed_by and {d.key for d in found} != set(replaced.get(target, {}))
         }
         changed.update(
-            (target, []) for target in replaced if target not in current
+            (target, [])
+            for target in replaced
+            if target not in current and target not in removed_by
         )  # the intent's replaced DV is gone and nothing took its place
-        if not changed:
+        if not changed and not compacted:
             return NO_SWAP
-        key = frozenset(d.key for found in changed.values() for d in found) | frozenset(
-            (f"data:{target}", None) for target in changed
+        key = (
+            frozenset(d.key for found in changed.values() for d in found)
+            | frozenset((f"data:{target}", None) for target in changed)
+            | frozenset((f"compacted:{target}", None) for target in compacted)
+            | frozenset((f"snapshot:{c.snapshot_id}", None) for c in concurrent if compacted)
         )
         swap = self._swaps.get(key)
         if swap is None:
-            swap = self._swaps[key] = self._merge_vectors(base, ours, replaced, changed)
+            retargeted, on_outputs = (
+                self._retarget(base, head, ours, replaced, compacted, removed_by, concurrent)
+                if compacted
+                else ([], [])
+            )
+            swap = self._swaps[key] = self._merge_vectors(
+                base, ours, replaced, changed, compacted, current, retargeted, on_outputs
+            )
         self._last_swap = swap
         return swap
 
@@ -848,8 +873,12 @@ class _CommitWindow:
         ours: Mapping[str, DataFile],
         replaced: Mapping[str, Mapping[tuple[str, int | None], DataFile]],
         changed: Mapping[str, Sequence[DataFile]],
+        compacted: Sequence[str],
+        current: Mapping[str, Sequence[DataFile]],
+        retargeted: Sequence[VectorTarget],
+        on_outputs: Sequence[DataFile],
     ) -> DeleteSwap:
-        targets = []
+        targets = list(retargeted)
         for target, found in sorted(changed.items()):
             mine = ours[target]
             chunks = [self._positions(mine, target).positions]
@@ -859,20 +888,129 @@ class _CommitWindow:
             )
         added = write_deletion_vector_file(self.io, data_dir(base), targets)
         self.written.extend({f.file_path for f in added})
-        found_keys = {d.key for found in changed.values() for d in found}
+        live = {d.key for found in current.values() for d in found}
+        gone = [target for target in (*changed, *compacted)]
         return DeleteSwap(
             added=tuple(added),
-            dropped_added=frozenset(ours[target].key for target in changed),
-            extra_removed=tuple(
-                d
-                for target, found in changed.items()
-                for d in found
-                if d.key not in replaced.get(target, {})
+            dropped_added=frozenset(ours[target].key for target in gone),
+            extra_removed=(
+                *(
+                    d
+                    for target in gone
+                    for d in current.get(target, ())
+                    if d.key not in replaced.get(target, {})
+                ),
+                *on_outputs,
             ),
             dropped_removed=frozenset(
-                k for target in changed for k in replaced.get(target, {}) if k not in found_keys
+                k for target in gone for k in replaced.get(target, {}) if k not in live
             ),
         )
+
+    def _retarget(
+        self,
+        base: TableMetadata,
+        head: Snapshot | None,
+        ours: Mapping[str, DataFile],
+        replaced: Mapping[str, Mapping[tuple[str, int | None], DataFile]],
+        compacted: Sequence[str],
+        removed_by: Mapping[str, ConcurrentCommit],
+        concurrent: Sequence[ConcurrentCommit],
+    ) -> tuple[list[VectorTarget], list[DataFile]]:
+        """The DVs of the compaction outputs that now hold the rows the intent deleted from
+        the ``compacted`` files (see :mod:`lakecat.catalog.commit.retarget`), and the outputs'
+        DVs in the base they replace. :class:`ConcurrentDeleteRead` when the rows cannot be
+        found by row id (a file without row ids, or one removed by a change of data)."""
+        intent = self.intent
+        not_compaction = [t for t in compacted if removed_by[t].operation != REPLACE]
+
+        def refuse(files: Sequence[str], why: str) -> ConcurrentDeleteRead:
+            commit = removed_by[files[0]]
+            return ConcurrentDeleteRead(
+                f"{intent.kind.value}: {commit.label} removed {len(files)} file(s) this "
+                f"operation deletes rows from (e.g. {files[0]}), and {why}. Re-run it.",
+                snapshot_id=commit.snapshot_id,
+                operation=commit.operation,
+                files=tuple(files),
+            )
+
+        if not_compaction:
+            raise refuse(not_compaction, "that commit changed data")
+        start = (
+            base.snapshot_by_id(intent.starting_snapshot_id)
+            if intent.starting_snapshot_id is not None
+            and base.has_snapshot(intent.starting_snapshot_id)
+            else None
+        )
+        originals = self._data_files(base, start, set(compacted))
+        outputs = [
+            f
+            for c in concurrent
+            if c.operation == REPLACE
+            for f in c.added_files
+            if f.content is Content.DATA and f.file_path not in removed_by
+        ]
+        try:
+            deleted = []
+            for target in compacted:
+                ids = row_ids(self.io, originals[target]) if target in originals else None
+                if ids is None:
+                    raise refuse([target], "its rows have no row ids to find them by")
+                mine = self._positions(ours[target], target).positions
+                before = [
+                    self._positions(d, target).positions for d in replaced.get(target, {}).values()
+                ]
+                if before:
+                    earlier = pa.concat_arrays(before)
+                    mine = pc.filter(mine, pc.invert(pc.is_in(mine, value_set=earlier)))
+                deleted.append((ids, mine))
+            output_ids = []
+            for f in outputs:
+                ids = row_ids(self.io, f)
+                if ids is None:
+                    raise refuse(list(compacted), "its output has no row ids")
+                output_ids.append((f.file_path, ids))
+        except (LakecatError, OSError, pa.ArrowException) as exc:
+            if isinstance(exc, ConcurrentDeleteRead):
+                raise
+            raise refuse(list(compacted), f"its files cannot be read ({exc})") from exc
+        found = retarget(deleted, output_ids)
+        if len(found.missing) and intent.kind in (OpKind.UPDATE, OpKind.MERGE):
+            commit = removed_by[compacted[0]]
+            raise ConcurrentRowChange(
+                f"{intent.kind.value}: {len(found.missing)} row(s) this operation changed are "
+                f"gone from the files {commit.label} wrote: a concurrent change deleted them. "
+                "Re-run the operation on the new state.",
+                snapshot_id=commit.snapshot_id,
+                operation=commit.operation,
+                files=tuple(compacted),
+            )
+        by_path = {f.file_path: f for f in outputs}
+        theirs = live_deletes_naming(self.io, base, head, found.positions, self.manifests)
+        targets = []
+        for path, positions in sorted(found.positions.items()):
+            f = by_path[path]
+            chunks = [positions]
+            chunks += [self._positions(d, path).positions for d in theirs.get(path, ())]
+            targets.append(VectorTarget(path, f.spec_id, f.partition, pa.concat_arrays(chunks)))
+        return targets, [d for found_ in theirs.values() for d in found_]
+
+    def _data_files(
+        self, base: TableMetadata, snapshot: Snapshot | None, paths: set[str]
+    ) -> dict[str, DataFile]:
+        """The data files of ``snapshot`` at ``paths`` (as it listed them: row ids inherited)."""
+        if snapshot is None:
+            return {}
+        out: dict[str, DataFile] = {}
+        specs = base.specs_by_id()
+        listing = self.manifests.manifest_list(self.io, snapshot.manifest_list)
+        for manifest in listing.manifests:
+            if manifest.content is not ManifestContent.DATA:
+                continue
+            for e in self.manifests.read(self.io, manifest, specs=specs, schema=base.schema()):
+                if e.status is not Status.DELETED and e.data_file.file_path in paths:
+                    out[e.data_file.file_path] = e.data_file
+        return out
 
     def _write_carried(
         self, base: TableMetadata, moves: RowMoves, sources: Sequence[DataFile]

@@ -260,7 +260,11 @@ class Scan:
             batches = (b.drop_columns([position]) for b in batches)
         else:
             schema = schema.append(pa.field(position_column, pa.int64()))
-        return pa.Table.from_batches(list(batches), schema=schema)
+        # batches of one file may differ in nullability flags only: give them the scan's
+        return pa.Table.from_batches(
+            [pa.RecordBatch.from_arrays(b.columns, schema=schema) for b in batches],
+            schema=schema,
+        )
 
     def _with_lineage(
         self, batches: Iterable[pa.RecordBatch], f: DataFile, plan: ScanPlan, position: str

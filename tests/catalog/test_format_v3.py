@@ -17,6 +17,7 @@ from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.maintenance import rewrite_data_files, rewrite_position_delete_files
 from lakecat.catalog.write.writer import write_files
 from lakecat.metadata.errors import (
+    ConcurrentDeleteRead,
     ConcurrentRowChange,
     InvalidUpdate,
     UnsupportedFeature,
@@ -153,6 +154,50 @@ def test_a_compaction_that_lost_the_race_to_a_delete_carries_it_over_as_a_vector
     dvs = live_deletes(t)
     assert [(d.file_format, d.record_count) for d in dvs] == [("puffin", 2)]
     assert dvs[0].referenced_data_file == t.scan().plan_files()[0].file_path
+
+
+def test_a_merge_on_read_change_that_a_compaction_beat_lands_on_its_output_by_row_id(
+    catalog: Catalog,
+) -> None:
+    make(catalog, **MOR)
+    catalog.load_table("db.t").delete("id = 9")  # applied by the compaction
+    before = lineage(catalog.load_table("db.t"))
+    deleting, updating = catalog.load_table("db.t"), catalog.load_table("db.t")
+    assert rewrite_data_files(catalog.load_table("db.t")).files_added == 1
+    deleting.delete("id in (2, 12)")  # planned on the files the compaction removed
+    updating.update({"v": "X"}, "id = 4")
+    t = catalog.load_table("db.t")
+    rows = lineage(t)
+    assert sorted(rows) == [1, 3, 4, 5, 6, 7, 8, 10, 11]
+    assert rows[4] == ("X", before[4][1], t.metadata.current_snapshot.sequence_number)  # type: ignore[union-attr]
+    assert all(rows[i] == before[i] for i in rows if i != 4)
+    [output] = [f for f in t.scan().plan_files() if f.record_count > 1]
+    dvs = live_deletes(t)
+    assert [(d.referenced_data_file, d.record_count) for d in dvs] == [(output.file_path, 3)]
+
+
+def test_an_update_of_a_row_deleted_and_compacted_away_meanwhile_conflicts(
+    catalog: Catalog,
+) -> None:
+    make(catalog, **MOR)
+    stale = catalog.load_table("db.t")
+    catalog.load_table("db.t").delete("id = 4")
+    rewrite_data_files(catalog.load_table("db.t"))
+    with pytest.raises(ConcurrentRowChange):
+        stale.update({"v": "X"}, "id = 4")
+    assert 4 not in lineage(catalog.load_table("db.t"))
+
+
+def test_on_v2_a_merge_on_read_change_still_loses_to_a_compaction(catalog: Catalog) -> None:
+    t = catalog.create_table(
+        "db.v2", pa.schema([("id", pa.int64())]), properties={"write.delete.mode": "merge-on-read"}
+    )
+    t.append(pa.table({"id": [1, 2, 3]}))
+    t.append(pa.table({"id": [4, 5]}))
+    stale = catalog.load_table("db.v2")
+    rewrite_data_files(catalog.load_table("db.v2"))
+    with pytest.raises(ConcurrentDeleteRead):  # no row ids to find the rows by
+        stale.delete("id = 2")
 
 
 def test_merge_on_read_writes_one_deletion_vector_per_data_file_and_replaces_the_old_one(

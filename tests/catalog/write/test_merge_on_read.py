@@ -246,3 +246,17 @@ def test_a_failed_delete_file_write_leaves_no_new_file(pair, monkeypatch) -> Non
         m.update({"v": 0}, "id < 3")  # writes the new versions first, then fails
     assert sorted(data.rglob("*")) == before
     assert m.refresh().scan().count() == 200
+
+
+@pytest.mark.parametrize("version", ["2", "3"])
+def test_merge_on_read_changes_a_table_with_required_columns(
+    catalog: Catalog, version: str
+) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table("db.required", schema, properties={**MOR, "format-version": version})
+    t.append(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=schema))
+    t.update({"v": "X"}, "id = 2")
+    t.upsert(pa.table({"id": [3, 4], "v": ["Y", "Z"]}, schema=schema), on=["id"])
+    got = sorted((r["id"], r["v"]) for r in t.refresh().to_arrow().to_pylist())
+    assert got == [(1, "a"), (2, "X"), (3, "Y"), (4, "Z")]
+    assert t.scan().plan().deletes  # merge-on-read: the data file stayed
