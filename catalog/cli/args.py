@@ -14,6 +14,7 @@ import time
 __all__ = [
     "byte_size",
     "key_value",
+    "non_blank",
     "non_negative_int",
     "positive_int",
     "split_list",
@@ -67,6 +68,14 @@ def key_value(text: str) -> tuple[str, str]:
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     return key.strip(), value
+
+
+def non_blank(text: str) -> str:
+    """Text that is not empty or only spaces (a ``--where`` filter: an empty one would match
+    every row, which ``--all`` says explicitly)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty (--all changes every row)")
+    return text
 
 
 def positive_int(text: str) -> int:

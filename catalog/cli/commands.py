@@ -1,7 +1,8 @@
 """The ``lakecat`` commands for namespaces, tables and inspection, and the dispatcher.
 
 Each command returns an :class:`~lakecat.catalog.cli.context.Output`: the ``--json`` record
-and its rich view. Maintenance and ref commands live in :mod:`lakecat.catalog.cli.maintenance`.
+and its rich view. Maintenance and ref commands live in :mod:`lakecat.catalog.cli.maintenance`,
+row-level changes (delete, update, upsert, overwrite) in :mod:`lakecat.catalog.cli.row_changes`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from lakecat.catalog.cli.render import (
     spec_record,
     table_view,
 )
+from lakecat.catalog.cli.row_changes import ROW_CHANGE_COMMANDS
 from lakecat.catalog.cli.schema import parse_partition_by, parse_sort_by, read_schema_argument
 from lakecat.catalog.identifiers import namespace_to_string, parse_namespace
 from lakecat.catalog.table import Table
@@ -447,5 +449,6 @@ COMMANDS: dict[str, Command] = {
     "files": files,
     "refs": refs,
     "show": show,
+    **ROW_CHANGE_COMMANDS,
     **MAINTENANCE_COMMANDS,
 }

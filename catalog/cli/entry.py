@@ -32,11 +32,13 @@ from typing import NoReturn
 from lakecat.catalog.cli.args import (
     byte_size,
     key_value,
+    non_blank,
     non_negative_int,
     positive_int,
     timestamp_ms,
 )
 from lakecat.catalog.cli.commands import run
+from lakecat.catalog.cli.values import FILE_FORMATS
 from lakecat.metadata.errors import LakecatError
 
 __all__ = ["UsageError", "build_parser", "main"]
@@ -176,6 +178,7 @@ def build_parser() -> _Parser:
     _add_namespace_commands(commands, top)
     _add_table_commands(commands, top)
     _add_inspection_commands(commands, top)
+    _add_row_change_commands(commands, top)
     _add_maintenance_commands(commands, top)
     _add_ref_commands(commands, top)
     return parser
@@ -250,6 +253,60 @@ def _add_inspection_commands(commands: _Commands, top: argparse._SubParsersActio
     p.add_argument("--to", dest="to_id", type=int, metavar="ID", help="end (default: current)")
     p.add_argument("--columns", metavar="A,B", help="only these columns")
     p.add_argument("--limit", type=non_negative_int, default=20, metavar="N", help="rows shown")
+
+
+def _add_rows_selector(parser: argparse.ArgumentParser) -> None:
+    """``--where FILTER`` or ``--all``, one of them required: no filter never means "every row"
+    by accident."""
+    chooser = parser.add_mutually_exclusive_group(required=True)
+    chooser.add_argument(
+        "--where", type=non_blank, metavar="EXPR", help="the rows, e.g. \"region = 'eu'\""
+    )
+    chooser.add_argument("--all", action="store_true", help="every row of the table")
+
+
+def _add_change_options(parser: argparse.ArgumentParser, *, source: bool = False) -> None:
+    if source:
+        parser.add_argument(
+            "--from",
+            dest="source",
+            required=True,
+            metavar="FILE",
+            help="the rows: a Parquet, CSV or JSON-lines file (.parquet, .csv, .json, .jsonl)",
+        )
+        parser.add_argument(
+            "--format", choices=FILE_FORMATS, help="the file's format (default: by its suffix)"
+        )
+    parser.add_argument("--branch", default="main", metavar="NAME", help="default: main")
+
+
+def _add_row_change_commands(commands: _Commands, top: argparse._SubParsersAction[_Parser]) -> None:
+    p = commands.leaf(top, "delete", "delete", "delete the rows matching a filter")
+    p.add_argument("table")
+    _add_rows_selector(p)
+    _add_change_options(p)
+    p = commands.leaf(top, "update", "update", "set columns of the rows matching a filter")
+    p.add_argument("table")
+    p.add_argument(
+        "--set",
+        type=key_value,
+        action="append",
+        required=True,
+        metavar="COLUMN=VALUE",
+        help="a literal of the column's type, or null (repeatable)",
+    )
+    _add_rows_selector(p)
+    _add_change_options(p)
+    p = commands.leaf(top, "upsert", "upsert", "update rows whose key exists, insert the others")
+    p.add_argument("table")
+    p.add_argument("--on", metavar="KEY[,KEY]", help="key columns (default: the identifier fields)")
+    _add_change_options(p, source=True)
+    p = commands.leaf(
+        top, "overwrite", "overwrite", "replace the rows matching a filter with a file's rows"
+    )
+    p.add_argument("table")
+    _add_rows_selector(p)
+    _add_change_options(p, source=True)
 
 
 def _add_maintenance_commands(
