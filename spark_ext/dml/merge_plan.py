@@ -12,8 +12,10 @@ I     a source row without a match that is inserted
 X     a source row without a match that is not inserted
 ====  =====================================================================
 
-Files holding a D or U row are *changed*: all their K and U rows are written anew (with the
-inserted rows) and the files removed; the other candidates were only read.
+Files holding a D or U row are *changed*: copy-on-write, all their K and U rows are written
+anew (with the inserted rows) and the files removed; merge-on-read, the positions of their D
+and U rows are collected (for position delete files or deletion vectors) and only the U and I
+rows are written, the files stay. The other candidates were only read.
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ class MergePlan:
     output: Any  # DataFrame of the rows to write
     writes_anything: bool
     _persisted: Any = None
+    # merge-on-read: the positions of the deleted and updated rows, by changed file
+    positions: Mapping[str, Sequence[int]] | None = None
 
     def release(self) -> None:
         if self._persisted is not None:
@@ -167,8 +171,11 @@ def merge_rows(
     on: str,
     clauses: MergeClauses,
     schema: Schema,
+    *,
+    merge_on_read: bool = False,
 ) -> MergePlan:
-    """The changed files and the rows to write (see the module docstring)."""
+    """The changed files and the rows to write (see the module docstring); with
+    ``merge_on_read``, also the positions of the changed rows."""
     t, s = clauses.target_alias, clauses.source_alias
     columns = [f.name for f in schema.fields]
     marked = source.withColumn(_SOURCE_MARK, F.lit(True)).alias(s)
@@ -218,11 +225,26 @@ def merge_rows(
         joined.unpersist()
         raise
     updates = _assignments(clauses.update, columns, source.columns, s)
-    keep = F.col(f"{t}.{FILE_COLUMN}").isin(sorted(changed)) & F.col(_ACTION).isin("U", "K")
+    positions = None
+    if merge_on_read:
+        try:
+            found = (
+                joined.where(F.col(_ACTION).isin("U", "D"))
+                .groupBy(F.col(f"{t}.{FILE_COLUMN}"))
+                .agg(F.collect_list(F.col(f"{t}.{POS_COLUMN}")))
+                .collect()
+            )
+        except BaseException:
+            joined.unpersist()
+            raise
+        positions = {r[0]: sorted(r[1]) for r in found}
+        keep = F.col(_ACTION) == "U"  # the new versions; the old ones are deleted by position
+    else:
+        keep = F.col(f"{t}.{FILE_COLUMN}").isin(sorted(changed)) & F.col(_ACTION).isin("U", "K")
     out = joined.where(keep | (F.col(_ACTION) == "I")).select(
         *[_output_column(c, updates, inserts, t) for c in columns]
     )
-    return MergePlan(changed, out, True, joined)
+    return MergePlan(changed, out, True, joined, positions)
 
 
 def _output_column(

@@ -64,7 +64,13 @@ from lakecat.metadata.expressions import (
     parse,
 )
 from lakecat.metadata.manifests import DataFile
-from lakecat.spark_ext.dml.merge_plan import MergeClauses, key_filter, merge_rows, resolve_columns
+from lakecat.spark_ext.dml.merge_plan import (
+    MergeClauses,
+    MergePlan,
+    key_filter,
+    merge_rows,
+    resolve_columns,
+)
 from lakecat.spark_ext.settings import DEFAULT_FORMAT
 from lakecat.spark_ext.source.staging import TargetTable, open_target, read_files, stage_write
 from lakecat.spark_ext.source.tasks import delete_files
@@ -245,14 +251,18 @@ def merge(
     with open_target(spark, target, catalog, format_name) as planned:
         schema = planned.metadata.schema()
         expression = key_filter(on, source, schema, target_alias, source_alias)
-        candidates = list(_candidates(planned, expression).files)
+        scanned = _candidates(planned, expression)
+        candidates = list(scanned.files)
+        mor = merge_on_read(planned.metadata, OpKind.MERGE)
         rows = read_files(spark, planned, candidates) if candidates else None
-        plan = merge_rows(spark, rows, source, on, clauses, schema)
+        plan = merge_rows(spark, rows, source, on, clauses, schema, merge_on_read=mor)
         try:
             touched = [f for f in candidates if f.file_path in plan.changed_files]
             added = stage_write(planned, plan.output) if plan.writes_anything else []
         finally:
             plan.release()
+        if mor:
+            return _merge_on_read_merge(planned, expression, plan, scanned, touched, added)
         read = [f for f in candidates if f.file_path not in plan.changed_files]
         return _commit(
             planned,
@@ -264,6 +274,42 @@ def merge(
             read,
             files_read=len(candidates),
         )
+
+
+def _merge_on_read_merge(
+    target: TargetTable,
+    expression: Expression,
+    plan: MergePlan,
+    scanned: ScanPlan,
+    touched: Sequence[DataFile],
+    added: Sequence[DataFile],
+) -> RowLevelResult:
+    """Commit a merge-on-read MERGE: the changed rows deleted by position (v3: deletion
+    vectors), their new versions and the inserted rows in ``added``; every candidate read."""
+    positions = plan.positions or {}
+    targets = [
+        FileDeletes(
+            f,
+            pa.array(positions[f.file_path], pa.int64()),
+            scanned.deletes.get(f.file_path, ()),
+        )
+        for f in touched
+    ]
+    try:
+        deletes = write_position_deletes(target.io, target.metadata, targets)
+    except BaseException:
+        delete_files(target.io, [f.file_path for f in added])
+        raise
+    return _commit(
+        target,
+        OpKind.MERGE,
+        P.MERGE_ISOLATION_LEVEL,
+        expression,
+        replaced_deletes(target.metadata, targets),
+        [*added, *deletes],
+        scanned.files,
+        files_read=len(scanned.files),
+    )
 
 
 # ---- planning ---------------------------------------------------------------------------------

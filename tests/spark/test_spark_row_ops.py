@@ -145,6 +145,32 @@ def test_on_a_v3_table_merge_on_read_writes_deletion_vectors_and_rewrites_are_re
     assert contents(t) == after
 
 
+@pytest.mark.parametrize("version", ["2", "3"])
+def test_a_merge_on_read_merge_deletes_by_position_and_writes_only_new_rows(
+    spark: Any, regions: Table, version: str
+) -> None:
+    regions.set_properties({"write.merge.mode": "merge-on-read", "format-version": version})
+    files = {f.file_path for f in regions.scan().plan_files()}
+    changes = source(spark, [(1, "eu", "changed"), (2, "eu", "gone"), (100, "eu", "new")])
+    result = merge(
+        spark,
+        target="db.t",
+        source=changes,
+        on="t.id = s.id and t.region = s.region",
+        when_matched_update="*",
+        when_matched_delete="s.note = 'gone'",
+        when_not_matched_insert="*",
+    )
+    assert result.files_removed == 0
+    after = contents(regions)
+    assert after[1] == ("eu", "changed") and 2 not in after and after[100] == ("eu", "new")
+    assert len(after) == 30
+    assert files <= {f.file_path for f in regions.scan().plan_files()}  # nothing rewritten
+    [deletes] = list(regions.scan().plan().deletes.values())
+    assert [d.record_count for d in deletes] == [2]  # rows 1 and 2 of the eu file
+    assert {d.file_format.lower() for d in deletes} == {"puffin" if version == "3" else "parquet"}
+
+
 def test_merge_upserts_rows_in_the_style_of_delta(spark: Any, regions: Table) -> None:
     updates = source(spark, [(1, "eu", "changed"), (100, "eu", "new"), (21, "ap", "changed")])
     result = merge(
