@@ -106,15 +106,7 @@ def plan_update(
         return plan
     bound = bind(schema, where)
     arrow_filter = to_arrow_filter(bound)
-    scan = Scan(
-        io,
-        metadata,
-        snapshot,
-        schema,
-        row_filter=where,
-        columns=rewrite_columns(metadata),
-        manifest_cache=cache,
-    )
+    scan = _rewrite_scan(io, metadata, snapshot, where, cache)
     rows_schema = scan.projected  # v3: with the row lineage the rewritten rows keep
     scanned = scan.plan()
     for f in scanned.files:
@@ -140,6 +132,26 @@ def plan_update(
     if merge_on_read:
         _combine_new_versions(plan)
     return plan
+
+
+def _rewrite_scan(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot,
+    row_filter: Expression,
+    cache: ManifestCache | None,
+) -> Scan:
+    """The scan a row-level change reads the rows it may change with (on a v3 table with
+    their row lineage: :func:`~lakecat.catalog.write.row_ops.rewrite_columns`)."""
+    return Scan(
+        io,
+        metadata,
+        snapshot,
+        metadata.schema(),
+        row_filter=row_filter,
+        columns=rewrite_columns(metadata),
+        manifest_cache=cache,
+    )
 
 
 def _combine_new_versions(plan: RowLevelPlan) -> None:
@@ -232,15 +244,7 @@ def plan_merge(
     matched_keys: list[pa.Table] = []
     inside = to_arrow_filter(bind(schema, target_filter)) if target_filter is not None else None
     if snapshot is not None and source.num_rows:
-        scan = Scan(
-            io,
-            metadata,
-            snapshot,
-            schema,
-            row_filter=read_filter,
-            columns=rewrite_columns(metadata),
-            manifest_cache=cache,
-        )
+        scan = _rewrite_scan(io, metadata, snapshot, read_filter, cache)
         rows_schema = scan.projected  # v3: with the row lineage the rewritten rows keep
         scanned = scan.plan()
         for f in scanned.files:
