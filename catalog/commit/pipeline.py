@@ -470,7 +470,11 @@ class _IntentCommit:
     def _landed(self, swapped: _Swapped, landing: Landing) -> CommitResult:
         """The steps after a swap that landed, the lock released: none can fail the commit."""
         new, new_location = swapped.metadata, swapped.location
-        unused = self.producer.unused_manifests() + self.window.unused_carried()
+        unused = (
+            self.producer.unused_manifests()
+            + self.window.unused_carried()
+            + self.window.replaced_intent_files()
+        )
         if swapped.batch is not None:
             unused += swapped.batch.unused_manifests()
         landing.after("caching the new metadata", lambda: self.ops.committed(new_location, new))
@@ -803,6 +807,17 @@ class _CommitWindow:
         snapshot did not land."""
         used = {f.file_path for f in (*self._last_carried, *self._last_swap.added)}
         return [p for p in self.written if p not in used]
+
+    def replaced_intent_files(self) -> list[str]:
+        """The intent's own delete files that the landed attempt committed none of (every
+        deletion vector in them was replaced by a merged or re-targeted one)."""
+        dropped = self._last_swap.dropped_added
+        if not dropped:
+            return []
+        keys: dict[str, list[tuple[str, int | None]]] = {}
+        for f in self.intent.added_delete_files:
+            keys.setdefault(f.file_path, []).append(f.key)
+        return [path for path, found in keys.items() if all(k in dropped for k in found)]
 
     def merged_vectors(self, base: TableMetadata) -> DeleteSwap:
         """For an intent that writes deletion vectors (format v3), what this attempt adds and

@@ -1,7 +1,9 @@
 """Processes change different rows of the same files at once, merge-on-read, while a compaction
 runs; a checker replays what was acknowledged.
 
-The table starts as three files holding ids 0..2999 (``v`` = 0). Each of five writer processes
+The table (format v2: position delete files; v3: deletion vectors, merged on a retry and
+re-targeted by row id onto a compaction's files) starts as three files holding ids 0..2999
+(``v`` = 0). Each of five writer processes
 owns the ids ``id % 5 == w``, interleaved through every file, and runs merge-on-read deletes,
 updates and upserts of its own rows (an upsert also inserts new own ids); a sixth process
 compacts the table in a loop. A writer re-plans an operation that fails with a conflict (a
@@ -122,12 +124,13 @@ def _replay(logs: dict[int, list[Op]]) -> dict[int, int]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("version", ["2", "3"])
 def test_writers_changing_different_rows_of_the_same_files_and_a_compaction_stay_correct(
-    catalog_url: str, warehouse: str
+    catalog_url: str, warehouse: str, version: str
 ) -> None:
     catalog = Catalog(catalog_url, warehouse=warehouse)
     catalog.create_namespace("db")
-    table = catalog.create_table("db.rows", SCHEMA, properties=MOR)
+    table = catalog.create_table("db.rows", SCHEMA, properties={**MOR, "format-version": version})
     for start in range(0, ROWS, 1000):
         table.append(_table(list(range(start, start + 1000)), 0))
     ctx = mp.get_context("spawn")
@@ -165,4 +168,9 @@ def test_writers_changing_different_rows_of_the_same_files_and_a_compaction_stay
     assert dict(got) == _replay(logs)
 
     assert_files_are_exactly_the_referenced_ones(table)
+    if version == "3":  # one deletion vector per data file, and every row keeps a unique id
+        dvs = [d.referenced_data_file for ds in table.scan().plan().deletes.values() for d in ds]
+        assert len(dvs) == len(set(dvs))
+        row_ids = table.scan(columns=["_row_id"]).to_arrow().column("_row_id").to_pylist()
+        assert None not in row_ids and len(set(row_ids)) == len(row_ids)
     catalog.close()
