@@ -369,7 +369,8 @@ class SnapshotProducer:
         found: set[tuple[str, int | None]] = set()
         specs = base.specs_by_id()
         removed_partitions = {
-            (f.spec_id, f.partition) for f in (*self.intent.removed_files, *dangling)
+            (f.spec_id, f.partition)
+            for f in (*self.intent.removed_files, *dangling, *swap.extra_removed)
         }
         for manifest in base_manifests:
             if manifest.live_files_count == 0 and manifest.added_snapshot_id != snapshot_id:

@@ -3,7 +3,8 @@
 Two writers load a one-file table at the same snapshot. The *earlier* one commits; the *later*
 one, planned on the old snapshot, commits next: its commit refreshes, checks the commits in
 between and either re-applies (its delete files are valid on the new state: no data rewritten)
-or raises the typed conflict. On SQLite and PostgreSQL, both isolation levels.
+or raises the typed conflict. On SQLite and PostgreSQL, both isolation levels, format v2
+(position delete files) and v3 (deletion vectors, merged on the retry).
 """
 
 from __future__ import annotations
@@ -29,10 +30,13 @@ MOR = {
 }
 N = 1000
 
+pytestmark = pytest.mark.parametrize("version", ["2", "3"])
 
-def make(catalog: Catalog, isolation: str = "snapshot") -> None:
+
+def make(catalog: Catalog, version: str, isolation: str = "snapshot") -> None:
     props = {
         **MOR,
+        "format-version": version,
         "write.delete.isolation-level": isolation,
         "write.update.isolation-level": isolation,
         "write.merge.isolation-level": isolation,
@@ -107,9 +111,9 @@ DISJOINT: dict[str, tuple[Op, Op, Callable[[dict[int, int]], bool]]] = {
 @pytest.mark.parametrize("isolation", ["snapshot", "serializable"])
 @pytest.mark.parametrize("cell", sorted(DISJOINT))
 def test_different_rows_of_one_file_both_commit(
-    catalog: Catalog, cell: str, isolation: str
+    catalog: Catalog, version: str, cell: str, isolation: str
 ) -> None:
-    make(catalog, isolation)
+    make(catalog, version, isolation)
     earlier_op, later_op, check = DISJOINT[cell]
     earlier, later = two_handles(catalog)
     [original] = earlier.scan().plan_files()
@@ -122,8 +126,8 @@ def test_different_rows_of_one_file_both_commit(
     assert original in catalog.load_table("db.r").scan().plan_files()
 
 
-def test_two_deletes_of_the_same_row_both_commit(catalog: Catalog) -> None:
-    make(catalog)
+def test_two_deletes_of_the_same_row_both_commit(catalog: Catalog, version: str) -> None:
+    make(catalog, version)
     earlier, later = two_handles(catalog)
     earlier.delete("id < 10")
     later.delete("id < 20")  # rows 0..9 are gone either way
@@ -143,8 +147,10 @@ SAME_ROW: dict[str, tuple[Op, Op]] = {
 
 
 @pytest.mark.parametrize("cell", sorted(SAME_ROW))
-def test_a_change_of_a_row_changed_concurrently_is_a_conflict(catalog: Catalog, cell: str) -> None:
-    make(catalog)
+def test_a_change_of_a_row_changed_concurrently_is_a_conflict(
+    catalog: Catalog, version: str, cell: str
+) -> None:
+    make(catalog, version)
     earlier_op, later_op = SAME_ROW[cell]
     earlier, later = two_handles(catalog)
     earlier_op(earlier)
@@ -157,8 +163,9 @@ def test_a_change_of_a_row_changed_concurrently_is_a_conflict(catalog: Catalog, 
 
 def test_a_delete_after_an_update_of_the_same_row_conflicts_through_the_new_version(
     catalog: Catalog,
+    version: str,
 ) -> None:
-    make(catalog)
+    make(catalog, version)
     earlier, later = two_handles(catalog)
     earlier.update({"v": 1}, "id = 5")  # the new version is a new data file holding id 5
     with pytest.raises(CommitConflict):
@@ -166,19 +173,27 @@ def test_a_delete_after_an_update_of_the_same_row_conflicts_through_the_new_vers
     assert state(catalog)[5] == 1
 
 
-def test_a_merge_on_read_delete_loses_to_a_compaction_of_its_file(catalog: Catalog) -> None:
-    make(catalog)
+def test_a_merge_on_read_delete_loses_to_a_compaction_of_its_file_unless_rows_have_ids(
+    catalog: Catalog, version: str
+) -> None:
+    make(catalog, version)
     t = catalog.load_table("db.r")
     t.append(pa.table({"id": pa.array([N], pa.int64()), "v": pa.array([0], pa.int64())}))
     later = catalog.load_table("db.r")
     rewrite_data_files(catalog.load_table("db.r"))  # removes the file the delete names
+    if version == "3":  # re-targeted by row id onto the compacted file: both commit
+        later.delete("id = 5")
+        assert len(state(catalog)) == N and 5 not in state(catalog)
+        return
     with pytest.raises(ConcurrentDeleteRead):
         later.delete("id = 5")
     assert len(state(catalog)) == N + 1
 
 
-def test_compaction_applies_merge_on_read_deletes_and_drops_their_files(catalog: Catalog) -> None:
-    make(catalog)
+def test_compaction_applies_merge_on_read_deletes_and_drops_their_files(
+    catalog: Catalog, version: str
+) -> None:
+    make(catalog, version)
     t = catalog.load_table("db.r")
     t.append(pa.table({"id": pa.array([N], pa.int64()), "v": pa.array([0], pa.int64())}))
     t.delete("id = 5")
@@ -229,9 +244,9 @@ RACING_DML: dict[str, tuple[Op, Callable[[dict[int, int]], None]]] = {
 
 @pytest.mark.parametrize("name", sorted(RACING_DML))
 def test_a_compaction_that_loses_to_merge_on_read_dml_carries_its_deletes_over(
-    catalog: Catalog, name: str
+    catalog: Catalog, version: str, name: str
 ) -> None:
-    make(catalog)
+    make(catalog, version)
     second = {"id": pa.array(range(N, 2 * N), pa.int64()), "v": pa.array([0] * N, pa.int64())}
     catalog.load_table("db.r").append(pa.table(second))
     catalog.load_table("db.r").delete("id IN (3, 1003)")  # applied when compaction reads
@@ -247,15 +262,22 @@ def test_a_compaction_that_loses_to_merge_on_read_dml_carries_its_deletes_over(
     plan = after.scan().plan()
     [compacted] = [f for f in plan.files if f.record_count > N]  # the two files became one
     [carried] = plan.deletes[compacted.file_path]
-    assert "carried" in carried.file_path
     replace = next(s for s in reversed(after.snapshots()) if s.operation == "replace")
-    assert replace.summary["added-position-delete-files"] == "1"
+    if version == "3":  # a deletion vector of the output file
+        assert carried.referenced_data_file == compacted.file_path
+        assert replace.summary["added-dvs"] == "1"
+    else:
+        assert "carried" in carried.file_path
+        assert replace.summary["added-position-delete-files"] == "1"
     # the compaction's own inputs' deletes and the raced DML's now apply to nothing: dropped
-    assert int(replace.summary["removed-delete-files"]) >= 3
+    # (v3: the raced DML's vectors had replaced the inputs' own, one per input file)
+    assert int(replace.summary["removed-delete-files"]) >= (2 if version == "3" else 3)
 
 
-def test_a_sorted_compaction_still_fails_on_concurrent_deletes(catalog: Catalog) -> None:
-    make(catalog)
+def test_a_sorted_compaction_still_fails_on_concurrent_deletes(
+    catalog: Catalog, version: str
+) -> None:
+    make(catalog, version)
     catalog.load_table("db.r").append(
         pa.table({"id": pa.array([N], pa.int64()), "v": pa.array([0], pa.int64())})
     )
