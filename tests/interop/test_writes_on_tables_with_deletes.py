@@ -662,6 +662,38 @@ def test_lakecat_reads_row_lineage_of_a_v3_table_as_java_does(
     assert filtered.num_rows == len([r for r in java.rows("lineage") if r[0] > 20])
 
 
+def test_lakecat_changes_a_java_v3_table_and_java_reads_its_rows_and_lineage(
+    java: JavaTables, lake: Catalog
+) -> None:
+    """Merge-on-read changes of a table Iceberg Java wrote with deletion vectors (a DV per
+    file, holding Java's deletes too), then a copy-on-write change and a compaction: after
+    each, Java reads lakecat's rows and every row's ``_row_id`` /
+    ``_last_updated_sequence_number``."""
+    java.make("lineage_rw", "v3_lineage")
+    table = lake.load_table("db.lineage_rw")
+    assert table.metadata.format_version == 3
+    lineage = ["id", "_row_id", "_last_updated_sequence_number"]
+
+    def same_as_java() -> None:
+        got = canonical_rows(table.refresh().to_arrow(), COLUMNS)
+        assert java.rows("lineage_rw") == got
+        want = java.call({"op": "lineage", "table": "lineage_rw", "options": {}})["rows"]
+        mine = table.scan(columns=lineage).to_arrow()
+        assert sorted(map(list, zip(*mine.to_pydict().values(), strict=True))) == want
+
+    table.set_properties(dict(MERGE_ON_READ))
+    table.delete("id IN (2, 9, 33)")
+    table.update({"note": "lakecat"}, "id IN (4, 22)")
+    same_as_java()
+    per_file = [d.referenced_data_file for ds in table.scan().plan().deletes.values() for d in ds]
+    assert per_file and len(per_file) == len(set(per_file))  # one DV per data file
+    table.set_properties(dict(COPY_ON_WRITE))
+    table.update({"note": "rewritten"}, "id = 6")
+    same_as_java()
+    rewrite_data_files(table, delete_file_threshold=1)
+    same_as_java()
+
+
 def test_a_compaction_racing_a_merge_on_read_delete_carries_it_over_instead_of_losing(
     java: JavaTables, lake: Catalog
 ) -> None:
