@@ -16,8 +16,10 @@ pytestmark = pytest.mark.spark
 
 
 def cli(lake, *args: str) -> dict:
-    command = shutil.which("lakecat") or ""
-    entry = [command] if command else [sys.executable, "-m", "lakecat.catalog.cli.entry"]
+    # the console script beside this interpreter (a venv's, even when it is not on PATH)
+    beside = os.path.join(os.path.dirname(sys.executable), "lakecat")
+    command = beside if os.path.isfile(beside) else shutil.which("lakecat") or ""
+    entry = [command] if command else [sys.executable, "-m", "lakecat.catalog.cli"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECAT_")}
     env.update(LAKECAT_CATALOG_URL=lake.url, LAKECAT_WAREHOUSE=lake.catalog.warehouse)
     done = subprocess.run(

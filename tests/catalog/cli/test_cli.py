@@ -54,7 +54,7 @@ def _entry_point() -> list[str]:
     if beside_python.is_file():
         return [str(beside_python)]
     found = shutil.which("lakecat")
-    return [found] if found else [sys.executable, "-m", "lakecat.catalog.cli.entry"]
+    return [found] if found else [sys.executable, "-m", "lakecat.catalog.cli"]
 
 
 ENTRY_POINT = _entry_point()
