@@ -5,6 +5,7 @@ tests/interop/test_peers_read_v3_writes.py; v3 types lakecat cannot read are ref
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,12 @@ import pytest
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.commit.intent import Intent, OpKind
-from lakecat.catalog.maintenance import rewrite_data_files, rewrite_position_delete_files
+from lakecat.catalog.maintenance import (
+    expire_snapshots,
+    remove_orphan_files,
+    rewrite_data_files,
+    rewrite_position_delete_files,
+)
 from lakecat.catalog.write.writer import write_files
 from lakecat.metadata.errors import (
     ConcurrentDeleteRead,
@@ -238,6 +244,25 @@ def test_removing_a_data_file_removes_only_its_own_deletion_vector(catalog: Cata
     left = live_deletes(t)
     assert len(left) == 1 and left[0].record_count == 1
     assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2, 4, 5, 6, 7, 8, 9, 10]
+
+
+def test_expiry_and_orphan_removal_keep_the_live_vectors_and_drop_the_replaced_ones(
+    catalog: Catalog,
+) -> None:
+    t = make(catalog, **MOR)
+    t.delete("id = 1")
+    t.delete("id = 2")  # replaces the first DV (its own Puffin file)
+    t.delete("id in (3, 11)")  # replaces it again, and adds one for the second file
+    before = lineage(t)
+    live = {d.file_path for d in live_deletes(t)}
+    result = expire_snapshots(t, older_than=int(time.time() * 1000) + 1000, retain_last=1)
+    gone = {Path(local_path(p)).name for p in result.deleted_data_files}
+    assert len({n for n in gone if n.endswith(".puffin")}) == 2  # the two replaced DVs
+    orphans = remove_orphan_files(t, older_than=int(time.time() * 1000) + 60_000)
+    assert not orphans.orphans
+    assert {d.file_path for d in live_deletes(t)} == live
+    assert all(Path(local_path(p)).exists() for p in live)
+    assert lineage(t) == before
 
 
 def test_upgrading_with_set_properties_assigns_row_ids_from_the_next_snapshot(
