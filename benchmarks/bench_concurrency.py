@@ -25,15 +25,27 @@ wrote it: it must hold exactly 100 rows per committed batch and no row of a fail
     python benchmarks/bench_concurrency.py                 # SQLite and PostgreSQL
     python benchmarks/bench_concurrency.py --backends sqlite
     python benchmarks/bench_concurrency.py --quick         # a few seconds
+
+``--ablation`` measures what each piece of lakecat's commit coordination is worth
+(``lakecat.catalog.commit.coordination.switches``): lakecat only, SQLite, a catalog and
+warehouse in ``--workdir`` (so on the file system to be measured), P = 1 and 8, every
+configuration of :data:`ABLATION_CONFIGS` in each repeat (their order rotated from repeat to
+repeat), ``--repeats`` (default 5) times. It reports per configuration and P the median and
+the min-max of appends/s and p95 latency, the P = 8 / P = 1 ratio per repeat, and per piece
+its gain paired within each repeat (all on vs that piece off, seconds apart):
+
+    python benchmarks/bench_concurrency.py --ablation --workdir /mnt/somewhere/lk-bench
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import multiprocessing as mp
 import os
+import shutil
 import sys
 import time
 from collections import Counter
@@ -70,6 +82,18 @@ BARRIER_TIMEOUT_S = 600
 ATTEMPTS_KEY = "lakecat.commit.attempts"
 WAIT_MS_KEY = "lakecat.commit.wait-ms"
 
+# --ablation: name -> (environment of the writer processes, table properties). The switches
+# are documented in lakecat.catalog.commit.coordination.switches. ("no pooled files",
+# LAKECAT_COMMIT_POOLED_FILES=0, was measured too, and the pooling removed: docs/benchmarks.md.)
+ABLATION_CONFIGS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    "all on": ({}, {}),
+    "no doorbells": ({"LAKECAT_COMMIT_DOORBELLS": "0"}, {}),
+    "no group commit": ({}, {"commit.group-commit.enabled": "false"}),
+    "no lock": ({}, {"commit.lock.enabled": "false"}),
+}
+ABLATION_WRITERS = (1, 8)
+KEEP_GAIN = 0.10  # a piece is kept if it gains at least this in every repeat (see below)
+
 
 @dataclass(frozen=True)
 class WriterJob:
@@ -79,6 +103,7 @@ class WriterJob:
     writer: int
     appends: int
     pyiceberg_attempts: int
+    env: tuple[tuple[str, str], ...] = ()  # set in the writer process before anything else
 
 
 @dataclass
@@ -90,6 +115,7 @@ class WriterLog:
     latencies_s: list[float] = field(default_factory=list)  # of committed appends
     attempts: list[int] = field(default_factory=list)  # commit attempts of every append
     failed: list[tuple[int, str]] = field(default_factory=list)  # (batch, error type)
+    cpu_s: float = 0.0  # this process's CPU time (user + system) over its appends
 
 
 def batch_number(writer: int, i: int) -> int:
@@ -101,12 +127,14 @@ def batch_number(writer: int, i: int) -> int:
 
 def writer_main(job: WriterJob, barrier: Any, results: Any) -> None:
     """One writer process: set up, wait for the others, append, report."""
+    os.environ.update(dict(job.env))  # the coordination switches are read at each use
     log = WriterLog(job.writer)
     batches = [
         (batch_number(job.writer, i), rows(batch_number(job.writer, i))) for i in range(job.appends)
     ]
     appender = LakecatAppender(job) if job.variant == "lakecat" else PyicebergAppender(job)
     barrier.wait(timeout=BARRIER_TIMEOUT_S)
+    cpu = time.process_time()
     log.start = time.perf_counter()  # CLOCK_MONOTONIC: comparable across processes
     for batch, data in batches:
         t0 = time.perf_counter()
@@ -119,6 +147,7 @@ def writer_main(job: WriterJob, barrier: Any, results: Any) -> None:
             log.committed.append(batch)
         log.attempts.append(appender.attempts)
     log.end = time.perf_counter()
+    log.cpu_s = time.process_time() - cpu
     results.put(asdict(log))
 
 
@@ -201,6 +230,9 @@ class RunResult:
     loss_check: str
     repeat: int = 0
     load_average: float = 0.0  # 1-minute load average when the run ended
+    config: str = ""  # --ablation: which coordination pieces were switched off
+    metadata_versions: int = 0  # --ablation: swaps that landed (fewer than appends if grouped)
+    cpu_ms_per_append: float = 0.0  # the writers' CPU time over committed appends
 
     @property
     def throughput(self) -> float:
@@ -208,14 +240,23 @@ class RunResult:
 
 
 def run_once(
-    backend: str, uri: str, warehouse: str, variant: str, writers: int, args: argparse.Namespace
+    backend: str,
+    uri: str,
+    warehouse: str,
+    variant: str,
+    writers: int,
+    args: argparse.Namespace,
+    *,
+    properties: str | None = None,
+    env: tuple[tuple[str, str], ...] = (),
 ) -> RunResult:
-    _create_table(variant, uri, warehouse, args.lakecat_properties)
+    props = args.lakecat_properties if properties is None else properties
+    _create_table(variant, uri, warehouse, props)
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(writers)
     results = ctx.Queue()
     jobs = [
-        WriterJob(variant, uri, warehouse, w, args.appends, args.pyiceberg_attempts)
+        WriterJob(variant, uri, warehouse, w, args.appends, args.pyiceberg_attempts, env)
         for w in range(writers)
     ]
     procs = [ctx.Process(target=writer_main, args=(job, barrier, results)) for job in jobs]
@@ -250,6 +291,8 @@ def run_once(
         rows_in_table=check.rows,
         loss_check=check.verdict,
         load_average=os.getloadavg()[0],
+        metadata_versions=check.versions,
+        cpu_ms_per_append=ms(ratio(sum(log.cpu_s for log in logs), len(committed))),
     )
 
 
@@ -273,12 +316,14 @@ class Check:
     verdict: str  # "ok" or what is wrong
     retries: int | None = None  # lakecat: from the snapshot summaries
     backoff_s: float | None = None  # lakecat: from the snapshot summaries
+    versions: int = 0  # lakecat: metadata versions after the table's creation
 
 
 def _check(variant: str, uri: str, warehouse: str, committed: list[int]) -> Check:
     """Read the table back: exactly 100 rows per committed batch, nothing else."""
     retries: int | None = None
     backoff_s: float | None = None
+    versions = 0
     if variant == "lakecat":
         catalog = lakecat_catalog(uri, warehouse)
         table = catalog.load_table(TABLE)
@@ -286,6 +331,9 @@ def _check(variant: str, uri: str, warehouse: str, committed: list[int]) -> Chec
         snapshots = table.snapshots()
         retries = sum(int(s.summary.get(ATTEMPTS_KEY, "1")) - 1 for s in snapshots)
         backoff_s = sum(int(s.summary.get(WAIT_MS_KEY, "0")) for s in snapshots) / 1000
+        # the version number in the current metadata file's name: swaps since the creation
+        name = table.metadata_location.rsplit("/", 1)[-1]
+        versions = int(name.split("-", 1)[0]) if name.split("-", 1)[0].isdigit() else 0
         catalog.close()
     else:
         catalog = pyiceberg_catalog(uri, warehouse)
@@ -305,7 +353,7 @@ def _check(variant: str, uri: str, warehouse: str, committed: list[int]) -> Chec
         problems.append(f"{len(batches)} rows, expected {100 * len(committed)}")
     if len(snapshots) != len(committed):
         problems.append(f"{len(snapshots)} snapshots for {len(committed)} committed appends")
-    return Check(len(batches), "; ".join(problems) or "ok", retries, backoff_s)
+    return Check(len(batches), "; ".join(problems) or "ok", retries, backoff_s, versions)
 
 
 # ---- the benchmark ----------------------------------------------------------------------------
@@ -358,9 +406,23 @@ def main() -> None:
         default=None,
         help="do not run: recompute the tables and targets from a results JSON of this script",
     )
+    parser.add_argument(
+        "--ablation",
+        action="store_true",
+        help="lakecat on SQLite only: each coordination piece switched off in turn, interleaved "
+        "(run it with --workdir on the file system to measure)",
+    )
+    parser.add_argument(
+        "--configs",
+        default=None,
+        help=f"--ablation: comma-separated subset of {', '.join(ABLATION_CONFIGS)}",
+    )
     args = parser.parse_args()
     if args.from_json:
         rerun_report(args.from_json)
+        return
+    if args.ablation:
+        ablation(args)
         return
     if args.backends is None:
         args.backends = "sqlite" if args.quick else "sqlite,postgres"
@@ -410,7 +472,10 @@ def rerun_report(path: str) -> None:
         for run in payload["data"]["runs"]
     ]
     counts = tuple(sorted({r.writers for r in results}))
-    rep = report(args, results, counts)
+    if getattr(args, "ablation", False):
+        rep = ablation_report(args, results, payload["data"].get("file_system", {}))
+    else:
+        rep = report(args, results, counts)
     rep.info = payload["machine"]
     rep.note(f"recomputed from {Path(path).name} (the measurements of that run)")
     rep.write()
@@ -555,6 +620,243 @@ def report(args: argparse.Namespace, results: list[RunResult], counts: tuple[int
                 )
     if all(r.loss_check == "ok" for r in results):
         rep.note("no-loss check passed for every run (rows == committed x 100, every batch once)")
+    return rep
+
+
+# ---- --ablation: what each coordination piece is worth ----------------------------------------
+
+
+def file_system(path: Path) -> dict[str, str]:
+    """The mount that holds ``path`` (from /proc/self/mounts): device, type, options."""
+    target = os.path.realpath(path)
+    best: dict[str, str] = {}
+    with contextlib.suppress(OSError), open("/proc/self/mounts") as mounts:
+        for line in mounts:
+            device, point, kind, options = line.split()[:4]
+            point = point.replace("\\040", " ")
+            inside = target == point or target.startswith(point.rstrip("/") + "/")
+            if inside and len(point) >= len(best.get("mount_point", "")):
+                best = {
+                    "device": device,
+                    "mount_point": point,
+                    "type": kind,
+                    "options": options,
+                }
+    best["path"] = target
+    return best
+
+
+def ablation(args: argparse.Namespace) -> None:
+    names = [c.strip() for c in args.configs.split(",")] if args.configs else list(ABLATION_CONFIGS)
+    unknown = [n for n in names if n not in ABLATION_CONFIGS]
+    if unknown:
+        raise SystemExit(f"unknown --configs {unknown}; known: {', '.join(ABLATION_CONFIGS)}")
+    args.configs = ",".join(names)
+    args.backends = "sqlite"
+    writer_counts = (
+        tuple(int(x) for x in args.writers.split(",")) if args.writers else ABLATION_WRITERS
+    )
+    args.writers = ",".join(map(str, writer_counts))
+    if args.appends is None:
+        args.appends = QUICK_APPENDS if args.quick else FULL_APPENDS
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else 5
+    info = machine()
+    results: list[RunResult] = []
+    with workdir(args, "lakecat-bench-ablation-") as root:
+        fs = file_system(root)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        run_root = root / f"ablation-{stamp}"
+        print(f"  work folder {run_root} on {fs}", file=sys.stderr, flush=True)
+        try:
+            # a first run warms the page cache and the interpreter's files: not measured
+            folder = run_root / "warm-up"
+            run_once("sqlite", sqlite_url(folder), str(folder / "warehouse"), "lakecat", 1, args)
+            for repeat in range(args.repeats):
+                shift = repeat % len(names)
+                for name in names[shift:] + names[:shift]:  # rotated: no config always first
+                    env, props = ABLATION_CONFIGS[name]
+                    for writers in writer_counts:
+                        folder = run_root / f"{name.replace(' ', '-')}-p{writers}-r{repeat}"
+                        os.sync()  # the previous run's dirty pages are not written during this
+                        uri, warehouse = sqlite_url(folder), str(folder / "warehouse")
+                        result = run_once(
+                            "sqlite",
+                            uri,
+                            warehouse,
+                            "lakecat",
+                            writers,
+                            args,
+                            properties=",".join(f"{k}={v}" for k, v in props.items()),
+                            env=tuple(env.items()),
+                        )
+                        result.repeat, result.config = repeat, name
+                        results.append(result)
+                        print(
+                            f"  run {repeat + 1}/{args.repeats} {name} P={writers}: "
+                            f"{result.throughput:.1f}/s, p95 {result.p95_ms:.1f} ms, "
+                            f"{result.metadata_versions} versions, {result.retries} retries, "
+                            f"{result.failed} failed, check {result.loss_check}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+        finally:
+            if not args.keep:
+                shutil.rmtree(run_root, ignore_errors=True)
+        rep = ablation_report(args, results, fs)
+        rep.info = info
+        rep.write()
+
+
+def _spread(values: list[float], fmt: str = "{:.0f}") -> str:
+    return f"{fmt.format(min(values))}-{fmt.format(max(values))}" if values else "-"
+
+
+def _pct(values: list[float]) -> str:
+    return ", ".join(f"{v:+.0%}" for v in values)
+
+
+def ablation_report(
+    args: argparse.Namespace, results: list[RunResult], fs: dict[str, str]
+) -> Report:
+    """Per configuration and P: medians and spreads; per piece: its paired gain and whether
+    it is kept. The rule: a piece is kept if, at the highest P, the configuration with it
+    beats the one without it by at least KEEP_GAIN in every repeat (the lowest of the per-repeat
+    gains, i.e. the whole run-to-run spread of the gain, is at least KEEP_GAIN), in appends/s
+    or in p95 latency."""
+    rep = Report("concurrency-ablation", vars(args))
+    rep.data = {
+        "file_system": fs,
+        "runs": [{**asdict(r), "throughput_per_s": r.throughput} for r in results],
+    }
+    names = [n for n in args.configs.split(",") if any(r.config == n for r in results)]
+    counts = tuple(sorted({r.writers for r in results}))
+    repeats = sorted({r.repeat for r in results})
+    top, one = max(counts), min(counts)
+
+    def run(name: str, writers: int, repeat: int) -> RunResult | None:
+        found = [r for r in results if (r.config, r.writers, r.repeat) == (name, writers, repeat)]
+        return found[0] if found else None
+
+    body = []
+    for name in names:
+        for writers in counts:
+            runs = [r for r in results if (r.config, r.writers) == (name, writers)]
+            if not runs:
+                continue
+            speeds = [r.throughput for r in runs]
+            p95s = [r.p95_ms for r in runs]
+            body.append(
+                [
+                    name,
+                    writers,
+                    median(speeds),
+                    _spread(speeds),
+                    median(p95s),
+                    _spread(p95s, "{:.1f}"),
+                    median([float(r.metadata_versions) for r in runs]),
+                    median([r.cpu_ms_per_append for r in runs]),
+                    sum(r.retries for r in runs),
+                    sum(r.failed for r in runs),
+                    "ok" if all(r.loss_check == "ok" for r in runs) else "FAILED",
+                ]
+            )
+    where = fs.get("mount_point", "?")
+    rep.table(
+        f"{fs.get('path', '?')} ({fs.get('type', '?')} on {fs.get('device', '?')} at {where}, "
+        f"{fs.get('options', '?')}): {args.appends} appends of 100 rows per writer, "
+        f"{len(repeats)} interleaved repeats",
+        [
+            "config",
+            "P",
+            "appends/s median",
+            "appends/s min-max",
+            "p95 ms median",
+            "p95 ms min-max",
+            "versions",
+            "CPU ms/append",
+            "retries",
+            "failed",
+            "no-loss check",
+        ],
+        body,
+    )
+
+    scaling = []
+    for name in names:
+        ratios = []
+        for repeat in repeats:
+            a, b = run(name, top, repeat), run(name, one, repeat)
+            if a is not None and b is not None:
+                ratios.append(ratio(a.throughput, b.throughput))
+        if ratios:
+            scaling.append(
+                [
+                    name,
+                    f"{median(ratios):.0%}",
+                    _spread(ratios, "{:.0%}"),
+                    ", ".join(f"{v:.0%}" for v in ratios),
+                ]
+            )
+            if name == "all on":
+                rep.target(
+                    f"lakecat throughput at P={top} >= 80% of P={one} (all pieces on, median of "
+                    "the per-repeat ratios)",
+                    median(ratios) >= 0.8,
+                    f"{median(ratios):.0%} (min-max {_spread(ratios, '{:.0%}')})",
+                )
+    rep.table(
+        f"P = {top} / P = {one} appends/s, per repeat (the target: >= 80%)",
+        ["config", "median", "min-max", "per repeat"],
+        scaling,
+    )
+
+    gains = []
+    for name in names:
+        if name == "all on":
+            continue
+        speed, latency = [], []
+        for repeat in repeats:
+            on, off = run("all on", top, repeat), run(name, top, repeat)
+            if on is None or off is None:
+                continue
+            speed.append(ratio(on.throughput, off.throughput) - 1)
+            latency.append(ratio(off.p95_ms, on.p95_ms) - 1)
+        if not speed:
+            continue
+        keep = min(speed) >= KEEP_GAIN or min(latency) >= KEEP_GAIN
+        gains.append(
+            [
+                name.removeprefix("no "),
+                f"{median(speed):+.0%}",
+                _pct(speed),
+                f"{median(latency):+.0%}",
+                _pct(latency),
+                "keep" if keep else "remove",
+            ]
+        )
+    rep.table(
+        f"What each piece gains at P = {top}: all on vs that piece off, paired per repeat "
+        f"(appends/s: on/off - 1; p95: off/on - 1); kept if the lowest per-repeat gain of "
+        f"either is >= {KEEP_GAIN:.0%}",
+        [
+            "piece",
+            "appends/s gain median",
+            "per repeat",
+            "p95 gain median",
+            "per repeat",
+            "verdict",
+        ],
+        gains,
+    )
+    bad = [r for r in results if r.loss_check != "ok" or r.failed]
+    if bad:
+        for r in bad:
+            rep.note(
+                f"{r.config} P={r.writers} repeat {r.repeat}: {r.failed} failed, {r.loss_check}"
+            )
+    else:
+        rep.note("no failed append and the no-loss check passed in every run")
     return rep
 
 

@@ -7,8 +7,10 @@ writers queue for milliseconds instead of losing races and redoing work.
   UUID-bound hint of the current metadata location;
 * :mod:`~lakecat.catalog.commit.coordination.group`: a lock holder commits the blind appends
   queued behind it, each as its own snapshot;
-* :mod:`~lakecat.catalog.commit.coordination.queue`, :mod:`.doorbell`, :mod:`.idle_files`:
-  the file queue, the FIFO wake-ups and the reused files under it (POSIX only).
+* :mod:`~lakecat.catalog.commit.coordination.queue`, :mod:`.doorbell`: the file queue and the
+  FIFO wake-ups of the writers waiting for the lock (POSIX only);
+* :mod:`~lakecat.catalog.commit.coordination.switches`: where each optional piece (the lock,
+  group commit, doorbells) is switched on or off.
 """
 
 from lakecat.catalog.commit.coordination.lock import CommitLock, Hold, WaitHooks, commit_lock_for

@@ -3,9 +3,9 @@
 A writer that finds a table's file commit lock busy hangs a doorbell, a FIFO named
 ``<stem>.bell``, in the table's queue folder (:mod:`lakecat.catalog.commit.coordination.queue`), and
 sleeps in ``select`` on it between tries of the lock
-(:class:`lakecat.catalog.commit.coordination.lock.FileLock`). The FIFO is its process's, reused from
-wait to wait (:mod:`lakecat.catalog.commit.coordination.idle_files`); it is open for reading all
-along, so a bell nobody listens at belongs to a process that is gone. Others ring it:
+(:class:`lakecat.catalog.commit.coordination.file_lock.FileLock`). The FIFO is made for one wait
+and removed after it; it is put in place only once open for reading, so a bell nobody listens at
+belongs to a process that is gone. Others ring it:
 
 * ``R`` (**released**): a holder let go of the lock and rang the oldest waiter that still
   needs it. That waiter tries the lock; if another writer took it first, it sleeps again, and
@@ -31,13 +31,11 @@ import os
 import select
 import stat
 
-from lakecat.catalog.commit.coordination.idle_files import Pool, make_file
-from lakecat.catalog.commit.coordination.protocol import DONE, RELEASED
+from lakecat.catalog.commit.coordination.protocol import DONE, RELEASED, make_file
 
 __all__ = ["DONE", "RELEASED"]  # re-exported: the messages are the protocol's
 
 BELL = ".bell"
-IDLE_SUFFIX = ".fifo"
 SAFETY_POLL_S = 0.05
 _MAX_MESSAGE = select.PIPE_BUF - 1  # one write of at most PIPE_BUF bytes is never interleaved
 
@@ -45,17 +43,9 @@ _MAX_MESSAGE = select.PIPE_BUF - 1  # one write of at most PIPE_BUF bytes is nev
 class Doorbell:
     """A FIFO of this process, open for reading (and writing, so it never reads as closed)."""
 
-    def __init__(self, folder: str, idle: str, fd: int) -> None:
-        self.folder = folder
-        self._idle = idle
+    def __init__(self, path: str, fd: int) -> None:
+        self._path = path
         self._fd: int | None = fd
-        self._hung: str | None = None  # the public name while a waiter uses it
-
-    @staticmethod
-    def make(folder: str, idle: str) -> Doorbell | None:
-        """A new doorbell at ``idle``; None if the file system has no FIFOs (or no room)."""
-        fd = make_file(idle, _listened_fifo)  # in place only once listened at
-        return None if fd is None else Doorbell(folder, idle, fd)
 
     def wait(self, timeout_s: float) -> list[bytes]:
         """Sleep until rung or ``timeout_s`` passed; the rings heard (none after a timeout)."""
@@ -64,43 +54,16 @@ class Doorbell:
             select.select([self._fd], [], [], timeout_s)
         return self._rings()
 
-    def _hang(self, stem: str) -> bool:
-        path = os.path.join(self.folder, stem + BELL)
-        try:
-            os.rename(self._idle, path)
-        except OSError:
-            return False
-        self._hung = path
-        self._rings()  # rings meant for an earlier wait
-        return True
-
     def take_down(self) -> list[bytes]:
-        """End the wait: the bell goes back to its process's pool; the rings that came since
-        the last :meth:`wait`."""
-        if self._hung is None or self._fd is None:
+        """End the wait: the bell is removed; the rings that came since the last :meth:`wait`."""
+        if self._fd is None:
             return []
-        try:
-            os.rename(self._hung, self._idle)
-        except OSError:  # removed under us: nothing to give back
-            rings = self._rings()
-            self.destroy()
-            return rings
-        self._hung = None
+        with contextlib.suppress(OSError):  # removed under us, e.g. by a holder's tidying
+            os.unlink(self._path)
         rings = self._rings()
-        _bells.give_back(self)
+        os.close(self._fd)
+        self._fd = None
         return rings
-
-    def destroy(self) -> None:
-        for path in (self._hung, self._idle):
-            if path is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-        self.forget()
-
-    def forget(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
     def _rings(self) -> list[bytes]:
         assert self._fd is not None
@@ -121,29 +84,16 @@ def _listened_fifo(path: str) -> int:
     return os.open(path, os.O_RDWR | os.O_NONBLOCK)
 
 
-_bells: Pool[Doorbell] = Pool(IDLE_SUFFIX, Doorbell.make)
-
-
 def hang(folder: str, stem: str) -> Doorbell | None:
     """Hang a doorbell ``<folder>/<stem>.bell`` for one wait (:meth:`Doorbell.take_down` ends
-    it); None if none can be had (the waiter then polls)."""
-    bell = _bells.take(folder)
-    if bell is None:
-        return None
-    if not bell._hang(stem):
-        bell.destroy()
-        return None
-    return bell
-
-
-def listening(path: str) -> bool:
-    """Whether the FIFO at ``path`` has a reader (a live waiter), without ringing it."""
+    it); None if none can be had (no FIFOs on the file system, no room: the waiter then polls)."""
+    path = os.path.join(folder, stem + BELL)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        os.makedirs(folder, exist_ok=True)
     except OSError:
-        return False
-    os.close(fd)
-    return True
+        return None
+    fd = make_file(path, _listened_fifo)  # in place only once listened at
+    return None if fd is None else Doorbell(path, fd)
 
 
 def ring(folder: str, stem: str, message: bytes) -> bool:

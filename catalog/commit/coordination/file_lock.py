@@ -9,13 +9,14 @@ import contextlib
 import fcntl
 import logging
 import os
+import random
 import time
 from collections.abc import Iterator
 
+from lakecat.catalog.commit.coordination import switches
 from lakecat.catalog.commit.coordination.doorbell import SAFETY_POLL_S, hang
-from lakecat.catalog.commit.coordination.idle_files import new_stem
 from lakecat.catalog.commit.coordination.lock import Hold, WaitHooks, fault, lock_id
-from lakecat.catalog.commit.coordination.protocol import RELEASED
+from lakecat.catalog.commit.coordination.protocol import RELEASED, new_stem
 from lakecat.catalog.commit.coordination.queue import FileCommitQueue
 
 log = logging.getLogger("lakecat.commit")
@@ -75,7 +76,9 @@ class FileLock:
     table's queue folder (:mod:`lakecat.catalog.commit.coordination.doorbell`); a holder that lets
     go rings the oldest waiter. So the lock passes on within a wake-up, no CPU is spent waiting, and
     a wait can be given up at any moment (a queued append its holder committed stops waiting at
-    once) without leaving anything behind that could take the lock later.
+    once) without leaving anything behind that could take the lock later. Without doorbells
+    (switched off, :mod:`lakecat.catalog.commit.coordination.switches`, or no FIFOs on the file
+    system) a waiter tries the lock after a growing pause instead.
     """
 
     def __init__(self, folder: str) -> None:
@@ -120,7 +123,7 @@ class FileLock:
             yield _FileHold(fd) if held else None
         finally:
             os.close(fd)  # releases the flock
-            if held:
+            if held and switches.doorbells():
                 try:
                     queue.wake_next()
                 except OSError as exc:  # the next waiter wakes on its own safety poll
@@ -162,8 +165,9 @@ class FileLock:
         """True once ``fd`` is locked; False after ``timeout_s`` or when ``hooks`` stop (the
         caller closes ``fd`` either way)."""
         stem = new_stem()
-        bell = hang(queue.folder, stem)
+        bell = hang(queue.folder, stem) if switches.doorbells() else None
         deadline = time.monotonic() + timeout_s
+        pause = _POLL_MIN_S
         rings: list[bytes] = []
         unused: list[bytes] = []  # rings heard and not acted on
         held = False
@@ -186,8 +190,9 @@ class FileLock:
                     break
                 if bell is not None:
                     rings = bell.wait(min(left, SAFETY_POLL_S))
-                else:
-                    time.sleep(min(left, _POLL_WITHOUT_BELL_S))
+                else:  # no doorbell: try again after a growing, jittered pause
+                    time.sleep(min(left, random.uniform(pause / 2, pause)))
+                    pause = min(pause * 2, _POLL_MAX_S)
                 if hooks is not None and hooks.stop_waiting(rings):
                     unused = rings
                     break
@@ -202,5 +207,7 @@ class FileLock:
                     fault(faults, f"cannot wake the next waiter ({exc})")
 
 
-_POLL_WITHOUT_BELL_S = 0.002
+_POLL_WITHOUT_BELL_S = 0.002  # forget(): a short wait for a busy lock
+_POLL_MIN_S = 0.001  # a waiter without a doorbell: first pause between tries
+_POLL_MAX_S = 0.016  # ... doubling up to this
 _FORGET_WAIT_S = 1.0

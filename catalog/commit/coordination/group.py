@@ -27,7 +27,8 @@ The rules that keep it safe:
   other: the queue is keyed by the table's name, which a dropped table hands on to the next.
 
 Only the file lock of a SQLite catalog has a queue (its writers share one machine);
-``commit.group-commit.enabled=false`` turns grouping off for a table.
+``commit.group-commit.enabled=false`` turns grouping off for a table
+(:mod:`lakecat.catalog.commit.coordination.switches`).
 """
 
 from __future__ import annotations
@@ -42,11 +43,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lakecat.catalog.commit.conflicts import ATTEMPTS_KEY, WAIT_MS_KEY
+from lakecat.catalog.commit.coordination import switches
 from lakecat.catalog.commit.coordination.protocol import DONE, TicketState
 from lakecat.catalog.commit.intent import Intent
 from lakecat.catalog.commit.producer import PreparedAppend, SnapshotProducer
 from lakecat.catalog.interrupts import deferred_interrupts
-from lakecat.metadata import properties as P
 from lakecat.metadata.errors import LakecatError
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.manifests.cache import ManifestCache
@@ -77,7 +78,7 @@ def queue_for(
     """The table's queue if this intent takes part in group commits."""
     if not intent.can_be_handed_over:
         return None
-    if not P.get_bool(properties, P.GROUP_COMMIT_ENABLED, P.GROUP_COMMIT_ENABLED_DEFAULT):
+    if not switches.group_commit(properties):
         return None
     return ops.commit_queue(properties)
 

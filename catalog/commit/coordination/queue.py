@@ -7,24 +7,21 @@ version (:mod:`lakecat.catalog.commit.coordination.group`). This module is only 
 knows nothing of what a request says. The contract, for the file queue (a folder beside the file
 lock, so its writers share one machine):
 
-* **Enqueue**: the owner writes the request into a file of its process, reused from request
-  to request (:mod:`lakecat.catalog.commit.coordination.idle_files`), and renames it to
-  ``<stem>.req``. The stem, ``<time>-<pid>-<n>``, is its owner's waiter name, also that of its
-  doorbell ``<stem>.bell`` (:mod:`lakecat.catalog.commit.coordination.doorbell`). Its process holds
-  a shared ``flock`` on the file while it lives, so a holder can tell a live owner from a dead one:
-  the request of a process that is gone is dropped, never committed.
+* **Enqueue**: the owner writes the request into a new file under a temporary name and
+  renames it to ``<stem>.req``. The stem, ``<time>-<pid>-<n>``, is its owner's waiter name,
+  also that of its doorbell ``<stem>.bell`` (:mod:`lakecat.catalog.commit.coordination.doorbell`).
+  Its process holds a shared ``flock`` on the file while it lives, so a holder can tell a live
+  owner from a dead one: the request of a process that is gone is dropped, never committed.
 * **Claim**: only the lock holder claims, by renaming ``.req`` to ``.claimed``. The owner
-  withdraws by renaming its ``.req`` back to its idle name. Both are atomic, so exactly one of
-  them succeeds.
+  withdraws by removing its ``.req``. Both are atomic, so exactly one of them succeeds.
 * **Done**: the holder renames a claimed request to ``.done`` only after its swap landed, then
   rings its owner's doorbell with the new metadata location. Whatever else happens (a lost
   swap, an error, a crash) leaves it ``.claimed``, and its owner, unable to tell, looks for its
   snapshot id in the table before committing on its own.
 * **Settle**: the owner reads the state once it is done, or else once it holds the lock (the
-  holder has finished then). It takes a withdrawn or done request file back for its next
-  request, and removes a claimed one. A later holder removes files left by owners that died:
-  settled requests once a minute old, idle files once their process is gone, doorbells
-  nobody listens at.
+  holder has finished then), and removes its request file. A later holder removes files left by
+  owners that died: settled requests once a minute old and their owner gone, half-made files
+  once a minute old, doorbells nobody listens at.
 * **Wake**: a lock holder that lets go rings the oldest doorbell whose request is not done
   (:meth:`FileCommitQueue.wake_next`): every waiter for the lock, queued or not, has one.
 
@@ -41,79 +38,43 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
-from lakecat.catalog.commit.coordination.doorbell import (
-    BELL,
-    DONE,
-    IDLE_SUFFIX,
-    RELEASED,
-    listening,
-    ring,
-)
-from lakecat.catalog.commit.coordination.idle_files import Pool, idle_since_ns, make_file
-from lakecat.catalog.commit.coordination.protocol import TicketState
+from lakecat.catalog.commit.coordination import switches
+from lakecat.catalog.commit.coordination.doorbell import BELL, DONE, RELEASED, ring
+from lakecat.catalog.commit.coordination.protocol import TMP, TicketState, make_file
 
 log = logging.getLogger("lakecat.commit")
 
 _REQ, _CLAIMED, _DONE = ".req", ".claimed", ".done"
-_SLOT = ".slot"  # a request file while idle (:mod:`lakecat.catalog.commit.coordination.idle_files`)
 MAX_REQUEST_BYTES = 64 * 1024 * 1024  # a request lists manifests, not data files
 _TIDY_AFTER_NS = 60 * 1_000_000_000
-_IDLE_TIDY_EVERY_S = 60.0
-_last_idle_tidy: dict[str, float] = {}  # queue folder -> when this process last tidied it
+_TMP_TIDY_EVERY_S = 60.0
+_last_tmp_tidy: dict[str, float] = {}  # queue folder -> when this process last tidied it
 
 
-class _Slot:
-    """A request file of this process, reused from request to request
-    (:mod:`lakecat.catalog.commit.coordination.idle_files`). A shared ``flock`` on it, held while it
-    is open, tells holders that its owner lives."""
-
-    def __init__(self, folder: str, idle: str, fd: int) -> None:
-        self.folder = folder
-        self.idle = idle
-        self._fd: int | None = fd
-
-    @staticmethod
-    def make(folder: str, idle: str) -> _Slot | None:
-        fd = make_file(idle, _locked_file)  # in place only once locked
-        return None if fd is None else _Slot(folder, idle, fd)
-
-    def fill(self, payload: bytes) -> None:
-        assert self._fd is not None
-        os.pwrite(self._fd, payload, 0)
-        os.ftruncate(self._fd, len(payload))
-
-    def destroy(self) -> None:
-        with contextlib.suppress(OSError):
-            os.unlink(self.idle)
-        self.forget()
-
-    def forget(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-def _locked_file(path: str) -> int:
+def _request_file(payload: bytes, path: str) -> int:
+    """A new request file holding ``payload``, with a shared ``flock`` on it: held while its
+    owner has it open, it tells holders that the owner lives."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH)  # proof of life while this process has it open
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view) :]
     except OSError:
         os.close(fd)
         raise
     return fd
 
 
-_slots: Pool[_Slot] = Pool(_SLOT, _Slot.make)
-
-
 class Ticket:
     """The owner's handle on one queued request. Close it when settled."""
 
-    def __init__(self, folder: str, stem: str, slot: _Slot) -> None:
+    def __init__(self, folder: str, stem: str, fd: int) -> None:
         self._folder = folder
         self._stem = stem
-        self._slot: _Slot | None = slot
+        self._fd: int | None = fd  # the request file, open (and so flock'ed) until closed
         self._withdrawn = False
 
     def _path(self, suffix: str) -> str:
@@ -136,32 +97,33 @@ class Ticket:
         return os.path.exists(self._path(_DONE))
 
     def _take_back(self, suffix: str) -> bool:
-        """Rename the request back to its idle name, if it is in state ``suffix``. A ticket
-        whose closing was cut short (an interrupt) has no file to take back: False, so its
-        state reads as claimed or done, and its owner deletes nothing and looks in the table."""
-        if self._slot is None:
+        """Remove the request, if it is in state ``suffix``. A ticket whose closing was cut
+        short (an interrupt) has no file to take back: False, so its state reads as claimed or
+        done, and its owner deletes nothing and looks in the table."""
+        if self._fd is None:
             return False
         try:
-            os.rename(self._path(suffix), self._slot.idle)
+            os.unlink(self._path(suffix))
             return True
         except OSError:
             return False
 
     def close(self) -> None:
-        """End the request. Its file is reused if nobody has it any more (withdrawn or done);
-        one a holder claimed is removed, with its liveness lock."""
-        slot = self._slot
-        if slot is None:
+        """End the request: its file goes, in whatever state, and with it its liveness lock."""
+        fd = self._fd
+        if fd is None:
             return
-        reusable = self._withdrawn or self._take_back(_REQ) or self._take_back(_DONE)
-        self._slot = None
-        if reusable:
-            _slots.give_back(slot)
-            return
-        for suffix in (_REQ, _CLAIMED, _DONE):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._path(suffix))
-        slot.destroy()
+        self._fd = None  # from here on it reads as claimed: its owner deletes nothing
+        try:
+            _remove_request(self._folder, self._stem)
+        finally:
+            os.close(fd)
+
+
+def _remove_request(folder: str, stem: str) -> None:
+    for suffix in (_REQ, _CLAIMED, _DONE):
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, stem + suffix))
 
 
 @dataclass
@@ -179,8 +141,9 @@ class Claim:
         except OSError as exc:
             log.warning("could not mark queued request %s done: %s", self.path, exc)
             return
-        folder, name = os.path.split(self.path)
-        ring(folder, name[: -len(_CLAIMED)], DONE + (location or "").encode())
+        if switches.doorbells():
+            folder, name = os.path.split(self.path)
+            ring(folder, name[: -len(_CLAIMED)], DONE + (location or "").encode())
 
     def give_back(self) -> None:
         """Return a request this holder will not commit (e.g. one it cannot read) to its owner."""
@@ -198,19 +161,16 @@ class FileCommitQueue:
 
     def enqueue(self, stem: str, payload: bytes) -> Ticket | None:
         """Queue a request as waiter ``stem``
-        (:func:`lakecat.catalog.commit.coordination.idle_files.new_stem`); ``None`` if it cannot be
+        (:func:`lakecat.catalog.commit.coordination.protocol.new_stem`); ``None`` if it cannot be
         queued (the owner just waits its turn)."""
-        slot = _slots.take(self.folder)
-        if slot is None:
-            return None
         try:
-            slot.fill(payload)
-            os.rename(slot.idle, os.path.join(self.folder, stem + _REQ))
+            os.makedirs(self.folder, exist_ok=True)
         except OSError as exc:
             log.debug("could not queue commit request (%s); waiting for the lock", exc)
-            slot.destroy()
             return None
-        return Ticket(self.folder, stem, slot)
+        # in place (claimable) only once written and locked
+        fd = make_file(os.path.join(self.folder, stem + _REQ), partial(_request_file, payload))
+        return None if fd is None else Ticket(self.folder, stem, fd)
 
     def claim(self, limit: int) -> list[Claim]:
         """Take up to ``limit`` waiting requests, oldest first. Only the lock holder calls this.
@@ -222,7 +182,7 @@ class FileCommitQueue:
             return []
         names = sorted(n for n in listed if n.endswith(_REQ))
         self._tidy(n for n in listed if n.endswith((_CLAIMED, _DONE)))
-        self._tidy_idle(listed)
+        self._tidy_tmp(listed)
         claims: list[Claim] = []
         for name in names:
             if len(claims) >= limit:
@@ -250,31 +210,24 @@ class FileCommitQueue:
             except OSError:
                 continue
 
-    def _tidy_idle(self, listed: list[str]) -> None:
-        """Remove the idle files of processes that are gone (at most once a minute)."""
+    def _tidy_tmp(self, listed: list[str]) -> None:
+        """Remove half-made files (a process died while making its doorbell or request), once
+        a minute old; at most once a minute."""
         now = time.monotonic()
-        if now - _last_idle_tidy.get(self.folder, -_IDLE_TIDY_EVERY_S) < _IDLE_TIDY_EVERY_S:
+        if now - _last_tmp_tidy.get(self.folder, -_TMP_TIDY_EVERY_S) < _TMP_TIDY_EVERY_S:
             return
-        _last_idle_tidy[self.folder] = now
+        _last_tmp_tidy[self.folder] = now
         cutoff = time.time_ns() - _TIDY_AFTER_NS
         for name in listed:
-            since = idle_since_ns(name)
-            if since is None or since > cutoff:
+            if not name.endswith(TMP):
                 continue
-            path = os.path.join(self.folder, name)
-            if name.endswith(IDLE_SUFFIX):
-                gone = not listening(path)
-            elif name.endswith(_SLOT):
-                try:
-                    with _open(path) as fd:
-                        gone = _owner_gone(fd)
-                except OSError:
-                    continue
-            else:
-                gone = name.endswith(".tmp")  # a process died while making it
-            if gone:
+            try:
+                made = int(name.split("-", 1)[0])
+            except ValueError:
+                continue
+            if made <= cutoff:
                 with contextlib.suppress(OSError):
-                    os.unlink(path)
+                    os.unlink(os.path.join(self.folder, name))
 
     def wake_next(self) -> None:
         """Ring the oldest waiter that still needs the lock (whose request, if any, is not

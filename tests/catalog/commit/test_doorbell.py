@@ -1,13 +1,10 @@
 """Waking writers that wait for the file commit lock: doorbells, who is rung when, and the
-files a process reuses for its waits instead of creating new ones."""
+files of a wait (made for it, removed after it, tidied after a writer that died)."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,18 +13,22 @@ import pytest
 
 from lakecat.catalog.commit.coordination import file_lock as commit_lock
 from lakecat.catalog.commit.coordination import queue as commit_queue
+from lakecat.catalog.commit.coordination import switches
 from lakecat.catalog.commit.coordination.doorbell import DONE, RELEASED, hang, ring
 from lakecat.catalog.commit.coordination.file_lock import FileLock
-from lakecat.catalog.commit.coordination.idle_files import new_stem
+from lakecat.catalog.commit.coordination.protocol import new_stem
 from lakecat.catalog.commit.coordination.queue import FileCommitQueue, TicketState
+
+
+@pytest.fixture(autouse=True)
+def _pieces_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These are tests of the doorbells: on, whatever the environment says
+    (``lakecat.catalog.commit.coordination.switches``)."""
+    monkeypatch.delenv(switches.DOORBELLS_ENV, raising=False)
 
 
 def _public(folder: Path) -> list[str]:
     return sorted(n for n in os.listdir(folder) if not n.startswith("."))
-
-
-def _idle(folder: Path) -> list[str]:
-    return sorted(n for n in os.listdir(folder) if n.startswith(".idle-"))
 
 
 def test_a_ring_wakes_the_waiter_with_its_message(tmp_path: Path) -> None:
@@ -56,22 +57,21 @@ def test_nobody_answers_a_bell_that_is_not_hung(tmp_path: Path) -> None:
     assert (tmp_path / "file.bell").read_bytes() == b""
 
 
-def test_a_bell_is_reused_from_wait_to_wait_and_forgets_old_rings(tmp_path: Path) -> None:
+def test_a_bell_is_made_for_one_wait_and_removed_after_it(tmp_path: Path) -> None:
     first = hang(str(tmp_path), "a")
     assert first is not None
-    inode = os.stat(tmp_path / "a.bell").st_ino
+    assert stat.S_ISFIFO(os.stat(tmp_path / "a.bell").st_mode)
     assert ring(str(tmp_path), "a", RELEASED)
     assert first.take_down() == [RELEASED]  # heard after its last wait: the caller passes it on
-    assert _public(tmp_path) == []
-    [idle] = _idle(tmp_path)
-    assert stat.S_ISFIFO(os.stat(tmp_path / idle).st_mode)
-    assert ring(str(tmp_path), "a", RELEASED) is False  # idle bells are not rung
+    assert os.listdir(tmp_path) == []
+    assert ring(str(tmp_path), "a", RELEASED) is False  # nobody waits there any more
+    assert first.take_down() == []  # taking it down twice is harmless
 
     second = hang(str(tmp_path), "b")
-    assert second is first
-    assert os.stat(tmp_path / "b.bell").st_ino == inode  # no new file
-    assert second.wait(0) == []
+    assert second is not None and second is not first
+    assert second.wait(0) == []  # nothing of the first wait's rings
     second.take_down()
+    assert os.listdir(tmp_path) == []
 
 
 def test_a_messages_too_long_for_one_atomic_write_is_cut_to_its_kind(tmp_path: Path) -> None:
@@ -189,92 +189,51 @@ def _wait_for_bells(lock: FileLock, n: int) -> None:
         time.sleep(0.005)
 
 
-def test_a_request_file_is_reused_unless_a_holder_kept_it(tmp_path: Path) -> None:
+def test_a_request_file_is_removed_once_settled_in_every_state(tmp_path: Path) -> None:
     queue = FileCommitQueue(str(tmp_path))
     stem = new_stem()
     ticket = queue.enqueue(stem, b"one")
     assert ticket is not None
-    inode = os.stat(tmp_path / f"{stem}.req").st_ino
+    assert _public(tmp_path) == [f"{stem}.req"]
     assert ticket.withdraw() is TicketState.WITHDRAWN
+    assert queue.claim(10) == []  # withdrawn: nobody can claim it any more
     ticket.close()
-    assert _public(tmp_path) == []
-    [idle] = _idle(tmp_path)  # kept, under its idle name
+    assert os.listdir(tmp_path) == []
 
     stem = new_stem()
-    ticket = queue.enqueue(stem, b"two")  # shorter payloads leave nothing of longer ones
+    ticket = queue.enqueue(stem, b"two")
     assert ticket is not None
-    assert os.stat(tmp_path / f"{stem}.req").st_ino == inode
     [claim] = queue.claim(10)
     assert claim.payload == b"two"
     claim.done("file:///w/m.json")
     assert ticket.withdraw() is TicketState.DONE
     ticket.close()
-    assert _public(tmp_path) == [] and _idle(tmp_path) == [idle]
+    assert os.listdir(tmp_path) == []
 
     stem = new_stem()
     ticket = queue.enqueue(stem, b"three")
     assert ticket is not None
-    assert os.stat(tmp_path / f"{stem}.req").st_ino == inode
     [claim] = queue.claim(10)
     assert claim.payload == b"three"
     assert ticket.withdraw() is TicketState.CLAIMED  # its holder may still have it
     ticket.close()
-    assert _public(tmp_path) == [] and _idle(tmp_path) == []  # so it is not reused
-
-    ticket = queue.enqueue(new_stem(), b"four")  # with a new file
-    assert ticket is not None
-    assert [c.payload for c in queue.claim(10)] == [b"four"]
-    ticket.close()
+    assert os.listdir(tmp_path) == []
 
 
-def test_a_holder_removes_the_idle_files_of_processes_that_are_gone(
+def test_a_holder_removes_the_half_made_files_of_processes_that_died(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(commit_queue, "_last_idle_tidy", {})
+    monkeypatch.setattr(commit_queue, "_last_tmp_tidy", {})
     queue = FileCommitQueue(str(tmp_path))
     old = time.time_ns() - 120 * 1_000_000_000
-    dead_bell = tmp_path / f".idle-{old:020d}-1-1.fifo"
-    live_bell = tmp_path / f".idle-{old:020d}-1-2.fifo"
-    dead_slot = tmp_path / f".idle-{old:020d}-1-3.slot"
-    live_slot = tmp_path / f".idle-{old:020d}-1-4.slot"
-    half_made = tmp_path / f".idle-{old:020d}-1-5.slot.tmp"
-    recent = tmp_path / f".idle-{time.time_ns():020d}-1-6.slot"
-    for fifo in (dead_bell, live_bell):
-        os.mkfifo(fifo)
-    for path in (dead_slot, live_slot, half_made, recent):
+    old_bell = tmp_path / f"{old:020d}-1-1.bell.tmp"
+    old_request = tmp_path / f"{old:020d}-1-2.req.tmp"
+    recent = tmp_path / f"{time.time_ns():020d}-1-3.req.tmp"
+    os.mkfifo(old_bell)
+    for path in (old_request, recent):
         path.write_bytes(b"")
-    reader = os.open(live_bell, os.O_RDWR | os.O_NONBLOCK)
-    holder = os.open(live_slot, os.O_RDONLY)
-    try:
-        fcntl.flock(holder, fcntl.LOCK_SH)
-        assert queue.claim(10) == []
-        assert _idle(tmp_path) == sorted(p.name for p in (live_bell, live_slot, recent))
-    finally:
-        os.close(reader)
-        os.close(holder)
+    assert queue.claim(10) == []
+    assert os.listdir(tmp_path) == [recent.name]  # a recent one may still be being made
+    old_request.write_bytes(b"")
     assert queue.claim(10) == []  # at most once a minute
-    assert live_bell.name in _idle(tmp_path)
-
-
-def test_a_forked_child_does_not_share_its_parents_bell(tmp_path: Path) -> None:
-    bell = hang(str(tmp_path), "parent")
-    assert bell is not None
-    bell.take_down()  # idle in the parent's pool
-    [idle] = _idle(tmp_path)
-    script = (
-        "import os, sys\n"
-        "from lakecat.catalog.commit.coordination.doorbell import hang\n"
-        f"folder = {str(tmp_path)!r}\n"
-        "bell = hang(folder, 'parent-again')\n"
-        "bell.take_down()\n"
-        "pid = os.fork()\n"
-        "if pid == 0:\n"
-        "    child = hang(folder, 'child')\n"
-        "    ok = child is not None and child is not bell\n"
-        "    child.take_down()\n"
-        "    sys.exit(0 if ok else 1)  # its exit removes its own bell, not its parent's\n"
-        "_, status = os.waitpid(pid, 0)\n"
-        "sys.exit(os.waitstatus_to_exitcode(status))\n"
-    )
-    assert subprocess.run([sys.executable, "-c", script], timeout=60).returncode == 0
-    assert _idle(tmp_path) == [idle]  # the other process removed its own at exit
+    assert sorted(os.listdir(tmp_path)) == sorted([old_request.name, recent.name])

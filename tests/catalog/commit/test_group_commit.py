@@ -24,8 +24,9 @@ from pyiceberg.table import StaticTable
 from lakecat.catalog import Catalog
 from lakecat.catalog.commit.conflicts import ATTEMPTS_KEY
 from lakecat.catalog.commit.coordination import file_lock as commit_lock
+from lakecat.catalog.commit.coordination import switches
 from lakecat.catalog.commit.coordination.group import Batch, Waiter, decode, drain, encode
-from lakecat.catalog.commit.coordination.idle_files import new_stem
+from lakecat.catalog.commit.coordination.protocol import new_stem
 from lakecat.catalog.commit.coordination.queue import FileCommitQueue, TicketState
 from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.commit.pipeline import CommitResult
@@ -46,6 +47,13 @@ def _rows(writer: int, n: int = 10) -> pa.Table:
     return pa.table(
         {"writer": pa.array([writer] * n, pa.int64()), "n": pa.array(range(n), pa.int64())}
     )
+
+
+@pytest.fixture(autouse=True)
+def _group_commit_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These are tests of group commit: on, whatever the environment says
+    (``lakecat.catalog.commit.coordination.switches``)."""
+    monkeypatch.delenv(switches.GROUP_COMMIT_ENV, raising=False)
 
 
 @pytest.fixture
@@ -481,10 +489,10 @@ def test_a_ticket_whose_closing_was_interrupted_keeps_its_writers_files(
     ticket = _queue(lake).enqueue(new_stem(), b"{}")
     assert ticket is not None
 
-    def interrupted(item: Any) -> None:
+    def interrupted(folder: str, stem: str) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(commit_queue._slots, "give_back", interrupted)
+    monkeypatch.setattr(commit_queue, "_remove_request", interrupted)
     with pytest.raises(KeyboardInterrupt):
         ticket.close()
     assert ticket.withdraw() is TicketState.CLAIMED

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pytest
 
 from lakecat.catalog import Catalog, CommitResult, Table
+from lakecat.catalog.commit.coordination import switches
 from lakecat.catalog.commit.coordination.group import Batch
 from lakecat.catalog.commit.coordination.lock import Hold
 from lakecat.catalog.maintenance.reachable import reachable_files
@@ -208,6 +209,7 @@ def test_a_holder_that_cannot_tell_its_grouped_writers_still_lands_them_all(
 ) -> None:
     """``telling the grouped appends' writers`` fails in the holder: its own commit and the
     appends it grouped stand, and each queued writer finds its append in the table."""
+    monkeypatch.delenv(switches.GROUP_COMMIT_ENV, raising=False)  # a test of group commit
     catalog = Catalog(sqlite_url, warehouse=warehouse)
     catalog.create_namespace("db")
     catalog.create_table("db.t", rows(0).schema)
