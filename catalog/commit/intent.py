@@ -134,10 +134,9 @@ class Intent:
         """A merge-on-read change of a v3 table (it deletes rows by deletion vector and
         removes no data file): a compaction that rewrote its files first does not fail it; its
         deletes are re-targeted by row id (:mod:`lakecat.catalog.commit.retarget`)."""
-        return any(
-            f.content is Content.POSITION_DELETES and f.file_format.upper() == "PUFFIN"
-            for f in self.added_files
-        ) and not any(f.content is Content.DATA for f in self.removed_files)
+        return any(f.is_deletion_vector for f in self.added_files) and not any(
+            f.content is Content.DATA for f in self.removed_files
+        )
 
     @property
     def removed_paths(self) -> frozenset[str]:

@@ -128,7 +128,6 @@ from lakecat.metadata.io.position_deletes import (
     FileDeletes,
     VectorTarget,
     deleted_positions,
-    is_deletion_vector,
     write_deletion_vector_file,
     write_position_delete_files,
 )
@@ -836,7 +835,7 @@ class _CommitWindow:
         ours = {
             f.referenced_data_file: f
             for f in self.intent.added_delete_files
-            if is_deletion_vector(f) and f.referenced_data_file is not None
+            if f.is_deletion_vector and f.referenced_data_file is not None
         }
         self._last_swap = NO_SWAP
         concurrent = self._concurrent(base)
@@ -847,6 +846,13 @@ class _CommitWindow:
             target = named_data_file(d)
             if target in ours:
                 replaced.setdefault(target, {})[d.key] = d
+        ours_or_replaced = set(ours) | {k[0] for found in replaced.values() for k in found}
+        if not any(
+            c.removed_paths & ours_or_replaced
+            or any(named_data_file(f) in ours for f in c.added_files)
+            for c in concurrent
+        ):
+            return NO_SWAP  # nobody touched those files or their deletes: the DVs stand
         removed_by = {p: c for c in reversed(concurrent) for p in c.removed_paths}
         compacted = sorted(t for t in ours if t in removed_by)
         head = base.ref_snapshot(self.intent.branch) if self.intent.branch in base.refs else None
@@ -904,7 +910,7 @@ class _CommitWindow:
         added = write_deletion_vector_file(self.io, data_dir(base), targets)
         self.written.extend({f.file_path for f in added})
         live = {d.key for found in current.values() for d in found}
-        gone = [target for target in (*changed, *compacted)]
+        gone = [*changed, *compacted]
         return DeleteSwap(
             added=tuple(added),
             dropped_added=frozenset(ours[target].key for target in gone),

@@ -42,7 +42,6 @@ from lakecat.metadata.manifests.datafile import (
 from lakecat.metadata.manifests.delete_index import dangling_deletes
 from lakecat.metadata.manifests.manifest import (
     as_listed,
-    assign_first_row_ids,
     write_manifest,
     write_manifest_list,
 )
@@ -170,19 +169,14 @@ class SnapshotProducer:
         manifests = new + rewritten + kept
         if P.get_bool(base.properties, P.MANIFEST_MERGE_ENABLED, P.MANIFEST_MERGE_ENABLED_DEFAULT):
             manifests = self._merge(base, manifests, first_new={m.manifest_path for m in new})
-        # v3 row lineage: this attempt's row ids start at the base's next-row-id (spec,
-        # "Snapshot Row IDs"), so each retry assigns them afresh
-        first_row_id, added_rows = None, None
-        if base.format_version >= 3:
-            first_row_id = base.next_row_id or 0
-            manifests, added_rows = assign_first_row_ids(manifests, first_row_id)
-        self.last_manifests = manifests
-
         sequence_number = base.last_sequence_number + 1
         list_location = join(
             metadata_dir(base), f"snap-{intent.snapshot_id}-{attempt}-{self.commit_uuid}.avro"
         )
-        write_manifest_list(
+        # v3 row lineage: this attempt's row ids start at the base's next-row-id, so each
+        # retry assigns them afresh (the list writer gives new data manifests their ranges)
+        first_row_id = base.next_first_row_id
+        manifests, added_rows = write_manifest_list(
             self.io,
             list_location,
             manifests,
@@ -193,6 +187,7 @@ class SnapshotProducer:
             format_version=base.format_version,
             first_row_id=first_row_id,
         )
+        self.last_manifests = manifests
         self.manifests.put_manifest_list(list_location, as_listed(manifests, sequence_number))
         summary = self._summary(parent, extra_summary, dangling, extra_files, swap)
         now = max(int(time.time() * 1000), base.last_updated_ms)
@@ -552,7 +547,7 @@ class SnapshotProducer:
 def _deletes_summary(prefix: str, deletes: tuple[DataFile, ...]) -> dict[str, str]:
     """Iceberg's summary counts of added or removed delete files (``SnapshotSummary``)."""
     positional = [d for d in deletes if d.content is Content.POSITION_DELETES]
-    dvs = [d for d in positional if d.file_format.upper() == "PUFFIN"]
+    dvs = [d for d in positional if d.is_deletion_vector]
     equality = [d for d in deletes if d.content is Content.EQUALITY_DELETES]
     s = {f"{prefix}-delete-files": str(len(deletes))}
     counts = (

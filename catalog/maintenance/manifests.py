@@ -40,7 +40,6 @@ from lakecat.metadata.errors import CommitStateUnknown, StorageError, Validation
 from lakecat.metadata.io.fileio import FileIO, join
 from lakecat.metadata.manifests.datafile import ManifestContent, ManifestEntry, ManifestFile, Status
 from lakecat.metadata.manifests.manifest import (
-    assign_first_row_ids,
     read_manifest,
     read_manifest_list,
     write_manifest,
@@ -166,15 +165,11 @@ class _Rewriter:
             metadata_dir(base), f"snap-{self.snapshot_id}-{attempt}-{self.commit_uuid}.avro"
         )
         written.append(list_location)
-        listed: list[ManifestFile] = [*new, *kept]
-        first_row_id, added_rows = None, None
-        if base.format_version >= 3:  # row lineage: see SnapshotProducer.produce
-            first_row_id = base.next_row_id or 0
-            listed, added_rows = assign_first_row_ids(listed, first_row_id)
-        write_manifest_list(
+        first_row_id = base.next_first_row_id  # row lineage: see SnapshotProducer.produce
+        _, added_rows = write_manifest_list(
             self.io,
             list_location,
-            listed,
+            [*new, *kept],
             snapshot_id=self.snapshot_id,
             parent_snapshot_id=head.snapshot_id,
             sequence_number=sequence_number,

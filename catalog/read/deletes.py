@@ -200,7 +200,7 @@ class DeleteReader:
         """The row positions of ``data_file`` that the position delete files and deletion
         vector among ``deletes`` delete (``None``: none)."""
         positional = [d for d in deletes if d.content is Content.POSITION_DELETES]
-        dvs = [d for d in positional if d.file_format.upper() == "PUFFIN"]
+        dvs = [d for d in positional if d.is_deletion_vector]
         if dvs:
             return PositionIndex(self._deletion_vector(dvs[0]))
         found = [self._positions_by_file(d).get(data_file.file_path) for d in positional]

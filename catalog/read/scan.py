@@ -213,16 +213,8 @@ class Scan:
             )
             if self.lineage:
                 kept = (
-                    fill_lineage(
-                        b.drop_columns([_POSITION]),
-                        b.column(_POSITION),
-                        first_row_id=f.first_row_id,
-                        # no row lineage before v3: both columns stay null
-                        sequence_number=sequence_number
-                        if self.metadata.format_version >= 3
-                        else None,
-                    )
-                    for b in kept
+                    b.drop_columns([_POSITION])
+                    for b in self._with_lineage(kept, f, sequence_number, _POSITION)
                 )
             return pa.Table.from_batches(list(kept), schema=schema_to_arrow(self.projected))
         table = read_data_file(
@@ -254,7 +246,8 @@ class Scan:
             f, deletes, projected=self.projected, spec=spec, position_column=position
         )
         if self.lineage:
-            batches = self._with_lineage(batches, f, plan, position)
+            sequence_number = plan.sequence_numbers.get(f.file_path)
+            batches = self._with_lineage(batches, f, sequence_number, position)
         schema = schema_to_arrow(self.projected)
         if position_column is None:
             batches = (b.drop_columns([position]) for b in batches)
@@ -267,18 +260,22 @@ class Scan:
         )
 
     def _with_lineage(
-        self, batches: Iterable[pa.RecordBatch], f: DataFile, plan: ScanPlan, position: str
+        self,
+        batches: Iterable[pa.RecordBatch],
+        f: DataFile,
+        sequence_number: int | None,
+        position: str,
     ) -> Iterator[pa.RecordBatch]:
-        """``batches`` of ``f`` (with their positions in ``position``) with the row lineage
-        columns assigned (no row lineage before v3: both columns stay null)."""
+        """``batches`` of ``f`` (with their positions in ``position``), whose data sequence
+        number is ``sequence_number``, with the row lineage columns assigned (no row lineage
+        before v3: both columns stay null)."""
         v3 = self.metadata.format_version >= 3
-        sequence_number = plan.sequence_numbers.get(f.file_path) if v3 else None
         for b in batches:
             lineage = fill_lineage(
                 b.drop_columns([position]),
                 b.column(position),
                 first_row_id=f.first_row_id if v3 else None,
-                sequence_number=sequence_number,
+                sequence_number=sequence_number if v3 else None,
             )
             yield lineage.append_column(b.schema.field(position), b.column(position))
 

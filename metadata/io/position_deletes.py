@@ -185,10 +185,6 @@ def write_deletion_vector_file(
     ]
 
 
-def is_deletion_vector(f: DataFile) -> bool:
-    return f.content is Content.POSITION_DELETES and f.file_format.upper() == "PUFFIN"
-
-
 def deleted_positions(io: FileIO, delete_file: DataFile, data_file_path: str) -> PositionIndex:
     """The positions of ``data_file_path`` that a position delete file or deletion vector
     deletes. Raises :class:`CorruptMetadata` when the file cannot be read."""
@@ -197,7 +193,7 @@ def deleted_positions(io: FileIO, delete_file: DataFile, data_file_path: str) ->
     try:
         source = io.open_input(delete_file.file_path)
         try:
-            if delete_file.file_format.upper() == "PUFFIN":
+            if delete_file.is_deletion_vector:
                 if delete_file.referenced_data_file != data_file_path:
                     return PositionIndex()
                 if delete_file.content_offset is None or delete_file.content_size_in_bytes is None:

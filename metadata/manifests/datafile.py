@@ -61,6 +61,11 @@ class DataFile:
         return hash(self.file_path)
 
     @property
+    def is_deletion_vector(self) -> bool:
+        """A v3 deletion vector: position deletes in a Puffin file (one blob per data file)."""
+        return self.content is Content.POSITION_DELETES and self.file_format.upper() == "PUFFIN"
+
+    @property
     def key(self) -> tuple[str, int | None]:
         """What identifies the file's manifest entry: its path, and for a deletion vector
         also where its blob starts (one Puffin file holds the DVs of many data files)."""

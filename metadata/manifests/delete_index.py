@@ -93,7 +93,7 @@ class DeleteIndex:
                 raise CorruptMetadata(f"delete file {f.file_path} has no data sequence number")
             ref = DeleteRef(f, entry.sequence_number)
             self.count += 1
-            if f.content is Content.POSITION_DELETES and f.file_format.upper() == "PUFFIN":
+            if f.is_deletion_vector:
                 if not f.referenced_data_file or f.content_offset is None:
                     raise CorruptMetadata(
                         f"deletion vector in {f.file_path} has no referenced_data_file or "

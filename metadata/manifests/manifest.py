@@ -343,32 +343,27 @@ def write_manifest_list(
     known: KnownRows | None = None,
     format_version: int = 2,
     first_row_id: int | None = None,
-) -> None:
-    """Write a snapshot's manifest list (exclusive create), one row per Avro block.
+) -> tuple[list[ManifestFile], int | None]:
+    """Write a snapshot's manifest list (exclusive create), one row per Avro block; return
+    the manifests as listed and, for v3, the snapshot's ``added-rows``.
 
     Manifests whose (min) sequence number is still -1 were written for this commit: they get
     ``sequence_number``. Such a manifest must name this commit's snapshot as its
     ``added_snapshot_id``, otherwise an older manifest would silently be re-sequenced.
     ``known``: rows encoded before, reused (see :class:`KnownRows`).
 
-    A v3 list (``format_version`` 3) carries each data manifest's ``first_row_id``: pass the
-    manifests as :func:`assign_first_row_ids` returned them, and the snapshot's
-    ``first_row_id`` (written to the file's metadata, as Java does).
+    A v3 list (``format_version`` 3) needs the snapshot's ``first_row_id`` (written to the
+    file's metadata too, as Java does): data manifests without one get theirs from it
+    (:func:`assign_first_row_ids`), and the number of ids assigned is returned.
     """
     known = known or KnownRows(max_rows=0)
     manifests = list(manifests)
     v3 = format_version >= 3
+    added_rows = None
     if v3:
-        unassigned = [
-            m.manifest_path
-            for m in manifests
-            if m.content is ManifestContent.DATA and m.first_row_id is None
-        ]
-        if unassigned or first_row_id is None:
-            raise ValidationError(
-                "a v3 manifest list needs the snapshot's first-row-id and a first_row_id for "
-                f"every data manifest (missing: {unassigned[:3]})"
-            )
+        if first_row_id is None:
+            raise ValidationError("a v3 manifest list needs the snapshot's first-row-id")
+        manifests, added_rows = assign_first_row_ids(manifests, first_row_id)
     try:
         rows = [known.encode(m, snapshot_id, sequence_number, format_version) for m in manifests]
     except (ValueError, TypeError, OverflowError) as exc:
@@ -383,6 +378,7 @@ def write_manifest_list(
         metadata["first-row-id"] = str(first_row_id)
     schema = parsed_manifest_list_schema(3 if v3 else 2)
     io.write(location, container(schema, metadata, rows), exclusive=True)
+    return manifests, added_rows
 
 
 def assign_first_row_ids(

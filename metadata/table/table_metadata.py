@@ -121,6 +121,12 @@ class TableMetadata:
             current = snap.parent_snapshot_id
         return out
 
+    @property
+    def next_first_row_id(self) -> int | None:
+        """The ``first-row-id`` of a snapshot added on top of this metadata (spec, "Snapshot
+        Row IDs": the table's ``next-row-id``); ``None`` before format v3."""
+        return (self.next_row_id or 0) if self.format_version >= 3 else None
+
     def property(self, key: str, default: str | None = None) -> str | None:
         return self.properties.get(key, default)
 

@@ -17,8 +17,9 @@ import sys
 def main(root: str) -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from sql_worker import small_session
+
     import lakecat.spark_ext as lk
-    from lakecat.catalog import Catalog
     from lakecat.spark_ext.sql.jar import find_javac
 
     assert shutil.which("javac") is None, "javac is on PATH"
@@ -29,16 +30,7 @@ def main(root: str) -> None:
     else:
         raise AssertionError(f"find_javac found {found}")
     jar = lk.catalog_jar()
-    spark = (
-        lk.session("lake", catalog=Catalog.embedded(root))
-        .master("local[1]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "512m")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "1")
-        .getOrCreate()
-    )
+    spark = small_session(root)
     try:
         spark.sparkContext.setLogLevel("ERROR")
         spark.sql("CREATE NAMESPACE lake.db")

@@ -22,12 +22,29 @@ def say(message: dict[str, Any]) -> None:
     print("@@" + json.dumps(message), flush=True)
 
 
+def small_session(root: str) -> Any:
+    """A one-core SparkSession bound to 127.0.0.1 with the lakecat catalog of the embedded
+    catalog folder ``root`` attached as ``lake`` (also used by ``jre_session.py``)."""
+    import lakecat.spark_ext as lk
+    from lakecat.catalog import Catalog
+
+    return (
+        lk.session("lake", catalog=Catalog.embedded(root))
+        .master("local[1]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "512m")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "1")
+        .getOrCreate()
+    )
+
+
 def main(root: str) -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     import lakecat.catalog.table as table_module
-    import lakecat.spark_ext as lk
-    from lakecat.catalog import Catalog
 
     pause = {"next": False}
     commit_intent = table_module.commit_intent
@@ -41,17 +58,7 @@ def main(root: str) -> None:
 
     table_module.commit_intent = paused_commit  # test hook: Table's commits go through it
 
-    spark = (
-        lk.session("lake", catalog=Catalog.embedded(root))
-        .master("local[1]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "512m")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "1")
-        .getOrCreate()
-    )
+    spark = small_session(root)
     spark.sparkContext.setLogLevel("ERROR")
     say({"ready": True})
     for line in sys.stdin:
