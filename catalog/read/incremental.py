@@ -21,23 +21,30 @@ files of a range whose snapshots still exist are never deleted by expiry). Witho
 ``from_snapshot_id`` / ``since`` the range starts at the table's first snapshot, which must not
 have been expired.
 
-Delete files: ``changes`` does not apply delete files yet (merge-on-read deletes another engine
-wrote). It refuses with :class:`~lakecat.metadata.errors.UnsupportedFeature`, before reading a
-data file, when the range's starting snapshot or any snapshot of the range has delete files: the
-rows a range added could have been deleted in it, and the rows of a file it removed could have
-been deleted before it.
+Delete files (merge-on-read changes, from lakecat or another engine) count as what they are:
+a snapshot that adds a position delete file, a deletion vector or an equality delete file
+*removes* the rows it deletes, and those rows are returned in ``removed`` with that snapshot's
+id. Each data-changing snapshot is compared with its parent, file by file: the live rows of the
+data files it added (its own deletes applied), the rows live in its parent of the data files it
+removed, and, for a data file both have whose delete files differ, the rows live in one and not
+in the other (found by position). A snapshot and its parent are planned only when one of them
+has delete files; without any, data files are read whole, as before. The range's net change is
+the sum of these, so a row added and deleted inside the range, or deleted by a deletion vector
+that a later one replaced with a union, is counted once or not at all, and a compaction (a
+``replace`` snapshot, which applies deletes and keeps every live row) is skipped as always.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecat.catalog.read.deletes import refuse_deletes
+from lakecat.catalog.read.deletes import has_deletes
+from lakecat.catalog.read.scan import Scan, ScanPlan
 from lakecat.metadata.errors import NoSuchSnapshot, ValidationError
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.parquet import read_data_file
@@ -54,6 +61,7 @@ if TYPE_CHECKING:
 
 CHANGE_SNAPSHOT_ID = "_change_snapshot_id"
 _ORDER = "_change_order"  # position of the snapshot in the range; dropped before returning
+_POSITION = "_change_position"  # a row's position in its data file, while reading
 
 
 @dataclass(frozen=True)
@@ -117,11 +125,10 @@ def changes(
         empty = _empty(projected)
         return ChangeSet(empty, empty, ())
     in_range = _range(metadata, to_id, from_snapshot_id, since)
-    _refuse_deletes(table, in_range)
     data_changing = [s for s in in_range if changes_data(s)]
-    added, removed = _net_files(table.io, metadata, data_changing)
-    added_rows = _read(table.io, metadata, schema, added)
-    removed_rows = _read(table.io, metadata, schema, removed)
+    parts = _Contributions(table, metadata, schema).of(data_changing)
+    added_rows = _read(table.io, metadata, schema, [p for p in parts if p.sign > 0])
+    removed_rows = _read(table.io, metadata, schema, [p for p in parts if p.sign < 0])
     if added_rows.num_rows and removed_rows.num_rows:
         added_rows, removed_rows = _cancel(added_rows, removed_rows, schema)
     names = [f.name for f in projected.fields] + [CHANGE_SNAPSHOT_ID]
@@ -158,18 +165,6 @@ def snapshot_file_changes(
 
 
 # ---- the range ----------------------------------------------------------------------------
-def _refuse_deletes(table: Table, in_range: list[Snapshot]) -> None:
-    """:class:`UnsupportedFeature` if the range's start or one of its snapshots has delete
-    files (reads their manifest lists only)."""
-    if not in_range:
-        return
-    metadata = table.metadata
-    parent_id = in_range[0].parent_snapshot_id
-    start = metadata.snapshot_by_id(parent_id) if parent_id is not None else None
-    for snapshot in (start, *in_range):
-        refuse_deletes(table.io, snapshot, action="an incremental read (changes)", table=table.name)
-
-
 def _range(
     metadata: TableMetadata, to_id: int, from_id: int | None, since: Timestamp | None
 ) -> list[Snapshot]:
@@ -196,22 +191,115 @@ def _range(
     return list(reversed(chain))
 
 
-def _net_files(
-    io: FileIO, metadata: TableMetadata, snapshots: list[Snapshot]
-) -> tuple[list[tuple[DataFile, int, int]], list[tuple[DataFile, int, int]]]:
-    """Files added / removed over the range as (file, snapshot id, order); a file added and
-    removed inside the range (or removed and re-added) cancels out without being read."""
-    added: dict[str, tuple[DataFile, int, int]] = {}
-    removed: dict[str, tuple[DataFile, int, int]] = {}
-    for order, snap in enumerate(snapshots):
-        plus, minus = snapshot_file_changes(io, metadata, snap)
-        for f in minus:
-            if added.pop(f.file_path, None) is None:
-                removed[f.file_path] = (f, snap.snapshot_id, order)
+@dataclass(frozen=True)
+class _Part:
+    """Rows of one data file that one snapshot of the range added (``sign`` 1) or removed
+    (-1): the file's live rows under ``plan`` (``None``: every row, no deletes apply), or,
+    with ``positions``, the rows at those positions."""
+
+    file: DataFile
+    sign: int
+    snapshot_id: int
+    order: int
+    plan: ScanPlan | None = None
+    positions: pa.Int64Array | None = None
+
+
+class _Contributions:
+    """What each data-changing snapshot changed, compared with its parent (module docstring)."""
+
+    def __init__(self, table: Table, metadata: TableMetadata, schema: Schema) -> None:
+        self.io = table.io
+        self.metadata = metadata
+        self.schema = schema
+        self.cache = table.scan().manifests  # the table's manifest cache
+        self._plans: dict[int, ScanPlan] = {}
+
+    def of(self, snapshots: list[Snapshot]) -> list[_Part]:
+        parts: list[_Part] = []
+        for order, snap in enumerate(snapshots):
+            parts.extend(self._snapshot(snap, order))
+        return _drop_transient(parts)
+
+    def _snapshot(self, snap: Snapshot, order: int) -> Iterator[_Part]:
+        plus, minus = snapshot_file_changes(self.io, self.metadata, snap)
+        parent = self._parent(snap)
+        before = self._plan(parent) if has_deletes(self.io, parent, self.cache) else None
+        after = self._plan(snap) if has_deletes(self.io, snap, self.cache) else None
+        sid = snap.snapshot_id
         for f in plus:
-            if removed.pop(f.file_path, None) is None:
-                added[f.file_path] = (f, snap.snapshot_id, order)
-    return list(added.values()), list(removed.values())
+            yield _Part(f, 1, sid, order, plan=after)
+        for f in minus:
+            yield _Part(f, -1, sid, order, plan=before)
+        if before is None and after is None:
+            return
+        touched = {f.file_path for f in (*plus, *minus)}
+        kept = {f.file_path: f for f in (after or before or _NO_PLAN).files}
+        for path in sorted(_changed_deletes(before, after, touched)):
+            data_file = kept[path]
+            was = self._live_positions(data_file, before)
+            now = self._live_positions(data_file, after)
+            gone = pc.filter(was, pc.invert(pc.is_in(was, value_set=now)))
+            back = pc.filter(now, pc.invert(pc.is_in(now, value_set=was)))
+            if len(gone):
+                yield _Part(data_file, -1, sid, order, positions=gone)
+            if len(back):
+                yield _Part(data_file, 1, sid, order, positions=back)
+
+    def _parent(self, snap: Snapshot) -> Snapshot | None:
+        if snap.parent_snapshot_id is None:
+            return None
+        return self.metadata.snapshot_by_id(snap.parent_snapshot_id)
+
+    def _scan(self, snapshot: Snapshot | None) -> Scan:
+        return Scan(self.io, self.metadata, snapshot, self.schema, manifest_cache=self.cache)
+
+    def _plan(self, snapshot: Snapshot | None) -> ScanPlan:
+        if snapshot is None:
+            return _NO_PLAN
+        plan = self._plans.get(snapshot.snapshot_id)
+        if plan is None:
+            plan = self._plans[snapshot.snapshot_id] = self._scan(snapshot).plan()
+        return plan
+
+    def _live_positions(self, f: DataFile, plan: ScanPlan | None) -> pa.Int64Array:
+        """The positions of ``f``'s rows that ``plan``'s deletes leave (every row without)."""
+        if plan is None or not plan.deletes.get(f.file_path):
+            return pa.array(range(f.record_count), pa.int64())
+        first = self.schema.fields[0].name  # the fewest columns the reader takes: one
+        scan = Scan(self.io, self.metadata, None, self.schema, columns=[first])
+        live = scan.live_rows(f, plan, position_column=_POSITION)
+        return live.column(_POSITION).combine_chunks()
+
+
+_NO_PLAN = ScanPlan((), 0, 0, 0)
+
+
+def _changed_deletes(before: ScanPlan | None, after: ScanPlan | None, skip: set[str]) -> set[str]:
+    """Data files (paths) in both plans whose delete files differ, but those in ``skip``."""
+
+    def keys(plan: ScanPlan | None) -> dict[str, frozenset[tuple[str, int | None]]]:
+        if plan is None:
+            return {}
+        return {p: frozenset(d.key for d in ds) for p, ds in plan.deletes.items() if ds}
+
+    was, now = keys(before), keys(after)
+    present = {f.file_path for f in (after or before or _NO_PLAN).files}
+    if before is not None and after is not None:
+        present &= {f.file_path for f in before.files}
+    changed = {p for p in was.keys() | now.keys() if was.get(p) != now.get(p)}
+    return (changed & present) - skip
+
+
+def _drop_transient(parts: list[_Part]) -> list[_Part]:
+    """Leave out, unread, every part of a data file that the range added and then removed:
+    what it added, what deletes removed of it meanwhile and its removal sum to nothing."""
+    events: dict[str, list[int]] = {}
+    for p in parts:
+        if p.positions is None:
+            events.setdefault(p.file.file_path, []).append(p.sign)
+    transient = {path for path, signs in events.items() if signs[0] > 0 and signs[-1] < 0}
+    return [p for p in parts if p.file.file_path not in transient]
 
 
 # ---- rows ---------------------------------------------------------------------------------
@@ -225,17 +313,23 @@ def _with_columns(rows: pa.Table, snapshot_ids: list[int], orders: list[int]) ->
     ).append_column(pa.field(_ORDER, pa.int64(), nullable=False), pa.array(orders, pa.int64()))
 
 
-def _read(
-    io: FileIO, metadata: TableMetadata, schema: Schema, files: list[tuple[DataFile, int, int]]
-) -> pa.Table:
+def _read(io: FileIO, metadata: TableMetadata, schema: Schema, parts: list[_Part]) -> pa.Table:
     specs = metadata.specs_by_id()
-    parts = []
-    for f, snapshot_id, order in files:
-        rows = read_data_file(io, f, projected=schema, spec=specs.get(f.spec_id))
-        parts.append(_with_columns(rows, [snapshot_id] * rows.num_rows, [order] * rows.num_rows))
-    if not parts:
+    tables = []
+    for part in parts:
+        f = part.file
+        if part.plan is not None and part.plan.deletes.get(f.file_path):
+            scan = Scan(io, metadata, None, schema)
+            rows = scan.live_rows(f, part.plan)
+        else:
+            rows = read_data_file(io, f, projected=schema, spec=specs.get(f.spec_id))
+            if part.positions is not None:
+                rows = rows.take(part.positions)
+        n = rows.num_rows
+        tables.append(_with_columns(rows, [part.snapshot_id] * n, [part.order] * n))
+    if not tables:
         return _with_columns(schema_to_arrow(schema).empty_table(), [], [])
-    return pa.concat_tables(parts)
+    return pa.concat_tables(tables)
 
 
 def _cancel(added: pa.Table, removed: pa.Table, schema: Schema) -> tuple[pa.Table, pa.Table]:

@@ -10,12 +10,14 @@ from v2 with position deletes).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
 from peers import canonical_rows
 
 from lakecat.catalog import Catalog
+from lakecat.catalog.read.incremental import changes
 
 pytestmark = pytest.mark.interop
 
@@ -93,3 +95,43 @@ def test_lakecat_reads_deletion_vectors_of_a_v3_table_as_java_does(
         scan = table.scan(snapshot_id=snap["snapshot_id"])
         assert canonical_rows(scan.to_arrow(), COLUMNS) == snap["rows"], snap["snapshot_id"]
         assert scan.count() == len(snap["rows"])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pos_unpartitioned",
+        "pos_identity",
+        "pos_bucket",
+        "pos_spec_evolution",
+        "eq_unpartitioned",
+        "eq_identity",
+        "eq_global_after_evolution",
+        "dv_unpartitioned",
+        "dv_identity",
+        "dv_upgraded_from_v2",
+    ],
+)
+def test_the_change_feed_of_a_java_table_with_deletes_is_the_difference_of_javas_reads(
+    lake: Catalog, java_expected: dict[str, Any], name: str
+) -> None:
+    """``changes`` from each snapshot to each later one: the rows Java reads at the later
+    one and not at the earlier are ``added``, the others ``removed`` (deletes of every kind
+    are changes that remove rows)."""
+    table = lake.load_table(f"db.{name}")
+    snaps = java_expected["tables"][name]["snapshots"]
+    line = {s.snapshot_id for s in table.metadata.ancestors(snaps[-1]["snapshot_id"])}
+    snaps = [s for s in snaps if s["snapshot_id"] in line]
+    assert len(snaps) >= 2
+    for i, start in enumerate(snaps):
+        for end in snaps[i + 1 :]:
+            got = changes(
+                table, from_snapshot_id=start["snapshot_id"], to_snapshot_id=end["snapshot_id"]
+            )
+            before = Counter(tuple(r) for r in start["rows"])
+            after = Counter(tuple(r) for r in end["rows"])
+            where = f"{name}: {start['snapshot_id']} -> {end['snapshot_id']}"
+            assert Counter(map(tuple, canonical_rows(got.added, COLUMNS))) == after - before, where
+            assert Counter(map(tuple, canonical_rows(got.removed, COLUMNS))) == before - after, (
+                where
+            )

@@ -10,8 +10,8 @@ Iceberg Java reads each result back. The groups of tests:
   delete files that applied only to the rewritten files.
 * **Merge-on-read DML adds position delete files** next to Java's, and Java applies both.
 * **What does not rewrite keeps the deletes**: a blind append, dropping whole partitions or the
-  whole table, a manifest rewrite, expiry and orphan removal; the change feed refuses a range
-  with delete files.
+  whole table, a manifest rewrite, expiry and orphan removal; the change feed returns the rows
+  Java's deletes removed.
 * **Races**: a compaction racing a merge-on-read DELETE of another engine carries that delete
   over to its new file instead of bringing the row back.
 """
@@ -459,31 +459,32 @@ def test_compaction_rewrites_files_with_enough_delete_files_whatever_else(
         rewrite_data_files(table, delete_file_threshold=0)
 
 
-def test_the_change_feed_is_refused_over_a_range_with_delete_files(
+def test_the_change_feed_returns_the_rows_java_deleted_as_removed(
     java: JavaTables, lake: Catalog
 ) -> None:
     table = lake.load_table("db.pos_guarded")
-    first, second, with_deletes, _ = java.snapshots("pos_guarded")
-    for start in (first, with_deletes):  # deletes added in the range; live before and in it
-        message = assert_refused(
-            lake, "pos_guarded", lambda s=start: changes(table, from_snapshot_id=s)
-        )
-        assert "incremental read" in message
-    # before the deletes: read as before
-    got = changes(table, from_snapshot_id=first, to_snapshot_id=second)
-    assert canonical_rows(got.added, COLUMNS) == rows(range(21, 41))
-    assert got.removed.num_rows == 0
+    first, second, with_deletes, last = java.snapshots("pos_guarded")
+    got = changes(table, from_snapshot_id=first, to_snapshot_id=with_deletes)
+    # the delete (id % 5 = 0) removed 5..20 and the same rows of 21..40 the range added
+    assert canonical_rows(got.added, COLUMNS) == rows([i for i in range(21, 41) if i % 5])
+    assert canonical_rows(got.removed, COLUMNS) == rows(range(5, 21, 5))
+    got = changes(table, from_snapshot_id=first)
+    assert canonical_rows(got.added, COLUMNS) == rows([i for i in range(21, 51) if i > 40 or i % 5])
+    assert canonical_rows(got.removed, COLUMNS) == rows(range(5, 21, 5))
+    assert got.snapshot_ids == (second, with_deletes, last)
 
 
-def test_the_cli_compacts_with_the_deletes_applied_and_refuses_the_change_feed(
+def test_the_cli_compacts_with_the_deletes_applied_and_reads_the_change_feed(
     java: JavaTables, lake: Catalog, capsys: pytest.CaptureFixture[str]
 ) -> None:
     flags = ["--catalog", lake.uri, "--warehouse", str(java.root / "warehouse"), "--name", "peers"]
-    first = java.snapshots("pos_guarded")[0]
+    first, _, with_deletes, _ = java.snapshots("pos_guarded")
     before = state(lake, "pos_guarded")
-    assert lakecat_main([*flags, "changes", "db.pos_guarded", "--from", str(first)]) == 1
-    err = capsys.readouterr().err
-    assert FEATURE in err and "db.pos_guarded" in err, err
+    feed = ["changes", "db.pos_guarded", "--from", str(first), "--to", str(with_deletes)]
+    assert lakecat_main([*flags, "--json", *feed]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(r["id"] for r in out["removed"]["rows"]) == [5, 10, 15, 20]
+    assert out["added"]["row_count"] == 16
     assert state(lake, "pos_guarded") == before
     table = fresh(java, lake, "pos", "cli_compact")
     assert lakecat_main([*flags, "compact", "db.cli_compact", "--dry-run"]) == 0
