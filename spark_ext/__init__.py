@@ -14,6 +14,10 @@ As a Spark SQL catalog (``spark.sql.catalog.lake``, see ``docs/spark-sql.md``):
 
 >>> spark = lk.session("lake", catalog=catalog).getOrCreate()
 >>> spark.sql("INSERT INTO lake.db.events SELECT * FROM staging")
+>>> spark.sql("CALL lake.system.ancestors_of('db.events')")
+
+A lakecat error raised under Spark reads ``lakecat <ErrorType>: <message>``;
+``lk.lakecat_error(exc)`` (or ``with lk.lakecat_errors(): ...``) gives the typed error back.
 
 The driver plans and commits; executors only read and write data files (see
 ``docs/spark.md``).
@@ -21,6 +25,7 @@ The driver plans and commits; executors only read and write data files (see
 
 from lakecat.spark_ext.dml.compaction import compact
 from lakecat.spark_ext.dml.row_ops import RowLevelResult, delete, merge, update
+from lakecat.spark_ext.errors import lakecat_error, lakecat_errors
 from lakecat.spark_ext.native.read import native_read_support, read
 from lakecat.spark_ext.native.support import NativeSupport
 from lakecat.spark_ext.native.write import native_write_support, write
@@ -47,6 +52,8 @@ __all__ = [
     "catalog_jar",
     "compact",
     "delete",
+    "lakecat_error",
+    "lakecat_errors",
     "merge",
     "native_read_support",
     "native_write_support",

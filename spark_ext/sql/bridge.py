@@ -11,6 +11,12 @@ A table descriptor is what Spark needs of a table: its Spark schema, partition t
 properties, the data source format, the read options (the table and the metadata file it was
 loaded from, so the read sees exactly this version, plus time travel) and the write options
 (the table: Spark gives a Python writer only the write command's options).
+
+Procedures (``CALL lake.system.<name>(...)``) are described and run by
+:mod:`.procedures`. A lakecat error becomes Spark's own exception where Spark gives it a meaning
+(no such table, ...), else the plugin's ``LakecatException`` (an ``AnalysisException`` reading
+``lakecat <ErrorType>: <message>``); the error's class and attributes travel with it, so that
+:func:`lakecat.spark_ext.lakecat_error` can raise the typed error again.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from lakecat.metadata.errors import (
     TableAlreadyExists,
     ValidationError,
 )
+from lakecat.spark_ext.errors import error_attributes, error_class_name, error_in_traceback
 from lakecat.spark_ext.settings import OPTION_TABLE
 from lakecat.spark_ext.source.planning import (
     AS_OF_TIMESTAMP,
@@ -53,6 +60,13 @@ from lakecat.spark_ext.sql.convert import (
     spark_transforms,
 )
 from lakecat.spark_ext.sql.metadata_tables import METADATA_TABLE, SCHEMAS
+from lakecat.spark_ext.sql.procedures import (
+    PROCEDURES,
+    SYSTEM_NAMESPACE,
+    ProcedureContext,
+    call_procedure,
+    find_procedure,
+)
 from lakecat.spark_ext.types import spark_schema
 
 # Spark's reserved table properties that are not Iceberg table properties.
@@ -68,12 +82,19 @@ class CatalogBridge:
     interface ``lakecat.spark.LakecatBridge``)."""
 
     def __init__(
-        self, catalog: Catalog, *, name: str, data_format: str, metadata_format: str
+        self,
+        catalog: Catalog,
+        *,
+        name: str,
+        data_format: str,
+        metadata_format: str,
+        spark: Any = None,
     ) -> None:
         self.catalog = catalog
         self.name = name
         self.data_format = data_format
         self.metadata_format = metadata_format
+        self.spark = spark  # the session procedures run Spark jobs in
         self._handlers: dict[str, Handler] = {
             "list_namespaces": self.list_namespaces,
             "namespace_exists": self.namespace_exists,
@@ -90,6 +111,11 @@ class CatalogBridge:
             "can_delete": self.can_delete,
             "delete": self.delete,
             "overwrite_filter": self.overwrite_filter,
+            "list_procedures": self.list_procedures,
+            "load_procedure": self.load_procedure,
+            "bind_procedure": self.bind_procedure,
+            "call_procedure": self.call_procedure,
+            "python_error": self.python_error,
         }
 
     def call(self, method: str, arguments: str) -> str:
@@ -242,6 +268,31 @@ class CatalogBridge:
         options = {} if text == "true" else {OVERWRITE_FILTER: text}
         return {"convertible": True, "options": options}
 
+    # ---- procedures -----------------------------------------------------------------------
+    def list_procedures(self, namespace: Sequence[str]) -> list[list[str]]:
+        if list(namespace) != [SYSTEM_NAMESPACE]:
+            return []
+        return [[SYSTEM_NAMESPACE, name] for name in sorted(PROCEDURES)]
+
+    def load_procedure(self, namespace: Sequence[str], name: str) -> dict[str, Any]:
+        return find_procedure(namespace, name).descriptor()
+
+    def bind_procedure(self, procedure: str, input_type: str) -> None:
+        find_procedure([SYSTEM_NAMESPACE], procedure).check_input(
+            StructType.fromJson(json.loads(input_type))
+        )
+
+    def call_procedure(self, procedure: str, arguments: Mapping[str, Any]) -> list[list[Any]]:
+        context = ProcedureContext(self.catalog, self.name, self.spark, self.data_format)
+        return call_procedure(context, procedure, arguments)
+
+    # ---- errors ---------------------------------------------------------------------------
+    def python_error(self, text: str) -> dict[str, Any] | None:
+        """The lakecat error in the traceback text of a failed Python data source call (the
+        plugin raises it in place of Spark's ``PYTHON_DATA_SOURCE_ERROR``), or None."""
+        error = error_in_traceback(text)
+        return None if error is None else error_payload(error, {})
+
     # ---- descriptors ----------------------------------------------------------------------
     def _descriptor(
         self, namespace: Sequence[str], name: str, table: Table, travel: Mapping[str, str]
@@ -322,8 +373,11 @@ _KINDS: tuple[tuple[type[LakecatError], str], ...] = (
 
 
 def error_payload(exc: LakecatError, args: Mapping[str, Any]) -> dict[str, Any]:
-    """A lakecat error for the JVM: its kind, type, message and the name it is about."""
+    """A lakecat error for the JVM: its kind, type (and qualified class), message, attributes
+    and the name it is about."""
     kind = next((k for cls, k in _KINDS if isinstance(exc, cls)), "error")
+    if kind in ("no_such_table", "table_exists") and "name" not in args:
+        kind = "error"  # a table named inside the call (a procedure's argument): lakecat's message
     namespace = list(args.get("namespace", []))
     if kind == "table_exists" and "to_name" in args:  # a rename onto an existing table
         parts = [*(args["to_namespace"] or namespace), args["to_name"]]
@@ -331,4 +385,11 @@ def error_payload(exc: LakecatError, args: Mapping[str, Any]) -> dict[str, Any]:
         parts = [*namespace, args.get("name", "")]
     else:
         parts = namespace
-    return {"kind": kind, "type": type(exc).__name__, "message": str(exc), "parts": parts}
+    return {
+        "kind": kind,
+        "type": type(exc).__name__,
+        "class": error_class_name(type(exc)),
+        "message": str(exc),
+        "attributes": error_attributes(exc),
+        "parts": parts,
+    }

@@ -67,7 +67,9 @@ def attach_catalog(
     fmt = data_format(name)
     register(spark, catalog=catalog, format_name=fmt, filter_pushdown=filter_pushdown)
     spark.dataSource.register(metadata_source(CatalogSettings.of_catalog(catalog), f"{fmt}_meta"))
-    bridge = CatalogBridge(catalog, name=name, data_format=fmt, metadata_format=f"{fmt}_meta")
+    bridge = CatalogBridge(
+        catalog, name=name, data_format=fmt, metadata_format=f"{fmt}_meta", spark=spark
+    )
     _start_callback_server(spark)
     bridges.register(name, bridge)
     spark.conf.set(f"spark.sql.catalog.{name}", CATALOG_CLASS)

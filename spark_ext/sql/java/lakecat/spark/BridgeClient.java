@@ -3,6 +3,7 @@ package lakecat.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.spark.sql.AnalysisException;
 import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
@@ -11,7 +12,8 @@ import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
 
 /**
  * Calls the Python bridge of one catalog and turns its typed errors into Spark's exceptions
- * (the Python side classifies them; nothing here inspects messages).
+ * (the Python side classifies them; nothing here inspects messages): Spark's own for what Spark
+ * gives a meaning (no such table, already exists, ...), else a {@link LakecatException}.
  */
 final class BridgeClient {
   static final ObjectMapper JSON = new ObjectMapper();
@@ -42,12 +44,38 @@ final class BridgeClient {
     throw sneaky(toException(error));
   }
 
+  /**
+   * A failure of Spark's Python data source (a lakecat data source's writer or commit raised in a
+   * Python worker, and Spark reports the worker's traceback as {@code PYTHON_DATA_SOURCE_ERROR}):
+   * as a {@link LakecatException} when the Python side finds a lakecat error in it, else the
+   * failure itself. The caller throws the result.
+   */
+  Exception translate(Exception failure) {
+    if (!(failure instanceof AnalysisException)
+        || !PYTHON_DATA_SOURCE_ERROR.equals(((AnalysisException) failure).getCondition())) {
+      return failure;
+    }
+    String text = ((AnalysisException) failure).getMessageParameters().get("msg");
+    ObjectNode args = args();
+    args.put("text", text == null ? "" : text);
+    JsonNode error = call("python_error", args);
+    if (error == null || error.isNull()) {
+      return failure;
+    }
+    return lakecatException(error, failure);
+  }
+
+  static final String PYTHON_DATA_SOURCE_ERROR = "PYTHON_DATA_SOURCE_ERROR";
+
+  /** Rethrows an exception that a method does not declare (Spark's are checked in Java). */
+  static RuntimeException rethrow(Exception e) {
+    throw sneaky(e);
+  }
+
   private static Exception toException(JsonNode error) {
-    String kind = error.path("kind").asText();
-    String message = "lakecat " + error.path("type").asText() + ": " + error.path("message").asText();
     // The name the error is about: a namespace, or a table's namespace and name.
     String[] parts = Names.strings(error.path("parts"));
-    switch (kind) {
+    switch (error.path("kind").asText()) {
       case "no_such_table":
         return new NoSuchTableException(Names.identifier(parts));
       case "table_exists":
@@ -57,14 +85,23 @@ final class BridgeClient {
       case "namespace_exists":
         return new NamespaceAlreadyExistsException(parts);
       case "namespace_not_empty":
-        return new NonEmptyNamespaceException(parts, message, scala.Option.empty());
-      case "invalid":
-        return new IllegalArgumentException(message);
-      case "unsupported":
-        return new UnsupportedOperationException(message);
+        return new NonEmptyNamespaceException(parts, message(error), scala.Option.empty());
       default:
-        return new IllegalStateException(message);
+        return lakecatException(error, null);
     }
+  }
+
+  private static LakecatException lakecatException(JsonNode error, Throwable cause) {
+    return new LakecatException(
+        error.path("type").asText(),
+        error.path("class").asText(),
+        error.path("message").asText(),
+        error.path("attributes").toString(),
+        cause);
+  }
+
+  private static String message(JsonNode error) {
+    return "lakecat " + error.path("type").asText() + ": " + error.path("message").asText();
   }
 
   /** Rethrows a checked Spark exception from methods that declare only some of them. */

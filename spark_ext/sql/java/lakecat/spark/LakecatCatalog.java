@@ -5,10 +5,12 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Map;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
+import org.apache.spark.sql.connector.catalog.ProcedureCatalog;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
 import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
@@ -16,9 +18,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * A Spark catalog ({@code spark.sql.catalog.<name>=lakecat.spark.LakecatCatalog}) whose every
  * operation is answered by lakecat's Python catalog through the bridge attached under the same
- * name. Tables read and write through lakecat's Python data source.
+ * name. Tables read and write through lakecat's Python data source. Procedures ({@code CALL
+ * <catalog>.system.<name>(...)}) are described and run by the Python side too.
  */
-public class LakecatCatalog implements TableCatalog, SupportsNamespaces {
+public class LakecatCatalog implements TableCatalog, SupportsNamespaces, ProcedureCatalog {
   private String name;
   private BridgeClient bridge;
 
@@ -152,6 +155,22 @@ public class LakecatCatalog implements TableCatalog, SupportsNamespaces {
     args.set("to_namespace", Names.array(to.namespace()));
     args.put("to_name", to.name());
     bridge.call("rename_table", args);
+  }
+
+  // ---- procedures ------------------------------------------------------------------------
+  @Override
+  public UnboundProcedure loadProcedure(Identifier ident) {
+    return new LakecatProcedure(bridge, bridge.call("load_procedure", Names.put(bridge.args(), ident)));
+  }
+
+  @Override
+  public Identifier[] listProcedures(String[] namespace) {
+    JsonNode result = bridge.call("list_procedures", namespaceArgs(namespace));
+    Identifier[] out = new Identifier[result.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = Names.identifier(Names.strings(result.get(i)));
+    }
+    return out;
   }
 
   private Table table(JsonNode descriptor) {

@@ -117,6 +117,11 @@ final class LakecatTable implements Table, SupportsRead, SupportsWrite, Supports
         this, (SupportsWrite) delegate(), info, Names.map(descriptor.get("write_options")));
   }
 
+  /** A failure of the Python data source, as a lakecat error when it is one. */
+  Exception translate(Exception failure) {
+    return bridge.translate(failure);
+  }
+
   Map<String, String> dynamicOverwriteOptions() {
     return Names.map(descriptor.get("dynamic_overwrite_options"));
   }

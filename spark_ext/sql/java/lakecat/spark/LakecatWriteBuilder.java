@@ -72,7 +72,7 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
     if (overwrite) {
       builder = ((SupportsTruncate) builder).truncate(); // the Python writer's overwrite=True
     }
-    return builder.build();
+    return new LakecatWrite(table, builder.build());
   }
 
   /** The write command's info with the table's options added. */

@@ -14,10 +14,22 @@ import org.apache.spark.sql.connector.expressions.GeneralScalarExpression;
 import org.apache.spark.sql.connector.expressions.Literal;
 import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.catalyst.util.MapData;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.MapType;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * Spark's catalog values (partition transforms, filter predicates, table and namespace changes)
- * as plain JSON trees for the Python side, which gives them their meaning. Nothing here knows
+ * Spark's catalog values (partition transforms, filter predicates, table and namespace changes,
+ * procedure arguments and result rows) as plain JSON trees for the Python side, which gives them their meaning. Nothing here knows
  * lakecat's formats: each value is written field by field as Spark defines it.
  */
 final class SparkJson {
@@ -156,5 +168,62 @@ final class SparkJson {
       }
     }
     return out;
+  }
+
+  // ---- procedure arguments and results ---------------------------------------------------
+  /** A procedure argument (Catalyst's internal value) as JSON: timestamps in microseconds. */
+  static JsonNode value(Object value, DataType type) {
+    if (value == null) {
+      return BridgeClient.JSON.nullNode();
+    }
+    if (type instanceof MapType) {
+      MapData map = (MapData) value;
+      MapType mapType = (MapType) type;
+      ObjectNode out = BridgeClient.JSON.createObjectNode();
+      ArrayData keys = map.keyArray();
+      ArrayData values = map.valueArray();
+      for (int i = 0; i < map.numElements(); i++) {
+        Object v = values.isNullAt(i) ? null : values.get(i, mapType.valueType());
+        out.set(keys.get(i, mapType.keyType()).toString(), value(v, mapType.valueType()));
+      }
+      return out;
+    }
+    if (type instanceof ArrayType) {
+      ArrayData array = (ArrayData) value;
+      DataType element = ((ArrayType) type).elementType();
+      ArrayNode out = BridgeClient.JSON.createArrayNode();
+      for (int i = 0; i < array.numElements(); i++) {
+        out.add(value(array.isNullAt(i) ? null : array.get(i, element), element));
+      }
+      return out;
+    }
+    if (value instanceof Boolean) {
+      return BridgeClient.JSON.getNodeFactory().booleanNode((Boolean) value);
+    }
+    if (value instanceof Number) { // integers, longs, and timestamps (micros)
+      return BridgeClient.JSON.getNodeFactory().numberNode(((Number) value).longValue());
+    }
+    return BridgeClient.JSON.getNodeFactory().textNode(value.toString()); // UTF8String
+  }
+
+  /** A result row (a JSON array in the schema's order) as Catalyst's internal row. */
+  static InternalRow row(JsonNode values, StructType schema) {
+    Object[] out = new Object[schema.fields().length];
+    for (int i = 0; i < out.length; i++) {
+      JsonNode v = values.get(i);
+      DataType type = schema.fields()[i].dataType();
+      if (v == null || v.isNull()) {
+        out[i] = null;
+      } else if (type instanceof LongType) {
+        out[i] = v.asLong();
+      } else if (type instanceof IntegerType) {
+        out[i] = v.asInt();
+      } else if (type instanceof BooleanType) {
+        out[i] = v.asBoolean();
+      } else {
+        out[i] = UTF8String.fromString(v.asText());
+      }
+    }
+    return new GenericInternalRow(out);
   }
 }

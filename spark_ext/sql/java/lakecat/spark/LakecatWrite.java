@@ -1,0 +1,115 @@
+package lakecat.spark;
+
+import org.apache.spark.sql.connector.metric.CustomMetric;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.connector.write.WriteSummary;
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
+
+/**
+ * The Python data source's write, unchanged, except that a lakecat error its Python writer raises
+ * on the driver (planning the write, committing it) reaches the user as a {@link
+ * LakecatException} ({@code lakecat ConcurrentAppend: ...}) instead of Spark's {@code
+ * PYTHON_DATA_SOURCE_ERROR} with the Python traceback in its first line.
+ */
+final class LakecatWrite implements Write {
+  private final LakecatTable table;
+  private final Write delegate;
+
+  LakecatWrite(LakecatTable table, Write delegate) {
+    this.table = table;
+    this.delegate = delegate;
+  }
+
+  @Override
+  public String description() {
+    return delegate.description();
+  }
+
+  @Override
+  public BatchWrite toBatch() {
+    try {
+      return new Batch(delegate.toBatch());
+    } catch (Exception e) {
+      throw BridgeClient.rethrow(table.translate(e));
+    }
+  }
+
+  @Override
+  public StreamingWrite toStreaming() {
+    return delegate.toStreaming();
+  }
+
+  @Override
+  public CustomMetric[] supportedCustomMetrics() {
+    return delegate.supportedCustomMetrics();
+  }
+
+  @Override
+  public CustomTaskMetric[] reportDriverMetrics() {
+    return delegate.reportDriverMetrics();
+  }
+
+  @Override
+  public String toString() {
+    return delegate.toString();
+  }
+
+  private final class Batch implements BatchWrite {
+    private final BatchWrite batch;
+
+    Batch(BatchWrite batch) {
+      this.batch = batch;
+    }
+
+    @Override
+    public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+      try {
+        return batch.createBatchWriterFactory(info);
+      } catch (Exception e) {
+        throw BridgeClient.rethrow(table.translate(e));
+      }
+    }
+
+    @Override
+    public boolean useCommitCoordinator() {
+      return batch.useCommitCoordinator();
+    }
+
+    @Override
+    public void onDataWriterCommit(WriterCommitMessage message) {
+      batch.onDataWriterCommit(message);
+    }
+
+    @Override
+    public void commit(WriterCommitMessage[] messages) {
+      try {
+        batch.commit(messages);
+      } catch (Exception e) {
+        throw BridgeClient.rethrow(table.translate(e));
+      }
+    }
+
+    @Override
+    public void commit(WriterCommitMessage[] messages, WriteSummary summary) {
+      try {
+        batch.commit(messages, summary);
+      } catch (Exception e) {
+        throw BridgeClient.rethrow(table.translate(e));
+      }
+    }
+
+    @Override
+    public void abort(WriterCommitMessage[] messages) {
+      try {
+        batch.abort(messages);
+      } catch (Exception e) {
+        throw BridgeClient.rethrow(table.translate(e));
+      }
+    }
+  }
+}
