@@ -34,6 +34,7 @@ from pyspark.sql import types as st
 
 from lakecat.metadata.errors import SchemaMismatch
 from lakecat.metadata.schema import (
+    LINEAGE_COLUMNS,
     BinaryType,
     BooleanType,
     DateType,
@@ -112,9 +113,19 @@ def spark_field(f: NestedField, path: str) -> st.StructField:
     return st.StructField(f.name, spark_type(f.field_type, path), nullable=not f.required)
 
 
-def spark_schema(schema: Schema, *, metadata_columns: bool = False) -> st.StructType:
-    """The Spark schema of an Iceberg schema, with the metadata columns when asked."""
+def spark_schema(
+    schema: Schema, *, metadata_columns: bool = False, row_lineage: bool = False
+) -> st.StructType:
+    """The Spark schema of an Iceberg schema, with the row lineage columns (``_row_id``,
+    ``_last_updated_sequence_number``; null before format v3) and the metadata columns when
+    asked."""
     fields = [spark_field(f, f.name) for f in schema.fields]
+    if row_lineage:
+        fields += [
+            st.StructField(f.name, st.LongType(), nullable=True)
+            for f in LINEAGE_COLUMNS.values()
+            if f.name not in schema.column_names
+        ]
     if metadata_columns:
         fields += [
             st.StructField(FILE_COLUMN, st.StringType(), nullable=False),
@@ -125,7 +136,9 @@ def spark_schema(schema: Schema, *, metadata_columns: bool = False) -> st.Struct
 
 def project(schema: Schema, requested: st.StructType) -> tuple[Schema, bool]:
     """The table columns a Spark schema asks for (a user-given schema projects), and whether
-    it asks for the metadata columns.
+    it asks for the metadata columns. The row lineage columns (``_row_id``,
+    ``_last_updated_sequence_number``) resolve to their reserved fields unless the table has a
+    column of that name.
 
     Names resolve exactly, then case-insensitively. A requested column whose type differs from
     the table column's Spark type raises :class:`SchemaMismatch`.
@@ -138,7 +151,7 @@ def project(schema: Schema, requested: st.StructType) -> tuple[Schema, bool]:
             wants_metadata = True
             continue
         found = next((f for f in schema.fields if f.name == field.name), None)
-        found = found or by_lower.get(field.name.lower())
+        found = found or by_lower.get(field.name.lower()) or LINEAGE_COLUMNS.get(field.name)
         if found is None:
             raise SchemaMismatch(
                 f"column {field.name!r} is not in the table (columns: "

@@ -4,7 +4,8 @@ change: :mod:`lakecat.metadata.table.schema_evolution`.)
 
 * :mod:`.types`: the types; :mod:`.schema`: :class:`Schema`, lookups by id, full name and path;
 * :mod:`.conversions`: value serializations of the spec (Appendix D);
-* :mod:`.arrow`: Arrow schemas with ``PARQUET:field_id``, conforming data to a schema.
+* :mod:`.arrow`: Arrow schemas with ``PARQUET:field_id``, conforming data to a schema;
+* :mod:`.lineage`: the row lineage columns of format v3 (``_row_id``, ...).
 """
 
 from lakecat.metadata.schema.arrow import (
@@ -18,6 +19,13 @@ from lakecat.metadata.schema.conversions import (
     INT_MIN,
     MICROS_PER_DAY,
     MICROS_PER_HOUR,
+)
+from lakecat.metadata.schema.lineage import (
+    LAST_UPDATED_SEQUENCE_NUMBER,
+    LINEAGE_COLUMNS,
+    ROW_ID,
+    fill_lineage,
+    with_lineage,
 )
 from lakecat.metadata.schema.schema import (
     Schema,
@@ -47,8 +55,11 @@ from lakecat.metadata.schema.types import (
 
 __all__ = [
     "INT_MIN",
+    "LAST_UPDATED_SEQUENCE_NUMBER",
+    "LINEAGE_COLUMNS",
     "MICROS_PER_DAY",
     "MICROS_PER_HOUR",
+    "ROW_ID",
     "BinaryType",
     "BooleanType",
     "DateType",
@@ -72,7 +83,9 @@ __all__ = [
     "UUIDType",
     "arrow_to_schema",
     "conform_to_schema",
+    "fill_lineage",
     "list_parts",
     "map_parts",
     "schema_to_arrow",
+    "with_lineage",
 ]

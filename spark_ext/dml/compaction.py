@@ -85,7 +85,13 @@ def compact(
         )
         if start is None or not groups:
             return _result(len(groups), [], [])
-        rows = read_files(spark, target, [list(g.files) for g in groups], metadata_columns=False)
+        rows = read_files(
+            spark,
+            target,
+            [list(g.files) for g in groups],
+            metadata_columns=False,
+            row_lineage=target.row_lineage,
+        )
         staged = stage_write_by_task(target, rows, target_file_size=target_size)
         new_files: list[list[DataFile]] = [[] for _ in groups]
         for task, files in staged:  # one Spark task per group, in order
@@ -113,6 +119,7 @@ def _commit(
             starting_snapshot_id=starting_snapshot_id,
             added_files=tuple(added),
             removed_files=tuple(f for g in batch_groups for f in g.files),
+            keeps_row_lineage=True,  # the rows are copied with their lineage (read_files)
         )
         try:
             result = target.table.commit_intent(intent)  # a conflict deletes `added`

@@ -39,7 +39,15 @@ from lakecat.metadata.expressions import (
     and_,
     bind,
 )
-from lakecat.metadata.schema import NestedField, Schema, TimestamptzType
+from lakecat.metadata.schema import (
+    LAST_UPDATED_SEQUENCE_NUMBER,
+    NestedField,
+    Schema,
+    TimestamptzType,
+)
+from lakecat.metadata.schema import (
+    ROW_ID as ROW_ID_FIELD,
+)
 from lakecat.spark_ext.source.filters import comparable
 from lakecat.spark_ext.types import FILE_COLUMN, POS_COLUMN
 
@@ -48,6 +56,8 @@ MAX_IN_VALUES = 1000
 
 _ACTION = "__lakecat_action"
 _SOURCE_MARK = "__lakecat_source"
+ROW_ID = ROW_ID_FIELD.name
+LAST_UPDATED = LAST_UPDATED_SEQUENCE_NUMBER.name
 _EQUALITY = re.compile(
     r"^\s*`?(\w+)`?\s*\.\s*`?(\w+)`?\s*(?:=|==|<=>)\s*`?(\w+)`?\s*\.\s*`?(\w+)`?\s*$"
 )
@@ -173,9 +183,13 @@ def merge_rows(
     schema: Schema,
     *,
     merge_on_read: bool = False,
+    row_lineage: bool = False,
 ) -> MergePlan:
     """The changed files and the rows to write (see the module docstring); with
-    ``merge_on_read``, also the positions of the changed rows."""
+    ``merge_on_read``, also the positions of the changed rows; with ``row_lineage`` (``rows``
+    carry ``_row_id`` and ``_last_updated_sequence_number``: a v3 table), the rows written
+    carry them too: kept and updated rows keep their ``_row_id``, updated and inserted rows
+    get a null sequence number (the commit's), inserted rows a null ``_row_id`` (a new one)."""
     t, s = clauses.target_alias, clauses.source_alias
     columns = [f.name for f in schema.fields]
     marked = source.withColumn(_SOURCE_MARK, F.lit(True)).alias(s)
@@ -185,7 +199,8 @@ def merge_rows(
             return MergePlan(set(), None, False)
         insert_when = _condition(clauses.insert_condition)
         out = marked.where(insert_when).select(
-            *[(F.expr(inserts[c]) if c in inserts else F.lit(None)).alias(c) for c in columns]
+            *[(F.expr(inserts[c]) if c in inserts else F.lit(None)).alias(c) for c in columns],
+            *(_new_lineage() if row_lineage else []),
         )
         return MergePlan(set(), out, True)
 
@@ -241,8 +256,13 @@ def merge_rows(
         keep = F.col(_ACTION) == "U"  # the new versions; the old ones are deleted by position
     else:
         keep = F.col(f"{t}.{FILE_COLUMN}").isin(sorted(changed)) & F.col(_ACTION).isin("U", "K")
+    lineage = (
+        kept_lineage(F.col(_ACTION) != "K", F.col(f"{t}.{ROW_ID}"), F.col(f"{t}.{LAST_UPDATED}"))
+        if row_lineage
+        else []
+    )
     out = joined.where(keep | (F.col(_ACTION) == "I")).select(
-        *[_output_column(c, updates, inserts, t) for c in columns]
+        *[_output_column(c, updates, inserts, t) for c in columns], *lineage
     )
     return MergePlan(changed, out, True, joined, positions)
 
@@ -259,6 +279,25 @@ def _output_column(
         .otherwise(current)
         .alias(column)
     )
+
+
+def kept_lineage(
+    changed: Column, row_id: Column | None = None, sequence_number: Column | None = None
+) -> list[Column]:
+    """The row lineage columns of rows a rewrite writes (format v3): every row keeps its
+    ``_row_id`` (an inserted row has none: null, assigned at commit), and a ``changed`` row
+    gets a null ``_last_updated_sequence_number`` (it takes the committing snapshot's)."""
+    row_id = F.col(ROW_ID) if row_id is None else row_id
+    sequence_number = F.col(LAST_UPDATED) if sequence_number is None else sequence_number
+    return [
+        row_id.alias(ROW_ID),
+        F.when(changed, F.lit(None).cast("long")).otherwise(sequence_number).alias(LAST_UPDATED),
+    ]
+
+
+def _new_lineage() -> list[Column]:
+    """The row lineage columns of inserted rows: both null (assigned at commit)."""
+    return [F.lit(None).cast("long").alias(name) for name in (ROW_ID, LAST_UPDATED)]
 
 
 def _condition(text: str | None) -> Column:

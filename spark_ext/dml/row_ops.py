@@ -67,6 +67,7 @@ from lakecat.metadata.manifests import DataFile
 from lakecat.spark_ext.dml.merge_plan import (
     MergeClauses,
     MergePlan,
+    kept_lineage,
     key_filter,
     merge_rows,
     resolve_columns,
@@ -121,7 +122,7 @@ def delete(
         touched = _files_with_matches(spark, target, partial, condition)
         added: list[DataFile] = []
         if touched:
-            rows = read_files(spark, target, touched)
+            rows = read_files(spark, target, touched, row_lineage=target.row_lineage)
             kept = rows.where(~F.coalesce(F.expr(condition), F.lit(False)))
             added = stage_write(target, kept.drop(*METADATA_COLUMNS))
         removed = [*whole, *touched]
@@ -166,7 +167,7 @@ def update(
             touched = _files_with_matches(spark, target, candidates, condition)
         added: list[DataFile] = []
         if touched:
-            rows = read_files(spark, target, touched).withColumn(
+            rows = read_files(spark, target, touched, row_lineage=target.row_lineage).withColumn(
                 _MATCH, F.coalesce(F.expr(condition), F.lit(False))
             )
             if mor:  # only the new versions; the old ones are deleted by position
@@ -177,7 +178,8 @@ def update(
                     if c in assignments
                     else F.col(c)
                     for c in columns
-                ]
+                ],
+                *(kept_lineage(F.col(_MATCH)) if target.row_lineage else []),
             )
             try:
                 added = stage_write(target, out)
@@ -254,8 +256,11 @@ def merge(
         scanned = _candidates(planned, expression)
         candidates = list(scanned.files)
         mor = merge_on_read(planned.metadata, OpKind.MERGE)
-        rows = read_files(spark, planned, candidates) if candidates else None
-        plan = merge_rows(spark, rows, source, on, clauses, schema, merge_on_read=mor)
+        lineage = planned.row_lineage
+        rows = read_files(spark, planned, candidates, row_lineage=lineage) if candidates else None
+        plan = merge_rows(
+            spark, rows, source, on, clauses, schema, merge_on_read=mor, row_lineage=lineage
+        )
         try:
             touched = [f for f in candidates if f.file_path in plan.changed_files]
             added = stage_write(planned, plan.output) if plan.writes_anything else []
@@ -430,6 +435,8 @@ def _commit(
             read_files=tuple(f.file_path for f in read),
             read_filter=expression,
             isolation=isolation_level(target.metadata, isolation_key),
+            # rows copied to new files carry their lineage (read_files / stage_write)
+            keeps_row_lineage=True,
         )
     except BaseException:
         delete_files(target.io, [f.file_path for f in added])

@@ -28,7 +28,8 @@ logged):
   checks on boolean, integer, decimal, date, timestamp, string and binary columns, NaN and
   null checks on float and double columns (other comparisons of floats differ from Spark on
   NaN);
-* no ``metadata-columns`` or ``files`` options (driver-side operations use the data source).
+* no ``metadata-columns``, ``row-lineage`` or ``files`` options (driver-side operations use
+  the data source).
 
 Position deletes and deletion vectors keep a read native: lakecat reads them on the driver
 into (file, position) rows and the DataFrame drops the rows whose ``_metadata.file_path`` and
@@ -169,6 +170,8 @@ def plan_native_read(view: ReadView, io: FileIO) -> NativeReadPlan:
     options = view.options
     if options.metadata_columns:
         raise NotNative("the metadata columns _file and _pos come from the data source")
+    if options.row_lineage:
+        raise NotNative("the row lineage columns come from the data source")
     if options.files is not None:
         raise NotNative("the files option is for driver-side operations")
     check_readable(view.schema)

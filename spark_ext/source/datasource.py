@@ -45,6 +45,7 @@ from lakecat.catalog import Catalog
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions import AlwaysTrue, Expression, and_
 from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.schema import LINEAGE_COLUMNS
 from lakecat.metadata.table import read_metadata
 from lakecat.spark_ext.settings import (
     DEFAULT_FORMAT,
@@ -61,17 +62,22 @@ from lakecat.spark_ext.source.write_jobs import WriteJob, plan_write
 from lakecat.spark_ext.types import project, spark_schema
 
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+_LINEAGE_IDS = frozenset(f.field_id for f in LINEAGE_COLUMNS.values())
 
 
 class FileGroup(InputPartition):
-    """One input partition: data files read by one Spark task, and the delete files that
-    apply to them (by data file path)."""
+    """One input partition: data files read by one Spark task, the delete files that apply
+    to them and, for row lineage, their data sequence numbers (both by data file path)."""
 
     def __init__(
-        self, files: Sequence[DataFile], deletes: Mapping[str, tuple[DataFile, ...]] | None = None
+        self,
+        files: Sequence[DataFile],
+        deletes: Mapping[str, tuple[DataFile, ...]] | None = None,
+        sequence_numbers: Mapping[str, int] | None = None,
     ) -> None:
         self.files = tuple(files)
         self.deletes = dict(deletes or {})
+        self.sequence_numbers = dict(sequence_numbers or {})
 
     def __repr__(self) -> str:
         return f"FileGroup({len(self.files)} files)"
@@ -114,7 +120,11 @@ class LakecatDataSource(DataSource):
 
     def schema(self) -> StructType:
         view = self._view()
-        return spark_schema(view.schema, metadata_columns=view.options.metadata_columns)
+        return spark_schema(
+            view.schema,
+            metadata_columns=view.options.metadata_columns,
+            row_lineage=view.options.row_lineage,
+        )
 
     def reader(self, schema: StructType) -> DataSourceReader:
         reader_class = PushdownReader if type(self).filter_pushdown else LakecatReader
@@ -172,16 +182,27 @@ class LakecatReader(DataSourceReader):
         self.applied: list[Expression] = []
         self.pruning: list[Expression] = []
 
+    @property
+    def row_lineage(self) -> bool:
+        """Whether the read asks for a row lineage column."""
+        return any(f.field_id in _LINEAGE_IDS for f in self.projected.fields)
+
     def partitions(self) -> list[InputPartition]:
-        plan = plan_files(self.io, self.view, [*self.applied, *self.pruning])
+        filters = [*self.applied, *self.pruning]
+        plan = plan_files(self.io, self.view, filters, row_lineage=self.row_lineage)
         groups = groups_of(self.view, plan, parallelism=self.parallelism)
-        return [FileGroup(group, plan.deletes_of(group)) for group in groups]
+        return [
+            FileGroup(group, plan.deletes_of(group), plan.sequence_numbers_of(group))
+            for group in groups
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, FileGroup):  # Spark's placeholder for "no partitions"
             return iter(())
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
-        return self.file_reader().read(partition.files, target, partition.deletes)
+        return self.file_reader().read(
+            partition.files, target, partition.deletes, partition.sequence_numbers
+        )
 
     def file_reader(self) -> FileReader:
         row_filter: Expression = and_(self.view.base_filter(), *self.applied)
@@ -193,6 +214,7 @@ class LakecatReader(DataSourceReader):
             row_filter=row_filter if self.applied or self.view.options.row_filter else AlwaysTrue(),
             metadata_columns=self.metadata_columns,
             schemas=self.view.metadata.schemas,
+            row_lineage=self.row_lineage and self.view.metadata.format_version >= 3,
         )
 
 

@@ -43,7 +43,7 @@ from lakecat.metadata.manifests import (
     read_manifest,
     read_manifest_list,
 )
-from lakecat.metadata.schema import Schema
+from lakecat.metadata.schema import LINEAGE_COLUMNS, Schema
 from lakecat.metadata.table import (
     APPEND,
     Snapshot,
@@ -67,6 +67,8 @@ FILTER = "filter"  # a lakecat filter string, applied like a pushed-down filter
 # Options used by row-level operations and compaction, which plan on the driver first:
 FILES = "files"  # JSON list of data file paths (read only these), or list of lists (the groups)
 METADATA_COLUMNS = "metadata-columns"  # "true": add the columns _file and _pos
+# "true": add the row lineage columns _row_id and _last_updated_sequence_number (format v3)
+ROW_LINEAGE = "row-lineage"
 METADATA_LOCATION = "metadata-location"  # read this metadata file instead of the catalog's
 
 # Table properties for split planning (Iceberg's names and defaults).
@@ -92,6 +94,7 @@ class ReadOptions:
     files: frozenset[str] | None = None
     file_groups: tuple[tuple[str, ...], ...] | None = None  # given groups, not packed
     metadata_columns: bool = False
+    row_lineage: bool = False
     metadata_location: str | None = None
 
     @staticmethod
@@ -114,6 +117,7 @@ class ReadOptions:
             files=files,
             file_groups=groups,
             metadata_columns=options.get(METADATA_COLUMNS, "false").strip().lower() == "true",
+            row_lineage=options.get(ROW_LINEAGE, "false").strip().lower() == "true",
             metadata_location=options.get(METADATA_LOCATION) or None,
         )
         read.validate()
@@ -234,6 +238,8 @@ class FilePlan:
     files: tuple[DataFile, ...]
     files_total: int
     deletes: Mapping[str, tuple[DataFile, ...]] = field(default_factory=dict)
+    # data sequence numbers by data file path, when planned for row lineage
+    sequence_numbers: Mapping[str, int] = field(default_factory=dict)
 
     def deletes_of(self, files: Iterable[DataFile]) -> dict[str, tuple[DataFile, ...]]:
         """The delete files of ``files`` (those that have any)."""
@@ -241,10 +247,23 @@ class FilePlan:
             f.file_path: self.deletes[f.file_path] for f in files if f.file_path in self.deletes
         }
 
+    def sequence_numbers_of(self, files: Iterable[DataFile]) -> dict[str, int]:
+        """The data sequence numbers of ``files`` (those planned with one)."""
+        known = self.sequence_numbers
+        return {f.file_path: known[f.file_path] for f in files if f.file_path in known}
 
-def plan_files(io: FileIO, view: ReadView, filters: Sequence[Expression]) -> FilePlan:
+    def only(self, files: tuple[DataFile, ...]) -> FilePlan:
+        """This plan restricted to ``files``."""
+        return FilePlan(
+            files, self.files_total, self.deletes_of(files), self.sequence_numbers_of(files)
+        )
+
+
+def plan_files(
+    io: FileIO, view: ReadView, filters: Sequence[Expression], *, row_lineage: bool = False
+) -> FilePlan:
     """The data files of the read that may hold rows matching every filter, with their
-    delete files.
+    delete files (and, with ``row_lineage``, their data sequence numbers).
 
     An incremental read plans the data files that append snapshots added, as they were
     appended, as Iceberg Java's incremental append scan does (which applies no delete files
@@ -254,13 +273,16 @@ def plan_files(io: FileIO, view: ReadView, filters: Sequence[Expression]) -> Fil
     if view.options.incremental:
         plan = _appended_files(io, view, expression)
     else:
-        scan = Scan(io, view.metadata, view.snapshot, view.schema, row_filter=expression)
+        # asking the scan for the lineage columns makes it plan sequence numbers
+        lineage = list(LINEAGE_COLUMNS) if row_lineage else None
+        scan = Scan(
+            io, view.metadata, view.snapshot, view.schema, row_filter=expression, columns=lineage
+        )
         found = scan.plan()
-        plan = FilePlan(found.files, found.files_total, found.deletes)
+        plan = FilePlan(found.files, found.files_total, found.deletes, found.sequence_numbers)
     wanted = view.options.files
     if wanted is not None:
-        files = tuple(f for f in plan.files if f.file_path in wanted)
-        plan = FilePlan(files, plan.files_total, plan.deletes_of(files))
+        plan = plan.only(tuple(f for f in plan.files if f.file_path in wanted))
     return plan
 
 
@@ -277,6 +299,7 @@ def _appended_files(io: FileIO, view: ReadView, expression: Expression) -> FileP
         spec_id: PartitionEvaluator(spec, view.schema, bound) for spec_id, spec in specs.items()
     }
     files: list[DataFile] = []
+    sequence_numbers: dict[str, int] = {}
     total = 0
     snapshots = ancestors_between(
         metadata, start_exclusive=view.options.start_snapshot_id, end_inclusive=end.snapshot_id
@@ -296,7 +319,9 @@ def _appended_files(io: FileIO, view: ReadView, expression: Expression) -> FileP
                 f = entry.data_file
                 if partitions[f.spec_id].eval(f.partition) and metrics.eval(f):
                     files.append(f)
-    return FilePlan(tuple(files), total)
+                    if entry.sequence_number is not None:
+                        sequence_numbers[f.file_path] = entry.sequence_number
+    return FilePlan(tuple(files), total, sequence_numbers=sequence_numbers)
 
 
 def split_sizes(view: ReadView) -> tuple[int, int]:

@@ -30,7 +30,12 @@ from lakecat.metadata.io import FileIO, join
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.table import Snapshot, TableMetadata
 from lakecat.spark_ext.settings import CatalogSettings, settings_from_session
-from lakecat.spark_ext.source.planning import FILES, METADATA_COLUMNS, METADATA_LOCATION
+from lakecat.spark_ext.source.planning import (
+    FILES,
+    METADATA_COLUMNS,
+    METADATA_LOCATION,
+    ROW_LINEAGE,
+)
 
 STAGE_TO = "stage-to"  # write option: hand the written files over here, do not commit
 TARGET_FILE_SIZE = "target-file-size-bytes"  # write option (Iceberg Spark's name)
@@ -89,6 +94,11 @@ class TargetTable:
     def head(self) -> Snapshot | None:
         return self.metadata.current_snapshot
 
+    @property
+    def row_lineage(self) -> bool:
+        """Whether rows copied from the table must keep their lineage (format v3)."""
+        return self.metadata.format_version >= 3
+
     def catalog_options(self) -> dict[str, str]:
         """The catalog of this operation, for the data source it reads and writes with."""
         return self.settings.as_options()
@@ -118,9 +128,12 @@ def read_files(
     files: Sequence[DataFile] | Sequence[Sequence[DataFile]],
     *,
     metadata_columns: bool = True,
+    row_lineage: bool = False,
 ) -> Any:
     """The rows of the given data files of the planned snapshot as a DataFrame; a list of
-    lists reads each inner list as one Spark partition, a flat list one file per partition."""
+    lists reads each inner list as one Spark partition, a flat list one file per partition.
+    ``row_lineage``: with the columns ``_row_id`` and ``_last_updated_sequence_number``
+    (format v3), which :func:`stage_write` writes back with the rows."""
     if files and not isinstance(files[0], DataFile):
         groups = [[f.file_path for f in group] for group in files]  # type: ignore[union-attr]
     else:
@@ -128,6 +141,8 @@ def read_files(
     reader = target.reader(spark).option(FILES, json.dumps(groups))
     if metadata_columns:
         reader = reader.option(METADATA_COLUMNS, "true")
+    if row_lineage:
+        reader = reader.option(ROW_LINEAGE, "true")
     return reader.load(target.name)
 
 

@@ -39,7 +39,13 @@ from lakecat.metadata.expressions import (
 from lakecat.metadata.io import ARROW_TO_PARQUET_RATIO, FileIO, iter_data_file_batches, join
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.partitioning import PartitionSpec
-from lakecat.metadata.schema import Schema
+from lakecat.metadata.schema import (
+    LINEAGE_COLUMNS,
+    Schema,
+    fill_lineage,
+    schema_to_arrow,
+    with_lineage,
+)
 from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.types import FILE_COLUMN, POS_COLUMN, from_spark_table, to_spark_batch
 
@@ -65,15 +71,20 @@ class FileReader:
     row_filter: Expression  # applied exactly; AlwaysTrue for none
     metadata_columns: bool = False
     schemas: tuple[Schema, ...] = ()  # the table's schemas (equality deletes may name old fields)
+    # assign the row lineage columns of ``projected`` (format v3); else they read as stored
+    row_lineage: bool = False
 
     def read(
         self,
         files: Iterable[DataFile],
         target: pa.Schema,
         deletes: Mapping[str, Sequence[DataFile]] | None = None,
+        sequence_numbers: Mapping[str, int] | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """The rows of ``files`` matching the filter, without the rows their ``deletes``
-        (delete files by data file path) delete."""
+        (delete files by data file path) delete; with ``row_lineage``, the lineage columns
+        assigned from each file's ``first_row_id`` and data sequence number (by path in
+        ``sequence_numbers``) as the spec says."""
         bound = None
         arrow_filter = None
         row_groups = None  # skips the row groups of multi-row-group files that cannot match
@@ -82,11 +93,13 @@ class FileReader:
             arrow_filter = to_arrow_filter(bound)
             row_groups = InclusiveMetricsEvaluator(self.table_schema, bound)
         deletes = deletes or {}
-        reader = DeleteReader(self.io, self.table_schema, self.schemas) if deletes else None
+        in_order = deletes or self.row_lineage  # rows read in order, with their positions
+        reader = DeleteReader(self.io, self.table_schema, self.schemas) if in_order else None
         for f in files:
             spec = self.specs.get(f.spec_id)
             applying = deletes.get(f.file_path, ())
-            if applying and reader is not None:
+            if (applying or self.row_lineage) and reader is not None:
+                wants_position = self.metadata_columns or self.row_lineage
                 batches = reader.read(
                     f,
                     applying,
@@ -94,10 +107,15 @@ class FileReader:
                     row_filter=bound,
                     spec=spec,
                     batch_size=READ_BATCH_ROWS,
-                    position_column=POS_COLUMN if self.metadata_columns else None,
+                    position_column=POS_COLUMN if wants_position else None,
                 )
+                sequence_number = (sequence_numbers or {}).get(f.file_path)
                 for batch in batches:
                     if batch.num_rows:
+                        if self.row_lineage:
+                            batch = _with_lineage(batch, f, sequence_number)
+                            if not self.metadata_columns:
+                                batch = batch.drop_columns([POS_COLUMN])
                         if self.metadata_columns:
                             batch = _with_file(batch, f.file_path)
                         yield to_spark_batch(batch, target)
@@ -119,6 +137,21 @@ class FileReader:
                     batch = _with_metadata(batch, f.file_path, position)
                     position += batch.num_rows
                 yield to_spark_batch(batch, target)
+
+
+def _with_lineage(
+    batch: pa.RecordBatch, f: DataFile, sequence_number: int | None
+) -> pa.RecordBatch:
+    """A batch of ``f`` that ends with its position column, with the nulls of its row lineage
+    columns assigned (spec, "Row Lineage")."""
+    positions = batch.column(POS_COLUMN)
+    filled = fill_lineage(
+        batch.drop_columns([POS_COLUMN]),
+        positions,
+        first_row_id=f.first_row_id,
+        sequence_number=sequence_number,
+    )
+    return filled.append_column(batch.schema.field(POS_COLUMN), positions)
 
 
 def _with_file(batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
@@ -219,9 +252,14 @@ def write_batches(
     *,
     journal: Journal | None = None,
     required_filter: Expression | None = None,
+    row_lineage: bool = False,
 ) -> list[DataFile]:
     """Write Spark's Arrow batches as data files of the table (partitioned by its default
     spec, split at its target file size, with column metrics and field ids).
+
+    ``row_lineage``: the batches may carry the row lineage columns (``_row_id``,
+    ``_last_updated_sequence_number``) of rows a driver-side operation copies from a format
+    v3 table; they are written with the rows (nulls: assigned at commit).
 
     The batches are cut into slices of about :data:`WRITE_BUFFER_BYTES`; a background thread
     writes one slice while the next one arrives from Spark (pyarrow encodes and compresses
@@ -231,7 +269,7 @@ def write_batches(
     inside its filter), else :class:`ValidationError`. On any failure every file this call
     wrote, and its journal entries, are deleted before the error propagates.
     """
-    writer = _SliceWriter(io, metadata, journal, required_filter)
+    writer = _SliceWriter(io, metadata, journal, required_filter, row_lineage)
     pending: Future[None] | None = None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakecat-write") as pool:
         try:
@@ -259,11 +297,13 @@ class _SliceWriter:
         metadata: TableMetadata,
         journal: Journal | None,
         required_filter: Expression | None,
+        row_lineage: bool = False,
     ) -> None:
         self.io = io
         self.metadata = metadata
         self.schema = metadata.schema()
         self.journal = journal
+        self.lineage = [f.name for f in LINEAGE_COLUMNS.values()] if row_lineage else []
         self.check: tuple[pc.Expression, Expression] | None = None
         if required_filter is not None and not isinstance(required_filter, AlwaysTrue):
             self.check = (to_arrow_filter(bind(self.schema, required_filter)), required_filter)
@@ -271,7 +311,19 @@ class _SliceWriter:
         self.entries: list[str] = []
 
     def write(self, table: pa.Table) -> None:
-        conformed = conform(self.metadata, from_spark_table(table, self.schema))
+        carried = [c for c in self.lineage if c in table.column_names]
+        rows = table.drop_columns(carried)
+        conformed = conform(self.metadata, from_spark_table(rows, self.schema))
+        if carried:  # conform keeps the rows' order: the lineage columns go back alongside
+            (part,) = conformed
+            lineage = [  # both, a missing one null
+                table.column(name).cast(pa.int64())
+                if name in carried
+                else pa.chunked_array([pa.nulls(table.num_rows, pa.int64())])
+                for name in self.lineage
+            ]
+            arrow = schema_to_arrow(with_lineage(self.schema))
+            conformed = [pa.Table.from_arrays([*part.columns, *lineage], schema=arrow)]
         if self.check is not None:
             _require_match(conformed, *self.check)
         new = write_files(self.io, self.metadata, conformed)

@@ -144,7 +144,13 @@ class WriteJob:
             }
             metadata = replace(metadata, properties=props)
         files = write_batches(
-            self.io, metadata, batches, journal=self.journal, required_filter=required
+            self.io,
+            metadata,
+            batches,
+            journal=self.journal,
+            required_filter=required,
+            # only a driver-side operation's staged rows are copies that keep their lineage
+            row_lineage=self.stage_to is not None and metadata.format_version >= 3,
         )
         context = TaskContext.get()
         task = context.partitionId() if context is not None else -1

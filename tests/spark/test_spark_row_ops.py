@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from lakecat.catalog import Catalog, Table
-from lakecat.metadata.errors import CommitConflict, UnsupportedFeature, ValidationError
+from lakecat.metadata.errors import CommitConflict, ValidationError
 from lakecat.spark_ext import delete, merge, update
 
 pytestmark = pytest.mark.spark
@@ -107,7 +107,7 @@ def test_merge_on_read_delete_and_update_write_position_deletes_and_keep_the_fil
     assert ids == sorted(after)
 
 
-def test_on_a_v3_table_merge_on_read_writes_deletion_vectors_and_rewrites_are_refused(
+def test_on_a_v3_table_merge_on_read_writes_deletion_vectors_and_rows_keep_their_ids(
     spark: Any, lake: Catalog
 ) -> None:
     t = lake.create_table(
@@ -138,11 +138,13 @@ def test_on_a_v3_table_merge_on_read_writes_deletion_vectors_and_rewrites_are_re
     lineage = {
         r["id"]: r["_row_id"] for r in t.scan(columns=["id", "_row_id"]).to_arrow().to_pylist()
     }
-    assert all(lineage[i] == before[i] for i in lineage if i != 15)  # rows that stayed
+    assert all(lineage[i] == before[i] for i in lineage)  # the updated row's new version too
     t.set_properties({"write.delete.mode": "copy-on-write"})
-    with pytest.raises(UnsupportedFeature, match="row lineage"):
-        delete(spark, "db.v3", "id = 5")  # Spark would copy rows without their lineage
-    assert contents(t) == after
+    delete(spark, "db.v3", "id = 5")  # copy-on-write: the copied rows keep their lineage
+    del after[5]
+    assert contents(t.refresh()) == after
+    kept = {r["id"]: r["_row_id"] for r in t.scan(columns=["id", "_row_id"]).to_arrow().to_pylist()}
+    assert kept == {i: before[i] for i in after}
 
 
 @pytest.mark.parametrize("version", ["2", "3"])
