@@ -180,7 +180,7 @@ def check_delete_delete(intent: Intent, commit: ConcurrentCommit) -> None:
 
 def check_delete_read(intent: Intent, commit: ConcurrentCommit) -> None:
     if commit.operation == REPLACE and intent.rebases_on_compaction:
-        return  # the same rows in other files: the commit re-targets its deletes by row id
+        return  # the same rows in other files: the commit re-targets its deletes onto them
     overlap = frozenset(intent.read_files) & commit.removed_paths
     if not overlap:
         return

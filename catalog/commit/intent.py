@@ -131,10 +131,12 @@ class Intent:
 
     @property
     def rebases_on_compaction(self) -> bool:
-        """A merge-on-read change of a v3 table (it deletes rows by deletion vector and
-        removes no data file): a compaction that rewrote its files first does not fail it; its
-        deletes are re-targeted by row id (:mod:`lakecat.catalog.commit.retarget`)."""
-        return any(f.is_deletion_vector for f in self.added_files) and not any(
+        """A merge-on-read change (it deletes rows by position delete file or deletion vector
+        and removes no data file): a compaction that rewrote its files first does not fail
+        it; its deletes are re-targeted onto the compaction's files, by row id on a v3 table
+        (:mod:`lakecat.catalog.commit.retarget`), by the compaction's row-moves record on v2
+        (:mod:`lakecat.catalog.commit.moves`)."""
+        return any(f.content is Content.POSITION_DELETES for f in self.added_files) and not any(
             f.content is Content.DATA for f in self.removed_files
         )
 

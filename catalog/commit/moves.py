@@ -8,7 +8,13 @@ their row counts. :meth:`RowMoves.moved` turns deleted positions of an input fil
 rows' positions in the output files. The commit pipeline uses it when a concurrent commit added
 position deletes (or deletion vectors) for files the compaction removes: instead of failing, it
 writes those deletes again against the output files (:mod:`lakecat.catalog.commit.pipeline`).
-Pure: no IO.
+
+The other way round, a merge-on-read change of a format v2 table (no row ids) that loses the
+race to a compaction finds its rows in the compaction's output through the same record: the
+compaction writes its :class:`RowMoves` next to its metadata (:func:`write_row_moves`, a small
+Parquet file) and names it in its snapshot summary (:data:`ROW_MOVES_KEY`); the change's retry
+reads it (:func:`read_row_moves`) and writes its position deletes for the output files. The
+file lives as long as the compaction's snapshot (expiry and orphan removal know it).
 """
 
 from __future__ import annotations
@@ -19,6 +25,24 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakecat.metadata.errors import CorruptMetadata
+from lakecat.metadata.io.fileio import FileIO
+
+# The snapshot summary property naming a compaction's row-moves file.
+ROW_MOVES_KEY = "lakecat.row-moves"
+_INPUT, _OUTPUT = 0, 1
+_FILE_SCHEMA = pa.schema(
+    [
+        pa.field("kind", pa.int8(), nullable=False),  # 0: an input file, 1: an output file
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("run", pa.int32(), nullable=False),
+        # an input: its first row in the run; an output: its row count (outputs in run order)
+        pa.field("rows", pa.int64(), nullable=False),
+        pa.field("deleted", pa.list_(pa.int64())),  # an input's deleted positions
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -72,3 +96,73 @@ def _count_less(sorted_values: pa.Int64Array, positions: pa.Array) -> pa.Int64Ar
     """For each position, how many of ``sorted_values`` are smaller."""
     values = sorted_values.to_pylist()
     return pa.array([bisect.bisect_left(values, p) for p in positions.to_pylist()], pa.int64())
+
+
+# ---- the file ------------------------------------------------------------------------------
+def row_moves_table(moves: RowMoves) -> pa.Table:
+    """``moves`` as rows of the row-moves file (inputs, then each run's outputs in order)."""
+    kinds: list[int] = []
+    paths: list[str] = []
+    runs: list[int] = []
+    counts: list[int] = []
+    deleted: list[list[int] | None] = []
+    for path, moved in sorted(moves.inputs.items()):
+        kinds.append(_INPUT)
+        paths.append(path)
+        runs.append(moved.run)
+        counts.append(moved.offset)
+        deleted.append(moved.deleted.to_pylist())
+    for run, files in enumerate(moves.runs):
+        for path, count in files:
+            kinds.append(_OUTPUT)
+            paths.append(path)
+            runs.append(run)
+            counts.append(count)
+            deleted.append(None)
+    return pa.Table.from_arrays(
+        [
+            pa.array(kinds, pa.int8()),
+            pa.array(paths, pa.string()),
+            pa.array(runs, pa.int32()),
+            pa.array(counts, pa.int64()),
+            pa.array(deleted, pa.list_(pa.int64())),
+        ],
+        schema=_FILE_SCHEMA,
+    )
+
+
+def row_moves_of(table: pa.Table) -> RowMoves:
+    """The :class:`RowMoves` that :func:`row_moves_table` wrote; ``ValueError`` when the rows
+    do not make one."""
+    if not table.schema.equals(_FILE_SCHEMA, check_metadata=False):
+        raise ValueError(f"unexpected columns {table.schema.names}")
+    inputs: dict[str, MovedFile] = {}
+    runs: dict[int, list[tuple[str, int]]] = {}
+    for row in table.to_pylist():
+        if row["kind"] == _INPUT:
+            deleted = pa.array(row["deleted"] or [], pa.int64())
+            inputs[row["path"]] = MovedFile(row["run"], row["rows"], deleted)
+        elif row["kind"] == _OUTPUT:
+            runs.setdefault(row["run"], []).append((row["path"], row["rows"]))
+        else:
+            raise ValueError(f"unknown row kind {row['kind']}")
+    if sorted(runs) != list(range(len(runs))) or any(m.run not in runs for m in inputs.values()):
+        raise ValueError("an input names a run without output files")
+    return RowMoves(inputs, tuple(tuple(runs[r]) for r in range(len(runs))))
+
+
+def write_row_moves(io: FileIO, location: str, moves: RowMoves) -> None:
+    sink = pa.BufferOutputStream()
+    pq.write_table(row_moves_table(moves), sink, compression="zstd")
+    io.write(location, sink.getvalue().to_pybytes(), exclusive=True)
+
+
+def read_row_moves(io: FileIO, location: str) -> RowMoves:
+    """The record at ``location``; :class:`CorruptMetadata` naming it when it cannot be read
+    (a missing file raises the storage error)."""
+    data = io.read(location)
+    try:
+        table = pq.ParquetFile(pa.BufferReader(data), pre_buffer=False).read()
+        return row_moves_of(table)
+    except (pa.ArrowException, ValueError, KeyError, TypeError) as exc:
+        raise CorruptMetadata(f"row-moves file {location} is unreadable: {exc}") from exc

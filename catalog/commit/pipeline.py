@@ -92,7 +92,7 @@ from lakecat.catalog.commit.coordination.group import Batch, Waiter, drain, queu
 from lakecat.catalog.commit.coordination.lock import Hold, WaitHooks
 from lakecat.catalog.commit.coordination.protocol import TicketState
 from lakecat.catalog.commit.intent import Intent, OpKind
-from lakecat.catalog.commit.moves import RowMoves
+from lakecat.catalog.commit.moves import ROW_MOVES_KEY, RowMoves, read_row_moves
 from lakecat.catalog.commit.producer import NO_SWAP, DeleteSwap, SnapshotProducer, data_dir
 from lakecat.catalog.commit.retarget import retarget, row_ids
 from lakecat.catalog.interrupts import DeferredInterrupts
@@ -580,6 +580,8 @@ class _IntentCommit:
         self.window.validate(self.start or base, base)
         carried = self.window.carried_deletes(base)
         swap = self.window.merged_vectors(base)
+        if swap is NO_SWAP:
+            swap = self.window.moved_positions(base)
         extra = {ATTEMPTS_KEY: str(self.attempt), WAIT_MS_KEY: str(int(self.clock.waited_ms))}
         produced = self.producer.produce(
             base, attempt=self.attempt, extra_summary=extra, extra_files=carried, swap=swap
@@ -739,6 +741,7 @@ class _CommitWindow:
         self._last_carried: tuple[DataFile, ...] = ()
         self._swaps: dict[frozenset[tuple[str, int | None]], DeleteSwap] = {}
         self._last_swap: DeleteSwap = NO_SWAP
+        self._moves: dict[str, RowMoves | None] = {}  # row-moves records by location
         # every carried-over delete file and merged deletion vector written, any attempt
         self.written: list[str] = []
 
@@ -887,6 +890,112 @@ class _CommitWindow:
             )
         self._last_swap = swap
         return swap
+
+    def moved_positions(self, base: TableMetadata) -> DeleteSwap:
+        """For a merge-on-read change of a format v2 table (position delete files, no row
+        ids) whose data files a concurrent compaction replaced: position delete files for the
+        same rows in the compaction's output files, found through the row-moves record the
+        compaction committed (:mod:`lakecat.catalog.commit.moves`), in place of the intent's
+        own. :class:`ConcurrentDeleteRead` when the compaction left no record (a sorted one,
+        Spark's, another engine's); :class:`ConcurrentRowChange` for an UPDATE or MERGE whose
+        row another commit deleted meanwhile."""
+        intent = self.intent
+        ours: dict[str, DataFile] = {}
+        for f in intent.added_delete_files:
+            target = named_data_file(f)
+            if target is not None and not f.is_deletion_vector:
+                ours[target] = f
+        concurrent = self._concurrent(base) if ours else []
+        removed_by = {p: c for c in reversed(concurrent) for p in c.removed_paths}
+        compacted = sorted(t for t in ours if t in removed_by)
+        if not compacted:
+            return NO_SWAP
+        key = frozenset((f"compacted:{t}", removed_by[t].snapshot_id) for t in compacted) | {
+            (f"snapshot:{c.snapshot_id}", None) for c in concurrent
+        }
+        swap = self._swaps.get(key)
+        if swap is None:
+            moved = self._follow_moves(
+                {t: self._positions(ours[t], t).positions for t in compacted}, removed_by
+            )
+            outputs = {f.file_path: f for c in concurrent for f in c.added_files}
+            if intent.kind in (OpKind.UPDATE, OpKind.MERGE):
+                self._require_live(base, moved, removed_by[compacted[0]])
+            added = write_position_delete_files(
+                self.io,
+                data_dir(base),
+                [FileDeletes(outputs[p], pos) for p, pos in sorted(moved.items())],
+                specs=base.specs_by_id(),
+                schema=base.schema(),
+                properties=base.properties,
+            )
+            self.written.extend(f.file_path for f in added)
+            swap = self._swaps[key] = DeleteSwap(
+                added=tuple(added), dropped_added=frozenset(ours[t].key for t in compacted)
+            )
+        self._last_swap = swap
+        return swap
+
+    def _follow_moves(
+        self, positions: Mapping[str, pa.Int64Array], removed_by: Mapping[str, ConcurrentCommit]
+    ) -> dict[str, pa.Int64Array]:
+        """``positions`` (by data file) moved through every compaction that replaced their
+        files since, in order (an output compacted again moves again)."""
+        pending = dict(positions)
+        done: dict[str, list[pa.Int64Array]] = {}
+        while pending:
+            path, found = pending.popitem()
+            commit = removed_by.get(path)
+            if commit is None:
+                done.setdefault(path, []).append(found)
+                continue
+            moves = self._moves_of(commit)
+            if moves is None or not moves.covers(path):
+                raise ConcurrentDeleteRead(
+                    f"{self.intent.kind.value}: {commit.label} removed a file this operation "
+                    f"deletes rows from ({path}) and recorded no row moves to find them by "
+                    "(a sorted compaction, or another engine's). Re-run it.",
+                    snapshot_id=commit.snapshot_id,
+                    operation=commit.operation,
+                    files=(path,),
+                )
+            if self.intent.kind in (OpKind.UPDATE, OpKind.MERGE):
+                gone = pc.is_in(found, value_set=moves.inputs[path].deleted)
+                if pc.any(gone).as_py():
+                    raise _row_gone(self.intent, commit, path)
+            for output, moved in moves.moved(path, found).items():
+                earlier = pending.pop(output, None)
+                pending[output] = moved if earlier is None else pa.concat_arrays([earlier, moved])
+        return {p: pc.unique(pa.concat_arrays(chunks)) for p, chunks in done.items()}
+
+    def _moves_of(self, commit: ConcurrentCommit) -> RowMoves | None:
+        """The row-moves record a compaction named in its summary, if any and readable."""
+        location = commit.summary.get(ROW_MOVES_KEY)
+        if commit.operation != REPLACE or not location:
+            return None
+        if location not in self._moves:
+            try:
+                self._moves[location] = read_row_moves(self.io, location)
+            except (LakecatError, OSError) as exc:
+                log.warning("cannot read the row moves of %s: %s", commit.label, exc)
+                self._moves[location] = None
+        return self._moves[location]
+
+    def _require_live(
+        self,
+        base: TableMetadata,
+        moved: Mapping[str, pa.Int64Array],
+        commit: ConcurrentCommit,
+    ) -> None:
+        """An UPDATE or MERGE whose moved rows another commit deleted in the output files
+        (a lost update): :class:`ConcurrentRowChange`."""
+        head = base.ref_snapshot(self.intent.branch) if self.intent.branch in base.refs else None
+        theirs = live_deletes_naming(self.io, base, head, moved, self.manifests)
+        for path, found in theirs.items():
+            for d in found:
+                deleted = self._positions(d, path).positions
+                if pc.any(pc.is_in(moved[path], value_set=deleted)).as_py():
+                    raise _row_gone(self.intent, commit, path)
 
     def _merge_vectors(
         self,
@@ -1164,6 +1273,17 @@ class _CommitWindow:
         return ConcurrentCommit(
             snapshot_id, snap.operation, snap.summary, tuple(added), frozenset(removed)
         )
+
+
+def _row_gone(intent: Intent, commit: ConcurrentCommit, path: str) -> ConcurrentRowChange:
+    return ConcurrentRowChange(
+        f"{intent.kind.value}: a row this operation changed was deleted by a concurrent commit "
+        f"before or after {commit.label} moved it (from {path}). Re-run the operation on the "
+        "new state.",
+        snapshot_id=commit.snapshot_id,
+        operation=commit.operation,
+        files=(path,),
+    )
 
 
 def metadata_delta(start: TableMetadata, base: TableMetadata) -> MetadataDelta:

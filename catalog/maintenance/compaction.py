@@ -54,6 +54,7 @@ rewrite, or one that applied equality deletes, still fails on them).
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple
@@ -62,7 +63,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecat.catalog.commit.intent import Intent, OpKind
-from lakecat.catalog.commit.moves import MovedFile, RowMoves
+from lakecat.catalog.commit.moves import ROW_MOVES_KEY, MovedFile, RowMoves, write_row_moves
+from lakecat.catalog.commit.producer import metadata_dir
 from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.catalog.read.deletes import DeleteReader
 from lakecat.catalog.read.scan import RowFilter, Scan, ScanPlan
@@ -71,12 +73,13 @@ from lakecat.catalog.write.writer import write_files
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import (
     CommitConflict,
+    CommitStateUnknown,
     LakecatError,
     RetriesExhausted,
     StorageError,
     ValidationError,
 )
-from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError
+from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError, join
 from lakecat.metadata.io.parquet import partition_path, source_column
 from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.partitioning.transforms import parse_transform
@@ -385,6 +388,7 @@ class _Job:
         moves: RowMoves | None = None,
     ) -> None:
         removed = [f for g in groups for f in g.files]
+        record = self._record(moves)
         intent = Intent(
             kind=OpKind.REPLACE,
             starting_snapshot_id=starting_snapshot_id,
@@ -392,13 +396,32 @@ class _Job:
             removed_files=tuple(removed),
             moves=moves,
             keeps_row_lineage=True,  # v3: the rows are read and written with their lineage
+            extra_summary=((ROW_MOVES_KEY, record),) if record else (),
         )
-        result = self.table.commit_intent(intent)  # on a conflict it deletes new_files
+        try:
+            result = self.table.commit_intent(intent)  # on a conflict it deletes new_files
+        except CommitStateUnknown:
+            raise  # it may have landed: the record stays (orphan removal takes it if not)
+        except BaseException:
+            if record:
+                with contextlib.suppress(StorageError):
+                    self.table.io.delete(record)
+            raise
         self.committed += len(groups)
         self.removed.extend(removed)
         self.added.extend(new_files)
         if result.snapshot_id is not None:
             self.snapshot_ids.append(result.snapshot_id)
+
+    def _record(self, moves: RowMoves | None) -> str | None:
+        """On a format v2 table, write where each row went for merge-on-read changes that
+        lose the race to this compaction (they have no row ids to find their rows by; see
+        :mod:`lakecat.catalog.commit.moves`); its location, named in the snapshot summary."""
+        if moves is None or self.start.format_version >= 3:
+            return None
+        location = join(metadata_dir(self.start), f"{uuid.uuid4()}-row-moves.parquet")
+        write_row_moves(self.table.io, location, moves)
+        return location
 
     def _rewrite(self, group: FileGroup) -> tuple[list[DataFile], RowMoves | None]:
         """Write the group's rows as new files; on failure nothing written is left behind.

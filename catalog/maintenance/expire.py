@@ -46,6 +46,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from lakecat.catalog.maintenance.reachable import side_files
 from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import LakecatError, NoSuchSnapshot, ValidationError
@@ -285,6 +286,7 @@ def _tree(
     for snapshot_id in snapshot_ids:
         snap = metadata.snapshot_by_id(snapshot_id)
         tree.manifest_lists.add(snap.manifest_list)
+        tree.manifest_lists.update(side_files(snap))  # deleted with the list
         try:
             manifests = read_manifest_list(io, snap.manifest_list)
         except FileNotFoundStorageError:

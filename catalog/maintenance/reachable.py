@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from lakecat.catalog.commit.moves import ROW_MOVES_KEY
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.manifests.datafile import Status
 from lakecat.metadata.manifests.manifest import read_manifest, read_manifest_list
+from lakecat.metadata.table.snapshots import Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
 
 
@@ -39,6 +41,7 @@ def reachable_files(
         if wanted is not None and snap.snapshot_id not in wanted:
             continue
         out.add(snap.manifest_list)
+        out.update(side_files(snap))
         for manifest in read_manifest_list(io, snap.manifest_list):
             if manifest.manifest_path in seen_manifests:
                 continue
@@ -48,3 +51,10 @@ def reachable_files(
                 if entry.status is not Status.DELETED:
                     out.add(entry.data_file.file_path)
     return out
+
+
+def side_files(snapshot: Snapshot) -> list[str]:
+    """Files a snapshot names in its summary and that live as long as it: a compaction's
+    row-moves record (:mod:`lakecat.catalog.commit.moves`)."""
+    record = snapshot.summary.get(ROW_MOVES_KEY)
+    return [record] if record else []

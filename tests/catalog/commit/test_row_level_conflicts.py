@@ -173,23 +173,6 @@ def test_a_delete_after_an_update_of_the_same_row_conflicts_through_the_new_vers
     assert state(catalog)[5] == 1
 
 
-def test_a_merge_on_read_delete_loses_to_a_compaction_of_its_file_unless_rows_have_ids(
-    catalog: Catalog, version: str
-) -> None:
-    make(catalog, version)
-    t = catalog.load_table("db.r")
-    t.append(pa.table({"id": pa.array([N], pa.int64()), "v": pa.array([0], pa.int64())}))
-    later = catalog.load_table("db.r")
-    rewrite_data_files(catalog.load_table("db.r"))  # removes the file the delete names
-    if version == "3":  # re-targeted by row id onto the compacted file: both commit
-        later.delete("id = 5")
-        assert len(state(catalog)) == N and 5 not in state(catalog)
-        return
-    with pytest.raises(ConcurrentDeleteRead):
-        later.delete("id = 5")
-    assert len(state(catalog)) == N + 1
-
-
 def test_compaction_applies_merge_on_read_deletes_and_drops_their_files(
     catalog: Catalog, version: str
 ) -> None:
@@ -240,6 +223,73 @@ RACING_DML: dict[str, tuple[Op, Callable[[dict[int, int]], None]]] = {
     "update": (lambda t: t.update({"v": 9}, "id IN (7, 1200)"), _set(9, 7, 1200)),
     "upsert": (lambda t: upsert(t, [8, 1300, 5000], 4), _set(4, 8, 1300, 5000)),
 }
+
+
+LATER_DML: dict[str, tuple[Op, Callable[[dict[int, int]], None]]] = {
+    "delete": (lambda t: t.delete("id IN (5, 600, 999)"), _without(5, 600, 999)),
+    "update": (lambda t: t.update({"v": 9}, "id IN (7, 1000)"), _set(9, 7, 1000)),
+    "upsert": (lambda t: upsert(t, [8, 999, 5000], 4), _set(4, 8, 999, 5000)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LATER_DML))
+def test_merge_on_read_dml_after_a_finished_compaction_of_its_files_commits(
+    catalog: Catalog, version: str, name: str
+) -> None:
+    """v3 finds the rows by row id, v2 by the compaction's row-moves record; rows deleted
+    before the compaction read (id 3) shift the positions the record maps."""
+    make(catalog, version)
+    t = catalog.load_table("db.r")
+    t.append(pa.table({"id": pa.array([N], pa.int64()), "v": pa.array([0], pa.int64())}))
+    t.delete("id = 3")
+    later = catalog.load_table("db.r")
+    result = rewrite_data_files(catalog.load_table("db.r"))  # removes the files the DML names
+    assert result.groups_committed == 1
+    expected = {i: 0 for i in range(N + 1) if i != 3}
+    dml, model = LATER_DML[name]
+    model(expected)
+    dml(later)
+    assert state(catalog) == expected
+    after = catalog.load_table("db.r")
+    [compacted] = after.scan().plan_files() if name == "delete" else [None]
+    if compacted is not None:  # the deletes name the compaction's output, nothing else
+        [deletes] = after.scan().plan().deletes.values()
+        assert all(d.record_count == 3 for d in deletes)
+
+
+def test_a_merge_on_read_update_of_a_row_deleted_before_the_compaction_is_a_lost_update(
+    catalog: Catalog, version: str
+) -> None:
+    make(catalog, version)
+    catalog.load_table("db.r").append(
+        pa.table({"id": pa.array([N], pa.int64()), "v": pa.array([0], pa.int64())})
+    )
+    later = catalog.load_table("db.r")
+    catalog.load_table("db.r").delete("id = 7")
+    rewrite_data_files(catalog.load_table("db.r"))
+    with pytest.raises(ConcurrentRowChange):
+        later.update({"v": 9}, "id IN (7, 8)")
+    got = state(catalog)
+    assert 7 not in got and got[8] == 0
+
+
+def test_merge_on_read_dml_after_a_sorted_compaction_fails_typed(
+    catalog: Catalog, version: str
+) -> None:
+    """A sorted compaction records no row moves; v3 still finds the rows by row id."""
+    make(catalog, version)
+    catalog.load_table("db.r").append(
+        pa.table({"id": pa.array([N], pa.int64()), "v": pa.array([0], pa.int64())})
+    )
+    later = catalog.load_table("db.r")
+    rewrite_data_files(catalog.load_table("db.r"), sort_by=["id"])
+    if version == "3":
+        later.delete("id = 5")
+        assert 5 not in state(catalog)
+        return
+    with pytest.raises(ConcurrentDeleteRead, match="no row moves"):
+        later.delete("id = 5")
+    assert len(state(catalog)) == N + 1
 
 
 @pytest.mark.parametrize("name", sorted(RACING_DML))
