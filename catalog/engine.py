@@ -25,7 +25,13 @@ lies behind them can be reorganized freely.
   ``metadata_delta``, ``check_metadata``, ``check_protocol``, ``app_versions``,
   ``check_transaction``;
 * compaction planning: ``plan_file_groups``, ``FileGroup``, ``CompactionResult``,
-  ``DEFAULT_MAX_GROUP_SIZE_BYTES``.
+  ``DEFAULT_MAX_GROUP_SIZE_BYTES``;
+* the maintenance jobs an engine exposes as its own commands (Spark's ``CALL`` procedures),
+  with their results: ``expire_snapshots``, ``remove_orphan_files``, ``rewrite_manifests``,
+  ``rewrite_position_delete_files``, ``rollback_to_snapshot``, ``rollback_to_timestamp``,
+  ``set_current_snapshot``, ``cherry_pick``, ``fast_forward``, ``ExpireResult``,
+  ``OrphanResult``, ``ManifestRewriteResult``, ``DeleteRewriteResult``;
+* the change feed: ``changes``, ``ChangeSet``, ``CHANGE_SNAPSHOT_ID``.
 """
 
 from lakecat.catalog.commit.conflicts import (
@@ -37,9 +43,27 @@ from lakecat.catalog.commit.conflicts import (
 from lakecat.catalog.commit.intent import Intent, OpKind, new_snapshot_id
 from lakecat.catalog.commit.pipeline import metadata_delta
 from lakecat.catalog.commit.producer import data_dir, metadata_dir
-from lakecat.catalog.maintenance import CompactionResult, FileGroup, plan_file_groups
+from lakecat.catalog.maintenance import (
+    CompactionResult,
+    DeleteRewriteResult,
+    ExpireResult,
+    FileGroup,
+    ManifestRewriteResult,
+    OrphanResult,
+    cherry_pick,
+    expire_snapshots,
+    fast_forward,
+    plan_file_groups,
+    remove_orphan_files,
+    rewrite_manifests,
+    rewrite_position_delete_files,
+    rollback_to_snapshot,
+    rollback_to_timestamp,
+    set_current_snapshot,
+)
 from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES
 from lakecat.catalog.read.deletes import DeleteReader, has_deletes, refuse_deletes
+from lakecat.catalog.read.incremental import CHANGE_SNAPSHOT_ID, ChangeSet, changes
 from lakecat.catalog.read.scan import RowFilter, Scan, ScanPlan
 from lakecat.catalog.write.merge_on_read import (
     FileDeletes,
@@ -52,22 +76,32 @@ from lakecat.catalog.write.writer import conform, write_files
 from lakecat.metadata.table.timetravel import to_timestamp_ms
 
 __all__ = [
+    "CHANGE_SNAPSHOT_ID",
     "DEFAULT_MAX_GROUP_SIZE_BYTES",
+    "ChangeSet",
     "CompactionResult",
     "DeleteReader",
+    "DeleteRewriteResult",
+    "ExpireResult",
     "FileDeletes",
     "FileGroup",
     "Intent",
+    "ManifestRewriteResult",
     "OpKind",
+    "OrphanResult",
     "RowFilter",
     "Scan",
     "ScanPlan",
     "app_versions",
+    "changes",
     "check_metadata",
     "check_protocol",
     "check_transaction",
+    "cherry_pick",
     "conform",
     "data_dir",
+    "expire_snapshots",
+    "fast_forward",
     "has_deletes",
     "merge_on_read",
     "metadata_delta",
@@ -76,7 +110,13 @@ __all__ = [
     "plan_delete",
     "plan_file_groups",
     "refuse_deletes",
+    "remove_orphan_files",
     "replaced_deletes",
+    "rewrite_manifests",
+    "rewrite_position_delete_files",
+    "rollback_to_snapshot",
+    "rollback_to_timestamp",
+    "set_current_snapshot",
     "to_timestamp_ms",
     "write_files",
     "write_position_deletes",
