@@ -22,6 +22,16 @@ from lakecat.catalog.read.incremental import changes
 pytestmark = pytest.mark.interop
 
 COLUMNS = ["id", "cat", "note"]
+V2_WITH_DELETES = [
+    "pos_unpartitioned",
+    "pos_identity",
+    "pos_bucket",
+    "pos_spec_evolution",
+    "eq_unpartitioned",
+    "eq_identity",
+    "eq_global_after_evolution",
+]
+V3_WITH_DELETES = ["dv_unpartitioned", "dv_identity", "dv_upgraded_from_v2"]
 
 
 @pytest.fixture(scope="module")
@@ -40,19 +50,7 @@ def test_the_fixtures_cover_every_kind_of_v2_delete(java_expected: dict[str, Any
     assert {"position", "equality"} <= kinds, kinds
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "pos_unpartitioned",
-        "pos_identity",
-        "pos_bucket",
-        "pos_spec_evolution",
-        "eq_unpartitioned",
-        "eq_identity",
-        "eq_global_after_evolution",
-        "cow_control",
-    ],
-)
+@pytest.mark.parametrize("name", [*V2_WITH_DELETES, "cow_control"])
 def test_lakecat_reads_every_snapshot_of_a_java_merge_on_read_table_as_java_does(
     lake: Catalog, java_expected: dict[str, Any], name: str
 ) -> None:
@@ -85,7 +83,7 @@ def test_filters_and_projections_apply_after_the_deletes(
         )
 
 
-@pytest.mark.parametrize("name", ["dv_unpartitioned", "dv_identity", "dv_upgraded_from_v2"])
+@pytest.mark.parametrize("name", V3_WITH_DELETES)
 def test_lakecat_reads_deletion_vectors_of_a_v3_table_as_java_does(
     lake: Catalog, java_expected: dict[str, Any], name: str
 ) -> None:
@@ -97,21 +95,7 @@ def test_lakecat_reads_deletion_vectors_of_a_v3_table_as_java_does(
         assert scan.count() == len(snap["rows"])
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "pos_unpartitioned",
-        "pos_identity",
-        "pos_bucket",
-        "pos_spec_evolution",
-        "eq_unpartitioned",
-        "eq_identity",
-        "eq_global_after_evolution",
-        "dv_unpartitioned",
-        "dv_identity",
-        "dv_upgraded_from_v2",
-    ],
-)
+@pytest.mark.parametrize("name", [*V2_WITH_DELETES, *V3_WITH_DELETES])
 def test_the_change_feed_of_a_java_table_with_deletes_is_the_difference_of_javas_reads(
     lake: Catalog, java_expected: dict[str, Any], name: str
 ) -> None:

@@ -19,54 +19,13 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from row_change_steps import KINDS, SCHEMA, apply, rows, steps
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.maintenance import rewrite_data_files
 from lakecat.catalog.read.incremental import CHANGE_SNAPSHOT_ID, changes
 
-SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64())])
-MOR = {
-    "write.delete.mode": "merge-on-read",
-    "write.update.mode": "merge-on-read",
-    "write.merge.mode": "merge-on-read",
-}
-KINDS = {"cow v2": {}, "mor v2": MOR, "mor v3": {**MOR, "format-version": "3"}}
-IDS = st.lists(st.integers(0, 29), min_size=1, max_size=6, unique=True)
-STEPS = st.one_of(
-    st.tuples(st.just("delete"), IDS),
-    st.tuples(st.just("update"), IDS, st.integers(1, 9)),
-    st.tuples(st.just("upsert"), IDS, st.integers(1, 9)),
-    st.tuples(st.just("overwrite"), st.integers(0, 29), IDS),
-    st.tuples(st.just("append"), IDS),
-    st.tuples(st.just("compact")),
-)
-
-
-def rows(ids: list[int], v: int) -> pa.Table:
-    return pa.table(
-        {"id": pa.array(ids, pa.int64()), "v": pa.array([v] * len(ids), pa.int64())},
-        schema=SCHEMA,
-    )
-
-
-def _in(ids: list[int]) -> str:
-    return f"id IN ({', '.join(map(str, ids))})"
-
-
-def apply(t: Table, step: tuple[Any, ...]) -> None:
-    kind = step[0]
-    if kind == "delete":
-        t.delete(_in(step[1]))
-    elif kind == "update":
-        t.update({"v": step[2]}, _in(step[1]))
-    elif kind == "upsert":
-        t.upsert(rows(step[1], step[2]), on="id")
-    elif kind == "overwrite":
-        t.overwrite(rows(step[2], 0), f"id >= {step[1]}")
-    elif kind == "append":
-        t.append(rows(step[1], 0))
-    else:
-        rewrite_data_files(t)
+STEPS = steps(max_id=29, max_ids=6)
 
 
 def bag(data: pa.Table) -> Counter[tuple[int, int]]:
