@@ -12,7 +12,11 @@ Iceberg's are hints (``max_concurrent_deletes``, ``use_caching``), refused where
 would do something else than asked.
 
 Each procedure is a function of a :class:`ProcedureContext` and its arguments as keywords
-(optional ones that were not given are ``None``), returning its rows.
+(optional ones that were not given are ``None``), returning its rows. This module declares them
+(:data:`PROCEDURES`: parameters and result columns) and dispatches calls; they live by concern
+in :mod:`.maintenance` (compaction, manifest and delete-file rewrites, expiry, orphans),
+:mod:`.history` (snapshots and refs, ``register_table``) and :mod:`.changelog`
+(``create_changelog_view``).
 """
 
 from __future__ import annotations
@@ -40,11 +44,27 @@ from pyspark.sql.types import (
 )
 
 from lakecat.catalog import Catalog, Table
-from lakecat.catalog.engine import DEFAULT_MAX_GROUP_SIZE_BYTES, plan_file_groups
-from lakecat.metadata import properties as P
-from lakecat.metadata.errors import NoSuchRef, NotFound, ValidationError
-from lakecat.spark_ext.dml.compaction import compact
-from lakecat.spark_ext.sql.convert import UnsupportedByCatalog
+from lakecat.metadata.errors import NotFound, ValidationError
+from lakecat.spark_ext.sql.changelog import create_changelog_view
+from lakecat.spark_ext.sql.history import (
+    ancestors_of,
+    cherrypick_snapshot,
+    create_branch,
+    create_tag,
+    drop_ref,
+    fast_forward,
+    register_table,
+    rollback_to_snapshot,
+    rollback_to_timestamp,
+    set_current_snapshot,
+)
+from lakecat.spark_ext.sql.maintenance import (
+    expire_snapshots,
+    remove_orphan_files,
+    rewrite_data_files,
+    rewrite_manifests,
+    rewrite_position_delete_files,
+)
 
 SYSTEM_NAMESPACE = "system"
 # Spark marks the input fields of named arguments (ProcedureParameter.BY_NAME_METADATA_KEY)
@@ -213,195 +233,19 @@ def identifier_parts(identifier: str) -> list[str]:
 
 # ---- the procedures -------------------------------------------------------------------------
 STRING, LONG, INT = StringType(), LongType(), IntegerType()
+BOOLEAN, TIMESTAMP = BooleanType(), TimestampType()
 STRING_MAP = MapType(StringType(), StringType())
+LONG_ARRAY, STRING_ARRAY = ArrayType(LongType()), ArrayType(StringType())
 
 
 def _columns(*fields: tuple[str, DataType, bool]) -> StructType:
     return StructType([StructField(name, kind, nullable) for name, kind, nullable in fields])
 
 
-# the rewrite_data_files options lakecat's compaction takes (Iceberg's names)
-_TARGET_SIZE = "target-file-size-bytes"
-_MIN_INPUT_FILES = "min-input-files"
-_MAX_GROUP_SIZE = "max-file-group-size-bytes"
-_PARTIAL_PROGRESS = "partial-progress.enabled"
-_REWRITE_OPTIONS = (_TARGET_SIZE, _MIN_INPUT_FILES, _MAX_GROUP_SIZE, _PARTIAL_PROGRESS)
-
-
-def rewrite_data_files(
-    ctx: ProcedureContext,
-    *,
-    table: str,
-    strategy: str | None,
-    sort_order: str | None,
-    options: dict[str, str] | None,
-    where: str | None,
-    branch: str | None,
-) -> list[Row]:
-    """Bin-pack compaction on Spark (:func:`lakecat.spark_ext.compact`)."""
-    if strategy is not None and strategy.lower() != "binpack":
-        raise UnsupportedByCatalog(
-            f"rewrite_data_files strategy {strategy!r}: on Spark lakecat compacts with "
-            "'binpack'; sort with lakecat.catalog.maintenance.rewrite_data_files(sort_by=...)"
-        )
-    if sort_order is not None:
-        raise UnsupportedByCatalog("rewrite_data_files cannot sort on Spark (sort_order)")
-    if branch is not None and branch != "main":
-        raise UnsupportedByCatalog("rewrite_data_files compacts the main branch only")
-    opts = dict(options or {})
-    unknown = sorted(set(opts) - set(_REWRITE_OPTIONS))
-    if unknown:
-        raise ValidationError(
-            f"rewrite_data_files does not know the options {unknown} "
-            f"(it takes {', '.join(_REWRITE_OPTIONS)})"
-        )
-    if ctx.spark is None:
-        raise UnsupportedByCatalog("rewrite_data_files needs the catalog's Spark session")
-    target = ctx.table(table)
-    start = target.metadata
-    target_size = _int_option(opts, _TARGET_SIZE)
-    min_input_files = _int_option(opts, _MIN_INPUT_FILES)
-    min_input_files = 2 if min_input_files is None else min_input_files
-    max_group_size = _int_option(opts, _MAX_GROUP_SIZE)
-    max_group_size = DEFAULT_MAX_GROUP_SIZE_BYTES if max_group_size is None else max_group_size
-    partial = opts.get(_PARTIAL_PROGRESS, "true").lower()
-    if partial not in ("true", "false"):
-        raise ValidationError(f"option {_PARTIAL_PROGRESS} is true or false, not {partial!r}")
-    result = compact(
-        ctx.spark,
-        target.name,
-        row_filter=where,
-        target_file_size_bytes=target_size,
-        min_input_files=min_input_files,
-        max_group_size_bytes=max_group_size,
-        partial_progress=partial == "true",
-        catalog=ctx.catalog,
-        format_name=ctx.data_format,
-    )
-    failed_files = 0
-    if result.groups_failed:
-        # The result names the failed groups; count their files in the plan compaction made
-        # (the same function of the same metadata).
-        failed = {description for description, _ in result.groups_failed}
-        groups = plan_file_groups(
-            target.io,
-            start,
-            row_filter=where,
-            target_file_size_bytes=target_size
-            or P.get_int(
-                start.properties,
-                P.WRITE_TARGET_FILE_SIZE_BYTES,
-                P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
-            ),
-            min_input_files=min_input_files,
-            max_group_size_bytes=max_group_size,
-        )
-        failed_files = sum(len(g.files) for g in groups if g.describe() in failed)
-    committed = target.refresh().metadata
-    removed_deletes = sum(
-        committed.snapshot_by_id(s).summary_count("removed-delete-files") or 0
-        for s in result.snapshot_ids
-    )
-    return [
-        (
-            result.files_removed,
-            result.files_added,
-            result.bytes_removed,
-            failed_files,
-            removed_deletes,
-        )
-    ]
-
-
-def _int_option(options: Mapping[str, str], key: str) -> int | None:
-    raw = options.get(key)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValidationError(f"option {key} must be an integer, not {raw!r}") from None
-
-
-def register_table(ctx: ProcedureContext, *, table: str, metadata_file: str) -> list[Row]:
-    """Add a table by its metadata file (:meth:`Catalog.register_table`)."""
-    registered = ctx.catalog.register_table(ctx.identifier(table), metadata_file)
-    snapshot = registered.current_snapshot()
-    if snapshot is None:
-        return [(None, 0, 0)]
-    return [
-        (
-            snapshot.snapshot_id,
-            snapshot.summary_count("total-records"),
-            snapshot.summary_count("total-data-files"),
-        )
-    ]
-
-
-def ancestors_of(ctx: ProcedureContext, *, table: str, snapshot_id: int | None) -> list[Row]:
-    """The snapshot (default: the current one) and its ancestors, newest first."""
-    metadata = ctx.table(table).metadata
-    if snapshot_id is not None:
-        metadata.snapshot_by_id(snapshot_id)  # NoSuchSnapshot for an unknown id
-    start = snapshot_id if snapshot_id is not None else metadata.current_snapshot_id
-    return [(s.snapshot_id, s.timestamp_ms) for s in metadata.ancestors(start)]
-
-
-def create_tag(
-    ctx: ProcedureContext,
-    *,
-    table: str,
-    tag: str,
-    snapshot_id: int | None,
-    max_ref_age_ms: int | None,
-) -> list[Row]:
-    """Tag a snapshot (default: the current one): :meth:`Table.create_tag`."""
-    target = ctx.table(table)
-    target.create_tag(tag, snapshot_id, max_ref_age_ms=max_ref_age_ms)
-    return [_ref_row(target, tag)]
-
-
-def create_branch(
-    ctx: ProcedureContext,
-    *,
-    table: str,
-    branch: str,
-    snapshot_id: int | None,
-    max_ref_age_ms: int | None,
-    max_snapshot_age_ms: int | None,
-    min_snapshots_to_keep: int | None,
-) -> list[Row]:
-    """Branch from a snapshot (default: the current one): :meth:`Table.create_branch`."""
-    target = ctx.table(table)
-    target.create_branch(
-        branch,
-        snapshot_id,
-        max_ref_age_ms=max_ref_age_ms,
-        max_snapshot_age_ms=max_snapshot_age_ms,
-        min_snapshots_to_keep=min_snapshots_to_keep,
-    )
-    return [_ref_row(target, branch)]
-
-
-def drop_ref(ctx: ProcedureContext, *, table: str, ref: str) -> list[Row]:
-    """Remove a tag or a branch other than main (:meth:`Table.remove_ref`); the row describes
-    the ref as it was."""
-    target = ctx.table(table)
-    row = _ref_row(target, ref)
-    target.remove_ref(ref)
-    return [row]
-
-
-def _ref_row(table: Table, name: str) -> Row:
-    ref = table.refs().get(name)
-    if ref is None:
-        raise NoSuchRef(f"{table.name} has no branch or tag {name!r}")
-    return (name, ref.ref_type, ref.snapshot_id)
-
-
 _REF_RESULT = _columns(
     ("ref_name", STRING, False), ("ref_type", STRING, False), ("snapshot_id", LONG, False)
 )
+_MOVE_RESULT = _columns(("previous_snapshot_id", LONG, False), ("current_snapshot_id", LONG, False))
 
 PROCEDURES: dict[str, Procedure] = {
     p.name: p
@@ -479,6 +323,146 @@ PROCEDURES: dict[str, Procedure] = {
             (Parameter("table", STRING, required=True), Parameter("ref", STRING, required=True)),
             _REF_RESULT,
             drop_ref,
+        ),
+        Procedure(
+            "rewrite_manifests",
+            "Regroup the current snapshot's data manifests by partition (one replace commit)",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("use_caching", BOOLEAN),
+                Parameter("spec_id", INT),
+            ),
+            _columns(
+                ("rewritten_manifests_count", INT, False), ("added_manifests_count", INT, False)
+            ),
+            rewrite_manifests,
+        ),
+        Procedure(
+            "rewrite_position_delete_files",
+            "Merge the position delete files of each data file into one (one replace commit)",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("options", STRING_MAP),
+                Parameter("where", STRING),
+            ),
+            _columns(
+                ("rewritten_delete_files_count", INT, False),
+                ("added_delete_files_count", INT, False),
+                ("rewritten_bytes_count", LONG, False),
+                ("added_bytes_count", LONG, False),
+            ),
+            rewrite_position_delete_files,
+        ),
+        Procedure(
+            "expire_snapshots",
+            "Expire old snapshots, then delete the files only they used",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("older_than", TIMESTAMP),
+                Parameter("retain_last", INT),
+                Parameter("max_concurrent_deletes", INT),
+                Parameter("stream_results", BOOLEAN),
+                Parameter("snapshot_ids", LONG_ARRAY),
+                Parameter("clean_expired_metadata", BOOLEAN),
+            ),
+            _columns(
+                ("deleted_data_files_count", LONG, True),
+                ("deleted_position_delete_files_count", LONG, True),
+                ("deleted_equality_delete_files_count", LONG, True),
+                ("deleted_manifest_files_count", LONG, True),
+                ("deleted_manifest_lists_count", LONG, True),
+                ("deleted_statistics_files_count", LONG, True),
+            ),
+            expire_snapshots,
+        ),
+        Procedure(
+            "remove_orphan_files",
+            "Delete files under the table location that the table does not reference",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("older_than", TIMESTAMP),
+                Parameter("location", STRING),
+                Parameter("dry_run", BOOLEAN),
+                Parameter("max_concurrent_deletes", INT),
+                Parameter("file_list_view", STRING),
+                Parameter("equal_schemes", STRING_MAP),
+                Parameter("equal_authorities", STRING_MAP),
+                Parameter("prefix_mismatch_mode", STRING),
+                Parameter("prefix_listing", BOOLEAN),
+                Parameter("stream_results", BOOLEAN),
+            ),
+            _columns(("orphan_file_location", STRING, False)),
+            remove_orphan_files,
+        ),
+        Procedure(
+            "rollback_to_snapshot",
+            "Make an ancestor of the current snapshot current again",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("snapshot_id", LONG, required=True),
+            ),
+            _MOVE_RESULT,
+            rollback_to_snapshot,
+        ),
+        Procedure(
+            "rollback_to_timestamp",
+            "Roll back to the newest ancestor of the current snapshot older than a time",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("timestamp", TIMESTAMP, required=True),
+            ),
+            _MOVE_RESULT,
+            rollback_to_timestamp,
+        ),
+        Procedure(
+            "set_current_snapshot",
+            "Make a snapshot, or the head of a branch or tag, the current one",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("snapshot_id", LONG),
+                Parameter("ref", STRING),
+            ),
+            _columns(("previous_snapshot_id", LONG, True), ("current_snapshot_id", LONG, False)),
+            set_current_snapshot,
+        ),
+        Procedure(
+            "cherrypick_snapshot",
+            "Apply a snapshot's changes to main (re-commit an append, or fast-forward)",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("snapshot_id", LONG, required=True),
+            ),
+            _columns(("source_snapshot_id", LONG, False), ("current_snapshot_id", LONG, False)),
+            cherrypick_snapshot,
+        ),
+        Procedure(
+            "fast_forward",
+            "Move a branch forward to the head of another branch or tag",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("branch", STRING, required=True),
+                Parameter("to", STRING, required=True),
+            ),
+            _columns(
+                ("branch_updated", STRING, False),
+                ("previous_ref", LONG, True),
+                ("updated_ref", LONG, False),
+            ),
+            fast_forward,
+        ),
+        Procedure(
+            "create_changelog_view",
+            "A temp view of the table's row changes over a range of snapshots",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("changelog_view", STRING),
+                Parameter("options", STRING_MAP),
+                Parameter("compute_updates", BOOLEAN),
+                Parameter("identifier_columns", STRING_ARRAY),
+                Parameter("net_changes", BOOLEAN),
+            ),
+            _columns(("changelog_view", STRING, False)),
+            create_changelog_view,
         ),
     )
 }

@@ -4,6 +4,9 @@ named) and result columns, each checked through lakecat's Python API; bad calls 
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -18,7 +21,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from lakecat.catalog.maintenance import rewrite_data_files
 from lakecat.metadata.errors import NoSuchSnapshot, ValidationError
+from lakecat.metadata.io import local_path
+from lakecat.metadata.manifests import read_manifest_list
+from lakecat.metadata.properties import DELETE_MODE
 from lakecat.spark_ext import lakecat_error
 from lakecat.spark_ext.sql.procedures import Parameter, Procedure, accepts, identifier_parts
 
@@ -48,6 +55,12 @@ def call(lake, statement: str) -> tuple[list[str], list[tuple[Any, ...]]]:
 
 def data_files(table: Any) -> set[str]:
     return {f.file_path for f in table.refresh().scan().plan_files()}
+
+
+def local(location: str) -> str:
+    path = local_path(location)
+    assert path is not None, location
+    return path
 
 
 # ---- the procedures -------------------------------------------------------------------------
@@ -172,17 +185,350 @@ def test_rewrite_data_files_where_compacts_only_the_matching_partition(lake, thr
     assert lake.rows("db.t", "id") == [(1,), (2,), (3,), (4,)]
 
 
+def manifest_paths(table: Any, snapshot_id: int | None = None) -> list[str]:
+    snapshot = table.current_snapshot() if snapshot_id is None else table.snapshot(snapshot_id)
+    return [m.manifest_path for m in read_manifest_list(table.io, snapshot.manifest_list)]
+
+
+def merge_on_read_table(lake) -> Any:
+    """db.m (v2, unpartitioned) whose deletes write position delete files."""
+    return lake.catalog.create_table("db.m", SCHEMA, properties={DELETE_MODE: "merge-on-read"})
+
+
+def own_deletes(table: Any) -> list[Any]:
+    """The delete files of the current snapshot, one data file's (the table has one)."""
+    plan = table.refresh().scan().plan()
+    return [d for deletes in plan.deletes.values() for d in deletes]
+
+
+def test_rewrite_manifests_regroups_the_manifests_into_one_and_counts_them(
+    lake, three_appends
+) -> None:
+    before = manifest_paths(three_appends)
+    head = three_appends.metadata.current_snapshot_id
+
+    columns, result = call(lake, "CALL lake.system.rewrite_manifests('db.t', use_caching => false)")
+
+    three_appends.refresh()
+    after = manifest_paths(three_appends)
+    assert columns == ["rewritten_manifests_count", "added_manifests_count"]
+    assert result == [(len(before), 1)] and len(before) > 1
+    assert len(after) == 1 and not set(after) & set(before)
+    assert three_appends.current_snapshot().parent_snapshot_id == head
+    assert lake.rows("db.t", "id") == [(1,), (2,), (3,)]
+    # nothing left to regroup: no commit, nothing counted
+    _, again = call(lake, "CALL lake.system.rewrite_manifests(table => 'db.t', spec_id => 0)")
+    assert again == [(0, 0)]
+    assert manifest_paths(three_appends.refresh()) == after
+
+
+def test_rewrite_position_delete_files_merges_a_data_files_deletes(lake) -> None:
+    table = merge_on_read_table(lake)
+    table.append(rows((1, "eu"), (2, "eu"), (3, "eu")))
+    table.delete("id = 1")
+    table.delete("id = 2")
+    old = own_deletes(table)
+
+    columns, result = call(
+        lake,
+        "CALL lake.system.rewrite_position_delete_files(table => 'db.m', "
+        "options => map('min-input-files', '2'))",
+    )
+
+    new = own_deletes(table)
+    assert columns == [
+        "rewritten_delete_files_count",
+        "added_delete_files_count",
+        "rewritten_bytes_count",
+        "added_bytes_count",
+    ]
+    assert len(old) == 2 and len(new) == 1
+    assert result == [(2, 1, sum(d.file_size_in_bytes for d in old), new[0].file_size_in_bytes)]
+    assert table.current_snapshot().operation == "replace"
+    assert lake.rows("db.m", "id") == [(3,)]
+    # one delete file per data file now: nothing to merge, no commit
+    location = table.metadata_location
+    assert call(lake, "CALL lake.system.rewrite_position_delete_files('db.m')")[1] == [(0, 0, 0, 0)]
+    assert table.refresh().metadata_location == location
+
+
+def test_expire_snapshots_deletes_what_only_old_snapshots_used_and_counts_it_by_kind(
+    lake,
+) -> None:
+    table = merge_on_read_table(lake)
+    table.append(rows((1, "eu"), (2, "eu")))
+    (first_file,) = data_files(table)
+    table.append(rows((3, "us")))
+    table.delete("id = 1")  # a position delete file on the first data file
+    (position_delete,) = own_deletes(table)
+    table.set_properties({DELETE_MODE: "copy-on-write"})
+    table.delete("id = 2")  # drops the first data file, and its delete file with it
+    old = [s.snapshot_id for s in table.snapshots()[:-1]]
+    kept = table.metadata.current_snapshot_id
+    old_lists = {table.snapshot(i).manifest_list for i in old}
+    old_manifests = {m for i in old for m in manifest_paths(table, i)} - set(manifest_paths(table))
+    assert first_file not in data_files(table) and own_deletes(table) == []
+
+    columns, result = call(
+        lake,
+        "CALL lake.system.expire_snapshots(table => 'db.m', "
+        f"older_than => timestamp_millis({int(time.time() * 1000) + 1000}), retain_last => 1, "
+        "max_concurrent_deletes => 4, stream_results => true)",
+    )
+
+    assert columns == [
+        "deleted_data_files_count",
+        "deleted_position_delete_files_count",
+        "deleted_equality_delete_files_count",
+        "deleted_manifest_files_count",
+        "deleted_manifest_lists_count",
+        "deleted_statistics_files_count",
+    ]
+    assert result == [(1, 1, 0, len(old_manifests), 3, 0)]
+    assert [s.snapshot_id for s in table.refresh().snapshots()] == [kept]
+    gone = [first_file, position_delete.file_path, *old_manifests, *old_lists]
+    assert [p for p in gone if os.path.exists(local(p))] == []
+    assert lake.rows("db.m", "id") == [(3,)]
+
+
+def test_expire_snapshots_by_id_expires_only_those(lake, three_appends) -> None:
+    first, second, head = (s.snapshot_id for s in three_appends.snapshots())
+
+    _, result = call(
+        lake, f"CALL lake.system.expire_snapshots('db.t', snapshot_ids => array({first}))"
+    )
+
+    assert [s.snapshot_id for s in three_appends.refresh().snapshots()] == [second, head]
+    assert result == [(0, 0, 0, 0, 1, 0)]  # appends: every manifest is still listed
+
+
+def test_remove_orphan_files_deletes_only_old_unreferenced_files(lake, three_appends) -> None:
+    root = Path(local(three_appends.location))
+    old = time.time() - 2 * 24 * 3600
+    orphan = root / "data" / "region=eu" / "left-by-a-dead-writer.parquet"
+    orphan.write_bytes(b"x")
+    for path in root.rglob("*"):  # every file old: only the references protect the table's
+        os.utime(path, (old, old))
+    fresh = root / "data" / "in-flight.parquet"
+    fresh.write_bytes(b"y")
+    cutoff = f"timestamp_millis({int(time.time() * 1000) - 25 * 3600 * 1000})"
+
+    columns, dry = call(
+        lake, f"CALL lake.system.remove_orphan_files('db.t', {cutoff}, dry_run => true)"
+    )
+    assert columns == ["orphan_file_location"]
+    assert [local(p) for (p,) in dry] == [str(orphan)] and orphan.exists()
+
+    _, removed = call(
+        lake,
+        f"CALL lake.system.remove_orphan_files(table => 'db.t', older_than => {cutoff}, "
+        "max_concurrent_deletes => 2, prefix_listing => true)",
+    )
+
+    assert removed == dry
+    assert not orphan.exists() and fresh.exists()
+    assert lake.rows("db.t", "id") == [(1,), (2,), (3,)]
+
+
+def test_rollback_to_snapshot_makes_an_ancestor_current(lake, three_appends) -> None:
+    first, _, head = (s.snapshot_id for s in three_appends.snapshots())
+
+    columns, result = call(lake, f"CALL lake.system.rollback_to_snapshot('db.t', {first})")
+
+    assert columns == ["previous_snapshot_id", "current_snapshot_id"]
+    assert result == [(head, first)]
+    assert three_appends.refresh().metadata.current_snapshot_id == first
+    assert lake.rows("db.t", "id") == [(1,)]
+
+
+def test_rollback_to_timestamp_goes_to_the_newest_ancestor_older_than_it(lake) -> None:
+    table = lake.catalog.create_table("db.t", SCHEMA)
+    for item in ((1, "eu"), (2, "eu"), (3, "us")):
+        time.sleep(0.01)  # distinct commit times
+        table.append(rows(item))
+    _, second, head = table.snapshots()
+
+    columns, result = call(
+        lake,
+        "CALL lake.system.rollback_to_timestamp(table => 'db.t', "
+        f"timestamp => timestamp_millis({head.timestamp_ms}))",
+    )
+
+    assert columns == ["previous_snapshot_id", "current_snapshot_id"]
+    assert result == [(head.snapshot_id, second.snapshot_id)]
+    assert table.refresh().metadata.current_snapshot_id == second.snapshot_id
+    assert lake.rows("db.t", "id") == [(1,), (2,)]
+
+
+def test_set_current_snapshot_by_id_or_by_ref(lake, three_appends) -> None:
+    first, _, head = (s.snapshot_id for s in three_appends.snapshots())
+    three_appends.create_tag("v3", head)
+
+    columns, back = call(lake, f"CALL lake.system.set_current_snapshot('db.t', {first})")
+    assert three_appends.refresh().metadata.current_snapshot_id == first
+    _, forward = call(lake, "CALL lake.system.set_current_snapshot(table => 'db.t', ref => 'v3')")
+
+    assert columns == ["previous_snapshot_id", "current_snapshot_id"]
+    assert (back, forward) == ([(head, first)], [(first, head)])
+    assert three_appends.refresh().metadata.current_snapshot_id == head
+    assert lake.rows("db.t", "id") == [(1,), (2,), (3,)]
+
+
+def test_cherrypick_snapshot_reapplies_a_branch_append_on_main(lake, three_appends) -> None:
+    three_appends.create_branch("audit")
+    picked = three_appends.append(rows((7, "us")), branch="audit").snapshot_id
+    three_appends.append(rows((4, "eu")))  # main moved on: a re-commit, not a fast-forward
+
+    columns, result = call(lake, f"CALL lake.system.cherrypick_snapshot('db.t', {picked})")
+
+    current = three_appends.refresh().current_snapshot()
+    assert columns == ["source_snapshot_id", "current_snapshot_id"]
+    assert result == [(picked, current.snapshot_id)] and current.snapshot_id != picked
+    assert current.summary["source-snapshot-id"] == str(picked)
+    assert lake.rows("db.t", "id") == [(1,), (2,), (3,), (4,), (7,)]
+
+
+def test_fast_forward_moves_main_to_a_branch_head_or_creates_the_branch(
+    lake, three_appends
+) -> None:
+    head = three_appends.metadata.current_snapshot_id
+    three_appends.create_branch("audit")
+    audit = three_appends.append(rows((9, "eu")), branch="audit").snapshot_id
+
+    columns, result = call(lake, "CALL lake.system.fast_forward('db.t', 'main', 'audit')")
+    _, created = call(
+        lake, "CALL lake.system.fast_forward(table => 'db.t', branch => 'qa', to => 'audit')"
+    )
+
+    refs = three_appends.refresh().refs()
+    assert columns == ["branch_updated", "previous_ref", "updated_ref"]
+    assert result == [("main", head, audit)]
+    assert created == [("qa", None, audit)]
+    assert (refs["main"].snapshot_id, refs["qa"].snapshot_id) == (audit, audit)
+    assert refs["qa"].ref_type == "branch"
+    assert lake.rows("db.t", "id") == [(1,), (2,), (3,), (9,)]
+
+
+@pytest.fixture
+def history(lake) -> tuple[Any, list[int]]:
+    """db.c: three appends, a compaction, a copy-on-write delete and an update; the ids of the
+    five data-changing snapshots."""
+    table = lake.catalog.create_table("db.c", SCHEMA)
+    for item in ((1, "eu"), (2, "eu"), (3, "us")):
+        table.append(rows(item))
+        time.sleep(0.005)  # distinct commit times
+    rewrite_data_files(table)  # a replace snapshot: no change, no ordinal
+    table.delete("id = 1")  # rewrites the compacted file: 2 and 3 are carried over
+    table.update({"region": "us"}, "id = 2")
+    changing = [s.snapshot_id for s in table.snapshots() if s.operation != "replace"]
+    assert len(changing) == 5 and len(table.snapshots()) == 6
+    return table, changing
+
+
+def view_rows(lake, view: str) -> list[tuple[Any, ...]]:
+    df = lake.spark.sql(f"SELECT * FROM {view}")
+    assert df.columns == [
+        "id", "region", "_change_type", "_change_ordinal", "_commit_snapshot_id"
+    ]  # fmt: skip
+    return sorted((tuple(r) for r in df.collect()), key=lambda r: (r[3], r[2], r[0]))
+
+
+def test_create_changelog_view_lists_each_snapshots_inserts_and_deletes(lake, history) -> None:
+    _, (s1, s2, s3, s4, s5) = history
+
+    columns, result = call(lake, "CALL lake.system.create_changelog_view('db.c')")
+
+    assert columns == ["changelog_view"] and result == [("`c_changes`",)]
+    assert view_rows(lake, "c_changes") == [
+        (1, "eu", "INSERT", 0, s1),
+        (2, "eu", "INSERT", 1, s2),
+        (3, "us", "INSERT", 2, s3),
+        (1, "eu", "DELETE", 3, s4),  # 2 and 3, rewritten by the delete, are not changes
+        (2, "eu", "DELETE", 4, s5),
+        (2, "us", "INSERT", 4, s5),
+    ]
+    # after the snapshot current at start-timestamp, up to the one current at end-timestamp
+    first, second, third = (history[0].snapshot(i).timestamp_ms for i in (s1, s2, s3))
+    call(
+        lake,
+        "CALL lake.system.create_changelog_view('db.c', 'by_time', map("
+        f"'start-timestamp', '{first}', 'end-timestamp', '{third}'))",
+    )
+    assert view_rows(lake, "by_time") == [
+        (2, "eu", "INSERT", 0, s2),
+        (3, "us", "INSERT", 1, s3),
+    ]
+    assert first < second < third
+
+
+def test_create_changelog_view_update_images_and_net_changes(lake, history) -> None:
+    _, (s1, _, s3, s4, s5) = history
+
+    _, updates = call(
+        lake,
+        "CALL lake.system.create_changelog_view(table => 'db.c', changelog_view => 'upd', "
+        f"options => map('start-snapshot-id', '{s3}'), identifier_columns => array('id'))",
+    )
+    _, net = call(
+        lake,
+        "CALL lake.system.create_changelog_view(table => 'lake.db.c', changelog_view => 'net', "
+        f"options => map('start-snapshot-id', '{s1}', 'end-snapshot-id', '{s5}'), "
+        "net_changes => true)",
+    )
+
+    assert (updates, net) == ([("upd",)], [("net",)])
+    assert view_rows(lake, "upd") == [
+        (1, "eu", "DELETE", 0, s4),
+        (2, "us", "UPDATE_AFTER", 1, s5),
+        (2, "eu", "UPDATE_BEFORE", 1, s5),
+    ]
+    # 2 was inserted and changed inside the range: only its final form is a change. 3, which
+    # the delete and the update rewrote, counts as written by the last of them (Iceberg's
+    # net changes keep the newest of the cancelling inserts and deletes too).
+    assert view_rows(lake, "net") == [
+        (1, "eu", "DELETE", 2, s4),
+        (2, "us", "INSERT", 3, s5),
+        (3, "us", "INSERT", 3, s5),
+    ]
+
+
+def test_create_changelog_view_counts_rows_removed_by_delete_files(lake) -> None:
+    table = merge_on_read_table(lake)
+    table.append(rows((1, "eu"), (2, "eu")))
+    table.delete("id = 1")  # a position delete file (Iceberg's changelog refuses these)
+    first, second = (s.snapshot_id for s in table.snapshots())
+
+    call(lake, "CALL lake.system.create_changelog_view('db.m', 'm_log')")
+
+    assert own_deletes(table) != []
+    assert view_rows(lake, "m_log") == [
+        (1, "eu", "INSERT", 0, first),
+        (2, "eu", "INSERT", 0, first),
+        (1, "eu", "DELETE", 1, second),
+    ]
+
+
 def test_show_and_describe_procedures_list_the_system_procedures(lake) -> None:
     shown = lake.sql("SHOW PROCEDURES IN lake.system")
     described = lake.sql("DESCRIBE PROCEDURE lake.system.create_branch")
 
     assert [r.procedure_name for r in shown] == [
         "ancestors_of",
+        "cherrypick_snapshot",
         "create_branch",
+        "create_changelog_view",
         "create_tag",
         "drop_ref",
+        "expire_snapshots",
+        "fast_forward",
         "register_table",
+        "remove_orphan_files",
         "rewrite_data_files",
+        "rewrite_manifests",
+        "rewrite_position_delete_files",
+        "rollback_to_snapshot",
+        "rollback_to_timestamp",
+        "set_current_snapshot",
     ]
     assert lake.sql("SHOW PROCEDURES IN lake.db") == []
     assert "create_branch" in described[0].procedure_desc
@@ -191,6 +537,13 @@ def test_show_and_describe_procedures_list_the_system_procedures(lake) -> None:
 # ---- bad calls ------------------------------------------------------------------------------
 TAG = "CALL lake.system.create_tag"
 COMPACT = "CALL lake.system.rewrite_data_files"
+MANIFESTS = "CALL lake.system.rewrite_manifests"
+DELETES = "CALL lake.system.rewrite_position_delete_files"
+EXPIRE = "CALL lake.system.expire_snapshots"
+ORPHANS = "CALL lake.system.remove_orphan_files"
+AT_TIME = "CALL lake.system.rollback_to_timestamp"
+SET_CURRENT = "CALL lake.system.set_current_snapshot"
+CHANGELOG = "CALL lake.system.create_changelog_view"
 BAD_CALLS = [
     ("CALL lake.system.no_such_thing('db.t')", "NoSuchProcedure", "no procedure system.no_such"),
     (f"{TAG}(tabel => 'db.t', tag => 'x')", "UNRECOGNIZED_PARAMETER", "tabel"),
@@ -202,6 +555,41 @@ BAD_CALLS = [
     ("CALL lake.system.ancestors_of('nope.t')", "NoSuchTable", "nope.t"),
     (f"{COMPACT}('db.t', options => map('bogus', '1'))", "ValidationError", "bogus"),
     (f"{COMPACT}('db.t', strategy => 'sort')", "UnsupportedByCatalog", "sort"),
+    (f"{MANIFESTS}('db.t', spec_id => 7)", "ValidationError", "no partition spec 7"),
+    (f"{MANIFESTS}('db.t', use_caching => 'yes')", "ValidationError", "use_caching takes a"),
+    (f"{DELETES}('db.t', where => 'id = 1')", "UnsupportedByCatalog", "where"),
+    (f"{DELETES}('db.t', map('max-file-size-bytes', '1'))", "ValidationError", "max-file-size"),
+    (f"{DELETES}('db.t', map('min-input-files', 'x'))", "ValidationError", "min-input-files"),
+    (f"{DELETES}('db.t', map('min-input-files', '1'))", "ValidationError", "at least 2"),
+    (f"{EXPIRE}('db.t', retain_last => 0)", "ValidationError", "retain_last"),
+    (f"{EXPIRE}('db.t', max_concurrent_deletes => 0)", "ValidationError", "greater than 0"),
+    (f"{EXPIRE}('db.t', clean_expired_metadata => true)", "Unsupported", "clean_expired"),
+    (f"{EXPIRE}('db.t', snapshot_ids => array(123456789))", "NoSuchSnapshot", "123456789"),
+    (f"{EXPIRE}('db.t', snapshot_ids => array('a'))", "ValidationError", "array<bigint>"),
+    (f"{ORPHANS}('db.t', current_timestamp())", "ValidationError", "24 hours"),
+    (f"{ORPHANS}('db.t', file_list_view => 'v')", "UnsupportedByCatalog", "file_list_view"),
+    (f"{ORPHANS}('db.t', equal_schemes => map('a', 'b'))", "Unsupported", "equal_schemes"),
+    ("CALL lake.system.rollback_to_snapshot('db.t', 123456789)", "NoSuchSnapshot", "123456789"),
+    (f"{AT_TIME}('db.t', timestamp_millis(0))", "NoSuchSnapshot", "older than"),
+    (f"{SET_CURRENT}('db.t')", "ValidationError", "either snapshot_id or ref"),
+    (f"{SET_CURRENT}('db.t', 1, 'main')", "ValidationError", "either snapshot_id or ref"),
+    (f"{SET_CURRENT}('db.t', ref => 'nope')", "NoSuchRef", "nope"),
+    ("CALL lake.system.cherrypick_snapshot('db.t')", "REQUIRED_PARAMETER", "snapshot_id"),
+    ("CALL lake.system.fast_forward('db.t', 'main', 'nope')", "NoSuchRef", "nope"),
+    (f"{CHANGELOG}('db.t', options => map('snapshot-id', '1'))", "ValidationError", "snapshot-id"),
+    (f"{CHANGELOG}('db.t', options => map('start-snapshot-id', '1'))", "NoSuchSnapshot", "1"),
+    (f"{CHANGELOG}('db.t', identifier_columns => array('nope'))", "ValidationError", "nope"),
+    (f"{CHANGELOG}('db.t', compute_updates => true)", "ValidationError", "identifier_columns"),
+    (
+        f"{CHANGELOG}('db.t', options => map('start-timestamp', '5', 'end-timestamp', '5'))",
+        "ValidationError",
+        "start-timestamp must be before end-timestamp",
+    ),
+    (
+        f"{CHANGELOG}('db.t', identifier_columns => array('id'), net_changes => true)",
+        "ValidationError",
+        "net_changes cannot be combined",
+    ),
 ]
 
 

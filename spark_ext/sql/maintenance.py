@@ -1,0 +1,324 @@
+"""The maintenance procedures of ``lake.system``: ``rewrite_data_files``, ``rewrite_manifests``,
+``rewrite_position_delete_files``, ``expire_snapshots``, ``remove_orphan_files``.
+
+Each runs lakecat's maintenance job (:mod:`lakecat.catalog.engine`) on the named table and
+returns Iceberg's result row; the parameters and result columns are declared with the others
+in :mod:`lakecat.spark_ext.sql.procedures`. Iceberg's parameters that only tune how its Spark
+actions run (``max_concurrent_deletes``, ``stream_results``, ``use_caching``, ``prefix_listing``)
+are accepted and have no effect; those that ask for something lakecat does not do are refused
+with :class:`UnsupportedByCatalog`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from lakecat.catalog import Table, engine
+from lakecat.catalog.engine import DEFAULT_MAX_GROUP_SIZE_BYTES, plan_file_groups
+from lakecat.metadata import properties as P
+from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.manifests import Content, ManifestContent, read_manifest, read_manifest_list
+from lakecat.spark_ext.dml.compaction import compact
+from lakecat.spark_ext.sql.convert import UnsupportedByCatalog
+
+if TYPE_CHECKING:
+    from lakecat.spark_ext.sql.procedures import ProcedureContext, Row
+
+# the rewrite_data_files options lakecat's compaction takes (Iceberg's names)
+_TARGET_SIZE = "target-file-size-bytes"
+_MIN_INPUT_FILES = "min-input-files"
+_MAX_GROUP_SIZE = "max-file-group-size-bytes"
+_PARTIAL_PROGRESS = "partial-progress.enabled"
+_REWRITE_OPTIONS = (_TARGET_SIZE, _MIN_INPUT_FILES, _MAX_GROUP_SIZE, _PARTIAL_PROGRESS)
+
+
+def rewrite_data_files(
+    ctx: ProcedureContext,
+    *,
+    table: str,
+    strategy: str | None,
+    sort_order: str | None,
+    options: dict[str, str] | None,
+    where: str | None,
+    branch: str | None,
+) -> list[Row]:
+    """Bin-pack compaction on Spark (:func:`lakecat.spark_ext.compact`)."""
+    if strategy is not None and strategy.lower() != "binpack":
+        raise UnsupportedByCatalog(
+            f"rewrite_data_files strategy {strategy!r}: on Spark lakecat compacts with "
+            "'binpack'; sort with lakecat.catalog.maintenance.rewrite_data_files(sort_by=...)"
+        )
+    if sort_order is not None:
+        raise UnsupportedByCatalog("rewrite_data_files cannot sort on Spark (sort_order)")
+    if branch is not None and branch != "main":
+        raise UnsupportedByCatalog("rewrite_data_files compacts the main branch only")
+    opts = dict(options or {})
+    unknown = sorted(set(opts) - set(_REWRITE_OPTIONS))
+    if unknown:
+        raise ValidationError(
+            f"rewrite_data_files does not know the options {unknown} "
+            f"(it takes {', '.join(_REWRITE_OPTIONS)})"
+        )
+    if ctx.spark is None:
+        raise UnsupportedByCatalog("rewrite_data_files needs the catalog's Spark session")
+    target = ctx.table(table)
+    start = target.metadata
+    target_size = _int_option(opts, _TARGET_SIZE)
+    min_input_files = _int_option(opts, _MIN_INPUT_FILES)
+    min_input_files = 2 if min_input_files is None else min_input_files
+    max_group_size = _int_option(opts, _MAX_GROUP_SIZE)
+    max_group_size = DEFAULT_MAX_GROUP_SIZE_BYTES if max_group_size is None else max_group_size
+    partial = opts.get(_PARTIAL_PROGRESS, "true").lower()
+    if partial not in ("true", "false"):
+        raise ValidationError(f"option {_PARTIAL_PROGRESS} is true or false, not {partial!r}")
+    result = compact(
+        ctx.spark,
+        target.name,
+        row_filter=where,
+        target_file_size_bytes=target_size,
+        min_input_files=min_input_files,
+        max_group_size_bytes=max_group_size,
+        partial_progress=partial == "true",
+        catalog=ctx.catalog,
+        format_name=ctx.data_format,
+    )
+    failed_files = 0
+    if result.groups_failed:
+        # The result names the failed groups; count their files in the plan compaction made
+        # (the same function of the same metadata).
+        failed = {description for description, _ in result.groups_failed}
+        groups = plan_file_groups(
+            target.io,
+            start,
+            row_filter=where,
+            target_file_size_bytes=target_size
+            or P.get_int(
+                start.properties,
+                P.WRITE_TARGET_FILE_SIZE_BYTES,
+                P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
+            ),
+            min_input_files=min_input_files,
+            max_group_size_bytes=max_group_size,
+        )
+        failed_files = sum(len(g.files) for g in groups if g.describe() in failed)
+    committed = target.refresh().metadata
+    removed_deletes = sum(
+        committed.snapshot_by_id(s).summary_count("removed-delete-files") or 0
+        for s in result.snapshot_ids
+    )
+    return [
+        (
+            result.files_removed,
+            result.files_added,
+            result.bytes_removed,
+            failed_files,
+            removed_deletes,
+        )
+    ]
+
+
+def _int_option(options: Mapping[str, str], key: str) -> int | None:
+    raw = options.get(key)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValidationError(f"option {key} must be an integer, not {raw!r}") from None
+
+
+_DAY_MS = 24 * 60 * 60 * 1000
+
+
+def _check_positive(procedure: str, name: str, value: int | None) -> None:
+    """Iceberg's check of a parallelism hint lakecat does not use (it deletes one by one)."""
+    if value is not None and value <= 0:
+        raise ValidationError(f"{procedure}: {name} must be greater than 0, not {value}")
+
+
+def rewrite_manifests(
+    ctx: ProcedureContext, *, table: str, use_caching: bool | None, spec_id: int | None
+) -> list[Row]:
+    """Regroup the current snapshot's data manifests by partition
+    (:func:`lakecat.catalog.engine.rewrite_manifests`); ``use_caching`` is a Spark hint."""
+    target = ctx.table(table)
+    if spec_id is not None:
+        specs = target.metadata.specs_by_id()
+        if spec_id not in specs:
+            raise ValidationError(
+                f"rewrite_manifests: {target.name} has no partition spec {spec_id} "
+                f"(its specs: {', '.join(str(i) for i in sorted(specs))})"
+            )
+        if len(specs) > 1:
+            raise UnsupportedByCatalog(
+                f"rewrite_manifests: lakecat rewrites the manifests of every partition spec "
+                f"together, and {target.name} has {len(specs)}; call it without spec_id"
+            )
+    result = engine.rewrite_manifests(target)
+    if result.snapshot_id is None:
+        return [(0, 0)]
+    snapshot = target.metadata.snapshot_by_id(result.snapshot_id)
+    return [
+        (
+            snapshot.summary_count("manifests-replaced") or 0,
+            snapshot.summary_count("manifests-created") or 0,
+        )
+    ]
+
+
+_MIN_DELETE_INPUT_FILES = "min-input-files"
+
+
+def rewrite_position_delete_files(
+    ctx: ProcedureContext, *, table: str, options: dict[str, str] | None, where: str | None
+) -> list[Row]:
+    """Merge each data file's position delete files into one
+    (:func:`lakecat.catalog.engine.rewrite_position_delete_files`)."""
+    if where is not None:
+        raise UnsupportedByCatalog(
+            "rewrite_position_delete_files rewrites the whole table: lakecat takes no where"
+        )
+    opts = dict(options or {})
+    unknown = sorted(set(opts) - {_MIN_DELETE_INPUT_FILES})
+    if unknown:
+        raise ValidationError(
+            f"rewrite_position_delete_files does not know the options {unknown} "
+            f"(it takes {_MIN_DELETE_INPUT_FILES})"
+        )
+    min_input_files = _int_option(opts, _MIN_DELETE_INPUT_FILES)
+    target = ctx.table(table)
+    result = engine.rewrite_position_delete_files(
+        target, min_input_files=2 if min_input_files is None else min_input_files
+    )
+    if result.snapshot_id is None:
+        return [(0, 0, 0, 0)]
+    snapshot = target.metadata.snapshot_by_id(result.snapshot_id)
+    return [
+        (
+            result.delete_files_removed,
+            result.delete_files_added,
+            snapshot.summary_count("removed-files-size") or 0,
+            snapshot.summary_count("added-files-size") or 0,
+        )
+    ]
+
+
+def expire_snapshots(
+    ctx: ProcedureContext,
+    *,
+    table: str,
+    older_than: int | None,
+    retain_last: int | None,
+    max_concurrent_deletes: int | None,
+    stream_results: bool | None,
+    snapshot_ids: list[int] | None,
+    clean_expired_metadata: bool | None,
+) -> list[Row]:
+    """Expire snapshots and delete the files only they used
+    (:func:`lakecat.catalog.engine.expire_snapshots`); the deleted files are counted by kind.
+
+    ``max_concurrent_deletes`` and ``stream_results`` are hints (lakecat deletes one file at a
+    time and returns counts); removing unused schemas and specs is not done."""
+    _check_positive("expire_snapshots", "max_concurrent_deletes", max_concurrent_deletes)
+    if clean_expired_metadata:
+        raise UnsupportedByCatalog(
+            "expire_snapshots cannot remove unused schemas and partition specs "
+            "(clean_expired_metadata)"
+        )
+    target = ctx.table(table)
+    before = target.metadata
+    delete_files = _delete_file_contents(target)
+    result = engine.expire_snapshots(
+        target, older_than=older_than, retain_last=retain_last, snapshot_ids=snapshot_ids or ()
+    )
+    lists = {s.manifest_list for s in before.snapshots}
+    kinds = [delete_files.get(path, Content.DATA) for path in result.deleted_data_files]
+    return [
+        (
+            kinds.count(Content.DATA),
+            kinds.count(Content.POSITION_DELETES),
+            kinds.count(Content.EQUALITY_DELETES),
+            len(result.deleted_manifests),
+            # side files lakecat deletes with a manifest list (a compaction's row-moves
+            # record) are not Iceberg's manifest lists
+            sum(1 for path in result.deleted_manifest_lists if path in lists),
+            0,  # statistics files are left to remove_orphan_files
+        )
+    ]
+
+
+def _delete_file_contents(table: Table) -> dict[str, Content]:
+    """The delete files every snapshot of ``table.metadata`` references, by path: what tells a
+    delete file from a data file among the files an expiry deleted. Reads the manifest lists
+    and the delete manifests (a table without merge-on-read changes has none); those a
+    concurrent expiry deletes meanwhile are skipped (their files are that expiry's)."""
+    metadata = table.metadata
+    specs, schema = metadata.specs_by_id(), metadata.schema()
+    seen: set[str] = set()
+    contents: dict[str, Content] = {}
+    for snapshot in metadata.snapshots:
+        try:
+            manifests = read_manifest_list(table.io, snapshot.manifest_list)
+        except FileNotFoundError:
+            continue
+        for manifest in manifests:
+            if manifest.content is not ManifestContent.DELETES or manifest.manifest_path in seen:
+                continue
+            seen.add(manifest.manifest_path)
+            try:
+                entries = read_manifest(table.io, manifest, specs=specs, schema=schema)
+            except FileNotFoundError:
+                continue
+            contents.update((e.data_file.file_path, e.data_file.content) for e in entries)
+    return contents
+
+
+def remove_orphan_files(
+    ctx: ProcedureContext,
+    *,
+    table: str,
+    older_than: int | None,
+    location: str | None,
+    dry_run: bool | None,
+    max_concurrent_deletes: int | None,
+    file_list_view: str | None,
+    equal_schemes: dict[str, str] | None,
+    equal_authorities: dict[str, str] | None,
+    prefix_mismatch_mode: str | None,
+    prefix_listing: bool | None,
+    stream_results: bool | None,
+) -> list[Row]:
+    """Delete the files under the table's location that it does not reference
+    (:func:`lakecat.catalog.engine.remove_orphan_files`); a row per orphan found."""
+    procedure = "remove_orphan_files"
+    _check_positive(procedure, "max_concurrent_deletes", max_concurrent_deletes)
+    refused = {
+        "file_list_view": file_list_view,  # lakecat lists the storage itself
+        "equal_schemes": equal_schemes or None,
+        "equal_authorities": equal_authorities or None,
+        "prefix_mismatch_mode": prefix_mismatch_mode,
+    }
+    given = sorted(name for name, value in refused.items() if value is not None)
+    if given:
+        raise UnsupportedByCatalog(
+            f"{procedure}: lakecat does not take {', '.join(given)} (it lists the location "
+            "itself and compares paths normalized, with s3, s3a and s3n as one scheme)"
+        )
+    if older_than is not None and older_than > _now_ms() - _DAY_MS:
+        # Iceberg's guard: a shorter interval can delete the files of a commit in flight
+        raise ValidationError(
+            f"{procedure}: older_than must be at least 24 hours ago; a shorter interval may "
+            "delete files of a commit in progress (lakecat.catalog.maintenance."
+            "remove_orphan_files takes any time, at your own risk)"
+        )
+    target = ctx.table(table)
+    result = engine.remove_orphan_files(
+        target, older_than=older_than, location=location, dry_run=bool(dry_run)
+    )
+    return [(path,) for path in result.orphans]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
