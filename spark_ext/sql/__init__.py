@@ -3,7 +3,8 @@
 forwards every catalog call to :mod:`.bridge` in the driver's Python, which answers through
 lakecat's API (:mod:`.convert` for schemas and specs, :mod:`.alter` for ALTER TABLE,
 :mod:`.metadata_tables` for ``t.snapshots`` and friends, :mod:`.procedures` for ``CALL
-lake.system.*``); :mod:`.plugin` registers it."""
+lake.system.*``, run by :mod:`.maintenance`, :mod:`.history` and :mod:`.changelog`);
+:mod:`.plugin` registers it."""
 
 from lakecat.spark_ext.sql.bridge import CatalogBridge
 from lakecat.spark_ext.sql.jar import SparkCatalogError, catalog_jar
