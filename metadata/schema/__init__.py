@@ -19,6 +19,7 @@ from lakecat.metadata.schema.conversions import (
     INT_MIN,
     MICROS_PER_DAY,
     MICROS_PER_HOUR,
+    from_bytes,
 )
 from lakecat.metadata.schema.lineage import (
     LAST_UPDATED_SEQUENCE_NUMBER,
@@ -84,6 +85,7 @@ __all__ = [
     "arrow_to_schema",
     "conform_to_schema",
     "fill_lineage",
+    "from_bytes",
     "list_parts",
     "map_parts",
     "schema_to_arrow",

@@ -1,0 +1,115 @@
+"""Iceberg's metadata tables for Spark SQL: ``SELECT * FROM lake.db.t.snapshots``.
+
+The Spark catalog answers ``lake.db.t.<kind>`` with a read-only table served by this Python
+data source (registered next to the table data source by
+:func:`lakecat.spark_ext.attach_catalog`). The rows are made on the driver when Spark plans the
+read (a Python worker loads the table from the catalog) and handed to one task; executors
+never open the catalog. Every table has Iceberg's columns, names and order (Iceberg 1.10,
+``core/.../*Table.java``), read from the table's metadata, manifest lists and manifests:
+
+* ``snapshots``, ``history``, ``refs``, ``metadata_log_entries`` (the metadata log plus the
+  current metadata file);
+* ``manifests`` (the current snapshot's manifest list) and ``all_manifests`` (every
+  snapshot's, with ``reference_snapshot_id``);
+* ``entries`` (every entry of the current snapshot's manifests, deleted ones too) and
+  ``all_entries`` (of every manifest any snapshot lists, once per manifest);
+* ``files``, ``data_files``, ``delete_files`` (the live entries of the current snapshot's
+  manifests: all, data, delete manifests) and ``all_files``, ``all_data_files``,
+  ``all_delete_files`` (of every manifest any snapshot lists: a file listed by several
+  manifests appears once per manifest, as in Iceberg);
+* ``partitions``: per partition, counts and sizes of the current snapshot's live files and
+  the snapshot that last added to it;
+* ``position_deletes``: one row per deleted position of the current snapshot's position
+  delete files and deletion vectors.
+
+Spark needs one schema per metadata table kind before it knows the table, so where Iceberg's
+type depends on the table lakecat has one fixed form:
+
+* ``partition`` (files, entries, partitions, position_deletes) is a map of partition field
+  name to the value as Iceberg's human string (``"2024-03-05"`` for a day), over the
+  partition fields of all the table's specs whose source column the current schema has
+  (Iceberg's ``Partitioning.partitionType``, newest names): a field a file's spec lacks maps
+  to null. Iceberg has a struct of those fields, and drops the column (and
+  ``partitions.spec_id``) on an unpartitioned table, where lakecat has an empty map;
+* ``position_deletes.row`` is a map of column name to value text (null when the delete file
+  stores no rows, as lakecat's and every deletion vector); ``content_offset`` and
+  ``content_size_in_bytes`` are there on v2 tables too (null);
+* a missing ``partition_summaries`` bound is null (Iceberg prints ``"null"``);
+* ``readable_metrics`` (files and entries tables) is left out.
+
+docs/spark-sql.md, "Metadata tables", lists every table's columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from lakecat.metadata.errors import ValidationError
+from lakecat.spark_ext.settings import CatalogSettings, settings_from_options, table_identifier
+from lakecat.spark_ext.sql.metadata_tables.rows import deleted_positions, rows
+from lakecat.spark_ext.sql.metadata_tables.schemas import METADATA_TABLE, METADATA_TABLES, SCHEMAS
+
+__all__ = [
+    "METADATA_TABLE",
+    "METADATA_TABLES",
+    "SCHEMAS",
+    "MetadataReader",
+    "MetadataTableSource",
+    "deleted_positions",
+    "metadata_source",
+    "rows",
+]
+
+
+class MetadataTableSource(DataSource):
+    """Serves ``lake.db.t.<kind>``; :func:`metadata_source` makes a subclass per catalog."""
+
+    settings: ClassVar[CatalogSettings | None] = None
+    format_name: ClassVar[str] = "lakecat_metadata"
+
+    @classmethod
+    def name(cls) -> str:
+        return cls.format_name
+
+    def _kind(self) -> str:
+        kind = self.options.get(METADATA_TABLE, "")
+        if kind not in SCHEMAS:
+            raise ValidationError(
+                f"option {METADATA_TABLE} must be one of {', '.join(METADATA_TABLES)}"
+            )
+        return kind
+
+    def schema(self) -> StructType:
+        return SCHEMAS[self._kind()]
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        settings = settings_from_options(type(self).settings, self.options)
+        with settings.open() as catalog:
+            table = catalog.load_table(table_identifier(self.options))
+            return MetadataReader(rows(table, self._kind()))
+
+
+class MetadataReader(DataSourceReader):
+    """Made on the driver with the rows; one task hands them to Spark."""
+
+    def __init__(self, table_rows: list[tuple[Any, ...]]) -> None:
+        self.table_rows = table_rows
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(0)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        return iter(self.table_rows)
+
+
+def metadata_source(settings: CatalogSettings, format_name: str) -> type[MetadataTableSource]:
+    """A metadata table source bound to one catalog (pickled by value with its settings)."""
+    return type(
+        f"MetadataTableSource_{format_name}",
+        (MetadataTableSource,),
+        {"settings": settings, "format_name": format_name, "__module__": __name__},
+    )

@@ -1,0 +1,449 @@
+"""The rows of each metadata table, from the table's metadata, manifest lists and manifests."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as dt
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakecat.catalog import Table
+from lakecat.metadata.deletes import positions_array, read_deletion_vector
+from lakecat.metadata.errors import CorruptMetadata, ValidationError
+from lakecat.metadata.manifests import (
+    Content,
+    DataFile,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+    Status,
+    read_manifest,
+    read_manifest_list,
+)
+from lakecat.metadata.partitioning import (
+    PartitionField,
+    PartitionSpec,
+    Transform,
+    parse_transform,
+)
+from lakecat.metadata.schema import IcebergType, PrimitiveType, Schema, from_bytes
+from lakecat.spark_ext.sql.metadata_tables.schemas import METADATA_TABLES
+
+
+def rows(table: Table, kind: str) -> list[tuple[Any, ...]]:
+    """The rows of one metadata table of ``table``."""
+    make = _ROWS.get(kind)
+    if make is None:
+        raise ValidationError(
+            f"no metadata table {kind!r}: use one of {', '.join(METADATA_TABLES)}"
+        )
+    return make(_Tables(table))
+
+
+def _time(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class _PartitionField:
+    """A partition field with what renders its values: its transform and result type."""
+
+    field_id: int
+    name: str
+    transform: Transform
+    result_type: IcebergType
+
+    @staticmethod
+    def of(
+        p: PartitionField, schemas: Iterable[Schema], name: str | None = None
+    ) -> _PartitionField:
+        transform = parse_transform(p.transform, strict=False)
+        source = _source_type(schemas, p.source_id)
+        return _PartitionField(p.field_id, name or p.name, transform, transform.result_type(source))
+
+    def human(self, value: Any) -> str | None:
+        return None if value is None else self.transform.to_human_string(self.result_type, value)
+
+
+class _Tables:
+    """What the metadata tables of one table read: its metadata, manifest lists, manifests
+    (each decoded once per read)."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.metadata = table.metadata
+        self.schema = self.metadata.schema()
+        self.specs = self.metadata.specs_by_id()
+        self.union = _union_fields(self.metadata.partition_specs, self.metadata.schemas)
+        self._fields = {
+            s.spec_id: [_PartitionField.of(p, self.metadata.schemas) for p in s.fields]
+            for s in self.metadata.partition_specs
+        }
+        self._manifests: dict[str, list[ManifestEntry]] = {}
+
+    # ---- reading ------------------------------------------------------------------------
+    def manifest_list(self, manifest_list: str | None) -> list[ManifestFile]:
+        if manifest_list is None:
+            return []
+        return read_manifest_list(self.table.io, manifest_list)
+
+    def current_manifests(self) -> list[ManifestFile]:
+        snapshot = self.metadata.current_snapshot
+        return self.manifest_list(None if snapshot is None else snapshot.manifest_list)
+
+    def reachable_manifests(self) -> list[ManifestFile]:
+        """Every manifest any snapshot lists, once (Iceberg: a set of manifests by path)."""
+        seen: dict[str, ManifestFile] = {}
+        for snapshot in self.table.snapshots():
+            for m in self.manifest_list(snapshot.manifest_list):
+                seen.setdefault(m.manifest_path, m)
+        return list(seen.values())
+
+    def entries(self, manifest: ManifestFile) -> list[ManifestEntry]:
+        path = manifest.manifest_path
+        if path not in self._manifests:
+            self._manifests[path] = read_manifest(
+                self.table.io, manifest, specs=self.specs, schema=self.schema
+            )
+        return self._manifests[path]
+
+    def live_entries(self, manifests: Iterable[ManifestFile]) -> Iterator[ManifestEntry]:
+        for m in manifests:
+            yield from (e for e in self.entries(m) if e.status is not Status.DELETED)
+
+    # ---- values -------------------------------------------------------------------------
+    def partition(self, f: DataFile) -> dict[str, str | None]:
+        """``f``'s partition over the union of the table's partition fields, as text."""
+        spec = self.specs[f.spec_id]
+        values = {p.field_id: v for p, v in zip(spec.fields, f.partition, strict=True)}
+        return {u.name: u.human(values.get(u.field_id)) for u in self.union}
+
+    def content_file(self, f: DataFile) -> tuple[Any, ...]:
+        return (
+            int(f.content),
+            f.file_path,
+            f.file_format.upper(),
+            f.spec_id,
+            self.partition(f),
+            f.record_count,
+            f.file_size_in_bytes,
+            _dict(f.column_sizes),
+            _dict(f.value_counts),
+            _dict(f.null_value_counts),
+            _dict(f.nan_value_counts),
+            _dict(f.lower_bounds),
+            _dict(f.upper_bounds),
+            f.key_metadata,
+            None if f.split_offsets is None else list(f.split_offsets),
+            None if f.equality_ids is None else list(f.equality_ids),
+            f.sort_order_id,
+            f.first_row_id,
+            f.referenced_data_file,
+            f.content_offset,
+            f.content_size_in_bytes,
+        )
+
+    def manifest(self, m: ManifestFile) -> tuple[Any, ...]:
+        data = m.content is ManifestContent.DATA
+        counts = (m.added_files_count, m.existing_files_count, m.deleted_files_count)
+        return (
+            int(m.content),
+            m.manifest_path,
+            m.manifest_length,
+            m.partition_spec_id,
+            m.added_snapshot_id,
+            *(counts if data else (0, 0, 0)),
+            *((0, 0, 0) if data else counts),
+            self._summaries(m),
+        )
+
+    def _summaries(self, m: ManifestFile) -> list[tuple[Any, ...]] | None:
+        if m.partitions is None:
+            return None
+        out = []
+        for p, summary in zip(self._fields[m.partition_spec_id], m.partitions, strict=True):
+            lower, upper = (
+                None if b is None else p.human(_bound(p.result_type, b))
+                for b in (summary.lower_bound, summary.upper_bound)
+            )
+            out.append((summary.contains_null, summary.contains_nan, lower, upper))
+        return out
+
+    def entry(self, e: ManifestEntry) -> tuple[Any, ...]:
+        return (
+            int(e.status),
+            e.snapshot_id,
+            e.sequence_number,
+            e.file_sequence_number,
+            self.content_file(e.data_file),
+        )
+
+
+def _union_fields(
+    specs: Iterable[PartitionSpec], schemas: tuple[Schema, ...]
+) -> list[_PartitionField]:
+    """The partition type over all specs (Iceberg's ``Partitioning.partitionType``): the
+    fields whose source column the current schema has, by field id, with the newest spec's
+    name and the transform of a non-void use."""
+    current = max(schemas, key=lambda s: s.schema_id)
+    chosen: dict[int, tuple[str, PartitionField]] = {}
+    for spec in sorted(specs, key=lambda s: s.spec_id, reverse=True):
+        for p in spec.fields:
+            if not current.has_field(p.source_id):
+                continue
+            known = chosen.get(p.field_id)
+            if known is None:
+                chosen[p.field_id] = (p.name, p)
+            elif known[1].transform == "void" and p.transform != "void":
+                chosen[p.field_id] = (known[0], p)
+    return [_PartitionField.of(p, schemas, name) for _, (name, p) in sorted(chosen.items())]
+
+
+def _source_type(schemas: Iterable[Schema], source_id: int) -> IcebergType:
+    """The type of a partition source column, in the newest schema that has it."""
+    for s in sorted(schemas, key=lambda s: s.schema_id, reverse=True):
+        if s.has_field(source_id):
+            return s.find_type(source_id)
+    raise CorruptMetadata(f"no schema has the partition source column {source_id}")
+
+
+def _dict(m: Mapping[int, Any] | None) -> dict[int, Any] | None:
+    return None if m is None else dict(m)
+
+
+def _bound(t: IcebergType, data: bytes) -> Any:
+    """A partition summary bound (single-value binary form, spec Appendix D)."""
+    if not isinstance(t, PrimitiveType):
+        raise CorruptMetadata(f"a partition bound of type {t}")
+    return from_bytes(t, data)
+
+
+# ---- the tables ---------------------------------------------------------------------------
+def _snapshots(t: _Tables) -> list[tuple[Any, ...]]:
+    return [
+        (
+            _time(s.timestamp_ms),
+            s.snapshot_id,
+            s.parent_snapshot_id,
+            s.operation,
+            s.manifest_list,
+            dict(s.summary),
+        )
+        for s in t.table.snapshots()
+    ]
+
+
+def _history(t: _Tables) -> list[tuple[Any, ...]]:
+    table = t.table
+    return [
+        (_time(ms), snapshot_id, table.snapshot(snapshot_id).parent_snapshot_id, ancestor)
+        for ms, snapshot_id, ancestor in table.history()
+    ]
+
+
+def _refs(t: _Tables) -> list[tuple[Any, ...]]:
+    return [
+        (
+            name,
+            ref.ref_type,
+            ref.snapshot_id,
+            ref.max_ref_age_ms,
+            ref.min_snapshots_to_keep,
+            ref.max_snapshot_age_ms,
+        )
+        for name, ref in sorted(t.table.refs().items())
+    ]
+
+
+def _metadata_log_entries(t: _Tables) -> list[tuple[Any, ...]]:
+    m = t.metadata
+    logged = [(e.timestamp_ms, e.metadata_file) for e in m.metadata_log]
+    out = []
+    for ms, location in [*logged, (m.last_updated_ms, t.table.metadata_location)]:
+        # Iceberg: the snapshot current at that time by the snapshot log (SnapshotUtil)
+        current = [e.snapshot_id for e in m.snapshot_log if e.timestamp_ms <= ms]
+        snapshot_id = current[-1] if current else None
+        snapshot = (
+            m.snapshot_by_id(snapshot_id)
+            if snapshot_id is not None and m.has_snapshot(snapshot_id)
+            else None
+        )
+        out.append(
+            (
+                _time(ms),
+                location,
+                snapshot_id,
+                None if snapshot is None else snapshot.schema_id,
+                None if snapshot is None else snapshot.sequence_number,
+            )
+        )
+    return out
+
+
+def _manifests(t: _Tables) -> list[tuple[Any, ...]]:
+    return [t.manifest(m) for m in t.current_manifests()]
+
+
+def _all_manifests(t: _Tables) -> list[tuple[Any, ...]]:
+    return [
+        (*t.manifest(m), snapshot.snapshot_id, m.key_metadata)
+        for snapshot in t.table.snapshots()
+        for m in t.manifest_list(snapshot.manifest_list)
+    ]
+
+
+def _entries_of(manifests: Callable[[_Tables], list[ManifestFile]]) -> _Rows:
+    def make(t: _Tables) -> list[tuple[Any, ...]]:
+        return [t.entry(e) for m in manifests(t) for e in t.entries(m)]
+
+    return make
+
+
+def _files_of(
+    manifests: Callable[[_Tables], list[ManifestFile]], content: ManifestContent | None
+) -> _Rows:
+    def make(t: _Tables) -> list[tuple[Any, ...]]:
+        chosen = [m for m in manifests(t) if content is None or m.content is content]
+        return [t.content_file(e.data_file) for e in t.live_entries(chosen)]
+
+    return make
+
+
+@dataclass
+class _Partition:
+    """Iceberg's ``PartitionsTable.Partition``: one partition's live files."""
+
+    spec_id: int = 0
+    record_count: int = 0
+    file_count: int = 0
+    total_data_file_size_in_bytes: int = 0
+    position_delete_record_count: int = 0
+    position_delete_file_count: int = 0
+    equality_delete_record_count: int = 0
+    equality_delete_file_count: int = 0
+    last_updated_ms: int | None = None
+    last_updated_snapshot_id: int | None = None
+
+    def add(self, f: DataFile, committed_ms: int | None, snapshot_id: int | None) -> None:
+        if committed_ms is not None and (
+            self.last_updated_ms is None or committed_ms > self.last_updated_ms
+        ):
+            self.spec_id = f.spec_id
+            self.last_updated_ms, self.last_updated_snapshot_id = committed_ms, snapshot_id
+        if f.content is Content.DATA:
+            self.record_count += f.record_count
+            self.file_count += 1
+            self.total_data_file_size_in_bytes += f.file_size_in_bytes
+        elif f.content is Content.POSITION_DELETES:
+            self.position_delete_record_count += f.record_count
+            self.position_delete_file_count += 1
+        else:
+            self.equality_delete_record_count += f.record_count
+            self.equality_delete_file_count += 1
+
+
+def _partitions(t: _Tables) -> list[tuple[Any, ...]]:
+    partitions: dict[tuple[tuple[str, str | None], ...], _Partition] = {}
+    for e in t.live_entries(t.current_manifests()):
+        key = tuple(t.partition(e.data_file).items())
+        snapshot = (
+            t.metadata.snapshot_by_id(e.snapshot_id)
+            if e.snapshot_id is not None and t.metadata.has_snapshot(e.snapshot_id)
+            else None
+        )
+        partitions.setdefault(key, _Partition()).add(
+            e.data_file,
+            None if snapshot is None else snapshot.timestamp_ms,
+            None if snapshot is None else snapshot.snapshot_id,
+        )
+    return [
+        (
+            dict(key),
+            p.spec_id,
+            p.record_count,
+            p.file_count,
+            p.total_data_file_size_in_bytes,
+            p.position_delete_record_count,
+            p.position_delete_file_count,
+            p.equality_delete_record_count,
+            p.equality_delete_file_count,
+            None if p.last_updated_ms is None else _time(p.last_updated_ms),
+            p.last_updated_snapshot_id,
+        )
+        for key, p in partitions.items()
+    ]
+
+
+def _position_deletes(t: _Tables) -> list[tuple[Any, ...]]:
+    deletes = [m for m in t.current_manifests() if m.content is ManifestContent.DELETES]
+    out: list[tuple[Any, ...]] = []
+    for e in t.live_entries(deletes):
+        f = e.data_file
+        if f.content is not Content.POSITION_DELETES:
+            continue
+        tail = (t.partition(f), f.spec_id, f.file_path, f.content_offset, f.content_size_in_bytes)
+        for path, pos, row in deleted_positions(t.table.io, f):
+            out.append((path, pos, row, *tail))
+    return out
+
+
+def deleted_positions(io: Any, f: DataFile) -> Iterator[tuple[str, int, Any]]:
+    """(data file path, position, deleted row as text or None) of one position delete file
+    or deletion vector."""
+    if f.is_deletion_vector:
+        if f.referenced_data_file is None or f.content_offset is None:
+            raise CorruptMetadata(f"deletion vector {f.file_path} names no data file or blob")
+        if f.content_size_in_bytes is None:
+            raise CorruptMetadata(f"deletion vector in {f.file_path} has no blob length")
+        with contextlib.closing(io.open_input(f.file_path)) as source:  # reads the blob only
+            bitmap = read_deletion_vector(
+                source,
+                f.content_offset,
+                f.content_size_in_bytes,
+                expected_cardinality=f.record_count,
+            )
+        for pos in positions_array(bitmap).to_pylist():
+            yield f.referenced_data_file, pos, None
+        return
+    stored = pq.ParquetFile(pa.BufferReader(io.read(f.file_path)), pre_buffer=False)
+    # the optional ``row`` column: the deleted row, which few writers store (lakecat does not)
+    columns = ["file_path", "pos", *(["row"] if "row" in stored.schema_arrow.names else [])]
+    deletes = stored.read(columns=columns)
+    rows = deletes.column("row").to_pylist() if "row" in columns else [None] * deletes.num_rows
+    paths, positions = (deletes.column(c).to_pylist() for c in ("file_path", "pos"))
+    for path, pos, row in zip(paths, positions, rows, strict=True):
+        yield path, pos, None if row is None else {k: _text(v) for k, v in row.items()}
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    return str(value)
+
+
+_Rows = Callable[[_Tables], list[tuple[Any, ...]]]
+_ROWS: dict[str, _Rows] = {
+    "snapshots": _snapshots,
+    "history": _history,
+    "refs": _refs,
+    "metadata_log_entries": _metadata_log_entries,
+    "manifests": _manifests,
+    "all_manifests": _all_manifests,
+    "entries": _entries_of(_Tables.current_manifests),
+    "all_entries": _entries_of(_Tables.reachable_manifests),
+    "files": _files_of(_Tables.current_manifests, None),
+    "data_files": _files_of(_Tables.current_manifests, ManifestContent.DATA),
+    "delete_files": _files_of(_Tables.current_manifests, ManifestContent.DELETES),
+    "all_files": _files_of(_Tables.reachable_manifests, None),
+    "all_data_files": _files_of(_Tables.reachable_manifests, ManifestContent.DATA),
+    "all_delete_files": _files_of(_Tables.reachable_manifests, ManifestContent.DELETES),
+    "partitions": _partitions,
+    "position_deletes": _position_deletes,
+}
