@@ -954,7 +954,7 @@ class _CommitWindow:
                 raise ConcurrentDeleteRead(
                     f"{self.intent.kind.value}: {commit.label} removed a file this operation "
                     f"deletes rows from ({path}) and recorded no row moves to find them by "
-                    "(a sorted compaction, or another engine's). Re-run it.",
+                    "(a change of data, a sorted compaction, or another engine's). Re-run it.",
                     snapshot_id=commit.snapshot_id,
                     operation=commit.operation,
                     files=(path,),
