@@ -8,6 +8,15 @@ about ``commit.manifest.target-size-bytes`` each, packing whole partitions (a pa
 than the target gets manifests of its own), so that each manifest covers a narrow range of
 partitions and the partition summaries in the manifest list prune well.
 
+It also converts manifests written by other engines (Spark / Iceberg Java, pyiceberg) and by
+older lakecat into lakecat's partition-ordered layout (:mod:`lakecat.metadata.manifests.order`):
+entries in partition order, in Avro blocks whose first-partition-field summaries sit in the
+file's header, so a filtered scan decodes only the blocks that can match
+(:mod:`lakecat.metadata.manifests.blocks`) instead of every entry. A partitioned spec's data
+manifests are therefore rewritten even when there is a single one, unless it already has that
+layout. (On format v3 tables every data manifest inherits row ids and is decoded whole; there
+the rewrite still regroups by partition.)
+
 The entries are written as EXISTING with their original snapshot ids and sequence numbers, so
 the rewrite changes no data and no sequence-number semantics. It commits one ``replace``
 snapshot (summary ``manifests-created``, ``manifests-kept``, ``manifests-replaced``) through
@@ -38,9 +47,10 @@ from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import CommitStateUnknown, StorageError, ValidationError
 from lakecat.metadata.io.fileio import FileIO, join
+from lakecat.metadata.manifests.blocks import in_partition_order
 from lakecat.metadata.manifests.datafile import ManifestContent, ManifestEntry, ManifestFile, Status
 from lakecat.metadata.manifests.manifest import (
-    read_manifest,
+    decode_manifest,
     read_manifest_list,
     write_manifest,
     write_manifest_list,
@@ -82,11 +92,12 @@ class ManifestRewriteResult:
 def rewrite_manifests(
     table: Table, *, target_size_bytes: int | None = None
 ) -> ManifestRewriteResult:
-    """Regroup the current snapshot's data manifests by partition (module docstring).
+    """Regroup the current snapshot's data manifests by partition, converting manifests of
+    other writers to lakecat's partition-ordered layout (module docstring).
 
     ``target_size_bytes`` defaults to the table's ``commit.manifest.target-size-bytes``. A
-    snapshot whose specs each have a single manifest that would stay a single manifest is left
-    alone (no commit).
+    snapshot whose specs each have a single manifest that would stay a single manifest, and
+    (for a partitioned spec) already has lakecat's layout, is left alone (no commit).
     """
     if target_size_bytes is not None and target_size_bytes <= 0:
         raise ValidationError(f"target_size_bytes must be positive, not {target_size_bytes}")
@@ -224,13 +235,18 @@ def _plan(
     by_spec: dict[int, list[ManifestEntry]] = {}
     inputs: dict[int, int] = {}
     total_bytes: dict[int, int] = {}
+    in_order: dict[int, bool] = {}  # per spec: every manifest in lakecat's layout
     for m in manifests:
         inputs[m.partition_spec_id] = inputs.get(m.partition_spec_id, 0) + 1
         total_bytes[m.partition_spec_id] = (
             total_bytes.get(m.partition_spec_id, 0) + m.manifest_length
         )
         entries = by_spec.setdefault(m.partition_spec_id, [])
-        for e in read_manifest(io, m, specs=specs, schema=base.schema()):
+        data = io.read(m.manifest_path)
+        in_order[m.partition_spec_id] = in_order.get(m.partition_spec_id, True) and (
+            in_partition_order(data, m.manifest_path)
+        )
+        for e in decode_manifest(data, m, specs=specs, schema=base.schema()):
             if e.status is not Status.DELETED:
                 # Read with inheritance applied: snapshot id and sequence numbers are explicit.
                 entries.append(replace(e, status=Status.EXISTING))
@@ -244,7 +260,8 @@ def _plan(
         per_entry = max(1, total_bytes[spec_id] // max(1, len(entries)))
         per_manifest = max(1, target // per_entry)
         chunks = _pack_partitions(entries, per_manifest)
-        unchanged = unchanged and inputs[spec_id] == 1 and len(chunks) == 1
+        converted = not specs[spec_id].fields or in_order[spec_id]  # nothing to order by
+        unchanged = unchanged and inputs[spec_id] == 1 and len(chunks) == 1 and converted
         out.extend((spec_id, chunk) for chunk in chunks)
     return None if unchanged else out
 

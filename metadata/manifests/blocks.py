@@ -117,6 +117,18 @@ class ManifestBlocks:
             return live
 
 
+def in_partition_order(data: bytes, location: str) -> bool:
+    """Whether the manifest file ``data`` (read from ``location``) is in lakecat's
+    partition-ordered layout: its header names the order and holds the block summaries.
+    Manifests written by other engines, and by lakecat before the layout existed, are not.
+    Reads the header only."""
+    try:
+        header = fastavro.block_reader(_io.BytesIO(data)).metadata
+    except DECODE_ERRORS as exc:
+        raise CorruptMetadata(f"cannot read manifest {location}: {exc!r}") from exc
+    return header.get(ORDER_KEY) == PARTITION_ORDER and BLOCKS_KEY in header
+
+
 def open_blocks(
     data: bytes,
     manifest: ManifestFile,

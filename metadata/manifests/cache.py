@@ -5,7 +5,7 @@ files under new names), so what is decoded from them can be kept and reused by e
 commit validation and manifest merge of the same process (Iceberg Java offers the same with
 ``io.manifest.cache-enabled``). The cache belongs to one catalog instance; it is bounded by
 the number of rows it holds (manifest entries and manifest-list rows alike) and evicts the
-least recently used file. It keeps three kinds of values, under keys that cannot collide:
+least recently used file. It keeps four kinds of values, under keys that cannot collide:
 
 * a manifest list's rows, with each manifest's partition summaries decoded on first use
   (:meth:`ManifestCache.manifest_list`), keyed by the list's path (a list read for the first
@@ -14,9 +14,11 @@ least recently used file. It keeps three kinds of values, under keys that cannot
 * a manifest's complete entries (:meth:`ManifestCache.read`), for writers and scans alike,
   keyed by the manifest's path and what inheritance and partition decoding depend on;
 * a partition-ordered manifest read block by block for a filtered scan
-  (:mod:`lakecat.metadata.manifests.blocks`). Only :meth:`ManifestCache.live_files` returns
-  these, never :meth:`ManifestCache.read`, so a writer cannot get a manifest that is missing
-  the entries of blocks no scan needed.
+  (:mod:`lakecat.metadata.manifests.blocks`). Only :meth:`ManifestCache.live_files` and
+  :meth:`ManifestCache.scan_view` return these, never :meth:`ManifestCache.read`, so a writer
+  cannot get a manifest that is missing the entries of blocks no scan needed;
+* a manifest decoded whole for scans, as records that a scan filters before building entries
+  (:mod:`lakecat.metadata.manifests.scan_entries`; :meth:`ManifestCache.scan_view`).
 """
 
 from __future__ import annotations
@@ -34,8 +36,12 @@ from lakecat.metadata.manifests.manifest import (
     UNASSIGNED_SEQ,
     KnownRows,
     decode_manifest,
+    decode_manifest_records,
+    inherited_first_row_ids,
     read_manifest_list,
+    split_manifest_records,
 )
+from lakecat.metadata.manifests.scan_entries import ManifestEntries
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.schema import Schema
 
@@ -163,6 +169,54 @@ class ManifestCache:
                 self._put(("blocks", *key), blocks, blocks.size)
         assert isinstance(blocks, ManifestBlocks)
         return blocks.live_files(may_hold)
+
+    def scan_view(
+        self,
+        io: FileIO,
+        manifest: ManifestFile,
+        *,
+        specs: Mapping[int, PartitionSpec],
+        schema: Schema,
+        may_hold: BlockTest | None = None,
+        by_partition: bool = False,
+    ) -> ManifestEntries | list[LiveFiles]:
+        """For scans: with ``may_hold``, the live files of the blocks of a partition-ordered
+        manifest that ``may_hold`` cannot rule out (as :meth:`live_files`); otherwise (no
+        ``may_hold``, or a manifest not in that layout) every live entry, to filter with
+        :meth:`ManifestEntries.select`. ``by_partition``: the scan filters on partitions, so
+        a manifest read for the first time is only split into records, each decoded when a
+        scan first keeps its partition (not for manifests whose files inherit v3 row ids)."""
+        key = self._key(manifest, schema)
+        if key is not None:
+            found = self._get(("scan", *key))
+            if found is not None:
+                assert isinstance(found, ManifestEntries)
+                return found
+        data = None
+        if may_hold is not None and manifest.first_row_id is None:
+            blocks = None if key is None else self._get(("blocks", *key))
+            if blocks is None:
+                data = io.read(manifest.manifest_path)
+                blocks = open_blocks(data, manifest, specs=specs, schema=schema)
+                if blocks is not None and key is not None:
+                    self._put(("blocks", *key), blocks, blocks.size)
+            if blocks is not None:
+                assert isinstance(blocks, ManifestBlocks)
+                return blocks.live_files(may_hold)
+        if data is None:
+            data = io.read(manifest.manifest_path)
+        split = None
+        if by_partition and inherited_first_row_ids(manifest, ()) is None:
+            split = split_manifest_records(data)
+        entries = ManifestEntries(
+            manifest,
+            decode_manifest_records(data, manifest.manifest_path) if split is None else split,
+            specs=specs,
+            schema=schema,
+        )
+        if key is not None:
+            self._put(("scan", *key), entries, entries.size)
+        return entries
 
     def clear(self) -> None:
         with self._lock:

@@ -159,7 +159,7 @@ def test_a_filtered_scan_decodes_only_blocks_that_can_match(table) -> None:  # t
 
 
 def scan_block_test(scan: Scan):  # type: ignore[no-untyped-def]
-    from lakecat.catalog.read.scan import _Evaluators
+    from lakecat.catalog.read.planning import _Evaluators
 
     spec = scan.metadata.spec()
     return _Evaluators(spec, scan.schema, scan.bound).blocks
