@@ -9,8 +9,14 @@ the spread (min-max) of the wall time, and the ratios with deletes / compacted p
 
 Target: reading with deletes within 1.3x of reading the compacted table.
 
+``--writer lakecat`` builds the same three tables with lakecat instead (issue 19: reading what
+lakecat's own merge-on-read deletes wrote): ten appends of the same rows, then
+``table.delete(...)`` of the same 1% on the v2 table (position delete files) and the v3 table
+(deletion vectors); ``compacted`` holds the remaining rows.
+
     python benchmarks/bench_deletes.py               # 10 million rows
     python benchmarks/bench_deletes.py --quick       # 200,000 rows
+    python benchmarks/bench_deletes.py --writer lakecat
 """
 
 from __future__ import annotations
@@ -21,9 +27,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from common import Report, base_parser, median, workdir
 
 from lakecat.catalog import Catalog
+from lakecat.metadata.expressions import In
 
 PEERS_HOME = Path(os.environ.get("PEERS_HOME") or Path.home() / ".cache" / "lakecat-peers")
 SPARK_PYTHON = PEERS_HOME / "spark35" / "bin" / "python"
@@ -35,23 +44,22 @@ def main() -> None:
     parser = base_parser(__doc__ or "")
     parser.add_argument("--rows", type=int, default=None, help="rows per table (10,000,000)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--writer", choices=("java", "lakecat"), default="java", help="who writes the tables"
+    )
     args = parser.parse_args()
     rows = args.rows or (200_000 if args.quick else 10_000_000)
     report = Report("bench_deletes", {**vars(args), "rows": rows})
     with workdir(args, "lakecat-bench-deletes-") as root:
         started = time.monotonic()
-        built = subprocess.run(
-            [str(SPARK_PYTHON), str(BUILDER), str(root), str(rows)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if built.returncode != 0:
-            raise SystemExit(f"Iceberg Java could not build the tables:\n{built.stderr[-3000:]}")
-        report.note(f"tables built by Iceberg Java in {time.monotonic() - started:.0f} s")
+        if args.writer == "java":
+            build_with_java(root, rows)
         catalog = Catalog(
             f"sqlite:///{root / 'catalog.db'}", warehouse=str(root / "warehouse"), name="peers"
         )
+        if args.writer == "lakecat":
+            build_with_lakecat(catalog, rows)
+        report.note(f"tables built by {args.writer} in {time.monotonic() - started:.0f} s")
         times: dict[str, list[float]] = {t: [] for t in TABLES}
         counts: dict[str, int] = {}
         for _ in range(args.repeats):
@@ -96,6 +104,49 @@ def main() -> None:
             f"{median(r):.2f}x median ({min(r):.2f}-{max(r):.2f}x)",
         )
     report.write()
+
+
+def build_with_java(root: Path, rows: int) -> None:
+    built = subprocess.run(
+        [str(SPARK_PYTHON), str(BUILDER), str(root), str(rows)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if built.returncode != 0:
+        raise SystemExit(f"Iceberg Java could not build the tables:\n{built.stderr[-3000:]}")
+
+
+def build_with_lakecat(catalog: Catalog, rows: int) -> None:
+    """The tables of ``java_delete_tables.py``, written and deleted from by lakecat."""
+    catalog.create_namespace("db")
+    ids = pa.array(range(rows), pa.int64())
+    data = pa.table(
+        {
+            "id": ids,
+            "cat": pc.binary_join_element_wise(
+                pa.scalar("c"), pc.cast(pc.bit_wise_and(ids, 15), pa.string()), ""
+            ),
+            "value": pc.multiply(pc.cast(ids, pa.float64()), 0.5),
+        }
+    )
+    deleted = pc.equal(pc.subtract(ids, pc.multiply(pc.divide(ids, 100), 100)), 7)  # id % 100
+    mor = {"write.delete.mode": "merge-on-read"}
+    size = -(-rows // 10)
+    for name, props in (
+        ("pos", {**mor, "format-version": "2"}),
+        ("dv", {**mor, "format-version": "3"}),
+        ("compacted", {}),
+    ):
+        table = catalog.create_table(f"db.{name}", data.schema, properties=props)
+        for start in range(0, rows, size):  # ten data files, as Iceberg Java writes them
+            chunk = data.slice(start, size)
+            if name == "compacted":
+                chunk = chunk.filter(pc.invert(deleted.slice(start, size)))
+            table.append(chunk)
+        if name != "compacted":
+            gone = data.filter(deleted).column("id").to_pylist()
+            table.delete(In("id", frozenset(gone)))
 
 
 if __name__ == "__main__":

@@ -147,6 +147,17 @@ class UnsupportedFeature(LakecatError):
         self.feature = feature
 
 
+class ResultTooLarge(LakecatError, MemoryError):
+    """Materialising a scan would need more memory than the process can take; nothing is
+    wrong with the table. Stream it instead (``to_batches``, ``to_arrow_batch_reader``), or
+    narrow the scan (columns, a filter, ``limit``)."""
+
+    def __init__(self, message: str, *, read_bytes: int, budget_bytes: int) -> None:
+        super().__init__(message)
+        self.read_bytes = read_bytes
+        self.budget_bytes = budget_bytes
+
+
 class StorageError(LakecatError, OSError):
     """The file-IO seam failed."""
 

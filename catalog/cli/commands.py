@@ -382,9 +382,9 @@ def _blank_if_none(value: Any) -> Any:
     return "" if value is None else value
 
 
-def first_rows(batches: Iterable[pa.Table], limit: int) -> tuple[pa.Table | None, bool]:
-    """The first ``limit`` rows of an iterable of Arrow tables, and whether there were more."""
-    taken: list[pa.Table] = []
+def first_rows(batches: Iterable[pa.RecordBatch], limit: int) -> tuple[pa.Table | None, bool]:
+    """The first ``limit`` rows of a stream of record batches, and whether there were more."""
+    taken: list[pa.RecordBatch] = []
     count = 0
     for batch in batches:
         taken.append(batch)
@@ -393,7 +393,7 @@ def first_rows(batches: Iterable[pa.Table], limit: int) -> tuple[pa.Table | None
             break
     if not taken:
         return None, False
-    return pa.concat_tables(taken).slice(0, limit), count > limit
+    return pa.Table.from_batches(taken).slice(0, limit), count > limit
 
 
 def show(ctx: Context, args: argparse.Namespace) -> Output:

@@ -1,34 +1,34 @@
-"""Scans: plan the data files of one snapshot that may hold matching rows, then read them.
-
-Planning prunes in three steps, each cheaper than the next: manifests by their partition
-summaries, entries by their partition tuple (the filter projected through the partition
-transforms), and files by their column bounds and counts. Through the catalog's
-:class:`~lakecat.metadata.manifests.cache.ManifestCache`, a plan decodes each manifest list and
-manifest at most once per process; the partition filter is evaluated once per distinct
-partition of a manifest, not per file; and a filter on the first partition field decodes only
-the Avro blocks of a lakecat-written manifest that can match
-(:mod:`~lakecat.metadata.manifests.blocks`). Plans hold complete data files (every stat) either
-way. Reading resolves columns by field id (so renamed, added, dropped and promoted columns
-read correctly; a file without the source column of an identity partition field reads it from
-its partition value) and filters rows exactly.
+"""Scans: plan the data files of one snapshot that may hold matching rows
+(:mod:`~lakecat.catalog.read.planning`), then read them. Reading resolves columns by field id
+(so renamed, added, dropped and promoted columns read correctly; a file without the source
+column of an identity partition field reads it from its partition value) and filters rows
+exactly, through the engine of :mod:`~lakecat.catalog.read.reader` (small files in runs, large
+ones streamed, bounded read-ahead: :mod:`~lakecat.catalog.read.read_ahead`).
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecat.catalog.read.deletes import DeleteReader
+from lakecat.catalog.read.memory import ResultTooLarge, materialise_budget
+from lakecat.catalog.read.outputs import (
+    ArrowStreamSource,
+    duckdb_view,
+    polars_lazy_frame,
+    require,
+)
+from lakecat.catalog.read.planning import ScanPlan as ScanPlan
+from lakecat.catalog.read.planning import plan_scan
+from lakecat.catalog.read.read_ahead import read_ahead, read_threads
+from lakecat.catalog.read.reader import ScanReader
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions.evaluators import (
     InclusiveMetricsEvaluator,
-    ManifestEvaluator,
-    PartitionEvaluator,
     to_arrow_filter,
 )
 from lakecat.metadata.expressions.expressions import (
@@ -40,12 +40,9 @@ from lakecat.metadata.expressions.expressions import (
 )
 from lakecat.metadata.expressions.parser import parse
 from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.parquet import read_data_file
-from lakecat.metadata.manifests.blocks import BlockTest
+from lakecat.metadata.io.parquet import DataFileReads, read_data_file
 from lakecat.metadata.manifests.cache import ManifestCache, NoCache
-from lakecat.metadata.manifests.datafile import DataFile, ManifestContent, Status
-from lakecat.metadata.manifests.delete_index import delete_index, delete_manifests
-from lakecat.metadata.partitioning.spec import PartitionSpec
+from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.arrow import schema_to_arrow
 from lakecat.metadata.schema.lineage import LINEAGE_COLUMNS, fill_lineage
 from lakecat.metadata.schema.schema import Schema
@@ -53,7 +50,8 @@ from lakecat.metadata.table.snapshots import Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
 
 RowFilter = Expression | str | None
-_READ_THREADS = 4
+_BATCH_ROWS = 131_072  # rows per batch when the caller names no batch size
+_READ_AHEAD_BYTES = 256 << 20  # batches read ahead of the consumer when the caller names no cap
 _POSITION = "__lakecat_pos"  # a row's position in its file, while row lineage is filled in
 # a merge-on-read delete reads only the filter's columns: big batches, few filter calls
 _POSITIONS_BATCH_ROWS = 1 << 20
@@ -66,25 +64,6 @@ def to_expression(row_filter: RowFilter) -> Expression:
     if isinstance(row_filter, str):
         return parse(row_filter)
     return row_filter
-
-
-@dataclass(frozen=True)
-class ScanPlan:
-    """The data files a scan reads and, for each that has any, the delete files to apply to
-    it (keyed by data file path; see :mod:`lakecat.catalog.read.deletes`)."""
-
-    files: tuple[DataFile, ...]
-    manifests_total: int
-    manifests_scanned: int
-    files_total: int
-    deletes: Mapping[str, tuple[DataFile, ...]] = field(default_factory=dict)
-    # data sequence numbers by file path: planned when deletes apply or row lineage is read
-    sequence_numbers: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def record_count(self) -> int:
-        """The rows in the planned files; with deletes to apply, an upper bound."""
-        return sum(f.record_count for f in self.files)
 
 
 class Scan:
@@ -127,55 +106,14 @@ class Scan:
 
     # ---- planning -----------------------------------------------------------------------------
     def plan(self) -> ScanPlan:
-        if self.snapshot is None:
-            return ScanPlan((), 0, 0, 0)
-        listing = self.manifests.manifest_list(self.io, self.snapshot.manifest_list)
-        specs = self.metadata.specs_by_id()
-        evaluators = _SpecEvaluators(self.schema, self.bound)
-        metrics = InclusiveMetricsEvaluator(self.schema, self.bound)
-        deleting = delete_manifests(listing.manifests)
-        index = (
-            delete_index(self.io, deleting, specs=specs, schema=self.schema, cache=self.manifests)
-            if deleting
-            else None
-        )
-        files: list[DataFile] = []
-        deletes: dict[str, tuple[DataFile, ...]] = {}
-        sequence_numbers: dict[str, int] = {}
-        scanned = 0
-        total = 0
-        for manifest, summaries in zip(listing.manifests, listing.summaries, strict=True):
-            if manifest.content is not ManifestContent.DATA:
-                continue  # delete files are applied to data files, never read as data
-            if not manifest.has_added_files and not manifest.has_existing_files:
-                continue
-            ev = evaluators.of(specs[manifest.partition_spec_id])
-            if summaries is not None and not ev.manifest.eval_summaries(summaries):
-                total += manifest.live_files_count
-                continue
-            scanned += 1
-            # counted from the list row: a filtered scan may decode only some of the entries
-            total += manifest.live_files_count
-            if index is not None or self.lineage:  # data sequence numbers: whole entries
-                for e in self.manifests.read(self.io, manifest, specs=specs, schema=self.schema):
-                    f = e.data_file
-                    if e.status is Status.DELETED:
-                        continue
-                    if not (ev.partition.eval(f.partition) and metrics.eval(f)):
-                        continue
-                    files.append(f)
-                    if e.sequence_number is not None:
-                        sequence_numbers[f.file_path] = e.sequence_number
-                    applicable = index.for_data_file(f, e.sequence_number or 0) if index else ()
-                    if applicable:
-                        deletes[f.file_path] = applicable
-                continue
-            for live in self.manifests.live_files(
-                self.io, manifest, specs=specs, schema=self.schema, may_hold=ev.blocks
-            ):
-                files.extend(f for f in live.select(ev.partition.eval) if metrics.eval(f))
-        return ScanPlan(
-            tuple(files), len(listing.manifests), scanned, total, deletes, sequence_numbers
+        return plan_scan(
+            self.io,
+            self.metadata,
+            self.snapshot,
+            self.schema,
+            self.bound,
+            cache=self.manifests,
+            sequence_numbers=bool(self.lineage),
         )
 
     def plan_files(self) -> list[DataFile]:
@@ -201,6 +139,9 @@ class Scan:
         sequence_number: int | None = None,
         row_groups: InclusiveMetricsEvaluator | None = None,
     ) -> pa.Table:
+        """One file read alone, resolved and filtered by itself: the per-file path that the
+        engine (:meth:`to_batches`) replaced, kept as the reference its property test
+        compares with (``tests/catalog/read/test_scan_engine_property.py``)."""
         if (deletes or self.lineage) and reader is not None:
             # every row read in order, deleted ones dropped, then the filter applied
             kept = reader.read(
@@ -216,7 +157,12 @@ class Scan:
                     b.drop_columns([_POSITION])
                     for b in self._with_lineage(kept, f, sequence_number, _POSITION)
                 )
-            return pa.Table.from_batches(list(kept), schema=schema_to_arrow(self.projected))
+            target = schema_to_arrow(self.projected)
+            # batches of one file may differ in nullability flags only: give them the scan's
+            return pa.Table.from_batches(
+                [pa.RecordBatch.from_arrays(b.columns, schema=target) for b in kept],
+                schema=target,
+            )
         table = read_data_file(
             self.io,
             f,
@@ -304,69 +250,109 @@ class Scan:
             self._reader = DeleteReader(self.io, self.schema, self.metadata.schemas)
         return self._reader
 
-    def to_batches(self) -> Iterator[pa.Table]:
-        """Matching rows, one Arrow table per data file, in planning order.
+    # ---- the engine ---------------------------------------------------------------------------
+    def to_batches(
+        self, *, batch_size: int | None = None, max_read_ahead_bytes: int | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """Matching rows as record batches of at most ``batch_size`` rows (default 131,072),
+        in planning order, yielded as they are read (never a whole file first).
 
-        Files are read a few at a time ahead of the consumer, so a consumer that stops early
-        (``to_arrow(limit=...)``) does not wait for the rest of the table to be read.
-        """
-        read_schema = self._read_schema()
-        arrow_filter = (
-            None if isinstance(self.expression, AlwaysTrue) else to_arrow_filter(self.bound)
-        )
-        # skips the row groups of multi-row-group files that cannot match
-        row_groups = (
-            None if arrow_filter is None else InclusiveMetricsEvaluator(self.schema, self.bound)
-        )
+        Files are read ahead of the consumer on a thread pool sized to the machine, at most
+        ``max_read_ahead_bytes`` (default 256 MiB) of batches ahead, so memory stays bounded
+        whatever the table's size, and a consumer that stops early does not wait for the rest
+        of the table (:mod:`lakecat.catalog.read.reader`, :mod:`~.read_ahead`)."""
+        batch_rows = _positive("batch_size", batch_size, _BATCH_ROWS)
+        cap = _positive("max_read_ahead_bytes", max_read_ahead_bytes, _READ_AHEAD_BYTES)
+        return self._batches(batch_rows, cap, self.projected)
+
+    def _batches(self, batch_rows: int, cap: int, projected: Schema) -> Iterator[pa.RecordBatch]:
         plan = self.plan()
-        reader = (
-            DeleteReader(self.io, self.schema, self.metadata.schemas)
-            if plan.deletes or self.lineage
-            else None
+        filtered = not isinstance(self.expression, AlwaysTrue)
+        reads = DataFileReads(
+            projected=projected,
+            row_filter=to_arrow_filter(self.bound) if filtered else None,
+            filter_schema=self.schema,
+            # skips the row groups of multi-row-group files that cannot match
+            row_group_filter=InclusiveMetricsEvaluator(self.schema, self.bound)
+            if filtered
+            else None,
         )
-        with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
-            pending: deque[Future[pa.Table]] = deque()
-            try:
-                for f in plan.files:
-                    deletes = plan.deletes.get(f.file_path, ())
-                    pending.append(
-                        pool.submit(
-                            self._read_one,
-                            f,
-                            read_schema,
-                            arrow_filter,
-                            deletes,
-                            reader,
-                            plan.sequence_numbers.get(f.file_path),
-                            row_groups,
-                        )
-                    )
-                    if len(pending) >= _READ_THREADS:
-                        yield pending.popleft().result()
-                while pending:
-                    yield pending.popleft().result()
-            finally:
-                for future in pending:
-                    future.cancel()
+        threads = read_threads()
+        reader = ScanReader(
+            self.io,
+            reads,
+            self._specs,
+            batch_size=batch_rows,
+            threads=threads,
+            separately=lambda f: bool(self.lineage or plan.deletes.get(f.file_path)),
+            read_separately=lambda f, n: self._read_separately(f, plan, projected, n),
+        )
+        yield from read_ahead(reader.units(plan.files), threads=threads, max_bytes=cap)
 
-    def to_arrow(self, *, limit: int | None = None) -> pa.Table:
-        """All matching rows (at most ``limit``, a count >= 0) as one Arrow table."""
+    def _read_separately(
+        self, f: DataFile, plan: ScanPlan, projected: Schema, batch_rows: int
+    ) -> Iterator[pa.RecordBatch]:
+        """The batches of a file read alone: in file order, its deletes applied, its row
+        lineage filled in, then filtered."""
+        kept: Iterable[pa.RecordBatch] = self._delete_reader().read(
+            f,
+            plan.deletes.get(f.file_path, ()),
+            projected=projected,
+            row_filter=self.bound,
+            spec=self._specs.get(f.spec_id),
+            batch_size=batch_rows,
+            position_column=_POSITION if self.lineage else None,
+        )
+        if self.lineage:
+            sequence_number = plan.sequence_numbers.get(f.file_path)
+            kept = (
+                b.drop_columns([_POSITION])
+                for b in self._with_lineage(kept, f, sequence_number, _POSITION)
+            )
+        target = schema_to_arrow(projected)
+        for b in kept:
+            if b.num_rows:  # batches of one file may differ in nullability flags only
+                yield pa.RecordBatch.from_arrays(b.columns, schema=target)
+
+    def to_arrow_batch_reader(
+        self, *, batch_size: int | None = None, max_read_ahead_bytes: int | None = None
+    ) -> pa.RecordBatchReader:
+        """:meth:`to_batches` as a ``pyarrow.RecordBatchReader`` (read once, as consumed)."""
+        return pa.RecordBatchReader.from_batches(
+            schema_to_arrow(self.projected),
+            self.to_batches(batch_size=batch_size, max_read_ahead_bytes=max_read_ahead_bytes),
+        )
+
+    def to_arrow(self, *, limit: int | None = None, max_bytes: int | None = None) -> pa.Table:
+        """All matching rows (at most ``limit``, a count >= 0) as one Arrow table.
+
+        The batches read become the table's chunks, never copied. Reading stops with
+        :class:`~lakecat.metadata.errors.ResultTooLarge` as soon as the rows read pass
+        ``max_bytes`` (default: three quarters of the memory available when it starts); a
+        table of any size streams through :meth:`to_batches`."""
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
         ):
             raise ValidationError(f"limit must be a row count >= 0, not {limit!r}")
-        target = schema_to_arrow(self.projected)
-        tables: list[pa.Table] = []
-        rows = 0
-        for t in self.to_batches():
-            if t.num_rows:
-                tables.append(t)
-                rows += t.num_rows
-            if limit is not None and rows >= limit:
-                break
-        if not tables:
-            return target.empty_table()
-        out = pa.concat_tables(tables).cast(target) if len(tables) > 1 else tables[0]
+        budget = materialise_budget() if max_bytes is None else max_bytes
+        batches: list[pa.RecordBatch] = []
+        rows = held = 0
+        if limit != 0:
+            for b in self.to_batches():
+                batches.append(b)
+                rows += b.num_rows
+                held += b.nbytes
+                if limit is not None and rows >= limit:
+                    break
+                if budget is not None and held > budget:
+                    raise ResultTooLarge(
+                        f"the scan's rows need more than {held:,} bytes, over the "
+                        f"{budget:,} it may hold in memory; stream it (to_batches, "
+                        "to_arrow_batch_reader) or narrow it (columns, a filter, limit)",
+                        read_bytes=held,
+                        budget_bytes=budget,
+                    )
+        out = pa.Table.from_batches(batches, schema=schema_to_arrow(self.projected))
         return out.slice(0, limit) if limit is not None else out
 
     def count(self) -> int:
@@ -376,36 +362,44 @@ class Scan:
             plan = self.plan()
             if not plan.deletes:
                 return plan.record_count
-        return sum(t.num_rows for t in self.to_batches())
+        return sum(b.num_rows for b in self.to_batches())
+
+    # ---- into other tools (optional dependencies: catalog/read/outputs.py) --------------------
+    def to_pandas(self, **kwargs: Any) -> Any:
+        """The rows as a pandas ``DataFrame`` (``kwargs`` go to ``pyarrow.Table.to_pandas``).
+        Needs pandas (``pip install 'lakecat[pandas]'``)."""
+        require("pandas", "pandas", "to_pandas")
+        return self.to_arrow().to_pandas(**kwargs)
+
+    def to_polars(self) -> Any:
+        """A polars ``LazyFrame`` over the scan: collecting it reads the table (only the
+        columns the query uses), in batches. Needs polars (``pip install 'lakecat[polars]'``)."""
+        return polars_lazy_frame(schema_to_arrow(self.projected), self._column_batches)
+
+    def _column_batches(
+        self, columns: list[str] | None, batch_size: int | None
+    ) -> Iterator[pa.RecordBatch]:
+        batch_rows = _positive("batch_size", batch_size, _BATCH_ROWS)
+        if columns is None:
+            return self._batches(batch_rows, _READ_AHEAD_BYTES, self.projected)
+        if self.lineage:  # lineage is filled in over the whole projection
+            batches = self._batches(batch_rows, _READ_AHEAD_BYTES, self.projected)
+            return (b.select(columns) for b in batches)
+        wanted = set(columns)
+        fields = tuple(f for f in self.projected.fields if f.name in wanted)
+        return self._batches(batch_rows, _READ_AHEAD_BYTES, Schema(fields, self.schema.schema_id))
+
+    def to_duckdb(self, connection: Any, name: str) -> Any:
+        """Register the scan as view ``name`` on the DuckDB ``connection`` (returned): each
+        query on the view reads the scan's batches afresh, in bounded memory. Needs duckdb
+        (``pip install 'lakecat[duckdb]'``)."""
+        source = ArrowStreamSource(schema_to_arrow(self.projected), self.to_arrow_batch_reader)
+        return duckdb_view(connection, name, source)
 
 
-class _Evaluators:
-    """A scan filter's evaluators for one partition spec."""
-
-    def __init__(self, spec: PartitionSpec, schema: Schema, bound: BoundExpression) -> None:
-        self.manifest = ManifestEvaluator(spec, schema, bound)
-        self.partition = PartitionEvaluator(spec, schema, bound)
-        # Blocks of a partition-ordered manifest are known by their first field's range.
-        by_first = (
-            ManifestEvaluator(replace(spec, fields=spec.fields[:1]), schema, bound)
-            if spec.fields
-            else None
-        )
-        self.blocks: BlockTest | None = (
-            None
-            if by_first is None or isinstance(by_first.projected, AlwaysTrue)
-            else by_first.eval_summaries
-        )
-
-
-class _SpecEvaluators:
-    def __init__(self, schema: Schema, bound: BoundExpression) -> None:
-        self._schema = schema
-        self._bound = bound
-        self._by_spec: dict[int, _Evaluators] = {}
-
-    def of(self, spec: PartitionSpec) -> _Evaluators:
-        found = self._by_spec.get(spec.spec_id)
-        if found is None:
-            found = self._by_spec[spec.spec_id] = _Evaluators(spec, self._schema, self._bound)
-        return found
+def _positive(name: str, value: int | None, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValidationError(f"{name} must be a positive integer, not {value!r}")
+    return value

@@ -5,12 +5,13 @@ Writing (:func:`write_data_file`) expects data already in the table's Arrow form
 ``PARQUET:field_id`` metadata as Parquet field ids, and the returned :class:`DataFile` carries
 the metrics of :mod:`lakecat.metadata.io.metrics`.
 
-Reading (:func:`read_data_file`, :func:`iter_data_file_batches`) resolves columns by Parquet
-field id, so files written before a rename, an added or dropped column, a reorder or a type
-promotion read correctly in the current schema.
+Reading (:func:`read_data_file`, :func:`iter_data_file_batches`; :class:`DataFileReads` for a
+scan's many files) resolves columns by Parquet field id, so files written before a rename, an
+added or dropped column, a reorder or a type promotion read correctly in the current schema.
 
 Every read here, :func:`read_parquet_columns` included, goes through
-``pyarrow.parquet.ParquetFile`` with pre-buffering off, never through a ``pyarrow.dataset``
+``pyarrow.parquet.ParquetFile`` (or the reader it wraps, ``pyarrow._parquet.ParquetReader``)
+with pre-buffering off, never through a ``pyarrow.dataset``
 scan (which ``pq.read_table`` is). A dataset scan, like pre-buffering, reads ahead in tasks
 on pyarrow's own threads that own the file reader and the buffers read from the Python file
 object, and may let go of them after the read has returned; when that happens while the
@@ -26,6 +27,7 @@ pyarrow errors are translated here: a file that cannot be decoded raises
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
@@ -34,10 +36,12 @@ from urllib.parse import quote_plus
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyarrow._parquet import ParquetReader
 
 from lakecat.metadata import properties as props
 from lakecat.metadata.errors import (
     CorruptMetadata,
+    LakecatError,
     SchemaMismatch,
     StorageError,
     ValidationError,
@@ -404,16 +408,19 @@ def iter_data_file_batches(
     metrics evaluator over that schema, skips the row groups whose Parquet statistics show
     that no row matches (:mod:`lakecat.metadata.io.row_groups`). Batches hold at most
     ``batch_size`` rows (default 131,072).
+
+    A scan of many files reads them through one :class:`DataFileReads` instead, which
+    resolves each distinct file schema once.
     """
-    target = schema_to_arrow(projected)
-    source = io.open_input(data_file.file_path)
-    try:
-        reader = _FileReader.open(source, data_file, spec)
-        yield from reader.batches(
-            projected, target, row_filter, filter_schema or projected, batch_size, row_group_filter
-        )
-    finally:
-        source.close()
+    reads = DataFileReads(
+        projected=projected,
+        row_filter=row_filter,
+        filter_schema=filter_schema,
+        row_group_filter=row_group_filter,
+    )
+    with reads.open(io, data_file, spec) as opened:
+        for raw in opened.iter_raw(batch_size or _BATCH_ROWS):
+            yield opened.resolve(raw)
 
 
 def read_parquet_columns(source: Any, columns: Sequence[str]) -> pa.Table:
@@ -429,27 +436,192 @@ def _open(source: Any) -> pq.ParquetFile:
     return pq.ParquetFile(source, pre_buffer=False, arrow_extensions_enabled=False)
 
 
-class _FileReader:
-    """One open Parquet file and how its top-level columns resolve."""
+def _open_reader(source: Any) -> ParquetReader:
+    # What pq.ParquetFile wraps, without the wrapper's per-file walk of the schema in Python
+    # (half the cost of opening a small file); the same options as _open.
+    reader = ParquetReader()
+    reader.open(source, pre_buffer=False, arrow_extensions_enabled=False)
+    return reader
+
+
+class DataFileReads:
+    """Reads of many data files for one projection and filter (a scan's).
+
+    How a file's columns resolve depends only on its physical schema (field ids, names,
+    types), so it is worked out once per distinct schema (:class:`ColumnLayout`) and shared
+    by every file that has that schema: the files a table's writers wrote between two schema
+    changes all do. Thread-safe.
+    """
 
     def __init__(
-        self, parquet: pq.ParquetFile, data_file: DataFile, spec: PartitionSpec | None
+        self,
+        *,
+        projected: Schema,
+        row_filter: pc.Expression | None = None,
+        filter_schema: Schema | None = None,
+        row_group_filter: InclusiveMetricsEvaluator | None = None,
     ) -> None:
-        self.parquet = parquet
-        self.file_schema: pa.Schema = parquet.schema_arrow
-        self.path = data_file.file_path
-        self.by_ids = any(field_id_of(f) is not None for f in self.file_schema)
-        self.fill_values = _identity_partition_values(data_file, spec)
+        self.projected = projected
+        self.target = schema_to_arrow(projected)
+        self.row_filter = row_filter
+        self.filter_schema = filter_schema or projected
+        self.row_group_filter = row_group_filter
+        wanted = list(projected.fields)
+        if row_filter is not None:
+            have = {f.field_id for f in projected.fields}
+            used = _referenced_fields(row_filter, self.filter_schema)
+            wanted += [f for f in used if f.field_id not in have]
+        self.wanted = tuple(wanted)
+        self._layouts: dict[tuple[pa.Schema, int], ColumnLayout] = {}
+        self._lock = threading.Lock()
 
-    @staticmethod
-    def open(source: Any, data_file: DataFile, spec: PartitionSpec | None) -> _FileReader:
+    def layout(self, file_schema: pa.Schema, leaves: int) -> ColumnLayout:
+        """How a file of schema ``file_schema`` with ``leaves`` Parquet leaf columns resolves."""
+        key = (file_schema, leaves)
+        with self._lock:
+            found = self._layouts.get(key)
+        if found is None:
+            found = ColumnLayout(file_schema, leaves, self)
+            with self._lock:
+                found = self._layouts.setdefault(key, found)
+        return found
+
+    def open(
+        self,
+        io: FileIO,
+        data_file: DataFile,
+        spec: PartitionSpec | None,
+        *,
+        whole: bool = False,
+    ) -> OpenDataFile:
+        """``data_file`` opened (its footer read), ready to read; close it (or use ``with``).
+
+        ``whole``: read the file into memory first, in one read (for small files: one request
+        to an object store instead of one per footer and column chunk, and no reads through a
+        Python file object while pyarrow decodes)."""
+        source = io.open_input(data_file.file_path)
         try:
-            parquet = _open(source)
+            try:
+                if whole:
+                    with source:
+                        source = pa.BufferReader(source.read())
+                reader = _open_reader(source)
+                footer = reader.metadata
+                layout = self.layout(reader.schema_arrow, footer.num_columns)
+                row_groups = layout.row_groups(footer, data_file.file_path)
+            except (pa.ArrowException, OSError) as exc:
+                if isinstance(exc, StorageError):
+                    raise
+                # The file opened, so an error here means its footer cannot be decoded
+                # (pyarrow reports some decoding failures as OSError).
+                raise CorruptMetadata(
+                    f"cannot read Parquet file {data_file.file_path}: {exc}"
+                ) from exc
+        except BaseException:
+            source.close()
+            raise
+        return OpenDataFile(source, reader, layout, data_file, spec, row_groups)
+
+
+class OpenDataFile:
+    """One data file opened for a :class:`DataFileReads`: the row groups it reads, its
+    layout and the values it fills in for the fields it lacks."""
+
+    def __init__(
+        self,
+        source: Any,
+        reader: ParquetReader,
+        layout: ColumnLayout,
+        data_file: DataFile,
+        spec: PartitionSpec | None,
+        row_groups: list[int],
+    ) -> None:
+        self._source = source
+        self._reader = reader
+        self.layout = layout
+        self.path = data_file.file_path
+        self.row_groups = row_groups
+        footer = reader.metadata
+        self.num_rows = (
+            footer.num_rows
+            if len(row_groups) == footer.num_row_groups
+            else sum(footer.row_group(i).num_rows for i in row_groups)
+        )
+        fills = _identity_partition_values(data_file, spec) if layout.missing_ids else {}
+        self.fill_values = {i: v for i, v in fills.items() if i in layout.missing_ids}
+        # files whose raw batches can be concatenated and resolved as one
+        self.group_key = (layout, tuple(sorted(self.fill_values.items(), key=_first)))
+
+    def __enter__(self) -> OpenDataFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._source.close()
+
+    def read_raw(self) -> pa.Table:
+        """The file's columns that the layout reads, as stored, all of its row groups to read."""
+        try:
+            return self._reader.read_row_groups(
+                self.row_groups, column_indices=self.layout.columns, use_threads=False
+            )
         except (pa.ArrowException, OSError) as exc:
-            # The file opened, so an error here means its footer cannot be decoded (pyarrow
-            # reports some decoding failures as OSError).
-            raise CorruptMetadata(f"cannot read Parquet file {data_file.file_path}: {exc}") from exc
-        return _FileReader(parquet, data_file, spec)
+            if isinstance(exc, LakecatError):
+                raise
+            raise self._corrupt(exc) from exc
+
+    def iter_raw(self, batch_size: int) -> Iterator[pa.RecordBatch]:
+        """The same as :meth:`read_raw`, streamed as batches of at most ``batch_size`` rows
+        (columns decoded on pyarrow's threads, within each call)."""
+        batches = self._reader.iter_batches(
+            batch_size, self.row_groups, column_indices=self.layout.columns, use_threads=True
+        )
+        try:
+            yield from batches
+        except (pa.ArrowException, OSError) as exc:
+            if isinstance(exc, LakecatError):
+                raise
+            raise self._corrupt(exc) from exc
+
+    def resolve(self, raw: pa.RecordBatch) -> pa.RecordBatch:
+        """Raw ``raw`` of this file (or of files of the same :attr:`group_key`, concatenated)
+        in the projection's form, filtered."""
+        try:
+            return self.layout.resolve(raw, path=self.path, fill_values=self.fill_values)
+        except (pa.ArrowException, OSError) as exc:
+            if isinstance(exc, LakecatError):
+                raise
+            raise self._corrupt(exc) from exc
+
+    def _corrupt(self, exc: BaseException) -> CorruptMetadata:
+        return CorruptMetadata(f"cannot read Parquet file {self.path}: {exc}")
+
+
+def _first(item: tuple[int, Any]) -> int:
+    return item[0]
+
+
+class ColumnLayout:
+    """How the top-level columns of one physical file schema resolve to a projection and the
+    filter's columns: which Parquet leaf columns to read and where each field is found."""
+
+    def __init__(self, file_schema: pa.Schema, leaves: int, reads: DataFileReads) -> None:
+        self.file_schema = file_schema
+        self.by_ids = any(field_id_of(f) is not None for f in file_schema)
+        self._reads = reads
+        file_fields = list(file_schema)
+        self.matches = [self.match(f, file_fields) for f in reads.wanted]
+        self.columns, self._position = self._columns(
+            {i for i in self.matches if i is not None}, leaves
+        )
+        self.missing_ids = frozenset(self._missing(reads.wanted, file_fields))
+        self._full = (
+            None
+            if reads.row_filter is None
+            else pa.schema([field_to_arrow(f) for f in reads.wanted])
+        )
 
     def match(self, f: NestedField, fields: list[pa.Field]) -> int | None:
         """Index of the file field that ``f`` resolves to among sibling ``fields``."""
@@ -458,85 +630,81 @@ class _FileReader:
                 return i
         return None
 
-    def batches(
-        self,
-        projected: Schema,
-        target: pa.Schema,
-        row_filter: pc.Expression | None,
-        filter_schema: Schema,
-        batch_size: int | None,
-        row_group_filter: InclusiveMetricsEvaluator | None,
-    ) -> Iterator[pa.RecordBatch]:
-        wanted = list(projected.fields)
-        if row_filter is not None:
-            projected_ids = {f.field_id for f in projected.fields}
-            used = _referenced_fields(row_filter, filter_schema)
-            wanted += [f for f in used if f.field_id not in projected_ids]
-        file_fields = list(self.file_schema)
-        matches = [self.match(f, file_fields) for f in wanted]
-        columns, position = self._columns({i for i in matches if i is not None})
-        try:
-            row_groups = self._row_groups(row_group_filter, filter_schema)
-            batches = self.parquet.reader.iter_batches(
-                batch_size or _BATCH_ROWS, row_groups, column_indices=columns, use_threads=True
-            )
-            for batch in batches:
-                arrays = [
-                    self.project(
-                        None if i is None else batch.column(position[i]),
-                        f,
-                        None if i is None else file_fields[i],
-                        f.name,
-                        batch.num_rows,
-                    )
-                    for f, i in zip(wanted, matches, strict=True)
-                ]
-                yield self._finish(arrays, wanted, target, row_filter)
-        except (pa.ArrowException, OSError) as exc:
-            if isinstance(exc, StorageError):
-                raise
-            raise CorruptMetadata(f"cannot read Parquet file {self.path}: {exc}") from exc
+    def _missing(self, fields: Sequence[NestedField], file_fields: list[pa.Field]) -> set[int]:
+        """The ids of ``fields`` (and of their struct children) that the file lacks."""
+        out: set[int] = set()
+        for f in fields:
+            i = self.match(f, file_fields)
+            if i is None:
+                out.add(f.field_id)
+            elif isinstance(f.field_type, StructType) and pa.types.is_struct(file_fields[i].type):
+                t = file_fields[i].type
+                children = [t.field(k) for k in range(t.num_fields)]
+                out |= self._missing(f.field_type.fields, children)
+        return out
 
-    def _finish(
-        self,
-        arrays: list[pa.Array],
-        wanted: list[NestedField],
-        target: pa.Schema,
-        row_filter: pc.Expression | None,
-    ) -> pa.RecordBatch:
-        if row_filter is None:
-            return pa.RecordBatch.from_arrays(arrays, schema=target)
-        full = pa.RecordBatch.from_arrays(
-            arrays, schema=pa.schema([field_to_arrow(f) for f in wanted])
-        )
-        filtered = full.filter(row_filter)
-        return pa.RecordBatch.from_arrays(filtered.columns[: len(target)], schema=target)
-
-    def _columns(self, fields: set[int]) -> tuple[list[int] | None, dict[int, int]]:
+    def _columns(self, fields: set[int], leaves: int) -> tuple[list[int] | None, dict[int, int]]:
         """The Parquet leaf columns to read for top-level file ``fields`` (``None``: all),
         and where each of the fields is in a batch read so.
 
         By leaf column index, not by name: names may repeat at different depths ("a.b" the
         column and field b of struct a), indices never do."""
         counts = [leaf_count(f.type) for f in self.file_schema]
-        if sum(counts) != self.parquet.metadata.num_columns:
+        if sum(counts) != leaves:
             # not the leaf-for-leaf mapping pyarrow makes of the files we know: read them all
             return None, {i: i for i in fields}
         starts = [0, *accumulate(counts)]
         selected = sorted(fields)  # a batch holds the fields in file order
-        leaves = [leaf for i in selected for leaf in range(starts[i], starts[i] + counts[i])]
-        return leaves, {i: k for k, i in enumerate(selected)}
+        columns = [leaf for i in selected for leaf in range(starts[i], starts[i] + counts[i])]
+        return columns, {i: k for k, i in enumerate(selected)}
 
-    def _row_groups(
-        self, row_group_filter: InclusiveMetricsEvaluator | None, schema: Schema
-    ) -> list[int]:
+    def row_groups(self, footer: pq.FileMetaData, path: str) -> list[int]:
         """The row groups to read: those whose statistics may match the filter."""
-        footer = self.parquet.metadata
-        if row_group_filter is None or footer.num_row_groups < 2:
+        evaluator = self._reads.row_group_filter
+        if evaluator is None or footer.num_row_groups < 2:
             return list(range(footer.num_row_groups))  # planning decided on the whole file
         return row_groups_to_read(
-            footer, self.file_schema, schema, row_group_filter, match=self.match, path=self.path
+            footer,
+            self.file_schema,
+            self._reads.filter_schema,
+            evaluator,
+            match=self.match,
+            path=path,
         )
+
+    def resolve(
+        self, raw: pa.RecordBatch, *, path: str, fill_values: Mapping[int, Any]
+    ) -> pa.RecordBatch:
+        """``raw`` (read with :attr:`columns`) resolved, cast and filtered."""
+        resolver = _Resolver(self, path, fill_values)
+        file_fields = list(self.file_schema)
+        n = raw.num_rows
+        arrays = [
+            resolver.project(
+                None if i is None else raw.column(self._position[i]),
+                f,
+                None if i is None else file_fields[i],
+                f.name,
+                n,
+            )
+            for f, i in zip(self._reads.wanted, self.matches, strict=True)
+        ]
+        target = self._reads.target
+        if self._full is None:
+            return pa.RecordBatch.from_arrays(arrays, schema=target)
+        full = pa.RecordBatch.from_arrays(arrays, schema=self._full)
+        filtered = full.filter(self._reads.row_filter)
+        return pa.RecordBatch.from_arrays(filtered.columns[: len(target)], schema=target)
+
+
+class _Resolver:
+    """File values in a table field's Arrow form, for one file (its path for messages, its
+    fill values) of one layout."""
+
+    def __init__(self, layout: ColumnLayout, path: str, fill_values: Mapping[int, Any]) -> None:
+        self.layout = layout
+        self.path = path
+        self.fill_values = fill_values
 
     def project(
         self, arr: pa.Array | None, f: NestedField, file_field: pa.Field | None, path: str, n: int
@@ -553,7 +721,7 @@ class _FileReader:
             flat = arr.flatten()
             children = []
             for child in t.fields:
-                i = self.match(child, children_in_file)
+                i = self.layout.match(child, children_in_file)
                 child_arr = None if i is None else flat[i]
                 child_file = None if i is None else children_in_file[i]
                 children.append(
