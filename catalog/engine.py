@@ -14,8 +14,7 @@ lies behind them can be reorganized freely.
 * planning reads: ``Scan``, ``RowFilter``, ``to_timestamp_ms``, ``plan_delete``;
 * applying delete files while reading a data file: ``DeleteReader`` (a scan plan names the
   delete files of each data file);
-* delete files an engine cannot apply yet: ``has_deletes``, ``refuse_deletes`` (raise
-  ``UnsupportedFeature`` for a snapshot that has them);
+* whether a snapshot has delete files: ``has_deletes``;
 * data files in the table's form, and where a table keeps its files: ``conform``,
   ``write_files``, ``data_dir``, ``metadata_dir``;
 * merge-on-read changes: ``merge_on_read`` (the table's mode for an operation kind),
@@ -62,7 +61,7 @@ from lakecat.catalog.maintenance import (
     set_current_snapshot,
 )
 from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES
-from lakecat.catalog.read.deletes import DeleteReader, has_deletes, refuse_deletes
+from lakecat.catalog.read.deletes import DeleteReader, has_deletes
 from lakecat.catalog.read.incremental import CHANGE_SNAPSHOT_ID, ChangeSet, changes
 from lakecat.catalog.read.scan import RowFilter, Scan, ScanPlan
 from lakecat.catalog.write.merge_on_read import (
@@ -109,7 +108,6 @@ __all__ = [
     "new_snapshot_id",
     "plan_delete",
     "plan_file_groups",
-    "refuse_deletes",
     "remove_orphan_files",
     "replaced_deletes",
     "rewrite_manifests",

@@ -1,4 +1,4 @@
-"""Delete files in a snapshot: applying them, refusing where they cannot apply.
+"""Delete files in a snapshot: applying them.
 
 A snapshot's manifest list names data manifests and delete manifests (``content`` 1). Every
 read of the snapshot must apply the live delete files those name (position deletes, deletion
@@ -10,9 +10,7 @@ vectors, equality deletes), and every rewrite of a data file must carry its dele
   data file's batches (with :mod:`lakecat.metadata.deletes`). A delete file that is missing or
   unreadable is a :class:`~lakecat.metadata.errors.CorruptMetadata` naming it: no rows are
   returned from a file whose deletes could not be applied.
-* Paths that cannot apply deletes yet call :func:`refuse_deletes` before reading or writing
-  anything, so they fail with :class:`~lakecat.metadata.errors.UnsupportedFeature` instead of
-  returning deleted rows or bringing them back.
+* :func:`has_deletes` says whether a snapshot has any (its manifest list alone).
 """
 
 from __future__ import annotations
@@ -58,7 +56,6 @@ T = TypeVar("T")
 __all__ = [
     "DeleteReader",
     "has_deletes",
-    "refuse_deletes",
 ]
 
 
@@ -68,27 +65,6 @@ def has_deletes(io: FileIO, snapshot: Snapshot | None, cache: ManifestCache | No
         return False
     listing = (cache or NoCache()).manifest_list(io, snapshot.manifest_list)
     return bool(delete_manifests(listing.manifests))
-
-
-def refuse_deletes(
-    io: FileIO,
-    snapshot: Snapshot | None,
-    *,
-    action: str,
-    table: str = "the table",
-    cache: ManifestCache | None = None,
-) -> None:
-    """Raise :class:`UnsupportedFeature` if ``snapshot`` has live delete files and ``action``
-    (e.g. ``"a copy-on-write delete"``) cannot apply them yet."""
-    if has_deletes(io, snapshot, cache):
-        assert snapshot is not None
-        raise UnsupportedFeature(
-            f"{table} has delete files (merge-on-read deletes written by another engine) in "
-            f"snapshot {snapshot.snapshot_id}; lakecat cannot apply them in {action} yet, and "
-            "refuses rather than read or write deleted rows. Compact the table "
-            "(rewrite_data_files, which applies them) or read it with a scan",
-            feature="delete files",
-        )
 
 
 # ---- reading: applying them -----------------------------------------------------------------
