@@ -39,6 +39,7 @@ from lakecat.catalog import Table, engine
 from lakecat.metadata.errors import NoSuchSnapshot, ValidationError
 from lakecat.metadata.schema import schema_to_arrow
 from lakecat.spark_ext.sql.convert import UnsupportedByCatalog
+from lakecat.spark_ext.sql.maintenance import int_option
 from lakecat.spark_ext.types import spark_schema, to_spark_batch
 
 if TYPE_CHECKING:
@@ -178,19 +179,19 @@ def _range(table: Table, options: Mapping[str, str]) -> tuple[int | None, int | 
     for first, second in ((START_SNAPSHOT_ID, START_TIMESTAMP), (END_SNAPSHOT_ID, END_TIMESTAMP)):
         if first in options and second in options:
             raise ValidationError(f"create_changelog_view: give {first} or {second}, not both")
-    start_ms, end_ms = _long(options, START_TIMESTAMP), _long(options, END_TIMESTAMP)
+    start_ms, end_ms = int_option(options, START_TIMESTAMP), int_option(options, END_TIMESTAMP)
     if start_ms is not None and end_ms is not None and start_ms >= end_ms:
         raise ValidationError(
             f"create_changelog_view: {START_TIMESTAMP} must be before {END_TIMESTAMP}"
         )
     metadata = table.metadata
     current = metadata.ancestors(metadata.current_snapshot_id)  # newest first
-    start = _long(options, START_SNAPSHOT_ID)
+    start = int_option(options, START_SNAPSHOT_ID)
     if start is not None:
         metadata.snapshot_by_id(start)  # NoSuchSnapshot for an unknown id
     if start_ms is not None:  # after the snapshot that was current then
         start = next((s.snapshot_id for s in current if s.timestamp_ms <= start_ms), None)
-    end = _long(options, END_SNAPSHOT_ID)
+    end = int_option(options, END_SNAPSHOT_ID)
     if end is not None:
         metadata.snapshot_by_id(end)
     elif end_ms is not None:
@@ -198,16 +199,6 @@ def _range(table: Table, options: Mapping[str, str]) -> tuple[int | None, int | 
     else:
         end = metadata.current_snapshot_id
     return start, end
-
-
-def _long(options: Mapping[str, str], key: str) -> int | None:
-    raw = options.get(key)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValidationError(f"option {key} must be an integer, not {raw!r}") from None
 
 
 def _data_changing(table: Table, start: int | None, end: int) -> list[Snapshot]:

@@ -65,10 +65,10 @@ def rewrite_data_files(
         raise UnsupportedByCatalog("rewrite_data_files needs the catalog's Spark session")
     target = ctx.table(table)
     start = target.metadata
-    target_size = _int_option(opts, _TARGET_SIZE)
-    min_input_files = _int_option(opts, _MIN_INPUT_FILES)
+    target_size = int_option(opts, _TARGET_SIZE)
+    min_input_files = int_option(opts, _MIN_INPUT_FILES)
     min_input_files = 2 if min_input_files is None else min_input_files
-    max_group_size = _int_option(opts, _MAX_GROUP_SIZE)
+    max_group_size = int_option(opts, _MAX_GROUP_SIZE)
     max_group_size = DEFAULT_MAX_GROUP_SIZE_BYTES if max_group_size is None else max_group_size
     partial = opts.get(_PARTIAL_PROGRESS, "true").lower()
     if partial not in ("true", "false"):
@@ -119,7 +119,8 @@ def rewrite_data_files(
     ]
 
 
-def _int_option(options: Mapping[str, str], key: str) -> int | None:
+def int_option(options: Mapping[str, str], key: str) -> int | None:
+    """An integer procedure option (an ``options`` map entry), ``None`` when absent."""
     raw = options.get(key)
     if raw is None:
         return None
@@ -187,7 +188,7 @@ def rewrite_position_delete_files(
             f"rewrite_position_delete_files does not know the options {unknown} "
             f"(it takes {_MIN_DELETE_INPUT_FILES})"
         )
-    min_input_files = _int_option(opts, _MIN_DELETE_INPUT_FILES)
+    min_input_files = int_option(opts, _MIN_DELETE_INPUT_FILES)
     target = ctx.table(table)
     result = engine.rewrite_position_delete_files(
         target, min_input_files=2 if min_input_files is None else min_input_files
