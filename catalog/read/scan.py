@@ -357,12 +357,15 @@ class Scan:
 
     def count(self) -> int:
         """Matching row count: from metadata when no filter and no delete file applies, else
-        by reading."""
+        by reading only the columns the filter needs (one column when none)."""
         if isinstance(self.expression, AlwaysTrue):
             plan = self.plan()
             if not plan.deletes:
                 return plan.record_count
-        return sum(b.num_rows for b in self.to_batches())
+        needed = {self.schema.top_level_id(i) for i in referenced_field_ids(self.bound)}
+        fields = tuple(f for f in self.schema.fields if f.field_id in needed)
+        counted = Schema(fields or self.schema.fields[:1], self.schema.schema_id)
+        return sum(b.num_rows for b in self._batches(_BATCH_ROWS, _READ_AHEAD_BYTES, counted))
 
     # ---- into other tools (optional dependencies: catalog/read/outputs.py) --------------------
     def to_pandas(self, **kwargs: Any) -> Any:
