@@ -87,6 +87,8 @@ class ExpireResult:
     removed_refs: tuple[str, ...]
     deleted_data_files: tuple[str, ...]
     deleted_manifests: tuple[str, ...]
+    # manifest lists, and the side files that live as long as their snapshot (a compaction's
+    # row-moves record, ``reachable.side_files``)
     deleted_manifest_lists: tuple[str, ...]
     not_deleted: tuple[str, ...] = ()
     cleanup_error: str | None = None
