@@ -390,10 +390,18 @@ def main() -> None:
     parser.add_argument(
         "--parts", default="small,large,projection,memory", help="comma-separated parts to run"
     )
+    parser.add_argument(
+        "--stream-files",
+        type=int,
+        default=None,
+        help="files of the streamed table in the memory part (16; 34 make ~3.1 GiB of Arrow data)",
+    )
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     if args.repeats:
         sizes = Sizes(**{**sizes.__dict__, "repeats": args.repeats})
+    if args.stream_files:
+        sizes = Sizes(**{**sizes.__dict__, "stream_files": args.stream_files})
     report = Report("bench_scan", {**vars(args), "sizes": sizes.__dict__})
     parts = {
         "small": part_small,
