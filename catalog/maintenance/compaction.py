@@ -132,8 +132,8 @@ class CompactionResult:
     """What a ``rewrite_data_files`` run did.
 
     ``groups_failed`` pairs each failed group's description with the error that failed it
-    (typically :class:`ConcurrentDeleteDelete`); ``snapshot_ids`` are the ``replace``
-    snapshots committed, in order.
+    (typically :class:`ConcurrentDeleteDelete`), and ``files_failed`` counts those groups'
+    input files; ``snapshot_ids`` are the ``replace`` snapshots committed, in order.
     """
 
     groups_total: int
@@ -144,6 +144,7 @@ class CompactionResult:
     bytes_removed: int
     bytes_added: int
     snapshot_ids: tuple[int, ...]
+    files_failed: int
 
 
 class _Plan(NamedTuple):
@@ -349,6 +350,7 @@ class _Job:
         self.done = 0
         self.committed = 0
         self.failed: list[tuple[str, LakecatError]] = []
+        self.failed_files = 0
         self.removed: list[DataFile] = []
         self.added: list[DataFile] = []
         self.snapshot_ids: list[int] = []
@@ -365,6 +367,7 @@ class _Job:
             # FileNotFound: a concurrent commit removed an input and expiry already deleted it.
             # Either way this group lost; its new files are gone, the table is unchanged.
             self.failed.append((group.describe(), exc))
+            self.failed_files += len(group.files)
         self.done += 1
         self.report()
 
@@ -514,6 +517,7 @@ class _Job:
             bytes_removed=sum(f.file_size_in_bytes for f in self.removed),
             bytes_added=sum(f.file_size_in_bytes for f in self.added),
             snapshot_ids=tuple(self.snapshot_ids),
+            files_failed=self.failed_files,
         )
 
 

@@ -112,7 +112,7 @@ def _commit(
         else [(list(groups), [f for files in new_files for f in files])]
     )
     committed: list[tuple[list[FileGroup], list[DataFile], int | None]] = []
-    failed: list[tuple[str, LakecatError]] = []
+    failed: list[tuple[FileGroup, LakecatError]] = []
     for index, (batch_groups, added) in enumerate(batches):
         intent = Intent(
             kind=OpKind.REPLACE,
@@ -126,7 +126,7 @@ def _commit(
         except (CommitConflict, RetriesExhausted) as exc:
             if not partial_progress:
                 raise
-            failed.append((batch_groups[0].describe(), exc))
+            failed.append((batch_groups[0], exc))  # one group a batch with partial progress
             continue
         except BaseException:
             # The groups not tried yet leave nothing behind; this one's outcome may be unknown.
@@ -140,17 +140,18 @@ def _commit(
 def _result(
     total: int,
     committed: Sequence[tuple[list[FileGroup], list[DataFile], int | None]],
-    failed: Sequence[tuple[str, LakecatError]],
+    failed: Sequence[tuple[FileGroup, LakecatError]],
 ) -> CompactionResult:
     removed = [f for groups, _, _ in committed for g in groups for f in g.files]
     added = [f for _, files, _ in committed for f in files]
     return CompactionResult(
         groups_total=total,
         groups_committed=sum(len(groups) for groups, _, _ in committed),
-        groups_failed=tuple(failed),
+        groups_failed=tuple((g.describe(), exc) for g, exc in failed),
         files_removed=len(removed),
         files_added=len(added),
         bytes_removed=sum(f.file_size_in_bytes for f in removed),
         bytes_added=sum(f.file_size_in_bytes for f in added),
         snapshot_ids=tuple(s for _, _, s in committed if s is not None),
+        files_failed=sum(len(g.files) for g, _ in failed),
     )

@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from lakecat.catalog import Table, engine
-from lakecat.catalog.engine import DEFAULT_MAX_GROUP_SIZE_BYTES, plan_file_groups
-from lakecat.metadata import properties as P
+from lakecat.catalog.engine import DEFAULT_MAX_GROUP_SIZE_BYTES
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.manifests import Content, ManifestContent, read_manifest, read_manifest_list
 from lakecat.spark_ext.dml.compaction import compact
@@ -64,7 +63,6 @@ def rewrite_data_files(
     if ctx.spark is None:
         raise UnsupportedByCatalog("rewrite_data_files needs the catalog's Spark session")
     target = ctx.table(table)
-    start = target.metadata
     target_size = int_option(opts, _TARGET_SIZE)
     min_input_files = int_option(opts, _MIN_INPUT_FILES)
     min_input_files = 2 if min_input_files is None else min_input_files
@@ -84,25 +82,6 @@ def rewrite_data_files(
         catalog=ctx.catalog,
         format_name=ctx.data_format,
     )
-    failed_files = 0
-    if result.groups_failed:
-        # The result names the failed groups; count their files in the plan compaction made
-        # (the same function of the same metadata).
-        failed = {description for description, _ in result.groups_failed}
-        groups = plan_file_groups(
-            target.io,
-            start,
-            row_filter=where,
-            target_file_size_bytes=target_size
-            or P.get_int(
-                start.properties,
-                P.WRITE_TARGET_FILE_SIZE_BYTES,
-                P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
-            ),
-            min_input_files=min_input_files,
-            max_group_size_bytes=max_group_size,
-        )
-        failed_files = sum(len(g.files) for g in groups if g.describe() in failed)
     committed = target.refresh().metadata
     removed_deletes = sum(
         committed.snapshot_by_id(s).summary_count("removed-delete-files") or 0
@@ -113,7 +92,7 @@ def rewrite_data_files(
             result.files_removed,
             result.files_added,
             result.bytes_removed,
-            failed_files,
+            result.files_failed,
             removed_deletes,
         )
     ]

@@ -111,7 +111,7 @@ def test_compaction_of_compacted_table_does_nothing(table: Table) -> None:
     rewrite_data_files(table)
     head = table.current_snapshot()
     result = rewrite_data_files(table)
-    assert result == CompactionResult(0, 0, (), 0, 0, 0, 0, ())
+    assert result == CompactionResult(0, 0, (), 0, 0, 0, 0, (), 0)
     assert table.current_snapshot() == head
 
 
