@@ -113,6 +113,15 @@ def catalog(catalog_url: str, warehouse: str) -> Iterator[Catalog]:
 
 
 @pytest.fixture
+def embedded_lake(tmp_path: Path) -> Iterator[Catalog]:
+    """The embedded default (``Catalog.embedded``: a SQLite file and a local warehouse) with an
+    empty namespace ``db``: for property tests that make many tables in one catalog."""
+    with Catalog.embedded(tmp_path / "lake") as lake:
+        lake.create_namespace("db")
+        yield lake
+
+
+@pytest.fixture
 def warehouse(tmp_path: Path) -> str:
     """An empty local folder for table files (an absolute path)."""
     folder = tmp_path / "warehouse"

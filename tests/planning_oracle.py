@@ -3,21 +3,26 @@ decoded whole with ``read_manifest`` (no cache, no blocks), each entry filtered 
 the delete files that apply to each data file found by the spec's "Scan Planning" rules written
 out again here (not through :class:`~lakecat.metadata.manifests.delete_index.DeleteIndex`).
 And the check that lakecat's compiled manifest decoder reads a file as fastavro does
-(:func:`assert_decoders_agree`)."""
+(:func:`assert_decoders_agree`). And lakecat's own plans of a scan, through no cache and then
+twice through one (:func:`lakecat_plans`)."""
 
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import fastavro
 
-from lakecat.catalog.read.scan import to_expression
+from lakecat.catalog import Table
+from lakecat.catalog.read.planning import ScanPlan
+from lakecat.catalog.read.scan import Scan, to_expression
 from lakecat.metadata.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
 from lakecat.metadata.expressions.expressions import bind
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.manifests.avro_decoder import decode_records, split_records
+from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import (
     Content,
     DataFile,
@@ -29,6 +34,29 @@ from lakecat.metadata.manifests.manifest import _map, read_manifest, read_manife
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.snapshots import Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
+
+
+def lakecat_plans(
+    t: Table,
+    snapshot: Snapshot,
+    schema: Schema,
+    row_filter: str | None,
+    cache: ManifestCache,
+    columns: Sequence[str] | None = None,
+) -> Iterator[ScanPlan]:
+    """lakecat's plans of one scan: with no manifest cache, then through ``cache`` twice
+    (cold the first time the cache meets these manifests, then warm)."""
+    for manifests in (None, cache, cache):
+        yield Scan(
+            t.io,
+            t.metadata,
+            snapshot,
+            schema,
+            row_filter=row_filter,
+            columns=columns,
+            manifest_cache=manifests,
+        ).plan()
+
 
 STATS_MAPS = (
     "column_sizes",

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import pytest
 from peers import JavaFixtures
-from planning_oracle import assert_decoders_agree, reference_plan
+from planning_oracle import assert_decoders_agree, lakecat_plans, reference_plan
 
 from lakecat.catalog import Catalog
-from lakecat.catalog.read.scan import Scan
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.manifest import read_manifest_list
 from lakecat.metadata.table.timetravel import schema_for
@@ -41,16 +40,8 @@ def test_plans_of_java_written_tables_equal_the_reference_planner(
             schema = schema_for(t.metadata, snapshot)
             for row_filter in FILTERS:
                 expected = reference_plan(t.io, t.metadata, snapshot, schema, row_filter)
-                for manifests in (None, cache, cache):
-                    plan = Scan(
-                        t.io,
-                        t.metadata,
-                        snapshot,
-                        schema,
-                        row_filter=row_filter,
-                        columns=[*schema.column_names, "_row_id"],
-                        manifest_cache=manifests,
-                    ).plan()
+                columns = [*schema.column_names, "_row_id"]
+                for plan in lakecat_plans(t, snapshot, schema, row_filter, cache, columns):
                     context = (name, snapshot.snapshot_id, row_filter)
                     assert list(plan.files) == expected.files, context
                     deletes = {p: {d.key for d in ds} for p, ds in plan.deletes.items()}

@@ -11,8 +11,6 @@ between; and every returned row names a data-changing snapshot of the range.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -53,13 +51,6 @@ def assert_changes_are_the_difference(t: Table, start: int, end: int) -> None:
         assert set(side.column(CHANGE_SNAPSHOT_ID).to_pylist()) <= in_range
 
 
-@pytest.fixture
-def lake(tmp_path: Path) -> Iterator[Catalog]:
-    with Catalog.embedded(tmp_path / "lake") as catalog:
-        catalog.create_namespace("db")
-        yield catalog
-
-
 def table(lake: Catalog, properties: dict[str, str]) -> Table:
     t = lake.create_table(f"db.t{len(lake.list_tables('db'))}", SCHEMA, properties=properties)
     t.append(rows(list(range(0, 15)), 0))
@@ -74,10 +65,10 @@ def table(lake: Catalog, properties: dict[str, str]) -> Table:
 )
 @given(steps=st.lists(STEPS, min_size=1, max_size=5), data=st.data())
 def test_changes_between_any_two_snapshots_are_the_difference_of_their_rows(
-    lake: Catalog, steps: list[Any], data: st.DataObject
+    embedded_lake: Catalog, steps: list[Any], data: st.DataObject
 ) -> None:
     for properties in KINDS.values():
-        t = table(lake, properties)
+        t = table(embedded_lake, properties)
         for step in steps:
             apply(t, step)
         line = history(t)
@@ -88,9 +79,9 @@ def test_changes_between_any_two_snapshots_are_the_difference_of_their_rows(
 
 @pytest.mark.parametrize("kind", ["mor v2", "mor v3"])
 def test_a_merge_on_read_delete_is_a_change_that_removes_the_deleted_rows(
-    lake: Catalog, kind: str
+    embedded_lake: Catalog, kind: str
 ) -> None:
-    t = table(lake, KINDS[kind])
+    t = table(embedded_lake, KINDS[kind])
     start = t.refresh().metadata.current_snapshot_id
     assert start is not None
     t.delete("id IN (3, 17)")
@@ -106,11 +97,11 @@ def test_a_merge_on_read_delete_is_a_change_that_removes_the_deleted_rows(
 
 @pytest.mark.parametrize("kind", ["mor v2", "mor v3"])
 def test_each_deleted_row_is_credited_to_the_snapshot_that_deleted_it(
-    lake: Catalog, kind: str
+    embedded_lake: Catalog, kind: str
 ) -> None:
     """A second delete of the same file on v3 replaces the first deletion vector with the
     union; the rows the first deleted are still credited to the first."""
-    t = table(lake, KINDS[kind])
+    t = table(embedded_lake, KINDS[kind])
     start = t.refresh().metadata.current_snapshot_id
     t.delete("id = 3")
     first = t.refresh().metadata.current_snapshot_id
@@ -131,8 +122,10 @@ def test_each_deleted_row_is_credited_to_the_snapshot_that_deleted_it(
 
 
 @pytest.mark.parametrize("kind", ["mor v2", "mor v3"])
-def test_rows_added_and_deleted_inside_the_range_are_no_change(lake: Catalog, kind: str) -> None:
-    t = table(lake, KINDS[kind])
+def test_rows_added_and_deleted_inside_the_range_are_no_change(
+    embedded_lake: Catalog, kind: str
+) -> None:
+    t = table(embedded_lake, KINDS[kind])
     start = t.refresh().metadata.current_snapshot_id
     t.append(rows([100, 101, 102], 7))
     t.delete("id IN (101, 5)")
@@ -143,9 +136,9 @@ def test_rows_added_and_deleted_inside_the_range_are_no_change(lake: Catalog, ki
 
 @pytest.mark.parametrize("kind", ["mor v2", "mor v3"])
 def test_a_merge_on_read_update_removes_the_old_versions_and_adds_the_new(
-    lake: Catalog, kind: str
+    embedded_lake: Catalog, kind: str
 ) -> None:
-    t = table(lake, KINDS[kind])
+    t = table(embedded_lake, KINDS[kind])
     start = t.refresh().metadata.current_snapshot_id
     t.update({"v": 5}, "id IN (2, 20)")
     updated = t.refresh().metadata.current_snapshot_id

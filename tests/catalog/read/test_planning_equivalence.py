@@ -13,20 +13,17 @@ manifests, DELETED entries and delete manifests.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from planning_oracle import reference_plan
+from planning_oracle import lakecat_plans, reference_plan
+from row_change_steps import KINDS
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.maintenance import rewrite_data_files, rewrite_manifests
 from lakecat.catalog.read.planning import ScanPlan
-from lakecat.catalog.read.scan import Scan
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.table.timetravel import schema_for
@@ -38,12 +35,6 @@ SCHEMA = pa.schema(
         pa.field("name", pa.string()),
     ]
 )
-MOR = {"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
-KINDS = {
-    "cow v2": {},
-    "mor v2": MOR,
-    "mor v3": {**MOR, "format-version": "3"},
-}
 PARTS = st.one_of(st.none(), st.integers(0, 4))
 IDS = st.lists(st.integers(0, 99), min_size=1, max_size=12, unique=True)
 STEPS = st.one_of(
@@ -105,31 +96,15 @@ def check_every_snapshot(t: Table, filters: list[str | None]) -> None:
         schema = schema_for(t.metadata, snapshot)
         for row_filter in filters:
             expected = reference_plan(t.io, t.metadata, snapshot, schema, row_filter)
-            for manifests in (None, cache, cache):  # no cache, then cold and warm
-                for lineage in ((), ("_row_id",)):  # with data sequence numbers or without
-                    columns = [*SCHEMA.names, *lineage]
-                    plan = Scan(
-                        t.io,
-                        t.metadata,
-                        snapshot,
-                        schema,
-                        row_filter=row_filter,
-                        columns=columns,
-                        manifest_cache=manifests,
-                    ).plan()
+            for lineage in ((), ("_row_id",)):  # with data sequence numbers or without
+                columns = [*SCHEMA.names, *lineage]
+                for plan in lakecat_plans(t, snapshot, schema, row_filter, cache, columns):
                     context = (snapshot.snapshot_id, row_filter, lineage)
                     assert planned(plan) == (expected.files, expected.deletes), context
                     if lineage or plan.deletes:  # planned only then
                         paths = [f.file_path for f in plan.files]
                         wanted = {p: expected.sequence_numbers[p] for p in paths}
                         assert dict(plan.sequence_numbers) == wanted, context
-
-
-@pytest.fixture
-def lake(tmp_path: Path) -> Iterator[Catalog]:
-    with Catalog.embedded(tmp_path / "lake") as catalog:
-        catalog.create_namespace("db")
-        yield catalog
 
 
 @settings(
@@ -143,10 +118,10 @@ def lake(tmp_path: Path) -> Iterator[Catalog]:
     kind=st.sampled_from(sorted(KINDS)),
 )
 def test_plans_equal_the_reference_planner_on_random_tables(
-    lake: Catalog, steps: list[Any], filters: list[str | None], kind: str
+    embedded_lake: Catalog, steps: list[Any], filters: list[str | None], kind: str
 ) -> None:
-    name = f"db.t{len(lake.list_tables('db'))}"
-    t = lake.create_table(name, SCHEMA, partition_by=["part"], properties=KINDS[kind])
+    name = f"db.t{len(embedded_lake.list_tables('db'))}"
+    t = embedded_lake.create_table(name, SCHEMA, partition_by=["part"], properties=KINDS[kind])
     t.append(pa.concat_tables([rows(list(range(p * 20, p * 20 + 20)), p) for p in range(5)]))
     for step in steps:
         apply(t, step)

@@ -16,7 +16,7 @@ from pathlib import Path
 import fastavro
 import pyarrow as pa
 import pytest
-from planning_oracle import assert_decoders_agree, reference_plan
+from planning_oracle import assert_decoders_agree, lakecat_plans, reference_plan
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema as PySchema
@@ -27,7 +27,6 @@ from pyiceberg.types import IntegerType, LongType, NestedField, StringType
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.maintenance import rewrite_manifests
 from lakecat.catalog.read.planning import _Evaluators
-from lakecat.catalog.read.scan import Scan
 from lakecat.metadata.manifests.blocks import in_partition_order
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import DataFile, ManifestContent
@@ -152,15 +151,7 @@ def test_plans_of_pyiceberg_manifests_equal_the_reference_and_pyiceberg(
         schema = schema_for(t.metadata, snapshot)
         for row_filter in FILTERS:
             expected = reference_plan(t.io, t.metadata, snapshot, schema, row_filter)
-            for manifests in (None, cache, cache):
-                plan = Scan(
-                    t.io,
-                    t.metadata,
-                    snapshot,
-                    schema,
-                    row_filter=row_filter,
-                    manifest_cache=manifests,
-                ).plan()
+            for plan in lakecat_plans(t, snapshot, schema, row_filter, cache):
                 assert list(plan.files) == expected.files, (snapshot.snapshot_id, row_filter)
             if row_filter not in PYICEBERG_KEEPS_MORE:
                 paths = {f.file_path for f in expected.files}

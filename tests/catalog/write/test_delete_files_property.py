@@ -8,11 +8,8 @@ rows; the v3 table's row ids stay unique, and a row's id changes only when the r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from row_change_steps import KINDS, SCHEMA, apply, rows, steps
@@ -35,24 +32,17 @@ def lineage(t: Table) -> dict[tuple[int, int], int]:
     return {(r["id"], r["_row_id"]): r["v"] for r in got}
 
 
-@pytest.fixture
-def lake(tmp_path: Path) -> Iterator[Catalog]:
-    with Catalog.embedded(tmp_path / "lake") as catalog:
-        catalog.create_namespace("db")
-        yield catalog
-
-
 @settings(
     max_examples=30,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(steps=st.lists(STEPS, min_size=1, max_size=6))
-def test_delete_files_read_as_copy_on_write_does(lake: Catalog, steps: list[Any]) -> None:
+def test_delete_files_read_as_copy_on_write_does(embedded_lake: Catalog, steps: list[Any]) -> None:
     tables = {}
     for n, (kind, properties) in enumerate(KINDS.items()):
-        name = f"db.t{n}_{len(lake.list_tables('db'))}"
-        t = lake.create_table(name, SCHEMA, properties=properties)
+        name = f"db.t{n}_{len(embedded_lake.list_tables('db'))}"
+        t = embedded_lake.create_table(name, SCHEMA, properties=properties)
         t.append(rows(list(range(0, 20)), 0))
         t.append(rows(list(range(20, 40)), 0))
         tables[kind] = t
