@@ -59,7 +59,13 @@ from lakecat.spark_ext.source.planning import ReadOptions, ReadView, groups_of, 
 from lakecat.spark_ext.source.streaming import plan_stream
 from lakecat.spark_ext.source.tasks import FileReader
 from lakecat.spark_ext.source.write_jobs import WriteJob, plan_write
-from lakecat.spark_ext.types import project, spark_schema
+from lakecat.spark_ext.types import (
+    FILE_COLUMN,
+    METADATA_COLUMNS,
+    POS_COLUMN,
+    project,
+    spark_schema,
+)
 
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 _LINEAGE_IDS = frozenset(f.field_id for f in LINEAGE_COLUMNS.values())
@@ -188,7 +194,7 @@ class LakecatReader(DataSourceReader):
         return any(f.field_id in _LINEAGE_IDS for f in self.projected.fields)
 
     def partitions(self) -> list[InputPartition]:
-        filters = [*self.applied, *self.pruning]
+        filters = [*self.applied, *self.pruning, self.view.prune_filter()]
         plan = plan_files(self.io, self.view, filters, row_lineage=self.row_lineage)
         groups = groups_of(self.view, plan, parallelism=self.parallelism)
         return [
@@ -199,10 +205,14 @@ class LakecatReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, FileGroup):  # Spark's placeholder for "no partitions"
             return iter(())
-        target = to_arrow_schema(self.spark_schema, timezone="UTC")
-        return self.file_reader().read(
+        wanted = to_arrow_schema(self.spark_schema, timezone="UTC")
+        target = _with_both_metadata_columns(wanted) if self.metadata_columns else wanted
+        batches = self.file_reader().read(
             partition.files, target, partition.deletes, partition.sequence_numbers
         )
+        if target is wanted:
+            return batches
+        return (batch.select(wanted.names) for batch in batches)
 
     def file_reader(self) -> FileReader:
         row_filter: Expression = and_(self.view.base_filter(), *self.applied)
@@ -216,6 +226,15 @@ class LakecatReader(DataSourceReader):
             schemas=self.view.metadata.schemas,
             row_lineage=self.row_lineage and self.view.metadata.format_version >= 3,
         )
+
+
+def _with_both_metadata_columns(schema: pa.Schema) -> pa.Schema:
+    """A read schema that asks for ``_file`` or ``_pos``, with both last, as the file reader
+    yields them (a read that asked for one drops the other)."""
+    data = [f for f in schema if f.name not in METADATA_COLUMNS]
+    return pa.schema(
+        [*data, pa.field(FILE_COLUMN, pa.string(), False), pa.field(POS_COLUMN, pa.int64(), False)]
+    )
 
 
 class PushdownReader(LakecatReader):

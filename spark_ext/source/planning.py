@@ -64,6 +64,9 @@ END_SNAPSHOT_ID = "end-snapshot-id"
 SPLIT_SIZE = "split-size"
 FILE_OPEN_COST = "file-open-cost"
 FILTER = "filter"  # a lakecat filter string, applied like a pushed-down filter
+# A lakecat filter string that only chooses files (the caller filters the rows): the SQL
+# catalog's reads put the filters Spark pushed here.
+PRUNE_FILTER = "prune-filter"
 # Options used by row-level operations and compaction, which plan on the driver first:
 FILES = "files"  # JSON list of data file paths (read only these), or list of lists (the groups)
 METADATA_COLUMNS = "metadata-columns"  # "true": add the columns _file and _pos
@@ -91,6 +94,7 @@ class ReadOptions:
     split_size: int | None = None
     open_file_cost: int | None = None
     row_filter: str | None = None
+    prune_filter: str | None = None
     files: frozenset[str] | None = None
     file_groups: tuple[tuple[str, ...], ...] | None = None  # given groups, not packed
     metadata_columns: bool = False
@@ -114,6 +118,7 @@ class ReadOptions:
             split_size=_int_option(options, SPLIT_SIZE),
             open_file_cost=_int_option(options, FILE_OPEN_COST),
             row_filter=options.get(FILTER) or None,
+            prune_filter=options.get(PRUNE_FILTER) or None,
             files=files,
             file_groups=groups,
             metadata_columns=options.get(METADATA_COLUMNS, "false").strip().lower() == "true",
@@ -228,6 +233,10 @@ class ReadView:
     def base_filter(self) -> Expression:
         """The ``filter`` option as an expression (AlwaysTrue without one)."""
         return parse(self.options.row_filter) if self.options.row_filter else AlwaysTrue()
+
+    def prune_filter(self) -> Expression:
+        """The ``prune-filter`` option as an expression (AlwaysTrue without one)."""
+        return parse(self.options.prune_filter) if self.options.prune_filter else AlwaysTrue()
 
 
 @dataclass(frozen=True)

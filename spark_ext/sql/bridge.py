@@ -22,6 +22,7 @@ Procedures (``CALL lake.system.<name>(...)``) are described and run by
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from lakecat.catalog import Catalog, Table
+from lakecat.catalog.engine import metadata_dir
 from lakecat.metadata.errors import (
     LakecatError,
     NamespaceAlreadyExists,
@@ -40,6 +42,9 @@ from lakecat.metadata.errors import (
     TableAlreadyExists,
     ValidationError,
 )
+from lakecat.metadata.expressions import and_, parse
+from lakecat.metadata.io import join
+from lakecat.metadata.table import read_metadata
 from lakecat.spark_ext.errors import error_attributes, error_class_name, error_in_traceback
 from lakecat.spark_ext.settings import OPTION_TABLE
 from lakecat.spark_ext.source.planning import (
@@ -50,7 +55,9 @@ from lakecat.spark_ext.source.planning import (
     TAG,
     ReadOptions,
     ReadView,
+    plan_files,
 )
+from lakecat.spark_ext.source.staging import STAGE_TO
 from lakecat.spark_ext.source.write_jobs import OVERWRITE_FILTER, OVERWRITE_MODE
 from lakecat.spark_ext.sql.alter import alter_table
 from lakecat.spark_ext.sql.convert import (
@@ -67,6 +74,7 @@ from lakecat.spark_ext.sql.procedures import (
     call_procedure,
     find_procedure,
 )
+from lakecat.spark_ext.sql.row_level import commit_copy_on_write
 from lakecat.spark_ext.types import spark_schema
 
 # Spark's reserved table properties that are not Iceberg table properties.
@@ -111,6 +119,10 @@ class CatalogBridge:
             "can_delete": self.can_delete,
             "delete": self.delete,
             "overwrite_filter": self.overwrite_filter,
+            "scan_filter": self.scan_filter,
+            "plan_files": self.plan_files,
+            "begin_row_level": self.begin_row_level,
+            "commit_row_level": self.commit_row_level,
             "list_procedures": self.list_procedures,
             "load_procedure": self.load_procedure,
             "bind_procedure": self.bind_procedure,
@@ -268,6 +280,73 @@ class CatalogBridge:
         options = {} if text == "true" else {OVERWRITE_FILTER: text}
         return {"convertible": True, "options": options}
 
+    # ---- reads and copy-on-write row-level operations -------------------------------------
+    def _view(self, read_options: Mapping[str, str]) -> ReadView:
+        """The table version and snapshot a read with these options sees."""
+        options = ReadOptions.parse(read_options)
+        location = options.metadata_location
+        if location is None:
+            raise ValidationError(f"a catalog read names its {METADATA_LOCATION}")
+        metadata = self.catalog.metadata_cache.get(location)
+        if metadata is None:
+            metadata = read_metadata(self.catalog.io, location)
+            self.catalog.metadata_cache.put(
+                location, metadata, table=read_options.get(OPTION_TABLE, "")
+            )
+        return ReadView.resolve(metadata, location, options)
+
+    def scan_filter(
+        self, read_options: Mapping[str, str], predicates: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """The file-pruning filter of a read: the conjunction of the predicates Spark pushed
+        that lakecat evaluates exactly as Spark does, and which of them it holds."""
+        schema = self._view(read_options).schema
+        used: list[int] = []
+        parts = []
+        for index, predicate in enumerate(predicates):
+            try:
+                parts.append(predicates_expression([predicate], schema))
+            except UnsupportedByCatalog:
+                continue
+            used.append(index)
+        return {"filter": str(and_(*parts)), "used": used}
+
+    def plan_files(self, read_options: Mapping[str, str], filter: str) -> list[str]:
+        """The data files a read plans under a pruning filter (a row-level operation's read)."""
+        view = self._view(read_options)
+        io = self.catalog.io
+        return [f.file_path for f in plan_files(io, view, [parse(filter)]).files]
+
+    def begin_row_level(
+        self, namespace: Sequence[str], name: str, read_options: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """Where a row-level operation's staged write hands its files over, and its write
+        options (staging against the version the operation read)."""
+        view = self._view(read_options)
+        stage_to = join(metadata_dir(view.metadata), f"spark-stage-{uuid.uuid4()}.pickle")
+        return {
+            "stage_to": stage_to,
+            "write_options": {METADATA_LOCATION: view.metadata_location, STAGE_TO: stage_to},
+        }
+
+    def commit_row_level(
+        self,
+        namespace: Sequence[str],
+        name: str,
+        command: str,
+        filter: str,
+        stage_to: str,
+        files: Sequence[str],
+        read_options: Mapping[str, str],
+    ) -> int | None:
+        """Commit a copy-on-write DELETE/UPDATE/MERGE: the staged files replace the files
+        the operation read; the new snapshot id (None: nothing changed)."""
+        view = self._view(read_options)
+        table = self.catalog.load_table((*namespace, name))
+        return commit_copy_on_write(
+            table, view, command=command, filter=parse(filter), read=files, stage_to=stage_to
+        )
+
     # ---- procedures -----------------------------------------------------------------------
     def list_procedures(self, namespace: Sequence[str]) -> list[list[str]]:
         if list(namespace) != [SYSTEM_NAMESPACE]:
@@ -324,6 +403,8 @@ class CatalogBridge:
             # Time travel reads an old version: there is nothing to write to.
             "write_options": None if travel else {OPTION_TABLE: table.name},
             "dynamic_overwrite_options": {OVERWRITE_MODE: "dynamic"},
+            "data_table": True,
+            "row_lineage": table.metadata.format_version >= 3,
         }
 
     def _metadata_table(self, namespace: Sequence[str], kind: str) -> dict[str, Any]:

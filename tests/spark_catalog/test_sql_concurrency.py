@@ -162,3 +162,107 @@ def test_a_delete_racing_an_insert_follows_the_isolation_level(workers, catalog,
         assert deleted == {"ok": True}
         assert ids == [50, 51, 101]  # the delete removed what it saw; the insert stays
         assert [s.operation for s in table.snapshots()] == ["append", "append", "delete"]
+
+
+# ---- UPDATE / MERGE races (copy-on-write through the catalog) --------------------------------
+def _three_regions(catalog: Catalog, name: str, properties: dict[str, str]) -> Any:
+    table = catalog.create_table(name, SCHEMA, partition_by=["region"], properties=properties)
+    table.append(pa.table({"id": [1, 2, 3, 101, 201], "region": ["eu"] * 3 + ["us", "ap"]}, SCHEMA))
+    return table
+
+
+def _ids(table: Any) -> list[int]:
+    return sorted(table.refresh().to_arrow(columns=["id"]).column("id").to_pylist())
+
+
+def test_two_updates_of_the_same_file_one_commits_the_other_gets_a_conflict(
+    workers, catalog
+) -> None:
+    first, second = workers
+    table = _three_regions(catalog, "db.update_race", {})
+
+    first.send(
+        "UPDATE lake.db.update_race SET id = id + 10 WHERE id % 2 = 1", pause_before_commit=True
+    )
+    assert first.answer() == {"paused": True}
+    second.send("UPDATE lake.db.update_race SET id = id + 1000 WHERE id = 2")
+    assert second.answer() == {"ok": True}
+    first.go()
+    updated = first.answer()
+
+    assert updated["ok"] is False
+    assert updated["error"].splitlines()[0].startswith("lakecat Concurrent")
+    assert _ids(table) == [1, 3, 101, 201, 1002]  # the second update only
+    assert [s.operation for s in table.snapshots()] == ["append", "overwrite"]
+
+
+def test_updates_of_different_partitions_both_commit(workers, catalog) -> None:
+    first, second = workers
+    table = _three_regions(catalog, "db.update_disjoint", {})
+
+    first.send(
+        "UPDATE lake.db.update_disjoint SET id = id + 10 WHERE region = 'eu'",
+        pause_before_commit=True,
+    )
+    assert first.answer() == {"paused": True}
+    second.send("UPDATE lake.db.update_disjoint SET id = id + 1000 WHERE region = 'us'")
+    assert second.answer() == {"ok": True}
+    first.go()
+
+    assert first.answer() == {"ok": True}
+    assert _ids(table) == [11, 12, 13, 201, 1101]
+
+
+@pytest.mark.parametrize("level", ["serializable", "snapshot"])
+def test_a_merge_racing_an_insert_follows_the_isolation_level(workers, catalog, level) -> None:
+    merger, inserter = workers
+    name = f"db.merge_insert_{level}"
+    table = _three_regions(catalog, name, {"write.merge.isolation-level": level})
+
+    merger.send(
+        f"MERGE INTO lake.{name} t USING (SELECT 2 AS id, 'eu' AS region) s "
+        "ON t.id = s.id AND t.region = 'eu' "
+        "WHEN MATCHED THEN UPDATE SET id = 20 WHEN NOT MATCHED THEN INSERT *",
+        pause_before_commit=True,
+    )
+    assert merger.answer() == {"paused": True}
+    inserter.send(f"INSERT INTO lake.{name} VALUES (50, 'eu')")
+    assert inserter.answer() == {"ok": True}
+    merger.go()
+    merged = merger.answer()
+
+    if level == "serializable":
+        assert merged["ok"] is False
+        assert merged["error"].splitlines()[0].startswith("lakecat ConcurrentAppend: ")
+        assert _ids(table) == [1, 2, 3, 50, 101, 201]
+    else:
+        assert merged == {"ok": True}
+        assert _ids(table) == [1, 3, 20, 50, 101, 201]
+
+
+@pytest.mark.parametrize("level", ["serializable", "snapshot"])
+def test_a_merge_racing_a_compaction_of_its_files_fails_and_the_compaction_stays(
+    workers, catalog, level
+) -> None:
+    merger, compactor = workers
+    name = f"db.merge_compact_{level}"
+    table = _three_regions(catalog, name, {"write.merge.isolation-level": level})
+    table.append(pa.table({"id": [4], "region": ["eu"]}, SCHEMA))  # a second eu file
+
+    merger.send(
+        f"MERGE INTO lake.{name} t USING (SELECT 2 AS id) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET id = 20",
+        pause_before_commit=True,
+    )
+    assert merger.answer() == {"paused": True}
+    compactor.send(f"CALL lake.system.rewrite_data_files(table => '{name}')")
+    assert compactor.answer() == {"ok": True}
+    compacted = table.refresh().current_snapshot()
+    assert compacted.operation == "replace"
+    merger.go()
+    merged = merger.answer()
+
+    assert merged["ok"] is False
+    assert merged["error"].splitlines()[0].startswith("lakecat Concurrent")
+    assert table.refresh().current_snapshot().snapshot_id == compacted.snapshot_id
+    assert _ids(table) == [1, 2, 3, 4, 101, 201]

@@ -180,3 +180,51 @@ def test_python_writers_see_only_the_write_commands_options(lake, monkeypatch) -
     with pytest.raises(Exception, match="name the table"):
         lake.sql("INSERT INTO lake.db.t VALUES (7, 'eu')")
     assert [i for (i,) in lake.rows("db.t", "id")] == [0, 1, 2]
+
+
+# ---- pruning ---------------------------------------------------------------------------------
+@pytest.fixture
+def regions(lake):
+    """db.r partitioned by region: one file each for eu (ids 0-9), us (10-19), ap (20-29)."""
+    table = lake.catalog.create_table("db.r", SCHEMA, partition_by=["region"])
+    for start, region in ((0, "eu"), (10, "us"), (20, "ap")):
+        table.append(batch(range(start, start + 10), region))
+    return table
+
+
+def scan_description(lake, query: str) -> str:
+    plan = lake.spark.sql(f"EXPLAIN {query}").collect()[0][0]
+    return next(line for line in plan.splitlines() if "BatchScan" in line)
+
+
+def test_a_partition_filter_prunes_files_and_explain_shows_it(lake, regions) -> None:
+    line = scan_description(lake, "SELECT * FROM lake.db.r WHERE region = 'us'")
+
+    assert "region = 'us'" in line  # the filter Spark pushed
+    assert "lakecat-filter=region IS NOT NULL AND region = 'us'" in line
+    assert "files=1]" in line
+    assert "files=3]" in scan_description(lake, "SELECT * FROM lake.db.r")
+    # a filter lakecat cannot read exactly prunes nothing, and Spark still applies it
+    assert "files=3]" in scan_description(lake, "SELECT * FROM lake.db.r WHERE id % 2 = 0")
+    assert ids(lake.sql("SELECT id FROM lake.db.r WHERE region = 'us' AND id % 5 = 0")) == [10, 15]
+
+
+def test_a_reused_dataframe_and_a_self_join_see_every_row(lake, regions) -> None:
+    df = lake.spark.table("lake.db.r")
+
+    assert df.where("region = 'eu'").count() == 10
+    assert df.count() == 30  # not the filtered plan of the query before
+    assert df.where("region = 'us'").count() == 10
+    joined = df.where("region = 'eu'").alias("a").join(df.alias("b"), "id")
+    assert joined.count() == 10
+    pairs = df.where("region = 'eu'").alias("a").crossJoin(df.alias("b"))
+    assert pairs.count() == 10 * 30
+
+
+def test_metadata_columns_name_the_file_and_position_of_each_row(lake, regions) -> None:
+    files = {f.partition[0]: f.file_path for f in regions.scan().plan_files()}
+
+    got = lake.sql("SELECT id, _file, _pos FROM lake.db.r WHERE region = 'us' ORDER BY id")
+
+    assert [(r.id, r._file, r._pos) for r in got] == [(10 + i, files["us"], i) for i in range(10)]
+    assert [r._pos for r in lake.sql("SELECT _pos FROM lake.db.r WHERE id = 23")] == [3]

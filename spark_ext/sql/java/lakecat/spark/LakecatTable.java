@@ -2,24 +2,37 @@ package lakecat.spark;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.spark.sql.connector.catalog.MetadataColumn;
 import org.apache.spark.sql.connector.catalog.SupportsDeleteV2;
+import org.apache.spark.sql.connector.catalog.SupportsMetadataColumns;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.SupportsRowLevelOperations;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.RowLevelOperation;
+import org.apache.spark.sql.connector.write.RowLevelOperationBuilder;
+import org.apache.spark.sql.connector.write.RowLevelOperationInfo;
+import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.execution.datasources.DataSource;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.MetadataBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -28,14 +41,25 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * data source it names. Reads get the descriptor's read options (table, time travel) merged
  * under the query's options; writes get the write options (the table) added to the write
  * command's own, since Spark hands a Python writer only those.
+ *
+ * <p>A data table's reads go through {@link LakecatScanBuilder} (Spark pushes filters and
+ * columns to the JVM; the Python data source reads what it chose); a metadata table's go
+ * straight to its Python data source. {@code UPDATE}, {@code MERGE INTO} and the {@code
+ * DELETE}s that are not metadata-only run as copy-on-write rewrites ({@link
+ * LakecatCopyOnWrite}).
  */
-final class LakecatTable implements Table, SupportsRead, SupportsWrite, SupportsDeleteV2 {
+final class LakecatTable
+    implements Table,
+        SupportsRead,
+        SupportsWrite,
+        SupportsDeleteV2,
+        SupportsMetadataColumns,
+        SupportsRowLevelOperations {
   private final BridgeClient bridge;
   private final JsonNode descriptor;
   private final StructType schema;
   private final Transform[] partitioning;
   private final Map<String, String> properties;
-  private Table delegate;
 
   LakecatTable(BridgeClient bridge, JsonNode descriptor) {
     this.bridge = bridge;
@@ -83,29 +107,158 @@ final class LakecatTable implements Table, SupportsRead, SupportsWrite, Supports
     return descriptor.path("write_options").isObject();
   }
 
-  /** The Python data source's table, looked up when first used (in the session's thread). */
-  private synchronized Table delegate() {
-    if (delegate == null) {
-      String format = descriptor.get("format").asText();
-      TableProvider provider =
-          DataSource.lookupDataSourceV2(format, SQLConf.get())
-              .getOrElse(
-                  () -> {
-                    throw new IllegalStateException(
-                        "the Python data source '" + format + "' is not registered in this "
-                            + "Spark session; attach the catalog with "
-                            + "lakecat.spark_ext.attach_catalog(spark, ...)");
-                  });
-      delegate = provider.getTable(schema, partitioning, properties);
-    }
-    return delegate;
+  /**
+   * A new instance of the Python data source (looked up in the session's thread). Spark's
+   * Python data source keeps the Python-side source it creates first (its options and schema)
+   * for the life of the instance, so every read and write takes a fresh one.
+   */
+  private TableProvider provider() {
+    String format = descriptor.get("format").asText();
+    return DataSource.lookupDataSourceV2(format, SQLConf.get())
+        .getOrElse(
+            () -> {
+              throw new IllegalStateException(
+                  "the Python data source '" + format + "' is not registered in this "
+                      + "Spark session; attach the catalog with "
+                      + "lakecat.spark_ext.attach_catalog(spark, ...)");
+            });
+  }
+
+  /** The Python data source's table with the table's schema (a fresh one, see above). */
+  private Table delegate() {
+    return provider().getTable(schema, partitioning, properties);
+  }
+
+  /** A data table (read through {@link LakecatScanBuilder}), not a metadata table. */
+  private boolean dataTable() {
+    return descriptor.path("data_table").asBoolean(false);
   }
 
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    Map<String, String> merged = new HashMap<>(Names.map(descriptor.get("read_options")));
-    merged.putAll(options.asCaseSensitiveMap());
+    Map<String, String> merged = readOptions(options);
+    if (dataTable()) {
+      return new LakecatScanBuilder(this, merged, null);
+    }
     return ((SupportsRead) delegate()).newScanBuilder(new CaseInsensitiveStringMap(merged));
+  }
+
+  /** The descriptor's read options (the table, its metadata file, time travel), then the query's. */
+  Map<String, String> readOptions(CaseInsensitiveStringMap options) {
+    Map<String, String> merged = new HashMap<>(descriptorReadOptions());
+    merged.putAll(options.asCaseSensitiveMap());
+    return merged;
+  }
+
+  Map<String, String> descriptorReadOptions() {
+    return Names.map(descriptor.get("read_options"));
+  }
+
+  /** The Python data source's scan of exactly these columns, with these read options. */
+  Scan delegateScan(StructType columns, CaseInsensitiveStringMap options) {
+    Table table = provider().getTable(columns, partitioning, properties);
+    return ((SupportsRead) table).newScanBuilder(options).build();
+  }
+
+  /** {"filter": lakecat filter text, "used": [indexes of the predicates it holds]}. */
+  JsonNode scanFilter(Map<String, String> options, Predicate[] predicates) {
+    ObjectNode args = bridge.args();
+    args.set("read_options", Names.object(options));
+    args.set("predicates", SparkJson.expressions(predicates));
+    return bridge.call("scan_filter", args);
+  }
+
+  /** The data files a read with these options and this lakecat filter plans. */
+  List<String> planFiles(Map<String, String> options, String filter) {
+    ObjectNode args = bridge.args();
+    args.set("read_options", Names.object(options));
+    args.put("filter", filter);
+    return new ArrayList<>(Arrays.asList(Names.strings(bridge.call("plan_files", args))));
+  }
+
+  // ---- metadata columns and row-level operations -------------------------------------------
+  @Override
+  public MetadataColumn[] metadataColumns() {
+    if (!dataTable()) {
+      return new MetadataColumn[0];
+    }
+    List<MetadataColumn> columns = new ArrayList<>();
+    columns.add(new Column(LakecatScan.FILE, DataTypes.StringType, false, false, false, false));
+    columns.add(new Column(LakecatScan.POS, DataTypes.LongType, false, false, false, false));
+    if (rowLineage()) {
+      // as Iceberg's Spark runtime: an updated or re-inserted row keeps its id; its sequence
+      // number becomes the commit's
+      columns.add(new Column(ROW_ID, DataTypes.LongType, true, true, true, false));
+      columns.add(new Column(LAST_UPDATED, DataTypes.LongType, true, false, false, false));
+    }
+    return columns.toArray(new MetadataColumn[0]);
+  }
+
+  static final String ROW_ID = "_row_id";
+  static final String LAST_UPDATED = "_last_updated_sequence_number";
+
+  /** Format v3: rows carry lineage, which copy-on-write rewrites must keep. */
+  boolean rowLineage() {
+    return descriptor.path("row_lineage").asBoolean(false);
+  }
+
+  @Override
+  public RowLevelOperationBuilder newRowLevelOperationBuilder(RowLevelOperationInfo info) {
+    if (!writable() || !dataTable()) {
+      throw new UnsupportedOperationException(name() + " is read-only");
+    }
+    return new RowLevelOperationBuilder() {
+      @Override
+      public RowLevelOperation build() {
+        return new LakecatCopyOnWrite(LakecatTable.this, info);
+      }
+    };
+  }
+
+  /**
+   * The staged write of a row-level operation that read through {@code scan}. With row lineage
+   * the Python writer also takes {@code _row_id} and {@code _last_updated_sequence_number},
+   * which Spark hands over as the rows' metadata ({@link ChunkedWriterFactory} joins them).
+   */
+  Write rowLevelWrite(
+      LogicalWriteInfo info, RowLevelOperation.Command command, LakecatScan.RowLevel scan) {
+    ObjectNode args = identifierArgs();
+    args.set("read_options", Names.object(descriptorReadOptions()));
+    JsonNode staging = bridge.call("begin_row_level", args);
+    Map<String, String> options = new HashMap<>(Names.map(descriptor.get("write_options")));
+    options.putAll(Names.map(staging.get("write_options")));
+    StructType written = info.schema();
+    StructType metadata = info.metadataSchema().orElse(new StructType());
+    List<Integer> lineage = new ArrayList<>();
+    if (rowLineage()) {
+      for (String column : new String[] {ROW_ID, LAST_UPDATED}) {
+        int index = Arrays.asList(metadata.fieldNames()).indexOf(column);
+        if (index < 0) {
+          throw new IllegalStateException("lakecat: Spark did not pass " + column + " to the write");
+        }
+        lineage.add(index);
+        written = written.add(column, DataTypes.LongType, true);
+      }
+    }
+    Write write =
+        new LakecatWriteBuilder(this, (SupportsWrite) delegate(), info, options, written).build();
+    return new LakecatRowLevelWrite(
+        this,
+        write,
+        command,
+        scan,
+        staging.get("stage_to").asText(),
+        new ChunkedWriterFactory.Layout(written, metadata, lineage));
+  }
+
+  BridgeClient bridge() {
+    return bridge;
+  }
+
+  ObjectNode identifierArgs() {
+    ObjectNode args = bridge.args();
+    args.setAll((ObjectNode) descriptor.get("identifier"));
+    return args;
   }
 
   @Override
@@ -114,7 +267,11 @@ final class LakecatTable implements Table, SupportsRead, SupportsWrite, Supports
       throw new UnsupportedOperationException(name() + " is read-only");
     }
     return new LakecatWriteBuilder(
-        this, (SupportsWrite) delegate(), info, Names.map(descriptor.get("write_options")));
+        this,
+        (SupportsWrite) delegate(),
+        info,
+        Names.map(descriptor.get("write_options")),
+        info.schema());
   }
 
   /** A failure of the Python data source, as a lakecat error when it is one. */
@@ -143,9 +300,58 @@ final class LakecatTable implements Table, SupportsRead, SupportsWrite, Supports
   }
 
   private ObjectNode predicateArgs(Predicate[] predicates) {
-    ObjectNode args = bridge.args();
-    args.setAll((ObjectNode) descriptor.get("identifier"));
+    ObjectNode args = identifierArgs();
     args.set("predicates", SparkJson.expressions(predicates));
     return args;
+  }
+
+  /** A metadata column of a lakecat table, with Spark's row-level preservation flags. */
+  private static final class Column implements MetadataColumn {
+    private final String name;
+    private final DataType type;
+    private final boolean nullable;
+    private final boolean onReinsert;
+    private final boolean onUpdate;
+    private final boolean onDelete;
+
+    Column(
+        String name,
+        DataType type,
+        boolean nullable,
+        boolean onReinsert,
+        boolean onUpdate,
+        boolean onDelete) {
+      this.name = name;
+      this.type = type;
+      this.nullable = nullable;
+      this.onReinsert = onReinsert;
+      this.onUpdate = onUpdate;
+      this.onDelete = onDelete;
+    }
+
+    @Override
+    public String name() {
+      return name;
+    }
+
+    @Override
+    public DataType dataType() {
+      return type;
+    }
+
+    @Override
+    public boolean isNullable() {
+      return nullable;
+    }
+
+    @Override
+    public String metadataInJSON() {
+      return new MetadataBuilder()
+          .putBoolean(MetadataColumn.PRESERVE_ON_REINSERT, onReinsert)
+          .putBoolean(MetadataColumn.PRESERVE_ON_UPDATE, onUpdate)
+          .putBoolean(MetadataColumn.PRESERVE_ON_DELETE, onDelete)
+          .build()
+          .json();
+    }
   }
 }

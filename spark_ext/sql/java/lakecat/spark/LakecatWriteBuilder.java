@@ -26,11 +26,18 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
   private final SupportsWrite delegate;
   private final LogicalWriteInfo info;
   private final Map<String, String> options = new HashMap<>();
+  private final StructType schema;
   private boolean overwrite;
 
+  /** {@code schema}: the rows the Python writer takes (the write command's, or more). */
   LakecatWriteBuilder(
-      LakecatTable table, SupportsWrite delegate, LogicalWriteInfo info, Map<String, String> tableOptions) {
+      LakecatTable table,
+      SupportsWrite delegate,
+      LogicalWriteInfo info,
+      Map<String, String> tableOptions,
+      StructType schema) {
     this.table = table;
+    this.schema = schema;
     this.delegate = delegate;
     this.info = info;
     this.options.putAll(info.options().asCaseSensitiveMap());
@@ -68,21 +75,23 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
 
   @Override
   public Write build() {
-    WriteBuilder builder = delegate.newWriteBuilder(new Info(info, options));
+    WriteBuilder builder = delegate.newWriteBuilder(new Info(info, options, schema));
     if (overwrite) {
       builder = ((SupportsTruncate) builder).truncate(); // the Python writer's overwrite=True
     }
     return new LakecatWrite(table, builder.build());
   }
 
-  /** The write command's info with the table's options added. */
+  /** The write command's info with the table's options added (and the writer's schema). */
   private static final class Info implements LogicalWriteInfo {
     private final LogicalWriteInfo base;
     private final CaseInsensitiveStringMap options;
+    private final StructType schema;
 
-    Info(LogicalWriteInfo base, Map<String, String> options) {
+    Info(LogicalWriteInfo base, Map<String, String> options, StructType schema) {
       this.base = base;
       this.options = new CaseInsensitiveStringMap(options);
+      this.schema = schema;
     }
 
     @Override
@@ -97,7 +106,7 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
 
     @Override
     public StructType schema() {
-      return base.schema();
+      return schema;
     }
 
     @Override

@@ -1,0 +1,125 @@
+package lakecat.spark;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.Locale;
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.RowLevelOperation.Command;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+
+/**
+ * The write of a copy-on-write row-level operation: the Python data source writes the new
+ * files in staging mode (its commit hands their list over in {@code stage-to} instead of
+ * committing), then one bridge call commits them in place of the files the scan read.
+ *
+ * <p>Once that call is made, the job's files belong to it: a commit that failed for sure
+ * deletes them in Python, and a commit whose outcome is unknown must keep them (it may have
+ * landed), so Spark's abort after a failed commit deletes nothing.
+ */
+final class LakecatRowLevelWrite implements Write {
+  private final LakecatTable table;
+  private final Write delegate;
+  private final Command command;
+  private final LakecatScan.RowLevel scan;
+  private final String stageTo;
+  private final ChunkedWriterFactory.Layout layout;
+
+  LakecatRowLevelWrite(
+      LakecatTable table,
+      Write delegate,
+      Command command,
+      LakecatScan.RowLevel scan,
+      String stageTo,
+      ChunkedWriterFactory.Layout layout) {
+    this.table = table;
+    this.layout = layout;
+    this.delegate = delegate;
+    this.command = command;
+    this.scan = scan;
+    this.stageTo = stageTo;
+  }
+
+  @Override
+  public String description() {
+    return "lakecat copy-on-write " + command + " of " + table.name();
+  }
+
+  @Override
+  public BatchWrite toBatch() {
+    BatchWrite batch;
+    try {
+      batch = delegate.toBatch();
+    } catch (Exception e) {
+      throw BridgeClient.rethrow(table.translate(e));
+    }
+    return new Batch(batch);
+  }
+
+  private ObjectNode commitArgs() {
+    ObjectNode args = table.identifierArgs();
+    args.put("command", command.name().toLowerCase(Locale.ROOT));
+    args.put("filter", scan.filter);
+    args.put("stage_to", stageTo);
+    ArrayNode files = args.putArray("files");
+    scan.files().forEach(files::add);
+    args.set("read_options", Names.object(table.descriptorReadOptions()));
+    return args;
+  }
+
+  private final class Batch implements BatchWrite {
+    private final BatchWrite batch;
+    private boolean committing;
+
+    Batch(BatchWrite batch) {
+      this.batch = batch;
+    }
+
+    @Override
+    public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+      try {
+        return new ChunkedWriterFactory(batch.createBatchWriterFactory(info), layout);
+      } catch (Exception e) {
+        throw BridgeClient.rethrow(table.translate(e));
+      }
+    }
+
+    @Override
+    public boolean useCommitCoordinator() {
+      return batch.useCommitCoordinator();
+    }
+
+    @Override
+    public void onDataWriterCommit(WriterCommitMessage message) {
+      for (WriterCommitMessage inner :
+          ChunkedWriterFactory.Messages.unpack(new WriterCommitMessage[] {message})) {
+        batch.onDataWriterCommit(inner);
+      }
+    }
+
+    @Override
+    public void commit(WriterCommitMessage[] messages) {
+      try {
+        batch.commit(ChunkedWriterFactory.Messages.unpack(messages)); // stages: no commit yet
+      } catch (Exception e) {
+        throw BridgeClient.rethrow(table.translate(e));
+      }
+      committing = true;
+      table.bridge().call("commit_row_level", commitArgs());
+    }
+
+    @Override
+    public void abort(WriterCommitMessage[] messages) {
+      if (committing) {
+        return; // the commit call owns the files now (see the class comment)
+      }
+      try {
+        batch.abort(ChunkedWriterFactory.Messages.unpack(messages));
+      } catch (Exception e) {
+        throw BridgeClient.rethrow(table.translate(e));
+      }
+    }
+  }
+}

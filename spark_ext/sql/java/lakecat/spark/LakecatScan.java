@@ -1,0 +1,202 @@
+package lakecat.spark;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.Literal;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.SupportsRuntimeV2Filtering;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * One read of a lakecat table: the columns Spark needs (the metadata columns {@code _file} and
+ * {@code _pos} last, in this order, as the Python reader yields them) and the files the pushed
+ * filters choose. The rows are read by the Python data source, asked for exactly these columns
+ * and planning with the same filter; its description (what {@code EXPLAIN} prints) names the
+ * filters Spark pushed, the lakecat filter they make and the number of files chosen. A
+ * row-level operation's read ({@link RowLevel}) fixes its files, which Spark's runtime group
+ * filter narrows to those holding affected rows ({@code _file IN (...)}) before anything is
+ * read.
+ */
+class LakecatScan implements Scan {
+  static final String FILE = "_file";
+  static final String POS = "_pos";
+  static final String PRUNE_FILTER = "prune-filter"; // read option: plan files with it
+  static final String FILES = "files"; // read option: JSON list of the data files to read
+
+  final LakecatTable table;
+  private final Map<String, String> options;
+  private final StructType readSchema;
+  final String filter;
+  private final Predicate[] pushed;
+
+  LakecatScan(
+      LakecatTable table,
+      Map<String, String> options,
+      StructType required,
+      String filter,
+      Predicate[] pushed) {
+    this.table = table;
+    this.options = options;
+    this.readSchema = readSchema(required);
+    this.filter = filter;
+    this.pushed = pushed;
+  }
+
+  /** The required columns, the metadata columns last ({@code _file} before {@code _pos}). */
+  private static StructType readSchema(StructType required) {
+    List<StructField> fields = new ArrayList<>();
+    boolean file = false;
+    boolean pos = false;
+    for (StructField field : required.fields()) {
+      if (field.name().equals(FILE)) {
+        file = true;
+      } else if (field.name().equals(POS)) {
+        pos = true;
+      } else {
+        fields.add(field);
+      }
+    }
+    if (file) {
+      fields.add(DataTypes.createStructField(FILE, DataTypes.StringType, false));
+    }
+    if (pos) {
+      fields.add(DataTypes.createStructField(POS, DataTypes.LongType, false));
+    }
+    return DataTypes.createStructType(fields);
+  }
+
+  @Override
+  public StructType readSchema() {
+    return readSchema;
+  }
+
+  private List<String> planned;
+
+  /** The files this scan reads: those the filter plans (asked when first needed). */
+  synchronized List<String> files() {
+    if (planned == null) {
+      planned = table.planFiles(options, filter);
+    }
+    return planned;
+  }
+
+  /** The files option of the read (null: let the data source plan them). */
+  List<String> filesOption() {
+    return null;
+  }
+
+  @Override
+  public String description() {
+    String filters =
+        Arrays.stream(pushed).map(Predicate::toString).collect(Collectors.joining(", ", "[", "]"));
+    return "lakecat " + table.name() + " [filters=" + filters + ", lakecat-filter=" + filter
+        + ", files=" + files().size() + "]";
+  }
+
+  @Override
+  public Batch toBatch() {
+    Map<String, String> read = new HashMap<>(options);
+    read.put(PRUNE_FILTER, filter);
+    List<String> files = filesOption();
+    if (files != null) {
+      ArrayNode list = BridgeClient.JSON.createArrayNode();
+      files.forEach(list::add);
+      read.put(FILES, list.toString());
+    }
+    return table.delegateScan(readSchema, new CaseInsensitiveStringMap(read)).toBatch();
+  }
+
+  @Override
+  public String toString() {
+    return description();
+  }
+
+  /**
+   * The read of a copy-on-write row-level operation: the data files the pushed filters chose at
+   * the operation's snapshot, narrowed by Spark's runtime filter on {@code _file}. The files it
+   * finally reads are the files the operation's commit replaces.
+   */
+  static final class RowLevel extends LakecatScan implements SupportsRuntimeV2Filtering {
+    private List<String> files;
+
+    RowLevel(
+        LakecatTable table,
+        Map<String, String> options,
+        StructType required,
+        String filter,
+        Predicate[] pushed,
+        List<String> planned) {
+      super(table, options, required, filter, pushed);
+      this.files = planned;
+    }
+
+    @Override
+    synchronized List<String> files() {
+      return files;
+    }
+
+    @Override
+    List<String> filesOption() {
+      return files();
+    }
+
+    @Override
+    public NamedReference[] filterAttributes() {
+      return new NamedReference[] {Expressions.column(FILE)};
+    }
+
+    @Override
+    public synchronized void filter(Predicate[] predicates) {
+      for (Predicate predicate : predicates) {
+        Set<String> chosen = fileLiterals(predicate);
+        // Spark may filter twice (an UPDATE with a subquery reads the same scan on both sides
+        // of a union): keep the narrower choice.
+        if (chosen != null) {
+          List<String> kept = files.stream().filter(chosen::contains).collect(Collectors.toList());
+          if (kept.size() < files.size()) {
+            files = kept;
+          }
+        }
+      }
+    }
+
+    /** The paths of {@code _file IN (...)} or {@code _file = ...}; null for other predicates. */
+    private static Set<String> fileLiterals(Predicate predicate) {
+      Expression[] children = predicate.children();
+      boolean in = predicate.name().equals("IN") || predicate.name().equals("=");
+      if (!in || children.length < 1 || !(children[0] instanceof NamedReference)) {
+        return null;
+      }
+      String[] column = ((NamedReference) children[0]).fieldNames();
+      if (column.length != 1 || !column[0].equals(FILE)) {
+        return null;
+      }
+      Set<String> out = new LinkedHashSet<>();
+      for (int i = 1; i < children.length; i++) {
+        if (!(children[i] instanceof Literal)) {
+          return null;
+        }
+        Object value = ((Literal<?>) children[i]).value();
+        if (value != null) {
+          out.add(value.toString());
+        }
+      }
+      return out;
+    }
+  }
+}

@@ -1,0 +1,82 @@
+package lakecat.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
+import org.apache.spark.sql.types.AtomicType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * The scan builder Spark's optimizer talks to: it keeps the filters Spark pushes (those lakecat
+ * reads exactly become the read's file-pruning filter; Spark still evaluates every filter on
+ * the rows, so pruning can only skip files) and the columns the query needs, and builds a
+ * {@link LakecatScan} that reads them through the Python data source. Each query gets its own
+ * builder and scan, so no plan is reused between queries.
+ */
+final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPushDownRequiredColumns {
+  private final LakecatTable table;
+  private final Map<String, String> options;
+  private final LakecatCopyOnWrite operation; // null for a plain read
+  private StructType required;
+  private Predicate[] pushed = new Predicate[0];
+  private String filter = "true";
+
+  LakecatScanBuilder(LakecatTable table, Map<String, String> options, LakecatCopyOnWrite operation) {
+    this.table = table;
+    this.options = options;
+    this.operation = operation;
+    this.required = table.schema();
+  }
+
+  @Override
+  public Predicate[] pushPredicates(Predicate[] predicates) {
+    JsonNode answer = table.scanFilter(options, predicates);
+    filter = answer.get("filter").asText();
+    List<Predicate> used = new ArrayList<>();
+    for (JsonNode index : answer.get("used")) {
+      used.add(predicates[index.asInt()]);
+    }
+    pushed = used.toArray(new Predicate[0]);
+    return predicates; // Spark evaluates every filter on the rows; lakecat prunes files only
+  }
+
+  @Override
+  public Predicate[] pushedPredicates() {
+    return pushed;
+  }
+
+  @Override
+  public void pruneColumns(StructType requiredSchema) {
+    // A read of no column (count(*)) still reads one: Arrow batches without columns carry no
+    // row count through the Python data source.
+    required = requiredSchema.isEmpty() ? cheapestColumn(table.schema()) : requiredSchema;
+  }
+
+  /** The first fixed-width column of the schema (else its first column) as a schema. */
+  private static StructType cheapestColumn(StructType schema) {
+    for (StructField field : schema.fields()) {
+      if (field.dataType() instanceof AtomicType && field.dataType().defaultSize() <= 8) {
+        return new StructType(new StructField[] {field});
+      }
+    }
+    return schema.isEmpty() ? schema : new StructType(new StructField[] {schema.fields()[0]});
+  }
+
+  @Override
+  public Scan build() {
+    if (operation == null) {
+      return new LakecatScan(table, options, required, filter, pushed);
+    }
+    LakecatScan.RowLevel scan =
+        new LakecatScan.RowLevel(
+            table, options, required, filter, pushed, table.planFiles(options, filter));
+    operation.scanned(scan);
+    return scan;
+  }
+}

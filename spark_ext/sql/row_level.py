@@ -1,0 +1,85 @@
+"""SQL ``DELETE``, ``UPDATE`` and ``MERGE INTO`` through the catalog: copy-on-write commits.
+
+Spark plans these statements itself (its group-based ``ReplaceData`` rewrite) against the
+plugin's row-level operation (``lakecat.spark.LakecatCopyOnWrite``): it reads the data files
+that may hold affected rows at the snapshot the statement loaded, keeps those with affected
+rows (a runtime filter on ``_file``), computes every row those files must hold afterwards and
+writes them through the data source in staging mode. :func:`commit_copy_on_write` then makes
+the one lakecat commit: the staged files replace the files read, validated from the
+statement's snapshot with the table's isolation level for the command
+(``write.delete/update/merge.isolation-level``) and the filter Spark pushed as the read
+filter, so statements on disjoint partitions both commit and overlapping ones fail with a
+typed conflict. The rewrite reads through delete files, so rows another engine deleted by
+merge-on-read stay deleted. On format v3 tables the rows keep their lineage: Spark reads
+``_row_id`` and ``_last_updated_sequence_number`` with them and hands both to the writer,
+keeping the id of an updated row and clearing its sequence number (the commit's applies), as
+Iceberg's Spark runtime does; inserted rows get new ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lakecat.catalog import Table
+from lakecat.catalog.engine import Intent, OpKind
+from lakecat.metadata import properties as P
+from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.expressions import Expression
+from lakecat.spark_ext.source.planning import ReadView, plan_files
+from lakecat.spark_ext.source.staging import read_handoff
+from lakecat.spark_ext.source.tasks import delete_files
+from lakecat.spark_ext.source.write_jobs import check_unchanged, isolation_level
+
+_COMMANDS = {
+    "delete": (OpKind.DELETE, P.DELETE_ISOLATION_LEVEL),
+    "update": (OpKind.UPDATE, P.UPDATE_ISOLATION_LEVEL),
+    "merge": (OpKind.MERGE, P.MERGE_ISOLATION_LEVEL),
+}
+
+
+def commit_copy_on_write(
+    table: Table,
+    view: ReadView,
+    *,
+    command: str,
+    filter: Expression,
+    read: Sequence[str],
+    stage_to: str,
+) -> int | None:
+    """Commit the staged files of a copy-on-write statement in place of the files it read
+    (``read``, data files of ``view``'s snapshot); the new snapshot id, None when the
+    statement changed nothing. A failure before the commit deletes the staged files; the
+    commit itself deletes them when it fails for sure."""
+    io = table.io
+    staged = read_handoff(io, stage_to) if io.exists(stage_to) else []
+    added = [f for _, files in staged for f in files]
+    try:
+        if command not in _COMMANDS:
+            raise ValidationError(f"not a row-level command: {command!r}")
+        kind, isolation_key = _COMMANDS[command]
+        planned = {f.file_path: f for f in plan_files(io, view, [filter]).files}
+        missing = [path for path in read if path not in planned]
+        if missing:
+            raise ValidationError(
+                f"the statement read files its snapshot does not plan: {', '.join(missing[:3])}"
+            )
+        removed = [planned[path] for path in dict.fromkeys(read)]
+        if not removed and not added:
+            return None
+        head = view.snapshot
+        intent = Intent(
+            kind=kind,
+            starting_snapshot_id=head.snapshot_id if head else None,
+            added_files=tuple(added),
+            removed_files=tuple(removed),
+            read_filter=filter,
+            isolation=isolation_level(view.metadata, isolation_key),
+            # format v3: Spark hands the writer each copied row's _row_id and
+            # _last_updated_sequence_number (the plugin's metadata columns)
+            keeps_row_lineage=True,
+        )
+        check_unchanged(view.metadata, table.metadata, intent)
+    except BaseException:
+        delete_files(io, [f.file_path for f in added])
+        raise
+    return table.commit_intent(intent).snapshot_id
