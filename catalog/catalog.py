@@ -28,6 +28,7 @@ from lakecat.catalog.maintenance.reachable import reachable_files
 from lakecat.catalog.metadata_cache import MetadataFileCache
 from lakecat.catalog.store.store import SqlCatalogStore
 from lakecat.catalog.table import Table
+from lakecat.catalog.write.writer import Data, conform, write_files
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import (
     CommitFailed,
@@ -42,6 +43,7 @@ from lakecat.metadata.errors import (
 from lakecat.metadata.io.fileio import FileIO, RoutingFileIO, file_io_for, join, to_uri
 from lakecat.metadata.io.storage import check_storage_properties
 from lakecat.metadata.manifests.cache import DEFAULT_MAX_ENTRIES, ManifestCache
+from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionField, PartitionSpec
 from lakecat.metadata.partitioning.transforms import default_partition_field_name, parse_transform
 from lakecat.metadata.schema.arrow import arrow_to_schema
@@ -52,6 +54,7 @@ from lakecat.metadata.table.metadata_files import (
     write_metadata,
 )
 from lakecat.metadata.table.new_table import new_table_metadata
+from lakecat.metadata.table.replace import Replacement, plan_replacement, replaced
 from lakecat.metadata.table.sorting import SortField, SortOrder
 from lakecat.metadata.table.table_metadata import TableMetadata
 
@@ -344,6 +347,81 @@ class Catalog:
         finally:
             interrupts.stop(f"lakecat: creating {namespace_to_string(ns)}.{name} was interrupted")
         return Table(self._ops(ns, name), metadata, metadata_location)
+
+    def replace_table(
+        self,
+        identifier: str | Sequence[str],
+        schema: Schema | pa.Schema,
+        *,
+        partition_by: PartitionBy = (),
+        sort_by: SortBy = (),
+        properties: Mapping[str, str] | None = None,
+        data: Data | None = None,
+    ) -> Table:
+        """Give an existing table a new schema, partitioning, sort order and rows in one
+        commit (``REPLACE TABLE ... AS SELECT``): if anything fails, the table is unchanged.
+        The table keeps its identity, location, properties (``properties`` are set on top)
+        and history; the new rows form a snapshot without a parent. See
+        :mod:`lakecat.metadata.table.replace`."""
+        table = self.load_table(identifier)
+        replacement = self.plan_replace(
+            table, schema, partition_by=partition_by, sort_by=sort_by, properties=properties
+        )
+        files: list[DataFile] = []
+        if data is not None:
+            target = replaced(table.metadata, replacement)
+            files = write_files(table.io, target, conform(target, data))
+        table.commit_replace(replacement, files)
+        return table
+
+    def create_or_replace_table(
+        self,
+        identifier: str | Sequence[str],
+        schema: Schema | pa.Schema,
+        *,
+        partition_by: PartitionBy = (),
+        sort_by: SortBy = (),
+        properties: Mapping[str, str] | None = None,
+        data: Data | None = None,
+    ) -> Table:
+        """:meth:`replace_table` when the table exists, else :meth:`create_table` and (with
+        ``data``) an append."""
+        ns, name = parse_table_identifier(identifier)
+        if self.store.table_exists(ns, name):
+            return self.replace_table(
+                identifier,
+                schema,
+                partition_by=partition_by,
+                sort_by=sort_by,
+                properties=properties,
+                data=data,
+            )
+        table = self.create_table(
+            identifier, schema, partition_by=partition_by, sort_by=sort_by, properties=properties
+        )
+        if data is not None:
+            table.append(data)
+        return table
+
+    @staticmethod
+    def plan_replace(
+        table: Table,
+        schema: Schema | pa.Schema,
+        *,
+        partition_by: PartitionBy = (),
+        sort_by: SortBy = (),
+        properties: Mapping[str, str] | None = None,
+    ) -> Replacement:
+        """The new definition of ``table`` for :meth:`Table.commit_replace` (rows written for
+        it use ``replaced(table.metadata, replacement)``)."""
+        iceberg_schema = arrow_to_schema(schema) if isinstance(schema, pa.Schema) else schema
+        return plan_replacement(
+            table.metadata,
+            iceberg_schema,
+            spec_of=lambda s: build_spec(s, partition_by),
+            sort_order_of=lambda s: build_sort_order(s, sort_by),
+            properties=properties,
+        )
 
     def load_table(self, identifier: str | Sequence[str]) -> Table:
         ns, name = parse_table_identifier(identifier)

@@ -48,6 +48,7 @@ from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.new_table import requested_format_version
+from lakecat.metadata.table.replace import Replacement, replacement_updates
 from lakecat.metadata.table.schema_evolution import SchemaUpdate
 from lakecat.metadata.table.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
 from lakecat.metadata.table.sorting import SortOrder
@@ -511,6 +512,19 @@ class Table:
 
     def commit_intent(self, intent: Intent) -> CommitResult:
         """Commit an intent built elsewhere (maintenance jobs, Spark) against this table."""
+        return self._commit(intent, self.metadata)
+
+    def commit_replace(
+        self, replacement: Replacement, files: Sequence[DataFile] = ()
+    ) -> CommitResult:
+        """Replace the table's definition and rows in one commit: ``files`` (written against
+        ``replaced(self.metadata, replacement)``) become a snapshot without a parent, the old
+        snapshots stay in the history (see :mod:`lakecat.metadata.table.replace`). A failure
+        deletes ``files``; :class:`MetadataChanged` if a concurrent commit changed the schema,
+        partitioning or sort order meanwhile."""
+        if not files:  # a definition without rows: no snapshot, as Iceberg's replace
+            return self.commit_updates(lambda base: (replacement_updates(base, replacement), ()))
+        intent = Intent(kind=OpKind.OVERWRITE, added_files=tuple(files), replacement=replacement)
         return self._commit(intent, self.metadata)
 
     # ---- metadata changes ---------------------------------------------------------------

@@ -17,6 +17,7 @@ from enum import StrEnum
 from lakecat.catalog.commit.moves import RowMoves
 from lakecat.metadata.expressions.expressions import AlwaysTrue, Expression
 from lakecat.metadata.manifests.datafile import Content, DataFile
+from lakecat.metadata.table.replace import Replacement
 from lakecat.metadata.table.snapshots import APPEND, DELETE, OVERWRITE, REPLACE
 
 
@@ -89,6 +90,9 @@ class Intent:
     # ``_last_updated_sequence_number``) of the rows they copy from the files it removes. A
     # rewrite that does not cannot commit to a v3 table (see ``require_row_lineage``).
     keeps_row_lineage: bool = False
+    # A replace of the table's definition (REPLACE TABLE ... AS SELECT): applied to each base
+    # before the snapshot is built on it, which then has no parent (see metadata/table/replace.py).
+    replacement: Replacement | None = field(default=None, compare=False)
 
     @property
     def reads_table(self) -> bool:
@@ -99,7 +103,7 @@ class Intent:
         """A blind append without an application id: it never conflicts, so another writer
         can commit it without validating anything
         (:mod:`lakecat.catalog.commit.coordination.group`)."""
-        return self.kind is OpKind.APPEND and self.app_id is None
+        return self.kind is OpKind.APPEND and self.app_id is None and self.replacement is None
 
     @property
     def added_data_files(self) -> tuple[DataFile, ...]:

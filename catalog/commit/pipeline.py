@@ -143,6 +143,7 @@ from lakecat.metadata.table.metadata_files import (
     parse_version,
     write_metadata,
 )
+from lakecat.metadata.table.replace import replacement_updates
 from lakecat.metadata.table.snapshots import REPLACE, Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
 from lakecat.metadata.table.updates import AssertTableUUID, TableRequirement, TableUpdate
@@ -421,7 +422,7 @@ class _IntentCommit:
         try:
             require_writable(self.base)  # before anything is written
             require_row_lineage(self.base, self.intent)
-            self.producer.prepare(self.base)
+            self.producer.prepare(self._target(self.base)[1])
             while True:
                 self.attempt += 1
                 self.pending = []
@@ -465,6 +466,15 @@ class _IntentCommit:
         if handed is not None:
             return self._handed_result(handed)
         return outcome  # skipped as already committed, or None: retry
+
+    def _target(self, base: TableMetadata) -> tuple[list[TableUpdate], TableMetadata]:
+        """The snapshot's base: ``base``, or for a replace of the table's definition the
+        update records of the replace and ``base`` with them applied (no ``main`` branch)."""
+        replacement = self.intent.replacement
+        if replacement is None:
+            return [], base
+        updates = replacement_updates(base, replacement)
+        return updates, apply(base, updates)
 
     def _landed(self, swapped: _Swapped, landing: Landing) -> CommitResult:
         """The steps after a swap that landed, the lock released: none can fail the commit."""
@@ -577,17 +587,20 @@ class _IntentCommit:
                 warnings=tuple(self.warnings),
                 table=self.ops.name,
             )
-        self.window.validate(self.start or base, base)
+        if self.intent.replacement is None:
+            self.window.validate(self.start or base, base)
+        # else: a replace reads no rows; it checks only that the ids it drew still hold
+        replacing, target = self._target(base)
         carried = self.window.carried_deletes(base)
         swap = self.window.merged_vectors(base)
         if swap is NO_SWAP:
             swap = self.window.moved_positions(base)
         extra = {ATTEMPTS_KEY: str(self.attempt), WAIT_MS_KEY: str(int(self.clock.waited_ms))}
         produced = self.producer.produce(
-            base, attempt=self.attempt, extra_summary=extra, extra_files=carried, swap=swap
+            target, attempt=self.attempt, extra_summary=extra, extra_files=carried, swap=swap
         )
         self.pending.extend(produced.attempt_files)
-        new = apply(base, list(produced.updates), base_location=base_location)
+        new = apply(base, [*replacing, *produced.updates], base_location=base_location)
         batch = None
         if lock is not None and self.queue is not None:  # commit the appends queued behind us
             batch = drain(ops, self.queue, base=base, head=new)

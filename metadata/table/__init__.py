@@ -2,8 +2,9 @@
 orders), the update and requirement records of a commit (:mod:`.updates`), the pure
 ``apply(base, updates)`` (:mod:`.apply`), schema and partition-spec evolution
 (:mod:`.schema_evolution`, :mod:`.spec_evolution`), ``metadata.json`` reading and writing
-(:mod:`.metadata_json`, :mod:`.metadata_files`), new tables (:mod:`.new_table`) and time
-travel as resolution over metadata (:mod:`.timetravel`).
+(:mod:`.metadata_json`, :mod:`.metadata_files`), new tables (:mod:`.new_table`), replacing a
+table's definition (:mod:`.replace`) and time travel as resolution over metadata
+(:mod:`.timetravel`).
 """
 
 from lakecat.metadata.table.apply import (
@@ -13,6 +14,7 @@ from lakecat.metadata.table.metadata_files import (
     read_metadata,
     write_metadata,
 )
+from lakecat.metadata.table.replace import Replacement, plan_replacement, replaced
 from lakecat.metadata.table.schema_evolution import SchemaUpdate
 from lakecat.metadata.table.snapshots import (
     APPEND,
@@ -37,6 +39,7 @@ from lakecat.metadata.table.timetravel import (
 __all__ = [
     "APPEND",
     "MAIN_BRANCH",
+    "Replacement",
     "SchemaUpdate",
     "Snapshot",
     "SnapshotRef",
@@ -46,7 +49,9 @@ __all__ = [
     "ancestors_between",
     "apply",
     "is_ancestor_of",
+    "plan_replacement",
     "read_metadata",
+    "replaced",
     "schema_for",
     "snapshot_at",
     "write_metadata",

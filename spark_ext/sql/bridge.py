@@ -44,6 +44,7 @@ from lakecat.metadata.errors import (
 )
 from lakecat.metadata.expressions import and_, parse
 from lakecat.metadata.io import join
+from lakecat.metadata.schema import arrow_to_schema
 from lakecat.metadata.table import read_metadata
 from lakecat.spark_ext.errors import error_attributes, error_class_name, error_in_traceback
 from lakecat.spark_ext.settings import OPTION_TABLE
@@ -75,6 +76,7 @@ from lakecat.spark_ext.sql.procedures import (
     find_procedure,
 )
 from lakecat.spark_ext.sql.row_level import commit_copy_on_write
+from lakecat.spark_ext.sql.staging import StagedTables
 from lakecat.spark_ext.types import spark_schema
 
 # Spark's reserved table properties that are not Iceberg table properties.
@@ -103,6 +105,7 @@ class CatalogBridge:
         self.data_format = data_format
         self.metadata_format = metadata_format
         self.spark = spark  # the session procedures run Spark jobs in
+        self.staged = StagedTables(catalog)
         self._handlers: dict[str, Handler] = {
             "list_namespaces": self.list_namespaces,
             "namespace_exists": self.namespace_exists,
@@ -123,6 +126,9 @@ class CatalogBridge:
             "plan_files": self.plan_files,
             "begin_row_level": self.begin_row_level,
             "commit_row_level": self.commit_row_level,
+            "stage_table": self.stage_table,
+            "commit_staged": self.commit_staged,
+            "abort_staged": self.abort_staged,
             "list_procedures": self.list_procedures,
             "load_procedure": self.load_procedure,
             "bind_procedure": self.bind_procedure,
@@ -209,12 +215,7 @@ class CatalogBridge:
         partitioning: Sequence[Mapping[str, Any]],
         properties: Mapping[str, str],
     ) -> dict[str, Any]:
-        provider = properties.get(_PROVIDER)
-        if provider is not None and provider.lower() not in _PROVIDERS:
-            raise UnsupportedByCatalog(
-                f"a lakecat catalog stores Iceberg tables, not {provider!r} (USING lakecat or "
-                "USING iceberg, or leave it out)"
-            )
+        _check_provider(properties)
         arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
         table = self.catalog.create_table(
             (*namespace, name),
@@ -224,6 +225,47 @@ class CatalogBridge:
             location=properties.get(_LOCATION),
         )
         return self._descriptor(namespace, name, table, {})
+
+    def stage_table(
+        self,
+        namespace: Sequence[str],
+        name: str,
+        schema: str,
+        partitioning: Sequence[Mapping[str, Any]],
+        properties: Mapping[str, str],
+        mode: str,
+    ) -> dict[str, Any]:
+        """Stage CREATE TABLE AS SELECT / REPLACE TABLE / CREATE OR REPLACE TABLE (``mode``:
+        create, replace, create_or_replace): the staged table's descriptor, for the writes of
+        the statement's rows; the catalog changes only when it is committed."""
+        _check_provider(properties)
+        arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
+        stage_id, staged = self.staged.stage(
+            ".".join((*namespace, name)),
+            arrow_to_schema(arrow_schema),
+            mode=mode,
+            partition_by=partition_by(partitioning),
+            properties={k: v for k, v in properties.items() if k not in _NOT_STORED},
+            location=properties.get(_LOCATION),
+        )
+        metadata = staged.metadata
+        return {
+            "stage_id": stage_id,
+            "name": f"{self.name}.{staged.name}",
+            "identifier": {"namespace": list(namespace), "name": name},
+            "schema": spark_schema(metadata.schema()).json(),
+            "partitioning": spark_transforms(metadata),
+            "properties": {**metadata.properties, _PROVIDER: "lakecat"},
+            "format": self.data_format,
+            "write_options": {OPTION_TABLE: staged.name, **staged.write_options()},
+        }
+
+    def commit_staged(self, stage_id: str) -> int | None:
+        """Commit a staged statement (its rows' snapshot id; None: no rows)."""
+        return self.staged.commit(stage_id)
+
+    def abort_staged(self, stage_id: str) -> None:
+        self.staged.abort(stage_id)
 
     def alter_table(
         self, namespace: Sequence[str], name: str, changes: Sequence[Mapping[str, Any]]
@@ -419,6 +461,15 @@ class CatalogBridge:
             "read_options": {OPTION_TABLE: table_name, METADATA_TABLE: kind},
             "write_options": None,
         }
+
+
+def _check_provider(properties: Mapping[str, str]) -> None:
+    provider = properties.get(_PROVIDER)
+    if provider is not None and provider.lower() not in _PROVIDERS:
+        raise UnsupportedByCatalog(
+            f"a lakecat catalog stores Iceberg tables, not {provider!r} (USING lakecat or "
+            "USING iceberg, or leave it out)"
+        )
 
 
 def time_travel_options(

@@ -44,6 +44,7 @@ from lakecat.metadata import (
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions import AlwaysFalse, AlwaysTrue, Expression, and_, or_
 from lakecat.metadata.schema import IcebergType
+from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.source.filters import to_expression
 
 # Spark transform name <-> lakecat transform (the time transforms take no argument).
@@ -84,7 +85,7 @@ def partition_by(transforms: Sequence[Mapping[str, Any]]) -> list[PartitionItem]
     return out
 
 
-def spark_transforms(table: Table) -> list[dict[str, Any]]:
+def spark_transforms(table: Table | TableMetadata) -> list[dict[str, Any]]:
     """The table's partition spec as Spark transforms (void fields are left out)."""
     schema = table.schema()
     out: list[dict[str, Any]] = []

@@ -163,9 +163,10 @@ def test_dataframe_writer_v2_creates_appends_and_overwrites_partitions(lake, spa
 def test_create_or_replace_over_a_table_with_deletes_in_its_history_writes_the_new_rows(
     lake, by_region, spark
 ) -> None:
-    """Spark runs createOrReplace as drop + create + write under the same name; the new
-    table's first commit used to be validated against the dropped table's history (a stale
-    commit-lock hint) and failed, and Spark then dropped the table."""
+    """Spark used to run createOrReplace as drop + create + write under the same name; the
+    new table's first commit was validated against the dropped table's history (a stale
+    commit-lock hint) and failed, and Spark then dropped the table. It is now one staged
+    replace (test_sql_replace.py)."""
     lake.sql("DELETE FROM lake.db.sales WHERE region = 'us'")
     by_region.refresh().overwrite(rows((9, "eu", 9.0)), "region = 'eu'")
     replacement = spark.createDataFrame(

@@ -6,6 +6,8 @@ import java.util.Map;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
 import org.apache.spark.sql.connector.catalog.ProcedureCatalog;
+import org.apache.spark.sql.connector.catalog.StagedTable;
+import org.apache.spark.sql.connector.catalog.StagingTableCatalog;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
@@ -19,9 +21,12 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * A Spark catalog ({@code spark.sql.catalog.<name>=lakecat.spark.LakecatCatalog}) whose every
  * operation is answered by lakecat's Python catalog through the bridge attached under the same
  * name. Tables read and write through lakecat's Python data source. Procedures ({@code CALL
- * <catalog>.system.<name>(...)}) are described and run by the Python side too.
+ * <catalog>.system.<name>(...)}) are described and run by the Python side too. {@code CREATE
+ * TABLE AS SELECT}, {@code REPLACE TABLE} and {@code CREATE OR REPLACE TABLE} are staged ({@link
+ * LakecatStagedTable}): the catalog changes only when the statement's rows are written.
  */
-public class LakecatCatalog implements TableCatalog, SupportsNamespaces, ProcedureCatalog {
+public class LakecatCatalog
+    implements StagingTableCatalog, SupportsNamespaces, ProcedureCatalog {
   private String name;
   private BridgeClient bridge;
 
@@ -128,6 +133,41 @@ public class LakecatCatalog implements TableCatalog, SupportsNamespaces, Procedu
     args.set("partitioning", SparkJson.transforms(partitions));
     args.set("properties", Names.object(properties));
     return table(bridge.call("create_table", args));
+  }
+
+  @Override
+  @SuppressWarnings("deprecation") // the overloads taking columns / TableInfo end up here
+  public StagedTable stageCreate(
+      Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
+    return stage(ident, schema, partitions, properties, "create");
+  }
+
+  @Override
+  @SuppressWarnings("deprecation")
+  public StagedTable stageReplace(
+      Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
+    return stage(ident, schema, partitions, properties, "replace");
+  }
+
+  @Override
+  @SuppressWarnings("deprecation")
+  public StagedTable stageCreateOrReplace(
+      Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
+    return stage(ident, schema, partitions, properties, "create_or_replace");
+  }
+
+  private StagedTable stage(
+      Identifier ident,
+      StructType schema,
+      Transform[] partitions,
+      Map<String, String> properties,
+      String mode) {
+    ObjectNode args = Names.put(bridge.args(), ident);
+    args.put("schema", schema.json());
+    args.set("partitioning", SparkJson.transforms(partitions));
+    args.set("properties", Names.object(properties));
+    args.put("mode", mode);
+    return new LakecatStagedTable(bridge, bridge.call("stage_table", args));
   }
 
   @Override

@@ -17,11 +17,11 @@ import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
  * PYTHON_DATA_SOURCE_ERROR} with the Python traceback in its first line.
  */
 final class LakecatWrite implements Write {
-  private final LakecatTable table;
+  private final BridgeClient table; // translates the Python writer's failures
   private final Write delegate;
 
-  LakecatWrite(LakecatTable table, Write delegate) {
-    this.table = table;
+  LakecatWrite(BridgeClient bridge, Write delegate) {
+    this.table = bridge;
     this.delegate = delegate;
   }
 

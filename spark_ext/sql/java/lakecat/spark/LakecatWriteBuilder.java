@@ -79,7 +79,7 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
     if (overwrite) {
       builder = ((SupportsTruncate) builder).truncate(); // the Python writer's overwrite=True
     }
-    return new LakecatWrite(table, builder.build());
+    return new LakecatWrite(table.bridge(), builder.build());
   }
 
   /** The write command's info with the table's options added (and the writer's schema). */
