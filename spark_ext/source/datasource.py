@@ -33,6 +33,7 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamReader,
     DataSourceStreamWriter,
     Filter,
     InputPartition,
@@ -56,6 +57,7 @@ from lakecat.spark_ext.settings import (
 )
 from lakecat.spark_ext.source.filters import to_expression
 from lakecat.spark_ext.source.planning import ReadOptions, ReadView, groups_of, plan_files
+from lakecat.spark_ext.source.stream_read import LakecatStreamReader
 from lakecat.spark_ext.source.streaming import plan_stream
 from lakecat.spark_ext.source.tasks import FileReader
 from lakecat.spark_ext.source.write_jobs import WriteJob, plan_write
@@ -151,6 +153,11 @@ class LakecatDataSource(DataSource):
             spark_schema=schema,
         )
         return LakecatWriter(job)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return LakecatStreamReader(
+            self._settings(), self.options, schema, parallelism=type(self).parallelism
+        )
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return plan_stream(

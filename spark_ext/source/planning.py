@@ -280,7 +280,7 @@ def plan_files(
     delete removed is); a merge-on-read commit is not an append and is skipped."""
     expression = and_(view.base_filter(), *filters)
     if view.options.incremental:
-        plan = _appended_files(io, view, expression)
+        plan = appended_files(io, view, expression)
     else:
         # asking the scan for the lineage columns makes it plan sequence numbers
         lineage = list(LINEAGE_COLUMNS) if row_lineage else None
@@ -295,7 +295,7 @@ def plan_files(
     return plan
 
 
-def _appended_files(io: FileIO, view: ReadView, expression: Expression) -> FilePlan:
+def appended_files(io: FileIO, view: ReadView, expression: Expression) -> FilePlan:
     """Files added by the append snapshots in (start, end], as Iceberg's incremental append
     scan reads them: snapshots of other operations (overwrite, delete, replace) are skipped."""
     metadata, end = view.metadata, view.snapshot

@@ -111,3 +111,29 @@ def test_two_writers_with_the_same_id_cannot_both_commit_a_batch(
     table.refresh()
     assert table.to_arrow().num_rows == 2
     assert len(table.snapshots()) == 1
+
+
+def test_the_data_source_streams_the_appended_rows(
+    spark: Any, lake: Catalog, tmp_path: Path
+) -> None:
+    table = lake.create_table("db.t", SCHEMA)
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    seen: list[int] = []
+
+    def run() -> None:
+        query = (
+            spark.readStream.format("lakecat")
+            .load("db.t")
+            .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .foreachBatch(lambda batch, _: seen.extend(r.id for r in batch.collect()))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+        assert query.exception() is None
+
+    run()
+    table.refresh().append(pa.table({"id": pa.array([3], pa.int64())}))
+    run()
+
+    assert seen == [1, 2, 3]

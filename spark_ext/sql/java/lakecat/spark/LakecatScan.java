@@ -17,6 +17,7 @@ import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.SupportsRuntimeV2Filtering;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -119,6 +120,14 @@ class LakecatScan implements Scan {
       read.put(FILES, list.toString());
     }
     return table.delegateScan(readSchema, new CaseInsensitiveStringMap(read)).toBatch();
+  }
+
+  /** A stream of the rows appended to the table (the Python data source's stream reader). */
+  @Override
+  public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+    return table
+        .delegateScan(readSchema, new CaseInsensitiveStringMap(options))
+        .toMicroBatchStream(checkpointLocation);
   }
 
   @Override

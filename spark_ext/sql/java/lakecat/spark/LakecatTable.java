@@ -92,15 +92,18 @@ final class LakecatTable
 
   @Override
   public Set<TableCapability> capabilities() {
-    if (!writable()) {
-      return EnumSet.of(TableCapability.BATCH_READ);
+    Set<TableCapability> out = EnumSet.of(TableCapability.BATCH_READ);
+    if (dataTable() && writable()) { // not a metadata table, not time travel
+      out.add(TableCapability.MICRO_BATCH_READ);
     }
-    return EnumSet.of(
-        TableCapability.BATCH_READ,
-        TableCapability.BATCH_WRITE,
-        TableCapability.TRUNCATE,
-        TableCapability.OVERWRITE_BY_FILTER,
-        TableCapability.OVERWRITE_DYNAMIC);
+    if (writable()) {
+      out.add(TableCapability.BATCH_WRITE);
+      out.add(TableCapability.STREAMING_WRITE);
+      out.add(TableCapability.TRUNCATE);
+      out.add(TableCapability.OVERWRITE_BY_FILTER);
+      out.add(TableCapability.OVERWRITE_DYNAMIC);
+    }
+    return out;
   }
 
   private boolean writable() {

@@ -1,0 +1,117 @@
+"""Structured Streaming through the catalog ``lake``: ``writeStream.toTable`` commits each
+micro-batch exactly once, and ``readStream.table`` reads the rows appended to a table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+def add_source_file(folder: Path, start: int) -> None:
+    folder.mkdir(exist_ok=True)
+    ids = pa.table({"id": pa.array(range(start, start + 5), pa.int64())})
+    pq.write_table(ids, folder / f"part-{start:05d}.parquet")
+
+
+def write_stream(spark: Any, source: Path, checkpoint: Path, table: str) -> None:
+    query = (
+        spark.readStream.schema("id long")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(source))
+        .writeStream.option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .toTable(table)
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+
+
+def read_stream(spark: Any, table: str, checkpoint: Path, **options: str) -> list[int]:
+    """Run a stream of ``table`` until it caught up; the ids it read in this run."""
+    seen: list[int] = []
+
+    def collect(batch: Any, _: int) -> None:
+        seen.extend(r.id for r in batch.collect())
+
+    reader = spark.readStream
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    query = (
+        reader.table(table)
+        .writeStream.option("checkpointLocation", str(checkpoint))
+        .foreachBatch(collect)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    if query.exception() is not None:
+        raise AssertionError(str(query.exception()))
+    return sorted(seen)
+
+
+def test_write_stream_to_table_commits_each_batch_once(lake, tmp_path: Path) -> None:
+    table = lake.catalog.create_table("db.t", SCHEMA)
+    source, checkpoint = tmp_path / "source", tmp_path / "checkpoint"
+    for start in (0, 5):
+        add_source_file(source, start)
+
+    write_stream(lake.spark, source, checkpoint, "lake.db.t")
+    write_stream(lake.spark, source, checkpoint, "lake.db.t")  # nothing new: no commit
+    add_source_file(source, 10)
+    write_stream(lake.spark, source, checkpoint, "lake.db.t")
+
+    table.refresh()
+    assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(15))
+    assert [s.summary["lakecat.app-version"] for s in table.snapshots()] == ["0", "1", "2"]
+
+
+def test_read_stream_reads_each_append_once_and_skips_compactions(lake, tmp_path: Path) -> None:
+    from lakecat.catalog.maintenance import rewrite_data_files
+
+    table = lake.catalog.create_table("db.t", SCHEMA)
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    table.append(pa.table({"id": pa.array([3], pa.int64())}))
+    checkpoint = tmp_path / "checkpoint"
+
+    assert read_stream(lake.spark, "lake.db.t", checkpoint) == [1, 2, 3]
+    assert read_stream(lake.spark, "lake.db.t", checkpoint) == []
+    rewrite_data_files(table.refresh())  # a replace: no new rows
+    table.refresh().append(pa.table({"id": pa.array([4, 5], pa.int64())}))
+    assert read_stream(lake.spark, "lake.db.t", checkpoint) == [4, 5]
+
+
+def test_read_stream_from_a_timestamp(lake, tmp_path: Path) -> None:
+    table = lake.catalog.create_table("db.t", SCHEMA)
+    table.append(pa.table({"id": pa.array([1], pa.int64())}))
+    second = table.append(pa.table({"id": pa.array([2], pa.int64())}))
+    at = table.snapshot(second.snapshot_id).timestamp_ms
+
+    got = read_stream(
+        lake.spark, "lake.db.t", tmp_path / "checkpoint", **{"stream-from-timestamp": str(at)}
+    )
+
+    assert got == [2]
+
+
+def test_a_delete_fails_the_stream_unless_it_is_told_to_skip_it(lake, tmp_path: Path) -> None:
+    table = lake.catalog.create_table("db.t", SCHEMA)
+    table.append(pa.table({"id": pa.array([1], pa.int64())}))
+    table.append(pa.table({"id": pa.array([2, 20], pa.int64())}))
+    table.delete("id = 1")  # drops a whole file: a "delete" snapshot
+    table.delete("id = 20")  # rewrites a file: an "overwrite" snapshot
+    assert [s.operation for s in table.snapshots()][2:] == ["delete", "overwrite"]
+    table.append(pa.table({"id": pa.array([3], pa.int64())}))
+
+    with pytest.raises(Exception, match="streaming-skip-delete-snapshots=true"):
+        read_stream(lake.spark, "lake.db.t", tmp_path / "failing")
+    skip = {"streaming-skip-delete-snapshots": "true", "streaming-skip-overwrite-snapshots": "true"}
+    got = read_stream(lake.spark, "lake.db.t", tmp_path / "skipping", **skip)
+    assert got == [1, 2, 3, 20]  # appended rows as appended (the deletes are not applied)
