@@ -301,7 +301,9 @@ def spark(spark_java: None) -> Iterator[Any]:
         .config("spark.python.worker.reuse", "true")
     )
     with contextlib.suppress(SparkCatalogError):  # no fitting jar, no JDK: catalog tests skip
-        builder = builder.config("spark.driver.extraClassPath", catalog_jar())
+        builder = builder.config("spark.driver.extraClassPath", catalog_jar()).config(
+            "spark.sql.extensions", "lakecat.spark.LakecatSqlExtensions"
+        )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     try:

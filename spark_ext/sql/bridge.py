@@ -36,6 +36,7 @@ from lakecat.metadata.errors import (
     NamespaceAlreadyExists,
     NamespaceNotEmpty,
     NoSuchNamespace,
+    NoSuchRef,
     NoSuchSnapshot,
     NoSuchTable,
     NotFound,
@@ -59,6 +60,7 @@ from lakecat.spark_ext.source.planning import (
     plan_files,
 )
 from lakecat.spark_ext.source.staging import STAGE_TO
+from lakecat.spark_ext.source.write_jobs import BRANCH as WRITE_BRANCH
 from lakecat.spark_ext.source.write_jobs import OVERWRITE_FILTER, OVERWRITE_MODE
 from lakecat.spark_ext.sql.alter import alter_table
 from lakecat.spark_ext.sql.convert import (
@@ -199,13 +201,42 @@ class CatalogBridge:
         try:
             table = self.catalog.load_table((*namespace, name))
         except NotFound:
-            if name in SCHEMAS and len(namespace) > 1 and self.catalog.table_exists(namespace):
-                if version is not None or timestamp_us is not None:
-                    raise ValidationError("metadata tables have no time travel") from None
-                return self._metadata_table(namespace, name)
+            if len(namespace) > 1 and self.catalog.table_exists(namespace):
+                if name in SCHEMAS:
+                    if version is not None or timestamp_us is not None:
+                        raise ValidationError("metadata tables have no time travel") from None
+                    return self._metadata_table(namespace, name)
+                ref = _ref_name(name)
+                if ref is not None:
+                    return self._ref_table(namespace, name, *ref, version, timestamp_us)
             raise
         travel = time_travel_options(table, version=version, timestamp_us=timestamp_us)
         return self._descriptor(namespace, name, table, travel)
+
+    def _ref_table(
+        self,
+        namespace: Sequence[str],
+        name: str,
+        kind: str,
+        ref: str,
+        version: str | None,
+        timestamp_us: int | None,
+    ) -> dict[str, Any]:
+        """``t.branch_<name>`` / ``t.tag_<name>``: the table at a branch (read and append,
+        insert overwrite) or a tag (read only), as Iceberg's Spark catalog names them."""
+        if version is not None or timestamp_us is not None:
+            raise ValidationError(f"{name} names a {kind} already: no time travel on it")
+        table = self.catalog.load_table(namespace)
+        found = table.refs().get(ref)
+        if found is None or found.ref_type != kind:
+            raise NoSuchRef(f"{table.name} has no {kind} {ref!r}")
+        travel = {BRANCH if kind == "branch" else TAG: ref}
+        descriptor = self._descriptor(namespace[:-1], namespace[-1], table, travel)
+        descriptor["name"] = f"{self.name}.{table.name}.{name}"
+        if kind == "branch":
+            descriptor["write_options"] = {OPTION_TABLE: table.name, WRITE_BRANCH: ref}
+            descriptor["branch"] = ref
+        return descriptor
 
     def create_table(
         self,
@@ -461,6 +492,15 @@ class CatalogBridge:
             "read_options": {OPTION_TABLE: table_name, METADATA_TABLE: kind},
             "write_options": None,
         }
+
+
+def _ref_name(name: str) -> tuple[str, str] | None:
+    """("branch" | "tag", ref) of a ``branch_<ref>`` / ``tag_<ref>`` table name."""
+    for kind in ("branch", "tag"):
+        prefix = f"{kind}_"
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return kind, name[len(prefix) :]
+    return None
 
 
 def _check_provider(properties: Mapping[str, str]) -> None:

@@ -11,6 +11,7 @@ table as loaded for the call.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from lakecat.catalog import Table, engine
@@ -51,10 +52,22 @@ def create_tag(
     tag: str,
     snapshot_id: int | None,
     max_ref_age_ms: int | None,
+    replace: bool | None = None,
+    if_not_exists: bool | None = None,
 ) -> list[Row]:
-    """Tag a snapshot (default: the current one): :meth:`Table.create_tag`."""
+    """Tag a snapshot (default: the current one): :meth:`Table.create_tag`; ``replace``
+    moves an existing tag (``CREATE OR REPLACE TAG``), ``if_not_exists`` keeps it."""
     target = ctx.table(table)
-    target.create_tag(tag, snapshot_id, max_ref_age_ms=max_ref_age_ms)
+    existing = target.refs().get(tag)
+    if existing is not None and existing.ref_type != "tag":
+        raise ValidationError(f"{target.name} has a branch named {tag!r}, not a tag")
+    if existing is not None and if_not_exists:
+        return [_ref_row(target, tag)]
+    if existing is not None and replace:
+        chosen = snapshot_id if snapshot_id is not None else _current(target)
+        target.replace_tag(tag, chosen, max_ref_age_ms=max_ref_age_ms)
+    else:
+        target.create_tag(tag, snapshot_id, max_ref_age_ms=max_ref_age_ms)
     return [_ref_row(target, tag)]
 
 
@@ -67,26 +80,137 @@ def create_branch(
     max_ref_age_ms: int | None,
     max_snapshot_age_ms: int | None,
     min_snapshots_to_keep: int | None,
+    replace: bool | None = None,
+    if_not_exists: bool | None = None,
 ) -> list[Row]:
-    """Branch from a snapshot (default: the current one): :meth:`Table.create_branch`."""
+    """Branch from a snapshot (default: the current one): :meth:`Table.create_branch`;
+    ``replace`` moves an existing branch (``CREATE OR REPLACE BRANCH``), ``if_not_exists``
+    keeps it."""
     target = ctx.table(table)
-    target.create_branch(
-        branch,
-        snapshot_id,
-        max_ref_age_ms=max_ref_age_ms,
-        max_snapshot_age_ms=max_snapshot_age_ms,
-        min_snapshots_to_keep=min_snapshots_to_keep,
-    )
+    existing = target.refs().get(branch)
+    if existing is not None and existing.ref_type != "branch":
+        raise ValidationError(f"{target.name} has a tag named {branch!r}, not a branch")
+    if existing is not None and if_not_exists:
+        return [_ref_row(target, branch)]
+    if existing is not None and replace:
+        chosen = snapshot_id if snapshot_id is not None else _current(target)
+        target.replace_branch(branch, chosen)
+    else:
+        target.create_branch(
+            branch,
+            snapshot_id,
+            max_ref_age_ms=max_ref_age_ms,
+            max_snapshot_age_ms=max_snapshot_age_ms,
+            min_snapshots_to_keep=min_snapshots_to_keep,
+        )
     return [_ref_row(target, branch)]
 
 
-def drop_ref(ctx: ProcedureContext, *, table: str, ref: str) -> list[Row]:
+def drop_ref(
+    ctx: ProcedureContext,
+    *,
+    table: str,
+    ref: str,
+    kind: str | None = None,
+    if_exists: bool | None = None,
+) -> list[Row]:
     """Remove a tag or a branch other than main (:meth:`Table.remove_ref`); the row describes
-    the ref as it was."""
+    the ref as it was. ``kind`` (``branch`` or ``tag``) refuses a ref of the other kind;
+    ``if_exists`` makes a missing ref no error (no row)."""
     target = ctx.table(table)
+    existing = target.refs().get(ref)
+    if existing is None and if_exists:
+        return []
+    if kind is not None and kind not in ("branch", "tag"):
+        raise ValidationError(f"kind must be 'branch' or 'tag', not {kind!r}")
+    if existing is not None and kind is not None and existing.ref_type != kind:
+        raise ValidationError(f"{target.name}'s {ref!r} is a {existing.ref_type}, not a {kind}")
     row = _ref_row(target, ref)
     target.remove_ref(ref)
     return [row]
+
+
+def _current(table: Table) -> int:
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        raise ValidationError(f"{table.name} has no snapshot to point a ref at")
+    return snapshot.snapshot_id
+
+
+def add_partition_field(
+    ctx: ProcedureContext, *, table: str, field: str, name: str | None
+) -> list[Row]:
+    """Partition new data also by ``field``, an Iceberg partition term (``id``,
+    ``bucket(16, id)``, ``truncate(name, 4)``, ``days(ts)``, ...; ``ALTER TABLE ... ADD
+    PARTITION FIELD``): one spec update; existing files keep their spec."""
+    target = ctx.table(table)
+    column, transform = parse_partition_term(field)
+    with target.update_spec() as update:
+        update.add_field(column, transform, name)
+    return [_spec_row(target)]
+
+
+def drop_partition_field(ctx: ProcedureContext, *, table: str, field: str) -> list[Row]:
+    """Stop partitioning new data by ``field``: a partition field's name, or the term it was
+    added with (``ALTER TABLE ... DROP PARTITION FIELD``)."""
+    target = ctx.table(table)
+    spec, schema = target.spec(), target.schema()
+    names = {f.name for f in spec.fields}
+    chosen = field if field in names else None
+    if chosen is None:
+        column, transform = parse_partition_term(field)
+        source = schema.find_field(column)
+        chosen = next(
+            (
+                f.name
+                for f in spec.fields
+                if f.source_id == source.field_id and f.transform == transform
+            ),
+            None,
+        )
+        if chosen is None:
+            raise ValidationError(
+                f"{target.name} is not partitioned by {field!r} (fields: {', '.join(names)})"
+            )
+    with target.update_spec() as update:
+        update.remove_field(chosen)
+    return [_spec_row(target)]
+
+
+_TERM = re.compile(r"^\s*(\w+)\s*\(\s*([^,()]+?)\s*(?:,\s*([^,()]+?)\s*)?\)\s*$")
+_TIME_TRANSFORMS = {
+    "years": "year", "year": "year", "months": "month", "month": "month",
+    "days": "day", "day": "day", "date": "day", "hours": "hour", "hour": "hour",
+    "date_hour": "hour",
+}  # fmt: skip
+
+
+def parse_partition_term(text: str) -> tuple[str, str]:
+    """(column, lakecat transform) of an Iceberg partition term: ``col``, ``identity(col)``,
+    ``bucket(N, col)``, ``truncate(col, W)`` or ``truncate(W, col)``, ``years(col)``,
+    ``months(col)``, ``days(col)``, ``hours(col)`` (and their singular forms)."""
+    plain = text.strip().strip("`")
+    match = _TERM.match(text)
+    if match is None:
+        if not plain or "(" in plain:
+            raise ValidationError(f"not a partition term: {text!r}")
+        return plain, "identity"
+    function, first, second = match.group(1).lower(), match.group(2), match.group(3)
+    if function in _TIME_TRANSFORMS and second is None:
+        return first.strip("`"), _TIME_TRANSFORMS[function]
+    if function == "identity" and second is None:
+        return first.strip("`"), "identity"
+    if function in ("bucket", "truncate") and second is not None:
+        number, column = (first, second) if first.strip().isdigit() else (second, first)
+        if not number.strip().isdigit():
+            raise ValidationError(f"{function} needs a width: {text!r}")
+        return column.strip("`"), f"{function}[{int(number)}]"
+    raise ValidationError(f"not a partition term: {text!r}")
+
+
+def _spec_row(table: Table) -> Row:
+    spec = table.refresh().spec()
+    return (spec.spec_id, ", ".join(f"{f.name}={f.transform}" for f in spec.fields))
 
 
 def _ref_row(table: Table, name: str) -> Row:

@@ -32,6 +32,19 @@ CATALOG_CLASS = "lakecat.spark.LakecatCatalog"
 BRIDGES_CLASS = "lakecat.spark.Bridges"
 
 
+EXTENSIONS_CONF = "spark.sql.extensions"
+EXTENSIONS_CLASS = "lakecat.spark.LakecatSqlExtensions"
+
+
+def with_extensions(builder: Any) -> str:
+    """The session's ``spark.sql.extensions`` with lakecat's SQL extensions added (Iceberg's
+    ``ALTER TABLE ... CREATE BRANCH`` / ``ADD PARTITION FIELD`` statements; docs/spark-sql.md),
+    keeping extensions the builder was given."""
+    options = getattr(builder, "_options", {})  # PySpark's builder keeps its settings here
+    given = [e.strip() for e in str(options.get(EXTENSIONS_CONF, "")).split(",") if e.strip()]
+    return ",".join([*[e for e in given if e != EXTENSIONS_CLASS], EXTENSIONS_CLASS])
+
+
 def data_format(name: str) -> str:
     """The data source format serving the tables of the Spark catalog ``name``."""
     return f"lakecat_catalog_{name}"
@@ -158,8 +171,10 @@ def session(
     jar = catalog_jar()
     # Driver only: the plugin's classes never run on executors (they run Spark's own Python
     # data source classes).
-    configured = builder.config("spark.driver.extraClassPath", jar).config(
-        f"spark.sql.catalog.{name}", CATALOG_CLASS
+    configured = (
+        builder.config("spark.driver.extraClassPath", jar)
+        .config(f"spark.sql.catalog.{name}", CATALOG_CLASS)
+        .config(EXTENSIONS_CONF, with_extensions(builder))
     )
     attach = {
         "catalog": catalog,

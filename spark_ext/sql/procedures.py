@@ -47,10 +47,12 @@ from lakecat.catalog import Catalog, Table
 from lakecat.metadata.errors import NotFound, ValidationError
 from lakecat.spark_ext.sql.changelog import create_changelog_view
 from lakecat.spark_ext.sql.history import (
+    add_partition_field,
     ancestors_of,
     cherrypick_snapshot,
     create_branch,
     create_tag,
+    drop_partition_field,
     drop_ref,
     fast_forward,
     register_table,
@@ -245,6 +247,7 @@ def _columns(*fields: tuple[str, DataType, bool]) -> StructType:
 _REF_RESULT = _columns(
     ("ref_name", STRING, False), ("ref_type", STRING, False), ("snapshot_id", LONG, False)
 )
+_SPEC_RESULT = _columns(("spec_id", INT, False), ("fields", STRING, False))
 _MOVE_RESULT = _columns(("previous_snapshot_id", LONG, False), ("current_snapshot_id", LONG, False))
 
 PROCEDURES: dict[str, Procedure] = {
@@ -299,6 +302,8 @@ PROCEDURES: dict[str, Procedure] = {
                 Parameter("tag", STRING, required=True),
                 Parameter("snapshot_id", LONG),
                 Parameter("max_ref_age_ms", LONG),
+                Parameter("replace", BOOLEAN),
+                Parameter("if_not_exists", BOOLEAN),
             ),
             _REF_RESULT,
             create_tag,
@@ -313,6 +318,8 @@ PROCEDURES: dict[str, Procedure] = {
                 Parameter("max_ref_age_ms", LONG),
                 Parameter("max_snapshot_age_ms", LONG),
                 Parameter("min_snapshots_to_keep", INT),
+                Parameter("replace", BOOLEAN),
+                Parameter("if_not_exists", BOOLEAN),
             ),
             _REF_RESULT,
             create_branch,
@@ -320,9 +327,32 @@ PROCEDURES: dict[str, Procedure] = {
         Procedure(
             "drop_ref",
             "Remove a tag, or a branch other than main",
-            (Parameter("table", STRING, required=True), Parameter("ref", STRING, required=True)),
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("ref", STRING, required=True),
+                Parameter("kind", STRING),
+                Parameter("if_exists", BOOLEAN),
+            ),
             _REF_RESULT,
             drop_ref,
+        ),
+        Procedure(
+            "add_partition_field",
+            "Partition new data also by a transform of a column (ALTER TABLE ADD PARTITION FIELD)",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("field", STRING, required=True),
+                Parameter("name", STRING),
+            ),
+            _SPEC_RESULT,
+            add_partition_field,
+        ),
+        Procedure(
+            "drop_partition_field",
+            "Stop partitioning new data by a partition field (ALTER TABLE DROP PARTITION FIELD)",
+            (Parameter("table", STRING, required=True), Parameter("field", STRING, required=True)),
+            _SPEC_RESULT,
+            drop_partition_field,
         ),
         Procedure(
             "rewrite_manifests",

@@ -513,11 +513,13 @@ def test_show_and_describe_procedures_list_the_system_procedures(lake) -> None:
     described = lake.sql("DESCRIBE PROCEDURE lake.system.create_branch")
 
     assert [r.procedure_name for r in shown] == [
+        "add_partition_field",
         "ancestors_of",
         "cherrypick_snapshot",
         "create_branch",
         "create_changelog_view",
         "create_tag",
+        "drop_partition_field",
         "drop_ref",
         "expire_snapshots",
         "fast_forward",

@@ -93,7 +93,7 @@ final class LakecatTable
   @Override
   public Set<TableCapability> capabilities() {
     Set<TableCapability> out = EnumSet.of(TableCapability.BATCH_READ);
-    if (dataTable() && writable()) { // not a metadata table, not time travel
+    if (dataTable() && writable() && branch() == null) { // the main branch of a data table
       out.add(TableCapability.MICRO_BATCH_READ);
     }
     if (writable()) {
@@ -104,6 +104,12 @@ final class LakecatTable
       out.add(TableCapability.OVERWRITE_DYNAMIC);
     }
     return out;
+  }
+
+  /** The branch a {@code t.branch_<name>} table writes to; null for the table itself. */
+  private String branch() {
+    JsonNode branch = descriptor.get("branch");
+    return branch == null || branch.isNull() ? null : branch.asText();
   }
 
   private boolean writable() {
@@ -210,6 +216,11 @@ final class LakecatTable
     if (!writable() || !dataTable()) {
       throw new UnsupportedOperationException(name() + " is read-only");
     }
+    if (branch() != null) {
+      throw new UnsupportedOperationException(
+          "lakecat: UPDATE, MERGE and DELETE on a branch (" + name() + ") are not supported "
+              + "yet; INSERT INTO and INSERT OVERWRITE are");
+    }
     return new RowLevelOperationBuilder() {
       @Override
       public RowLevelOperation build() {
@@ -294,7 +305,9 @@ final class LakecatTable
   // ---- DELETE FROM -----------------------------------------------------------------------
   @Override
   public boolean canDeleteWhere(Predicate[] predicates) {
-    return writable() && bridge.call("can_delete", predicateArgs(predicates)).asBoolean();
+    return writable()
+        && branch() == null
+        && bridge.call("can_delete", predicateArgs(predicates)).asBoolean();
   }
 
   @Override

@@ -1,0 +1,217 @@
+package lakecat.spark;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * Iceberg's SQL extensions that Spark 4's parser lacks, as the {@code CALL} of a lakecat
+ * procedure that does the same:
+ *
+ * <ul>
+ *   <li>{@code ALTER TABLE t CREATE [OR REPLACE] BRANCH|TAG [IF NOT EXISTS] name [AS OF VERSION
+ *       id] [RETAIN n DAYS|HOURS|MINUTES] [WITH SNAPSHOT RETENTION [n SNAPSHOTS] [n DAYS|HOURS|
+ *       MINUTES]]} and {@code REPLACE BRANCH|TAG name ...}: {@code create_branch} / {@code
+ *       create_tag};
+ *   <li>{@code ALTER TABLE t DROP BRANCH|TAG [IF EXISTS] name}: {@code drop_ref};
+ *   <li>{@code ALTER TABLE t ADD PARTITION FIELD term [AS name]} and {@code DROP PARTITION FIELD
+ *       term|name}: {@code add_partition_field} / {@code drop_partition_field}.
+ * </ul>
+ *
+ * Only tables of a lakecat catalog (named in the statement, else the current catalog) are
+ * rewritten; anything else, or a statement whose rest does not read as Iceberg's grammar, goes
+ * to Spark's parser as it is (and gets its error).
+ */
+final class IcebergStatements {
+  private IcebergStatements() {}
+
+  private static final String PART = "(?:`[^`]+`|[A-Za-z_][\\w$]*)";
+  private static final String IDENT = "(" + PART + "(?:\\s*\\.\\s*" + PART + ")*)";
+  private static final String NAME = "(`[^`]+`|[\\w$-]+)";
+  private static final String HEAD = "^\\s*ALTER\\s+TABLE\\s+" + IDENT + "\\s+";
+  private static final String END = "\\s*;?\\s*$";
+  private static final int FLAGS = Pattern.CASE_INSENSITIVE | Pattern.DOTALL;
+
+  private static final Pattern CREATE_REF =
+      Pattern.compile(
+          HEAD
+              + "(CREATE\\s+OR\\s+REPLACE|CREATE|REPLACE)\\s+(BRANCH|TAG)\\s+"
+              + "(IF\\s+NOT\\s+EXISTS\\s+)?"
+              + NAME
+              + "(.*?)"
+              + END,
+          FLAGS);
+  private static final Pattern DROP_REF =
+      Pattern.compile(HEAD + "DROP\\s+(BRANCH|TAG)\\s+(IF\\s+EXISTS\\s+)?" + NAME + END, FLAGS);
+  private static final Pattern ADD_FIELD =
+      Pattern.compile(
+          HEAD + "ADD\\s+PARTITION\\s+FIELD\\s+(.+?)(?:\\s+AS\\s+" + NAME + ")?" + END, FLAGS);
+  private static final Pattern DROP_FIELD =
+      Pattern.compile(HEAD + "DROP\\s+PARTITION\\s+FIELD\\s+(.+?)" + END, FLAGS);
+
+  private static final Pattern AS_OF = Pattern.compile("^\\s*AS\\s+OF\\s+VERSION\\s+(\\d+)", FLAGS);
+  private static final Pattern RETAIN =
+      Pattern.compile("^\\s*RETAIN\\s+(\\d+)\\s+(DAYS|HOURS|MINUTES)", FLAGS);
+  private static final Pattern RETENTION =
+      Pattern.compile(
+          "^\\s*WITH\\s+SNAPSHOT\\s+RETENTION(?:\\s+(\\d+)\\s+SNAPSHOTS)?"
+              + "(?:\\s+(\\d+)\\s+(DAYS|HOURS|MINUTES))?",
+          FLAGS);
+
+  static final String CATALOG_CLASS = LakecatCatalog.class.getName();
+
+  /** The {@code CALL} statement for {@code sql}, or null when it is not one of these. */
+  static String rewrite(String sql, SparkSession session) {
+    Matcher m = CREATE_REF.matcher(sql);
+    if (m.matches()) {
+      return createRef(m, session);
+    }
+    m = DROP_REF.matcher(sql);
+    if (m.matches()) {
+      Target target = Target.of(m.group(1), session);
+      if (target == null) {
+        return null;
+      }
+      Map<String, String> args = target.args();
+      args.put("ref", quote(unquote(m.group(4))));
+      args.put("kind", quote(m.group(2).toLowerCase(Locale.ROOT)));
+      args.put("if_exists", Boolean.toString(m.group(3) != null));
+      return target.call("drop_ref", args);
+    }
+    m = ADD_FIELD.matcher(sql);
+    if (m.matches()) {
+      Target target = Target.of(m.group(1), session);
+      if (target == null) {
+        return null;
+      }
+      Map<String, String> args = target.args();
+      args.put("field", quote(m.group(2).trim()));
+      if (m.group(3) != null) {
+        args.put("name", quote(unquote(m.group(3))));
+      }
+      return target.call("add_partition_field", args);
+    }
+    m = DROP_FIELD.matcher(sql);
+    if (m.matches()) {
+      Target target = Target.of(m.group(1), session);
+      if (target == null) {
+        return null;
+      }
+      Map<String, String> args = target.args();
+      args.put("field", quote(unquote(m.group(2).trim())));
+      return target.call("drop_partition_field", args);
+    }
+    return null;
+  }
+
+  private static String createRef(Matcher m, SparkSession session) {
+    Target target = Target.of(m.group(1), session);
+    if (target == null) {
+      return null;
+    }
+    String verb = m.group(2).toUpperCase(Locale.ROOT).replaceAll("\\s+", " ");
+    boolean branch = m.group(3).equalsIgnoreCase("BRANCH");
+    Map<String, String> args = target.args();
+    args.put(branch ? "branch" : "tag", quote(unquote(m.group(5))));
+    String rest = m.group(6);
+    Matcher clause = AS_OF.matcher(rest);
+    if (clause.find()) {
+      args.put("snapshot_id", clause.group(1));
+      rest = rest.substring(clause.end());
+    }
+    clause = RETAIN.matcher(rest);
+    if (clause.find()) {
+      args.put("max_ref_age_ms", Long.toString(millis(clause.group(1), clause.group(2))));
+      rest = rest.substring(clause.end());
+    }
+    clause = RETENTION.matcher(rest);
+    if (branch && clause.find()) {
+      if (clause.group(1) != null) {
+        args.put("min_snapshots_to_keep", clause.group(1));
+      }
+      if (clause.group(2) != null) {
+        args.put("max_snapshot_age_ms", Long.toString(millis(clause.group(2), clause.group(3))));
+      }
+      rest = rest.substring(clause.end());
+    }
+    if (!rest.trim().isEmpty()) {
+      return null; // not Iceberg's grammar: Spark's parser reports it
+    }
+    args.put("replace", Boolean.toString(!verb.equals("CREATE")));
+    args.put("if_not_exists", Boolean.toString(m.group(4) != null));
+    return target.call(branch ? "create_branch" : "create_tag", args);
+  }
+
+  private static long millis(String amount, String unit) {
+    long n = Long.parseLong(amount);
+    switch (unit.toUpperCase(Locale.ROOT)) {
+      case "DAYS":
+        return n * 86_400_000L;
+      case "HOURS":
+        return n * 3_600_000L;
+      default:
+        return n * 60_000L;
+    }
+  }
+
+  static String unquote(String part) {
+    String p = part.trim();
+    return p.startsWith("`") && p.endsWith("`") ? p.substring(1, p.length() - 1) : p;
+  }
+
+  /** A Spark SQL string literal. */
+  static String quote(String value) {
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'";
+  }
+
+  /** The lakecat catalog and the table (namespace and name, dotted) a statement names. */
+  private static final class Target {
+    final String catalog;
+    final String table;
+
+    private Target(String catalog, String table) {
+      this.catalog = catalog;
+      this.table = table;
+    }
+
+    static Target of(String identifier, SparkSession session) {
+      List<String> parts = new ArrayList<>();
+      Matcher part = Pattern.compile(PART).matcher(identifier);
+      while (part.find()) {
+        parts.add(unquote(part.group()));
+      }
+      if (parts.size() >= 3 && isLakecat(parts.get(0), session)) {
+        return new Target(parts.get(0), String.join(".", parts.subList(1, parts.size())));
+      }
+      String current = session.catalog().currentCatalog();
+      if (!isLakecat(current, session)) {
+        return null;
+      }
+      if (parts.size() == 1) {
+        parts.add(0, session.catalog().currentDatabase());
+      }
+      return new Target(current, String.join(".", parts));
+    }
+
+    private static boolean isLakecat(String catalog, SparkSession session) {
+      return CATALOG_CLASS.equals(session.conf().get("spark.sql.catalog." + catalog, ""));
+    }
+
+    Map<String, String> args() {
+      Map<String, String> args = new LinkedHashMap<>();
+      args.put("table", quote(table));
+      return args;
+    }
+
+    String call(String procedure, Map<String, String> args) {
+      List<String> named = new ArrayList<>();
+      args.forEach((k, v) -> named.add(k + " => " + v));
+      return "CALL `" + catalog + "`.system." + procedure + "(" + String.join(", ", named) + ")";
+    }
+  }
+}

@@ -1,0 +1,29 @@
+package lakecat.spark;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.parser.ParserInterface;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.AbstractFunction2;
+import scala.runtime.BoxedUnit;
+
+/**
+ * {@code spark.sql.extensions=lakecat.spark.LakecatSqlExtensions} (set by {@code lk.session}):
+ * Iceberg's SQL statements that Spark's parser lacks ({@code ALTER TABLE ... CREATE/DROP
+ * BRANCH/TAG}, {@code ADD/DROP PARTITION FIELD}) on lakecat catalogs, through {@link
+ * LakecatSqlParser}.
+ */
+public final class LakecatSqlExtensions
+    extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
+  @Override
+  public BoxedUnit apply(SparkSessionExtensions extensions) {
+    extensions.injectParser(
+        new AbstractFunction2<SparkSession, ParserInterface, ParserInterface>() {
+          @Override
+          public ParserInterface apply(SparkSession session, ParserInterface parser) {
+            return new LakecatSqlParser(session, parser);
+          }
+        });
+    return BoxedUnit.UNIT;
+  }
+}

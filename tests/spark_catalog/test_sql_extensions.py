@@ -1,0 +1,110 @@
+"""Iceberg's SQL extensions through lakecat's parser extension (``lk.session`` registers it):
+branches and tags (``ALTER TABLE ... CREATE/REPLACE/DROP BRANCH|TAG``, ``t.branch_<name>``,
+``t.tag_<name>``) and partition evolution (``ADD/DROP PARTITION FIELD``), checked through
+lakecat's Python API."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
+
+
+def rows(ids: list[int]) -> pa.Table:
+    when = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
+    return pa.table({"id": pa.array(ids, pa.int64()), "ts": [when] * len(ids)}, SCHEMA)
+
+
+@pytest.fixture
+def t(lake) -> Any:
+    table = lake.catalog.create_table("db.t", SCHEMA)
+    table.append(rows([1, 2]))
+    table.append(rows([3]))
+    return table
+
+
+def ids(lake, relation: str) -> list[int]:
+    return sorted(r.id for r in lake.sql(f"SELECT id FROM {relation}"))
+
+
+def test_branches_and_tags_are_created_replaced_and_dropped(lake, t) -> None:
+    first, second = (s.snapshot_id for s in t.snapshots())
+
+    lake.sql(f"ALTER TABLE lake.db.t CREATE BRANCH dev AS OF VERSION {first} RETAIN 7 DAYS")
+    lake.sql("ALTER TABLE lake.db.t CREATE TAG v1 RETAIN 2 HOURS")
+    lake.sql("ALTER TABLE lake.db.t CREATE BRANCH IF NOT EXISTS dev")  # kept as it is
+    refs = t.refresh().refs()
+    assert (refs["dev"].ref_type, refs["dev"].snapshot_id) == ("branch", first)
+    assert refs["dev"].max_ref_age_ms == 7 * 86_400_000
+    assert (refs["v1"].ref_type, refs["v1"].snapshot_id, refs["v1"].max_ref_age_ms) == (
+        "tag",
+        second,
+        2 * 3_600_000,
+    )
+    with pytest.raises(Exception, match="dev"):
+        lake.sql("ALTER TABLE lake.db.t CREATE BRANCH dev")  # exists already
+
+    lake.sql(f"ALTER TABLE lake.db.t CREATE OR REPLACE BRANCH dev AS OF VERSION {second}")
+    lake.sql(f"ALTER TABLE lake.db.t REPLACE TAG v1 AS OF VERSION {first}")
+    refs = t.refresh().refs()
+    assert refs["dev"].snapshot_id == second and refs["v1"].snapshot_id == first
+
+    with pytest.raises(Exception, match="not a branch"):
+        lake.sql("ALTER TABLE lake.db.t DROP BRANCH v1")  # a tag
+    lake.sql("ALTER TABLE lake.db.t DROP TAG v1")
+    lake.sql("ALTER TABLE lake.db.t DROP BRANCH IF EXISTS nope")
+    lake.sql("ALTER TABLE lake.db.t DROP BRANCH dev")
+    assert set(t.refresh().refs()) == {"main"}
+
+
+def test_a_branch_is_read_and_written_as_a_table_and_a_tag_is_read(lake, t) -> None:
+    lake.sql("ALTER TABLE lake.db.t CREATE BRANCH dev")
+    lake.sql("ALTER TABLE lake.db.t CREATE TAG before")
+
+    lake.sql("INSERT INTO lake.db.t.branch_dev SELECT id + 10, ts FROM lake.db.t")
+
+    assert ids(lake, "lake.db.t.branch_dev") == [1, 2, 3, 11, 12, 13]
+    assert ids(lake, "lake.db.t") == [1, 2, 3]  # main did not move
+    assert ids(lake, "lake.db.t.tag_before") == [1, 2, 3]
+    assert ids(lake, "lake.db.t VERSION AS OF 'dev'") == [1, 2, 3, 11, 12, 13]
+    branch_head = t.refresh().refs()["dev"].snapshot_id
+    assert t.snapshot(branch_head).parent_snapshot_id == t.current_snapshot().snapshot_id
+    with pytest.raises(Exception, match=r"read-only|not support|cannot be written"):
+        lake.sql("INSERT INTO lake.db.t.tag_before VALUES (9, current_timestamp())")
+    with pytest.raises(Exception, match="on a branch"):
+        lake.sql("UPDATE lake.db.t.branch_dev SET id = 0 WHERE id % 2 = 0")
+    with pytest.raises(Exception, match="NoSuchRef"):
+        lake.sql("SELECT * FROM lake.db.t.branch_nope")
+
+
+def test_partition_fields_are_added_and_dropped(lake, t) -> None:
+    lake.sql("ALTER TABLE lake.db.t ADD PARTITION FIELD bucket(4, id) AS shard")
+    lake.sql("ALTER TABLE lake.db.t ADD PARTITION FIELD days(ts)")
+    spec = t.refresh().spec()
+    assert [(f.name, f.transform) for f in spec.fields] == [
+        ("shard", "bucket[4]"),
+        ("ts_day", "day"),
+    ]
+
+    lake.sql("INSERT INTO lake.db.t VALUES (4, timestamp'2024-05-02 00:00:00')")
+    lake.sql("ALTER TABLE lake.db.t DROP PARTITION FIELD shard")  # by name
+    lake.sql("ALTER TABLE lake.db.t DROP PARTITION FIELD days(ts)")  # by term
+    assert t.refresh().spec().is_unpartitioned
+    assert ids(lake, "lake.db.t") == [1, 2, 3, 4]
+    with pytest.raises(Exception, match="not partitioned by"):
+        lake.sql("ALTER TABLE lake.db.t DROP PARTITION FIELD hours(ts)")
+
+
+def test_the_current_catalog_and_namespace_resolve_an_unqualified_table(lake, t, spark) -> None:
+    spark.sql("USE lake.db")
+    try:
+        spark.sql("ALTER TABLE t CREATE TAG here")
+    finally:
+        spark.sql("USE spark_catalog.default")
+    assert t.refresh().refs()["here"].ref_type == "tag"
