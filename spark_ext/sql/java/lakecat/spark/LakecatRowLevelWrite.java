@@ -8,6 +8,7 @@ import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
 import org.apache.spark.sql.connector.write.RowLevelOperation.Command;
 import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriteSummary;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
 /**
@@ -69,56 +70,42 @@ final class LakecatRowLevelWrite implements Write {
     return args;
   }
 
-  private final class Batch implements BatchWrite {
-    private final BatchWrite batch;
+  private final class Batch extends TranslatingBatch {
     private boolean committing;
 
     Batch(BatchWrite batch) {
-      this.batch = batch;
+      super(table.bridge(), batch);
     }
 
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
-      try {
-        return new ChunkedWriterFactory(batch.createBatchWriterFactory(info), layout);
-      } catch (Exception e) {
-        throw BridgeClient.rethrow(table.translate(e));
-      }
-    }
-
-    @Override
-    public boolean useCommitCoordinator() {
-      return batch.useCommitCoordinator();
+      return new ChunkedWriterFactory(super.createBatchWriterFactory(info), layout);
     }
 
     @Override
     public void onDataWriterCommit(WriterCommitMessage message) {
       for (WriterCommitMessage inner :
           ChunkedWriterFactory.Messages.unpack(new WriterCommitMessage[] {message})) {
-        batch.onDataWriterCommit(inner);
+        super.onDataWriterCommit(inner);
       }
     }
 
     @Override
+    public void commit(WriterCommitMessage[] messages, WriteSummary summary) {
+      commit(messages);
+    }
+
+    @Override
     public void commit(WriterCommitMessage[] messages) {
-      try {
-        batch.commit(ChunkedWriterFactory.Messages.unpack(messages)); // stages: no commit yet
-      } catch (Exception e) {
-        throw BridgeClient.rethrow(table.translate(e));
-      }
+      super.commit(ChunkedWriterFactory.Messages.unpack(messages)); // stages: no commit yet
       committing = true;
       table.bridge().call("commit_row_level", commitArgs());
     }
 
     @Override
     public void abort(WriterCommitMessage[] messages) {
-      if (committing) {
-        return; // the commit call owns the files now (see the class comment)
-      }
-      try {
-        batch.abort(ChunkedWriterFactory.Messages.unpack(messages));
-      } catch (Exception e) {
-        throw BridgeClient.rethrow(table.translate(e));
+      if (!committing) { // else the commit call owns the files (see the class comment)
+        super.abort(ChunkedWriterFactory.Messages.unpack(messages));
       }
     }
   }

@@ -5,22 +5,14 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import org.apache.spark.sql.connector.catalog.StagedTable;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.TableCapability;
-import org.apache.spark.sql.connector.catalog.TableProvider;
-import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.SupportsTruncate;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
-import org.apache.spark.sql.execution.datasources.DataSource;
-import org.apache.spark.sql.internal.SQLConf;
-import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.StructType;
-import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * The table of a {@code CREATE TABLE AS SELECT}, {@code REPLACE TABLE [AS SELECT]} or {@code
@@ -30,40 +22,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * replace the old ones, or the table is created) or aborts it (the staged files are deleted and
  * the catalog never changed). See {@code spark_ext/sql/staging.py}.
  */
-final class LakecatStagedTable implements StagedTable, SupportsWrite {
-  private final BridgeClient bridge;
-  private final JsonNode descriptor;
-  private final StructType schema;
-  private final Transform[] partitioning;
-  private final Map<String, String> properties;
-
+final class LakecatStagedTable extends DescribedTable implements StagedTable, SupportsWrite {
   LakecatStagedTable(BridgeClient bridge, JsonNode descriptor) {
-    this.bridge = bridge;
-    this.descriptor = descriptor;
-    this.schema = (StructType) DataType.fromJson(descriptor.get("schema").asText());
-    this.partitioning = SparkJson.transforms(descriptor.get("partitioning"));
-    this.properties = Names.map(descriptor.get("properties"));
-  }
-
-  @Override
-  public String name() {
-    return descriptor.get("name").asText();
-  }
-
-  @Override
-  @SuppressWarnings("deprecation") // Spark derives columns() from it
-  public StructType schema() {
-    return schema;
-  }
-
-  @Override
-  public Transform[] partitioning() {
-    return partitioning;
-  }
-
-  @Override
-  public Map<String, String> properties() {
-    return properties;
+    super(bridge, descriptor);
   }
 
   @Override
@@ -75,20 +36,11 @@ final class LakecatStagedTable implements StagedTable, SupportsWrite {
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-    String format = descriptor.get("format").asText();
-    TableProvider provider =
-        DataSource.lookupDataSourceV2(format, SQLConf.get())
-            .getOrElse(
-                () -> {
-                  throw new IllegalStateException(
-                      "the Python data source '" + format + "' is not registered in this "
-                          + "Spark session; attach the catalog with "
-                          + "lakecat.spark_ext.attach_catalog(spark, ...)");
-                });
-    SupportsWrite delegate = (SupportsWrite) provider.getTable(schema, partitioning, properties);
+    SupportsWrite delegate = (SupportsWrite) delegate();
     Map<String, String> options = new HashMap<>(info.options().asCaseSensitiveMap());
     options.putAll(Names.map(descriptor.get("write_options")));
-    WriteBuilder builder = delegate.newWriteBuilder(new Info(info, options));
+    WriteBuilder builder =
+        delegate.newWriteBuilder(new LakecatWriteBuilder.Info(info, options, info.schema()));
     return new SupportsTruncate() {
       @Override
       public WriteBuilder truncate() {
@@ -118,39 +70,4 @@ final class LakecatStagedTable implements StagedTable, SupportsWrite {
     return args;
   }
 
-  /** The write command's info with the staged table's write options. */
-  private static final class Info implements LogicalWriteInfo {
-    private final LogicalWriteInfo base;
-    private final CaseInsensitiveStringMap options;
-
-    Info(LogicalWriteInfo base, Map<String, String> options) {
-      this.base = base;
-      this.options = new CaseInsensitiveStringMap(options);
-    }
-
-    @Override
-    public CaseInsensitiveStringMap options() {
-      return options;
-    }
-
-    @Override
-    public String queryId() {
-      return base.queryId();
-    }
-
-    @Override
-    public StructType schema() {
-      return base.schema();
-    }
-
-    @Override
-    public Optional<StructType> rowIdSchema() {
-      return base.rowIdSchema();
-    }
-
-    @Override
-    public Optional<StructType> metadataSchema() {
-      return base.metadataSchema();
-    }
-  }
 }

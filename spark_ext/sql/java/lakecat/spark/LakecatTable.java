@@ -17,8 +17,6 @@ import org.apache.spark.sql.connector.catalog.SupportsRowLevelOperations;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
-import org.apache.spark.sql.connector.catalog.TableProvider;
-import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
@@ -28,8 +26,6 @@ import org.apache.spark.sql.connector.write.RowLevelOperationBuilder;
 import org.apache.spark.sql.connector.write.RowLevelOperationInfo;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
-import org.apache.spark.sql.execution.datasources.DataSource;
-import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.MetadataBuilder;
@@ -48,46 +44,14 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * DELETE}s that are not metadata-only run as copy-on-write rewrites ({@link
  * LakecatCopyOnWrite}).
  */
-final class LakecatTable
-    implements Table,
-        SupportsRead,
+final class LakecatTable extends DescribedTable
+    implements SupportsRead,
         SupportsWrite,
         SupportsDeleteV2,
         SupportsMetadataColumns,
         SupportsRowLevelOperations {
-  private final BridgeClient bridge;
-  private final JsonNode descriptor;
-  private final StructType schema;
-  private final Transform[] partitioning;
-  private final Map<String, String> properties;
-
   LakecatTable(BridgeClient bridge, JsonNode descriptor) {
-    this.bridge = bridge;
-    this.descriptor = descriptor;
-    this.schema = (StructType) DataType.fromJson(descriptor.get("schema").asText());
-    this.partitioning = SparkJson.transforms(descriptor.get("partitioning"));
-    this.properties = Names.map(descriptor.get("properties"));
-  }
-
-  @Override
-  public String name() {
-    return descriptor.get("name").asText();
-  }
-
-  @Override
-  @SuppressWarnings("deprecation") // Spark derives columns() from it
-  public StructType schema() {
-    return schema;
-  }
-
-  @Override
-  public Transform[] partitioning() {
-    return partitioning;
-  }
-
-  @Override
-  public Map<String, String> properties() {
-    return properties;
+    super(bridge, descriptor);
   }
 
   @Override
@@ -114,28 +78,6 @@ final class LakecatTable
 
   private boolean writable() {
     return descriptor.path("write_options").isObject();
-  }
-
-  /**
-   * A new instance of the Python data source (looked up in the session's thread). Spark's
-   * Python data source keeps the Python-side source it creates first (its options and schema)
-   * for the life of the instance, so every read and write takes a fresh one.
-   */
-  private TableProvider provider() {
-    String format = descriptor.get("format").asText();
-    return DataSource.lookupDataSourceV2(format, SQLConf.get())
-        .getOrElse(
-            () -> {
-              throw new IllegalStateException(
-                  "the Python data source '" + format + "' is not registered in this "
-                      + "Spark session; attach the catalog with "
-                      + "lakecat.spark_ext.attach_catalog(spark, ...)");
-            });
-  }
-
-  /** The Python data source's table with the table's schema (a fresh one, see above). */
-  private Table delegate() {
-    return provider().getTable(schema, partitioning, properties);
   }
 
   /** A data table (read through {@link LakecatScanBuilder}), not a metadata table. */

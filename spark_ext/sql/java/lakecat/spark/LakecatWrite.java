@@ -3,11 +3,7 @@ package lakecat.spark;
 import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.write.BatchWrite;
-import org.apache.spark.sql.connector.write.DataWriterFactory;
-import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
 import org.apache.spark.sql.connector.write.Write;
-import org.apache.spark.sql.connector.write.WriterCommitMessage;
-import org.apache.spark.sql.connector.write.WriteSummary;
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 
 /**
@@ -33,7 +29,7 @@ final class LakecatWrite implements Write {
   @Override
   public BatchWrite toBatch() {
     try {
-      return new Batch(delegate.toBatch());
+      return new TranslatingBatch(table, delegate.toBatch());
     } catch (Exception e) {
       throw BridgeClient.rethrow(table.translate(e));
     }
@@ -57,59 +53,5 @@ final class LakecatWrite implements Write {
   @Override
   public String toString() {
     return delegate.toString();
-  }
-
-  private final class Batch implements BatchWrite {
-    private final BatchWrite batch;
-
-    Batch(BatchWrite batch) {
-      this.batch = batch;
-    }
-
-    @Override
-    public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
-      try {
-        return batch.createBatchWriterFactory(info);
-      } catch (Exception e) {
-        throw BridgeClient.rethrow(table.translate(e));
-      }
-    }
-
-    @Override
-    public boolean useCommitCoordinator() {
-      return batch.useCommitCoordinator();
-    }
-
-    @Override
-    public void onDataWriterCommit(WriterCommitMessage message) {
-      batch.onDataWriterCommit(message);
-    }
-
-    @Override
-    public void commit(WriterCommitMessage[] messages) {
-      try {
-        batch.commit(messages);
-      } catch (Exception e) {
-        throw BridgeClient.rethrow(table.translate(e));
-      }
-    }
-
-    @Override
-    public void commit(WriterCommitMessage[] messages, WriteSummary summary) {
-      try {
-        batch.commit(messages, summary);
-      } catch (Exception e) {
-        throw BridgeClient.rethrow(table.translate(e));
-      }
-    }
-
-    @Override
-    public void abort(WriterCommitMessage[] messages) {
-      try {
-        batch.abort(messages);
-      } catch (Exception e) {
-        throw BridgeClient.rethrow(table.translate(e));
-      }
-    }
   }
 }

@@ -83,7 +83,7 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
   }
 
   /** The write command's info with the table's options added (and the writer's schema). */
-  private static final class Info implements LogicalWriteInfo {
+  static final class Info implements LogicalWriteInfo {
     private final LogicalWriteInfo base;
     private final CaseInsensitiveStringMap options;
     private final StructType schema;

@@ -1,0 +1,221 @@
+"""Issue 20: Spark SQL through lakecat's catalog plugin vs plain Parquet, in one run.
+
+The same cached DataFrame (10 million rows by default: ``id`` long, ``part`` int = ``id % 8``,
+``name`` string, ``value`` double) is written partitioned 8 ways by ``part``, as plain Parquet
+(``df.write.partitionBy("part").parquet(path)``) and into a lakecat table through the SQL
+catalog (``INSERT INTO lake.bench.t SELECT * FROM src``, a table ``PARTITIONED BY (part)``),
+on a ``local[2]`` session with zstd for both. Then, through SQL on each:
+
+* full scan: ``SELECT sum(id), count(name), sum(value)`` over every row;
+* one partition: the same aggregate ``WHERE part = 3`` (plain Parquet prunes the other
+  directories; lakecat must prune the other files by its partition values);
+* MERGE: ``MERGE INTO lake.bench.t USING upd ON t.id = upd.id WHEN MATCHED THEN UPDATE SET
+  value = upd.value`` with ``upd`` = 1% of partition 3's rows, against an ``INSERT INTO`` of the
+  same rows into an empty table of the same definition (the issue's comparison), and the number
+  of files the MERGE rewrote against the table's files.
+
+Each repeat writes fresh copies (a new path, a new table) and runs every measurement in the
+same order (interleaved); a first round warms the JVM and the Python workers up and is not
+counted. The tables show medians, the ratios their per-repeat medians and spread (min-max).
+
+Targets (the issue): full scan <= 1.1x plain Parquet, one partition <= 1.0x, INSERT <= 1.1x;
+the MERGE rewrites only the files holding the updated rows and takes <= 2x the INSERT of the
+same rows.
+
+    python benchmarks/bench_spark_sql.py
+    python benchmarks/bench_spark_sql.py --quick
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from common import Report, base_parser, median, ratio, timed, workdir
+
+AGGREGATE = "sum(id) AS ids, count(name) AS names, sum(value) AS total"
+COLUMNS = "id bigint, part int, name string, value double"
+
+
+def spark_session(cores: int, catalog: Any) -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    import lakecat.spark_ext as lk
+
+    session = (
+        lk.session("lake", catalog=catalog)
+        .master(f"local[{cores}]")
+        .appName("lakecat-bench-spark-sql")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "4g")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", str(cores))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.parquet.compression.codec", "zstd")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def spread(values: list[float]) -> str:
+    return f"{median(values):.2f}x ({min(values):.2f}-{max(values):.2f}x)"
+
+
+def main() -> None:
+    parser = base_parser(__doc__ or "")
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args()
+    if args.quick:
+        args.rows, args.repeats = 400_000, 1
+    report = Report("spark-sql", vars(args))
+
+    from lakecat.catalog import Catalog
+
+    with workdir(args, "bench-spark-sql") as folder:
+        catalog = Catalog.embedded(folder / "lake")
+        catalog.create_namespace("bench")
+        spark = spark_session(args.cores, catalog)
+        src = spark.range(args.rows, numPartitions=args.cores).selectExpr(
+            "id",
+            "cast(id % 8 as int) AS part",
+            "concat('name-', cast(id % 1000 as string)) AS name",
+            "cast(id as double) * 0.5 AS value",
+        )
+        src = src.persist()
+        src.count()
+        src.createOrReplaceTempView("src")
+        upd = src.where("part = 3 AND id % 800 = 3").selectExpr(
+            "id", "part", "name", "-value AS value"
+        )
+        upd = upd.persist()
+        updated_rows = upd.count()
+        upd.createOrReplaceTempView("upd")
+
+        def create(name: str) -> str:
+            spark.sql(f"CREATE TABLE lake.bench.{name} ({COLUMNS}) PARTITIONED BY (part)")
+            return f"lake.bench.{name}"
+
+        def aggregate(relation: str, where: str = "") -> tuple[Any, ...]:
+            return tuple(spark.sql(f"SELECT {AGGREGATE} FROM {relation} {where}").collect()[0])
+
+        keys = ("pw", "lw", "ps", "ls", "pp", "lp", "merge", "insert")
+        times: dict[str, list[float]] = {k: [] for k in keys}
+        ratios: dict[str, list[float]] = {k: [] for k in ("write", "scan", "part", "merge")}
+        rewritten: list[tuple[int, int, int]] = []
+        for r in range(args.repeats + 1):  # round 0 warms up and is not counted
+            path = str(folder / f"plain-{r}")
+            table = create(f"t_{r}")
+            same_rows = create(f"inserted_{r}")
+            t: dict[str, float] = {}
+            with timed() as w:
+                src.write.partitionBy("part").parquet(path)
+            t["pw"] = w.wall_s
+            with timed() as w:
+                spark.sql(f"INSERT INTO {table} SELECT * FROM src")
+            t["lw"] = w.wall_s
+            spark.read.parquet(path).createOrReplaceTempView("plain")
+            results = set()
+            with timed() as w:
+                results.add(aggregate("plain"))
+            t["ps"] = w.wall_s
+            with timed() as w:
+                results.add(aggregate(table))
+            t["ls"] = w.wall_s
+            with timed() as w:
+                results.add(aggregate("plain", "WHERE part = 3"))
+            t["pp"] = w.wall_s
+            with timed() as w:
+                results.add(aggregate(table, "WHERE part = 3"))
+            t["lp"] = w.wall_s
+            if len(results) != 2:
+                raise SystemExit(f"plain Parquet and lakecat disagree: {results}")
+            before = catalog.load_table(f"bench.t_{r}")
+            files_before = len(before.scan().plan_files())
+            with timed() as w:
+                spark.sql(
+                    f"MERGE INTO {table} t USING upd ON t.id = upd.id "
+                    "WHEN MATCHED THEN UPDATE SET value = upd.value"
+                )
+            t["merge"] = w.wall_s
+            with timed() as w:
+                spark.sql(f"INSERT INTO {same_rows} SELECT * FROM upd")
+            t["insert"] = w.wall_s
+            merged = before.refresh().current_snapshot()
+            assert merged is not None
+            removed = int(merged.summary.get("deleted-data-files", "0"))
+            in_partition = len(before.scan(row_filter="part = 3").plan_files())
+            changed = spark.sql(f"SELECT count(*) FROM {table} WHERE value < 0").collect()[0][0]
+            if changed != updated_rows:
+                raise SystemExit(f"the MERGE updated {changed} rows, not {updated_rows}")
+            print(
+                f"  round {r}{' (warm-up)' if r == 0 else ''}: "
+                + ", ".join(f"{k} {v:.2f}s" for k, v in t.items())
+                + f"; merge rewrote {removed} of {files_before} files"
+            )
+            if r > 0:
+                for key, value in t.items():
+                    times[key].append(value)
+                ratios["write"].append(ratio(t["lw"], t["pw"]))
+                ratios["scan"].append(ratio(t["ls"], t["ps"]))
+                ratios["part"].append(ratio(t["lp"], t["pp"]))
+                ratios["merge"].append(ratio(t["merge"], t["insert"]))
+                rewritten.append((removed, in_partition, files_before))
+
+        m = {key: median(values) for key, values in times.items()}
+        report.table(
+            f"{args.rows:,} rows in 8 partitions, local[{args.cores}], median of "
+            f"{args.repeats} (seconds)",
+            ["", "plain Parquet", "lakecat SQL catalog", "lakecat / Parquet, median (min-max)"],
+            [
+                ["INSERT (write every row)", m["pw"], m["lw"], spread(ratios["write"])],
+                ["full scan (aggregate every column)", m["ps"], m["ls"], spread(ratios["scan"])],
+                ["one partition (WHERE part = 3)", m["pp"], m["lp"], spread(ratios["part"])],
+            ],
+        )
+        removed, in_partition, total = rewritten[-1]
+        report.table(
+            f"MERGE updating {updated_rows:,} rows (1% of one partition) vs INSERT of the same "
+            "rows into an empty table (seconds)",
+            [
+                "MERGE",
+                "INSERT same rows",
+                "MERGE / INSERT",
+                "files rewritten",
+                "partition's files",
+                "table's files",
+            ],
+            [[m["merge"], m["insert"], spread(ratios["merge"]), removed, in_partition, total]],
+        )
+        report.target(
+            "full scan <= 1.1x plain Parquet", median(ratios["scan"]) <= 1.1, spread(ratios["scan"])
+        )
+        report.target(
+            "one partition <= 1.0x plain Parquet",
+            median(ratios["part"]) <= 1.0,
+            spread(ratios["part"]),
+        )
+        report.target(
+            "INSERT <= 1.1x plain Parquet", median(ratios["write"]) <= 1.1, spread(ratios["write"])
+        )
+        report.target(
+            "MERGE rewrites only the files holding the updated rows",
+            all(rem <= part for rem, part, _ in rewritten),
+            f"{removed} of the partition's {in_partition} files",
+        )
+        report.target(
+            "MERGE <= 2x an INSERT of the same rows",
+            median(ratios["merge"]) <= 2.0,
+            spread(ratios["merge"]),
+        )
+        spark.stop()
+    report.write()
+
+
+if __name__ == "__main__":
+    main()
