@@ -56,6 +56,7 @@ from lakecat.metadata.table.spec_evolution import SpecUpdate
 from lakecat.metadata.table.table_metadata import TableMetadata
 from lakecat.metadata.table.timetravel import Timestamp, schema_for, snapshot_at, to_timestamp_ms
 from lakecat.metadata.table.updates import (
+    AddSortOrder,
     AssertCurrentSchemaId,
     AssertDefaultSpecId,
     AssertLastAssignedFieldId,
@@ -63,6 +64,7 @@ from lakecat.metadata.table.updates import (
     AssertTableUUID,
     RemoveProperties,
     RemoveSnapshotRef,
+    SetDefaultSortOrder,
     SetProperties,
     SetSnapshotRef,
     TableRequirement,
@@ -635,6 +637,27 @@ class Table:
 
     def replace_branch(self, name: str, snapshot_id: int) -> CommitResult:
         return self._set_ref(name, snapshot_id, "branch", create=False)
+
+    def replace_sort_order(
+        self, order: SortOrder, *, properties: Mapping[str, str] | None = None
+    ) -> CommitResult:
+        """Make ``order`` (its fields name columns of the current schema; no fields: unsorted)
+        the order writers sort new data files by, with ``properties`` set in the same commit
+        (``write.distribution-mode``: SQL's ``WRITE ORDERED BY``). Fails with
+        :class:`MetadataChanged` if the schema changed since this table was loaded."""
+        schema_id = self.metadata.current_schema_id
+
+        def build(base: TableMetadata) -> tuple[Sequence[TableUpdate], Sequence[TableRequirement]]:
+            if base.current_schema_id != schema_id:
+                raise MetadataChanged(
+                    f"{self.name}: the schema changed while the sort order was being replaced"
+                )
+            updates: list[TableUpdate] = [AddSortOrder(order), SetDefaultSortOrder(-1)]
+            if properties:
+                updates.append(SetProperties(dict(properties)))
+            return updates, ()
+
+        return self.commit_updates(build)
 
     def remove_ref(self, name: str) -> CommitResult:
         if name == MAIN_BRANCH:

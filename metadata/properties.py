@@ -48,6 +48,7 @@ PARQUET_PAGE_SIZE_BYTES = "write.parquet.page-size-bytes"
 PARQUET_DICT_SIZE_BYTES = "write.parquet.dict-size-bytes"
 PARQUET_ROW_GROUP_LIMIT = "write.parquet.row-group-limit"  # rows; pyiceberg's property
 PARQUET_ROW_GROUP_LIMIT_DEFAULT = 1_048_576
+WRITE_DISTRIBUTION_MODE = "write.distribution-mode"  # none, hash, range (Iceberg's writers)
 WRITE_DATA_PATH = "write.data.path"
 WRITE_METADATA_PATH = "write.metadata.path"
 METRICS_MODE_DEFAULT = "write.metadata.metrics.default"

@@ -18,7 +18,10 @@ from lakecat.metadata.table.replace import Replacement, plan_replacement, replac
 from lakecat.metadata.table.schema_evolution import SchemaUpdate
 from lakecat.metadata.table.snapshots import (
     APPEND,
+    DELETE,
     MAIN_BRANCH,
+    OVERWRITE,
+    REPLACE,
     Snapshot,
     SnapshotRef,
 )
@@ -38,7 +41,10 @@ from lakecat.metadata.table.timetravel import (
 
 __all__ = [
     "APPEND",
+    "DELETE",
     "MAIN_BRANCH",
+    "OVERWRITE",
+    "REPLACE",
     "Replacement",
     "SchemaUpdate",
     "Snapshot",

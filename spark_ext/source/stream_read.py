@@ -37,8 +37,16 @@ from lakecat.catalog.engine import to_timestamp_ms
 from lakecat.metadata.errors import NoSuchSnapshot, ValidationError
 from lakecat.metadata.expressions import AlwaysTrue
 from lakecat.metadata.schema import Schema
-from lakecat.metadata.table import MAIN_BRANCH, TableMetadata, ancestors_between, is_ancestor_of
-from lakecat.metadata.table.snapshots import APPEND, DELETE, OVERWRITE, REPLACE
+from lakecat.metadata.table import (
+    APPEND,
+    DELETE,
+    MAIN_BRANCH,
+    OVERWRITE,
+    REPLACE,
+    TableMetadata,
+    ancestors_between,
+    is_ancestor_of,
+)
 from lakecat.spark_ext.settings import CatalogSettings, table_identifier
 from lakecat.spark_ext.source.planning import (
     FilePlan,

@@ -15,7 +15,9 @@ import re
 from typing import TYPE_CHECKING
 
 from lakecat.catalog import Table, engine
+from lakecat.metadata import properties as P
 from lakecat.metadata.errors import NoSuchRef, ValidationError
+from lakecat.metadata.table import SortField, SortOrder
 
 if TYPE_CHECKING:
     from lakecat.spark_ext.sql.procedures import ProcedureContext, Row
@@ -206,6 +208,74 @@ def parse_partition_term(text: str) -> tuple[str, str]:
             raise ValidationError(f"{function} needs a width: {text!r}")
         return column.strip("`"), f"{function}[{int(number)}]"
     raise ValidationError(f"not a partition term: {text!r}")
+
+
+def set_write_order(
+    ctx: ProcedureContext, *, table: str, order: str | None, distribution_mode: str | None
+) -> list[Row]:
+    """Sort new data files by ``order`` (``id ASC NULLS FIRST, bucket(16, id) DESC``; empty:
+    unsorted; null: keep the current order) and, with ``distribution_mode`` (``none``,
+    ``hash``, ``range``), set ``write.distribution-mode`` in the same commit (``ALTER TABLE ...
+    WRITE ORDERED BY``, ``WRITE DISTRIBUTED BY PARTITION``, ``WRITE UNORDERED``)."""
+    target = ctx.table(table)
+    schema = target.schema()
+    fields = []
+    for item in _split_top_level(order or ""):
+        words = item.split()
+        direction, nulls = "asc", None
+        while words and words[-1].upper() in ("ASC", "DESC", "FIRST", "LAST"):
+            word = words.pop().upper()
+            if word in ("FIRST", "LAST"):
+                if not words or words.pop().upper() != "NULLS":
+                    raise ValidationError(f"not a sort field: {item!r}")
+                nulls = f"nulls-{word.lower()}"
+            else:
+                direction = word.lower()
+        column, transform = parse_partition_term(" ".join(words))
+        null_order = nulls or ("nulls-first" if direction == "asc" else "nulls-last")
+        source = schema.find_field(column)
+        fields.append(
+            SortField(
+                source.field_id,
+                transform,
+                "asc" if direction == "asc" else "desc",
+                "nulls-first" if null_order == "nulls-first" else "nulls-last",
+            )
+        )
+    properties = {}
+    if distribution_mode is not None:
+        if distribution_mode not in ("none", "hash", "range"):
+            raise ValidationError(
+                f"distribution_mode must be none, hash or range, not {distribution_mode!r}"
+            )
+        properties[P.WRITE_DISTRIBUTION_MODE] = distribution_mode
+    if order is None:
+        if properties:
+            target.set_properties(properties)
+    else:
+        target.replace_sort_order(SortOrder(1, tuple(fields)), properties=properties)
+    current = target.refresh().sort_order()
+    described = ", ".join(
+        f"{schema.find_field(f.source_id).name}:{f.transform} {f.direction} {f.null_order}"
+        for f in current.fields
+    )
+    return [(current.order_id, described)]
+
+
+def _split_top_level(text: str) -> list[str]:
+    """``text`` split at the commas outside parentheses, blank parts dropped."""
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for char in text:
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
 
 
 def _spec_row(table: Table) -> Row:

@@ -59,6 +59,7 @@ from lakecat.spark_ext.sql.history import (
     rollback_to_snapshot,
     rollback_to_timestamp,
     set_current_snapshot,
+    set_write_order,
 )
 from lakecat.spark_ext.sql.maintenance import (
     expire_snapshots,
@@ -346,6 +347,17 @@ PROCEDURES: dict[str, Procedure] = {
             ),
             _SPEC_RESULT,
             add_partition_field,
+        ),
+        Procedure(
+            "set_write_order",
+            "Sort new data files by an order, and set the distribution mode (WRITE ORDERED BY)",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("order", STRING),
+                Parameter("distribution_mode", STRING),
+            ),
+            _columns(("sort_order_id", INT, False), ("order", STRING, False)),
+            set_write_order,
         ),
         Procedure(
             "drop_partition_field",

@@ -108,3 +108,25 @@ def test_the_current_catalog_and_namespace_resolve_an_unqualified_table(lake, t,
     finally:
         spark.sql("USE spark_catalog.default")
     assert t.refresh().refs()["here"].ref_type == "tag"
+
+
+def test_write_order_and_distribution_are_set(lake, t) -> None:
+    lake.sql("ALTER TABLE lake.db.t WRITE ORDERED BY id DESC NULLS FIRST, days(ts)")
+    table = t.refresh()
+    order = table.sort_order()
+    assert [(f.transform, f.direction, f.null_order) for f in order.fields] == [
+        ("identity", "desc", "nulls-first"),
+        ("day", "asc", "nulls-first"),
+    ]
+    assert table.properties["write.distribution-mode"] == "range"
+
+    lake.sql("ALTER TABLE lake.db.t WRITE DISTRIBUTED BY PARTITION LOCALLY ORDERED BY id")
+    table = t.refresh()
+    assert [f.direction for f in table.sort_order().fields] == ["asc"]
+    assert table.properties["write.distribution-mode"] == "hash"
+
+    lake.sql("ALTER TABLE lake.db.t WRITE UNORDERED")
+    table = t.refresh()
+    assert table.sort_order().is_unsorted
+    assert table.properties["write.distribution-mode"] == "none"
+    assert ids(lake, "lake.db.t") == [1, 2, 3]

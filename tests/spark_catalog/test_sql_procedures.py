@@ -531,6 +531,7 @@ def test_show_and_describe_procedures_list_the_system_procedures(lake) -> None:
         "rollback_to_snapshot",
         "rollback_to_timestamp",
         "set_current_snapshot",
+        "set_write_order",
     ]
     assert lake.sql("SHOW PROCEDURES IN lake.db") == []
     assert "create_branch" in described[0].procedure_desc

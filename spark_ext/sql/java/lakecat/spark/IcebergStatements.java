@@ -20,7 +20,10 @@ import org.apache.spark.sql.SparkSession;
  *       create_tag};
  *   <li>{@code ALTER TABLE t DROP BRANCH|TAG [IF EXISTS] name}: {@code drop_ref};
  *   <li>{@code ALTER TABLE t ADD PARTITION FIELD term [AS name]} and {@code DROP PARTITION FIELD
- *       term|name}: {@code add_partition_field} / {@code drop_partition_field}.
+ *       term|name}: {@code add_partition_field} / {@code drop_partition_field};
+ *   <li>{@code ALTER TABLE t WRITE [LOCALLY] ORDERED BY ...}, {@code WRITE DISTRIBUTED BY PARTITION
+ *       [LOCALLY ORDERED BY ...]}, {@code WRITE UNORDERED}: {@code set_write_order} (distribution
+ *       mode range, none or hash as Iceberg sets it).
  * </ul>
  *
  * Only tables of a lakecat catalog (named in the statement, else the current catalog) are
@@ -53,6 +56,17 @@ final class IcebergStatements {
           HEAD + "ADD\\s+PARTITION\\s+FIELD\\s+(.+?)(?:\\s+AS\\s+" + NAME + ")?" + END, FLAGS);
   private static final Pattern DROP_FIELD =
       Pattern.compile(HEAD + "DROP\\s+PARTITION\\s+FIELD\\s+(.+?)" + END, FLAGS);
+
+  private static final Pattern ORDERED =
+      Pattern.compile(HEAD + "WRITE\\s+(LOCALLY\\s+)?ORDERED\\s+BY\\s+(.+?)" + END, FLAGS);
+  private static final Pattern DISTRIBUTED =
+      Pattern.compile(
+          HEAD
+              + "WRITE\\s+DISTRIBUTED\\s+BY\\s+PARTITION"
+              + "(?:\\s+LOCALLY\\s+ORDERED\\s+BY\\s+(.+?))?"
+              + END,
+          FLAGS);
+  private static final Pattern UNORDERED = Pattern.compile(HEAD + "WRITE\\s+UNORDERED" + END, FLAGS);
 
   private static final Pattern AS_OF = Pattern.compile("^\\s*AS\\s+OF\\s+VERSION\\s+(\\d+)", FLAGS);
   private static final Pattern RETAIN =
@@ -96,6 +110,18 @@ final class IcebergStatements {
       }
       return target.call("add_partition_field", args);
     }
+    m = ORDERED.matcher(sql);
+    if (m.matches()) {
+      return writeOrder(m.group(1), m.group(3), m.group(2) == null ? "range" : "none", session);
+    }
+    m = DISTRIBUTED.matcher(sql);
+    if (m.matches()) {
+      return writeOrder(m.group(1), m.group(2), "hash", session);
+    }
+    m = UNORDERED.matcher(sql);
+    if (m.matches()) {
+      return writeOrder(m.group(1), "", "none", session);
+    }
     m = DROP_FIELD.matcher(sql);
     if (m.matches()) {
       Target target = Target.of(m.group(1), session);
@@ -107,6 +133,21 @@ final class IcebergStatements {
       return target.call("drop_partition_field", args);
     }
     return null;
+  }
+
+  /** {@code set_write_order}; a null order keeps the table's. */
+  private static String writeOrder(
+      String identifier, String order, String distribution, SparkSession session) {
+    Target target = Target.of(identifier, session);
+    if (target == null) {
+      return null;
+    }
+    Map<String, String> args = target.args();
+    if (order != null) {
+      args.put("order", quote(order.trim()));
+    }
+    args.put("distribution_mode", quote(distribution));
+    return target.call("set_write_order", args);
   }
 
   private static String createRef(Matcher m, SparkSession session) {
