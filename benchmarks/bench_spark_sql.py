@@ -137,6 +137,7 @@ def main() -> None:
                 raise SystemExit(f"plain Parquet and lakecat disagree: {results}")
             before = catalog.load_table(f"bench.t_{r}")
             files_before = len(before.scan().plan_files())
+            in_partition = len(before.scan(row_filter="part = 3").plan_files())
             with timed() as w:
                 spark.sql(
                     f"MERGE INTO {table} t USING upd ON t.id = upd.id "
@@ -149,7 +150,6 @@ def main() -> None:
             merged = before.refresh().current_snapshot()
             assert merged is not None
             removed = int(merged.summary.get("deleted-data-files", "0"))
-            in_partition = len(before.scan(row_filter="part = 3").plan_files())
             changed = spark.sql(f"SELECT count(*) FROM {table} WHERE value < 0").collect()[0][0]
             if changed != updated_rows:
                 raise SystemExit(f"the MERGE updated {changed} rows, not {updated_rows}")
