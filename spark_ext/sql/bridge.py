@@ -77,7 +77,7 @@ from lakecat.spark_ext.sql.procedures import (
     call_procedure,
     find_procedure,
 )
-from lakecat.spark_ext.sql.row_level import commit_copy_on_write
+from lakecat.spark_ext.sql.row_level import commit_copy_on_write, commit_merge_on_read
 from lakecat.spark_ext.sql.staging import StagedTables
 from lakecat.spark_ext.types import spark_schema
 
@@ -128,6 +128,7 @@ class CatalogBridge:
             "plan_files": self.plan_files,
             "begin_row_level": self.begin_row_level,
             "commit_row_level": self.commit_row_level,
+            "commit_merge_on_read": self.commit_merge_on_read,
             "stage_table": self.stage_table,
             "commit_staged": self.commit_staged,
             "abort_staged": self.abort_staged,
@@ -418,6 +419,31 @@ class CatalogBridge:
         table = self.catalog.load_table((*namespace, name))
         return commit_copy_on_write(
             table, view, command=command, filter=parse(filter), read=files, stage_to=stage_to
+        )
+
+    def commit_merge_on_read(
+        self,
+        namespace: Sequence[str],
+        name: str,
+        command: str,
+        filter: str,
+        stage_to: str,
+        files: Sequence[str],
+        read_options: Mapping[str, str],
+        deletes: Mapping[str, Sequence[int]],
+    ) -> int | None:
+        """Commit a merge-on-read DELETE/UPDATE/MERGE: position deletes (v3: deletion vectors)
+        for the rows Spark deleted or updated, and the staged new rows."""
+        view = self._view(read_options)
+        table = self.catalog.load_table((*namespace, name))
+        return commit_merge_on_read(
+            table,
+            view,
+            command=command,
+            filter=parse(filter),
+            read=files,
+            stage_to=stage_to,
+            deletes=deletes,
         )
 
     # ---- procedures -----------------------------------------------------------------------

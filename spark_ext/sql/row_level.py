@@ -14,17 +14,33 @@ merge-on-read stay deleted. On format v3 tables the rows keep their lineage: Spa
 ``_row_id`` and ``_last_updated_sequence_number`` with them and hands both to the writer,
 keeping the id of an updated row and clearing its sequence number (the commit's applies), as
 Iceberg's Spark runtime does; inserted rows get new ids.
+
+A table whose ``write.delete/update/merge.mode`` is ``merge-on-read`` gets Spark's delta
+rewrite instead (the plugin's ``LakecatMergeOnRead``, ``SupportsDelta``): Spark hands the
+writers each deleted or updated row's ``_file`` and ``_pos`` and the new rows;
+:func:`commit_merge_on_read` writes one position delete file per data file with deleted rows
+(format v3: one deletion vector each, replacing the file's previous DV) and commits them with
+the new rows; the files the statement read stay, as read files for the conflict checks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
 
 from lakecat.catalog import Table
-from lakecat.catalog.engine import Intent, OpKind
+from lakecat.catalog.engine import (
+    FileDeletes,
+    Intent,
+    OpKind,
+    replaced_deletes,
+    write_position_deletes,
+)
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions import Expression
+from lakecat.metadata.manifests import DataFile
 from lakecat.spark_ext.source.planning import ReadView, plan_files
 from lakecat.spark_ext.source.staging import read_handoff
 from lakecat.spark_ext.source.tasks import delete_files
@@ -81,5 +97,64 @@ def commit_copy_on_write(
         check_unchanged(view.metadata, table.metadata, intent)
     except BaseException:
         delete_files(io, [f.file_path for f in added])
+        raise
+    return table.commit_intent(intent).snapshot_id
+
+
+def commit_merge_on_read(
+    table: Table,
+    view: ReadView,
+    *,
+    command: str,
+    filter: Expression,
+    read: Sequence[str],
+    stage_to: str,
+    deletes: Mapping[str, Sequence[int]],
+) -> int | None:
+    """Commit a merge-on-read DELETE/UPDATE/MERGE: position deletes (v3: deletion vectors) for
+    ``deletes`` (data file path -> positions, counted over every row of the file) and the
+    staged files (the updated and inserted rows); the new snapshot id, None when nothing
+    changed. A failure before the commit deletes every file written."""
+    io = table.io
+    staged = read_handoff(io, stage_to) if io.exists(stage_to) else []
+    added = [f for _, files in staged for f in files]
+    written: list[DataFile] = []
+    try:
+        if command not in _COMMANDS:
+            raise ValidationError(f"not a row-level command: {command!r}")
+        kind, isolation_key = _COMMANDS[command]
+        plan = plan_files(io, view, [filter])
+        planned = {f.file_path: f for f in plan.files}
+        missing = [path for path in (*read, *deletes) if path not in planned]
+        if missing:
+            raise ValidationError(
+                f"the statement read files its snapshot does not plan: {', '.join(missing[:3])}"
+            )
+        targets = [
+            FileDeletes(
+                planned[path],
+                pa.array(sorted(set(positions)), pa.int64()),
+                plan.deletes.get(path, ()),
+            )
+            for path, positions in deletes.items()
+            if positions
+        ]
+        if not targets and not added:
+            return None
+        written = write_position_deletes(io, view.metadata, targets) if targets else []
+        head = view.snapshot
+        intent = Intent(
+            kind=kind,
+            starting_snapshot_id=head.snapshot_id if head else None,
+            added_files=(*added, *written),
+            removed_files=tuple(replaced_deletes(view.metadata, targets)),
+            read_files=tuple(dict.fromkeys(read)),
+            read_filter=filter,
+            isolation=isolation_level(view.metadata, isolation_key),
+            keeps_row_lineage=True,
+        )
+        check_unchanged(view.metadata, table.metadata, intent)
+    except BaseException:
+        delete_files(io, [f.file_path for f in (*added, *written)])
         raise
     return table.commit_intent(intent).snapshot_id

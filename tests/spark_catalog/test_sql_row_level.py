@@ -194,3 +194,50 @@ def test_on_format_v3_a_merge_gives_inserted_rows_new_ids(lake, sales, spark) ->
     assert {i: after[i][0] for i in before} == {i: before[i][0] for i in before}
     assert {i for i, (_, seq) in after.items() if seq == stamp} == {1, 8}
     assert after[8][0] is not None and after[8][0] not in {r for r, _ in before.values()}
+
+
+MERGE_ON_READ = {
+    "write.delete.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.merge.mode": "merge-on-read",
+}
+
+
+@pytest.mark.parametrize("version", ["2", "3"])
+def test_merge_on_read_tables_get_delete_files_and_keep_their_data_files(
+    lake, sales, spark, version
+) -> None:
+    sales.set_properties({**MERGE_ON_READ, "format-version": version})
+    extra: list[tuple[int, str, float]] = []
+    if version == "3":  # rows written after the upgrade have row ids
+        sales.refresh().append(rows((7, "eu", 7.0), (8, "us", 8.0)))
+        extra = [(7, "eu", 7.0), (8, "us", 80.0)]
+    before = data_files(sales)
+    lineage = lineage_by_id(sales) if version == "3" else {}
+
+    lake.sql("UPDATE lake.db.sales SET amount = amount * 10 WHERE id % 2 = 0")
+    update = sales.refresh().current_snapshot()
+    lake.sql("DELETE FROM lake.db.sales WHERE id % 3 = 0")
+    source(spark, (1, "eu", 100.0), (4, "us", -1.0), (9, "ap", 9.0))
+    lake.sql(
+        """MERGE INTO lake.db.sales t USING src s ON t.id = s.id
+        WHEN MATCHED AND s.amount < 0 THEN DELETE
+        WHEN MATCHED THEN UPDATE SET amount = s.amount
+        WHEN NOT MATCHED THEN INSERT *"""
+    )
+
+    assert "deleted-data-files" not in update.summary  # no file rewritten
+    # one per file with updated rows (v3: one deletion vector each, and the new file's)
+    assert int(update.summary["added-delete-files"]) == (3 if version == "2" else 4)
+    for snapshot in sales.refresh().snapshots()[1:]:
+        assert "deleted-data-files" not in snapshot.summary
+    assert before <= data_files(sales)  # every original data file is still there
+    assert both_views(lake, "db.sales") == sorted(
+        [(1, "eu", 100.0), (2, "eu", 20.0), (5, "us", 5.0), (9, "ap", 9.0), *extra]
+    )
+    if version == "3":  # deletion vectors; an updated row keeps its id, a new row gets one
+        after = lineage_by_id(sales)
+        assert lineage[8][0] is not None and after[8][0] == lineage[8][0]
+        assert after[7] == lineage[7]  # untouched
+        assert after[9][0] is not None
+        assert after[9][0] not in {rid for rid, _ in lineage.values()}

@@ -44,7 +44,7 @@ final class LakecatCopyOnWrite implements RowLevelOperation {
   @Override
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
     if (scanBuilder == null) {
-      scanBuilder = new LakecatScanBuilder(table, table.readOptions(options), this);
+      scanBuilder = new LakecatScanBuilder(table, table.readOptions(options), this::scanned);
     }
     return scanBuilder;
   }

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
@@ -22,12 +23,15 @@ import org.apache.spark.sql.types.StructType;
 final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPushDownRequiredColumns {
   private final LakecatTable table;
   private final Map<String, String> options;
-  private final LakecatCopyOnWrite operation; // null for a plain read
+  private final Consumer<LakecatScan.RowLevel> operation; // a row-level operation's; null: a read
   private StructType required;
   private Predicate[] pushed = new Predicate[0];
   private String filter = "true";
 
-  LakecatScanBuilder(LakecatTable table, Map<String, String> options, LakecatCopyOnWrite operation) {
+  LakecatScanBuilder(
+      LakecatTable table,
+      Map<String, String> options,
+      Consumer<LakecatScan.RowLevel> operation) {
     this.table = table;
     this.options = options;
     this.operation = operation;
@@ -76,7 +80,7 @@ final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPus
     LakecatScan.RowLevel scan =
         new LakecatScan.RowLevel(
             table, options, required, filter, pushed, table.planFiles(options, filter));
-    operation.scanned(scan);
+    operation.accept(scan);
     return scan;
   }
 }

@@ -134,8 +134,9 @@ final class LakecatTable extends DescribedTable
       return new MetadataColumn[0];
     }
     List<MetadataColumn> columns = new ArrayList<>();
-    columns.add(new Column(LakecatScan.FILE, DataTypes.StringType, false, false, false, false));
-    columns.add(new Column(LakecatScan.POS, DataTypes.LongType, false, false, false, false));
+    // a row's id: kept on delete and update (Spark's defaults), so that deltas name the row
+    columns.add(new Column(LakecatScan.FILE, DataTypes.StringType, false, false, true, true));
+    columns.add(new Column(LakecatScan.POS, DataTypes.LongType, false, false, true, true));
     if (rowLineage()) {
       // as Iceberg's Spark runtime: an updated or re-inserted row keeps its id; its sequence
       // number becomes the commit's
@@ -163,21 +164,55 @@ final class LakecatTable extends DescribedTable
           "lakecat: UPDATE, MERGE and DELETE on a branch (" + name() + ") are not supported "
               + "yet; INSERT INTO and INSERT OVERWRITE are");
     }
+    String mode = properties.get(MODE_PROPERTIES.get(info.command()));
+    boolean mergeOnRead = "merge-on-read".equals(mode);
     return new RowLevelOperationBuilder() {
       @Override
       public RowLevelOperation build() {
+        if (mergeOnRead) {
+          return new LakecatMergeOnRead(LakecatTable.this, info);
+        }
         return new LakecatCopyOnWrite(LakecatTable.this, info);
       }
     };
   }
 
+  private static final Map<RowLevelOperation.Command, String> MODE_PROPERTIES =
+      Map.of(
+          RowLevelOperation.Command.DELETE, "write.delete.mode",
+          RowLevelOperation.Command.UPDATE, "write.update.mode",
+          RowLevelOperation.Command.MERGE, "write.merge.mode");
+
   /**
-   * The staged write of a row-level operation that read through {@code scan}. With row lineage
-   * the Python writer also takes {@code _row_id} and {@code _last_updated_sequence_number},
-   * which Spark hands over as the rows' metadata ({@link ChunkedWriterFactory} joins them).
+   * The staged write of a copy-on-write operation that read through {@code scan}. With row
+   * lineage the Python writer also takes {@code _row_id} and {@code
+   * _last_updated_sequence_number}, which Spark hands over as the rows' metadata ({@link
+   * ChunkedWriterFactory} joins them).
    */
   Write rowLevelWrite(
       LogicalWriteInfo info, RowLevelOperation.Command command, LakecatScan.RowLevel scan) {
+    Staged staged = stagedWrite(info);
+    return new LakecatRowLevelWrite(this, staged.write, command, scan, staged.stageTo, staged.layout);
+  }
+
+  /** The delta write of a merge-on-read operation that read through {@code scan}. */
+  LakecatDeltaWrite deltaWrite(
+      LogicalWriteInfo info, RowLevelOperation.Command command, LakecatScan.RowLevel scan) {
+    Staged staged = stagedWrite(info);
+    StructType rowId = info.rowIdSchema().orElse(new StructType());
+    return new LakecatDeltaWrite(
+        this,
+        staged.write,
+        command,
+        scan,
+        staged.stageTo,
+        staged.layout,
+        rowId.fieldIndex(LakecatScan.FILE),
+        rowId.fieldIndex(LakecatScan.POS));
+  }
+
+  /** The Python data source's write in staging mode, and how rows reach it. */
+  private Staged stagedWrite(LogicalWriteInfo info) {
     ObjectNode args = identifierArgs();
     args.set("read_options", Names.object(descriptorReadOptions()));
     JsonNode staging = bridge.call("begin_row_level", args);
@@ -198,13 +233,22 @@ final class LakecatTable extends DescribedTable
     }
     Write write =
         new LakecatWriteBuilder(this, (SupportsWrite) delegate(), info, options, written).build();
-    return new LakecatRowLevelWrite(
-        this,
+    return new Staged(
         write,
-        command,
-        scan,
         staging.get("stage_to").asText(),
         new ChunkedWriterFactory.Layout(written, metadata, lineage));
+  }
+
+  private static final class Staged {
+    final Write write;
+    final String stageTo;
+    final ChunkedWriterFactory.Layout layout;
+
+    Staged(Write write, String stageTo, ChunkedWriterFactory.Layout layout) {
+      this.write = write;
+      this.stageTo = stageTo;
+      this.layout = layout;
+    }
   }
 
   BridgeClient bridge() {

@@ -1,0 +1,277 @@
+package lakecat.spark;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.DeltaBatchWrite;
+import org.apache.spark.sql.connector.write.DeltaWrite;
+import org.apache.spark.sql.connector.write.DeltaWriter;
+import org.apache.spark.sql.connector.write.DeltaWriterFactory;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.RowLevelOperation.Command;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriteSummary;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+
+/**
+ * The write of a merge-on-read operation ({@link LakecatMergeOnRead}): each task writes its new
+ * rows (updated and inserted) through the Python data source in staging mode, in chunks ({@link
+ * ChunkedWriterFactory}), and collects the positions of the rows it deletes or updates, by data
+ * file; the driver hands the staged files and every task's positions to one bridge call, which
+ * writes the position delete files (v3: deletion vectors) and commits. As for {@link
+ * LakecatRowLevelWrite}, once that call is made the job's files belong to it.
+ */
+final class LakecatDeltaWrite implements DeltaWrite {
+  private final LakecatTable table;
+  private final Write delegate;
+  private final Command command;
+  private final LakecatScan.RowLevel scan;
+  private final String stageTo;
+  private final ChunkedWriterFactory.Layout layout;
+  private final int fileOrdinal;
+  private final int posOrdinal;
+
+  LakecatDeltaWrite(
+      LakecatTable table,
+      Write delegate,
+      Command command,
+      LakecatScan.RowLevel scan,
+      String stageTo,
+      ChunkedWriterFactory.Layout layout,
+      int fileOrdinal,
+      int posOrdinal) {
+    this.table = table;
+    this.delegate = delegate;
+    this.command = command;
+    this.scan = scan;
+    this.stageTo = stageTo;
+    this.layout = layout;
+    this.fileOrdinal = fileOrdinal;
+    this.posOrdinal = posOrdinal;
+  }
+
+  @Override
+  public String description() {
+    return "lakecat merge-on-read " + command + " of " + table.name();
+  }
+
+  @Override
+  public DeltaBatchWrite toBatch() {
+    BatchWrite batch;
+    try {
+      batch = delegate.toBatch();
+    } catch (Exception e) {
+      throw BridgeClient.rethrow(table.translate(e));
+    }
+    return new Batch(batch);
+  }
+
+  /** One task's staged rows (their chunks' messages) and deleted positions by data file. */
+  static final class Deltas implements WriterCommitMessage {
+    final WriterCommitMessage rows;
+    final HashMap<String, long[]> deletes;
+
+    Deltas(WriterCommitMessage rows, HashMap<String, long[]> deletes) {
+      this.rows = rows;
+      this.deletes = deletes;
+    }
+  }
+
+  private static WriterCommitMessage[] rowMessages(WriterCommitMessage[] messages) {
+    List<WriterCommitMessage> rows = new ArrayList<>();
+    for (WriterCommitMessage message : messages) {
+      if (message instanceof Deltas) {
+        rows.add(((Deltas) message).rows);
+      }
+    }
+    return ChunkedWriterFactory.Messages.unpack(rows.toArray(new WriterCommitMessage[0]));
+  }
+
+  private final class Batch extends TranslatingBatch implements DeltaBatchWrite {
+    private boolean committing;
+
+    Batch(BatchWrite batch) {
+      super(table.bridge(), batch);
+    }
+
+    @Override
+    public DeltaWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+      DataWriterFactory rows =
+          new ChunkedWriterFactory(super.createBatchWriterFactory(info), layout);
+      return new Factory(rows, layout, fileOrdinal, posOrdinal);
+    }
+
+    @Override
+    public void onDataWriterCommit(WriterCommitMessage message) {
+      for (WriterCommitMessage inner : rowMessages(new WriterCommitMessage[] {message})) {
+        super.onDataWriterCommit(inner);
+      }
+    }
+
+    @Override
+    public void commit(WriterCommitMessage[] messages, WriteSummary summary) {
+      commit(messages);
+    }
+
+    @Override
+    public void commit(WriterCommitMessage[] messages) {
+      super.commit(rowMessages(messages)); // stages the new rows: no commit yet
+      committing = true;
+      table.bridge().call("commit_merge_on_read", commitArgs(messages));
+    }
+
+    @Override
+    public void abort(WriterCommitMessage[] messages) {
+      if (!committing) { // else the commit call owns the files
+        super.abort(rowMessages(messages));
+      }
+    }
+  }
+
+  private ObjectNode commitArgs(WriterCommitMessage[] messages) {
+    Map<String, List<long[]>> byFile = new HashMap<>();
+    for (WriterCommitMessage message : messages) {
+      if (message instanceof Deltas) {
+        ((Deltas) message)
+            .deletes.forEach((file, positions) -> byFile.computeIfAbsent(file, f -> new ArrayList<>()).add(positions));
+      }
+    }
+    ObjectNode args = table.identifierArgs();
+    args.put("command", command.name().toLowerCase(Locale.ROOT));
+    args.put("filter", scan.filter);
+    args.put("stage_to", stageTo);
+    ArrayNode files = args.putArray("files");
+    scan.files().forEach(files::add);
+    args.set("read_options", Names.object(table.descriptorReadOptions()));
+    ObjectNode deletes = args.putObject("deletes");
+    byFile.forEach(
+        (file, chunks) -> {
+          ArrayNode positions = deletes.putArray(file);
+          for (long[] chunk : chunks) {
+            for (long position : chunk) {
+              positions.add(position);
+            }
+          }
+        });
+    return args;
+  }
+
+  private static final class Factory implements DeltaWriterFactory {
+    private final DataWriterFactory rows;
+    private final ChunkedWriterFactory.Layout layout;
+    private final int fileOrdinal;
+    private final int posOrdinal;
+
+    Factory(
+        DataWriterFactory rows, ChunkedWriterFactory.Layout layout, int fileOrdinal, int posOrdinal) {
+      this.rows = rows;
+      this.layout = layout;
+      this.fileOrdinal = fileOrdinal;
+      this.posOrdinal = posOrdinal;
+    }
+
+    @Override
+    public DeltaWriter<InternalRow> createWriter(int partitionId, long taskId) {
+      return new Writer(rows.createWriter(partitionId, taskId), layout, fileOrdinal, posOrdinal);
+    }
+  }
+
+  /** Positions deleted in one task, by data file (grown as Spark hands them over). */
+  private static final class Positions {
+    long[] values = new long[64];
+    int size;
+
+    void add(long value) {
+      if (size == values.length) {
+        values = Arrays.copyOf(values, size * 2);
+      }
+      values[size++] = value;
+    }
+  }
+
+  private static final class Writer implements DeltaWriter<InternalRow> {
+    private final DataWriter<InternalRow> rows;
+    private final ChunkedWriterFactory.Layout layout;
+    private final int fileOrdinal;
+    private final int posOrdinal;
+    private final Map<String, Positions> deletes = new HashMap<>();
+    private final GenericInternalRow updated;
+
+    Writer(
+        DataWriter<InternalRow> rows,
+        ChunkedWriterFactory.Layout layout,
+        int fileOrdinal,
+        int posOrdinal) {
+      this.rows = rows;
+      this.layout = layout;
+      this.fileOrdinal = fileOrdinal;
+      this.posOrdinal = posOrdinal;
+      this.updated = new GenericInternalRow(layout.metadata.size());
+    }
+
+    private void deleted(InternalRow id) {
+      String file = id.getUTF8String(fileOrdinal).toString();
+      deletes.computeIfAbsent(file, f -> new Positions()).add(id.getLong(posOrdinal));
+    }
+
+    /** An updated row's lineage: its {@code _row_id} kept, its sequence number the commit's. */
+    private InternalRow lineageOfUpdate(InternalRow metadata) {
+      if (layout.lineage.length == 0 || metadata == null) {
+        return null;
+      }
+      int rowId = layout.lineage[0];
+      updated.update(rowId, metadata.isNullAt(rowId) ? null : metadata.getLong(rowId));
+      updated.setNullAt(layout.lineage[1]);
+      return updated;
+    }
+
+    @Override
+    public void delete(InternalRow metadata, InternalRow id) throws IOException {
+      deleted(id);
+    }
+
+    @Override
+    public void update(InternalRow metadata, InternalRow id, InternalRow row) throws IOException {
+      deleted(id);
+      rows.write(lineageOfUpdate(metadata), row);
+    }
+
+    @Override
+    public void reinsert(InternalRow metadata, InternalRow row) throws IOException {
+      rows.write(lineageOfUpdate(metadata), row);
+    }
+
+    @Override
+    public void insert(InternalRow row) throws IOException {
+      rows.write(row);
+    }
+
+    @Override
+    public WriterCommitMessage commit() throws IOException {
+      HashMap<String, long[]> out = new HashMap<>();
+      deletes.forEach((file, p) -> out.put(file, Arrays.copyOf(p.values, p.size)));
+      return new Deltas(rows.commit(), out);
+    }
+
+    @Override
+    public void abort() throws IOException {
+      rows.abort();
+    }
+
+    @Override
+    public void close() throws IOException {
+      rows.close();
+    }
+  }
+}
