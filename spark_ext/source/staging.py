@@ -73,6 +73,13 @@ def read_handoff(io: FileIO, location: str) -> Staged:
     return staged
 
 
+def handed_over(io: FileIO, location: str) -> list[DataFile]:
+    """The files a staged write handed over at ``location`` (none when no task wrote)."""
+    if not io.exists(location):
+        return []
+    return [f for _, files in read_handoff(io, location) for f in files]
+
+
 @dataclass
 class TargetTable:
     """A table as a driver-side operation planned against it."""

@@ -42,7 +42,7 @@ from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions import Expression
 from lakecat.metadata.manifests import DataFile
 from lakecat.spark_ext.source.planning import ReadView, plan_files
-from lakecat.spark_ext.source.staging import read_handoff
+from lakecat.spark_ext.source.staging import handed_over
 from lakecat.spark_ext.source.tasks import delete_files
 from lakecat.spark_ext.source.write_jobs import check_unchanged, isolation_level
 
@@ -51,6 +51,13 @@ _COMMANDS = {
     "update": (OpKind.UPDATE, P.UPDATE_ISOLATION_LEVEL),
     "merge": (OpKind.MERGE, P.MERGE_ISOLATION_LEVEL),
 }
+
+
+def _command(command: str) -> tuple[OpKind, str]:
+    """The operation kind of a Spark row-level command and its isolation-level property."""
+    if command not in _COMMANDS:
+        raise ValidationError(f"not a row-level command: {command!r}")
+    return _COMMANDS[command]
 
 
 def commit_copy_on_write(
@@ -67,12 +74,9 @@ def commit_copy_on_write(
     statement changed nothing. A failure before the commit deletes the staged files; the
     commit itself deletes them when it fails for sure."""
     io = table.io
-    staged = read_handoff(io, stage_to) if io.exists(stage_to) else []
-    added = [f for _, files in staged for f in files]
+    added = handed_over(io, stage_to)
     try:
-        if command not in _COMMANDS:
-            raise ValidationError(f"not a row-level command: {command!r}")
-        kind, isolation_key = _COMMANDS[command]
+        kind, isolation_key = _command(command)
         planned = {f.file_path: f for f in plan_files(io, view, [filter]).files}
         missing = [path for path in read if path not in planned]
         if missing:
@@ -116,13 +120,10 @@ def commit_merge_on_read(
     staged files (the updated and inserted rows); the new snapshot id, None when nothing
     changed. A failure before the commit deletes every file written."""
     io = table.io
-    staged = read_handoff(io, stage_to) if io.exists(stage_to) else []
-    added = [f for _, files in staged for f in files]
+    added = handed_over(io, stage_to)
     written: list[DataFile] = []
     try:
-        if command not in _COMMANDS:
-            raise ValidationError(f"not a row-level command: {command!r}")
-        kind, isolation_key = _COMMANDS[command]
+        kind, isolation_key = _command(command)
         plan = plan_files(io, view, [filter])
         planned = {f.file_path: f for f in plan.files}
         missing = [path for path in (*read, *deletes) if path not in planned]

@@ -31,12 +31,11 @@ from lakecat.catalog import Catalog, Table
 from lakecat.catalog.engine import Intent, OpKind, metadata_dir
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import NoSuchTable, TableAlreadyExists, ValidationError
-from lakecat.metadata.io import FileIO, join
-from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.io import join
 from lakecat.metadata.schema import Schema
 from lakecat.metadata.table import Replacement, TableMetadata, replaced, write_metadata
 from lakecat.spark_ext.source.planning import METADATA_LOCATION
-from lakecat.spark_ext.source.staging import STAGE_TO, read_handoff
+from lakecat.spark_ext.source.staging import STAGE_TO, handed_over
 from lakecat.spark_ext.source.tasks import delete_files
 
 MODES = frozenset({"create", "replace", "create_or_replace"})
@@ -108,15 +107,15 @@ class StagedTables:
             replacement=replacement,
             location=location,
         )
-        write_metadata(self._io(metadata), staged.metadata_location, metadata)
+        write_metadata(self.catalog.io, staged.metadata_location, metadata)
         self._staged[stage_id] = staged
         return stage_id, staged
 
     def commit(self, stage_id: str) -> int | None:
         """Commit a staged statement; the id of the snapshot holding its rows (None: none)."""
         staged = self._take(stage_id)
-        io = self._io(staged.metadata)
-        files = _handed_over(io, staged.stage_to)
+        io = self.catalog.io
+        files = handed_over(io, staged.stage_to)
         try:
             if staged.replacement is not None:
                 table = self.catalog.load_table(staged.name)
@@ -137,8 +136,8 @@ class StagedTables:
         staged = self._staged.pop(stage_id, None)
         if staged is None:
             return
-        io = self._io(staged.metadata)
-        files = _handed_over(io, staged.stage_to)
+        io = self.catalog.io
+        files = handed_over(io, staged.stage_to)
         delete_files(io, [f.file_path for f in files])
         io.delete(staged.metadata_location)
 
@@ -158,12 +157,3 @@ class StagedTables:
             properties={**metadata.properties, P.FORMAT_VERSION: str(metadata.format_version)},
             location=staged.location,
         )
-
-    def _io(self, metadata: TableMetadata) -> FileIO:
-        return self.catalog.io
-
-
-def _handed_over(io: FileIO, stage_to: str) -> list[DataFile]:
-    if not io.exists(stage_to):
-        return []
-    return [f for _, files in read_handoff(io, stage_to) for f in files]

@@ -2,13 +2,10 @@ package lakecat.spark;
 
 import org.apache.spark.sql.connector.expressions.Expressions;
 import org.apache.spark.sql.connector.expressions.NamedReference;
-import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
-import org.apache.spark.sql.connector.write.RowLevelOperation;
 import org.apache.spark.sql.connector.write.RowLevelOperationInfo;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
-import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * An SQL {@code DELETE}, {@code UPDATE} or {@code MERGE INTO} as a copy-on-write rewrite
@@ -20,20 +17,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * commit with the statement's conflict checks (the table's isolation level for the command,
  * the pushed filter as the read filter).
  */
-final class LakecatCopyOnWrite implements RowLevelOperation {
-  private final LakecatTable table;
-  private final Command command;
-  private ScanBuilder scanBuilder;
-  private LakecatScan.RowLevel scan;
-
+final class LakecatCopyOnWrite extends LakecatRowLevelOperation {
   LakecatCopyOnWrite(LakecatTable table, RowLevelOperationInfo info) {
-    this.table = table;
-    this.command = info.command();
-  }
-
-  @Override
-  public Command command() {
-    return command;
+    super(table, info);
   }
 
   @Override
@@ -42,26 +28,11 @@ final class LakecatCopyOnWrite implements RowLevelOperation {
   }
 
   @Override
-  public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    if (scanBuilder == null) {
-      scanBuilder = new LakecatScanBuilder(table, table.readOptions(options), this::scanned);
-    }
-    return scanBuilder;
-  }
-
-  void scanned(LakecatScan.RowLevel built) {
-    scan = built;
-  }
-
-  @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
     return new WriteBuilder() {
       @Override
       public Write build() {
-        if (scan == null) {
-          throw new IllegalStateException("lakecat: the row-level operation's scan was not planned");
-        }
-        return table.rowLevelWrite(info, command, scan);
+        return table.rowLevelWrite(info, command, scan());
       }
     };
   }

@@ -7,7 +7,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
@@ -68,13 +67,7 @@ final class LakecatDeltaWrite implements DeltaWrite {
 
   @Override
   public DeltaBatchWrite toBatch() {
-    BatchWrite batch;
-    try {
-      batch = delegate.toBatch();
-    } catch (Exception e) {
-      throw BridgeClient.rethrow(table.translate(e));
-    }
-    return new Batch(batch);
+    return new Batch(table.batchOf(delegate));
   }
 
   /** One task's staged rows (their chunks' messages) and deleted positions by data file. */
@@ -147,13 +140,7 @@ final class LakecatDeltaWrite implements DeltaWrite {
             .deletes.forEach((file, positions) -> byFile.computeIfAbsent(file, f -> new ArrayList<>()).add(positions));
       }
     }
-    ObjectNode args = table.identifierArgs();
-    args.put("command", command.name().toLowerCase(Locale.ROOT));
-    args.put("filter", scan.filter);
-    args.put("stage_to", stageTo);
-    ArrayNode files = args.putArray("files");
-    scan.files().forEach(files::add);
-    args.set("read_options", Names.object(table.descriptorReadOptions()));
+    ObjectNode args = table.rowLevelCommitArgs(command, scan, stageTo);
     ObjectNode deletes = args.putObject("deletes");
     byFile.forEach(
         (file, chunks) -> {

@@ -2,13 +2,11 @@ package lakecat.spark;
 
 import org.apache.spark.sql.connector.expressions.Expressions;
 import org.apache.spark.sql.connector.expressions.NamedReference;
-import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.DeltaWrite;
 import org.apache.spark.sql.connector.write.DeltaWriteBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.RowLevelOperationInfo;
 import org.apache.spark.sql.connector.write.SupportsDelta;
-import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * An SQL {@code DELETE}, {@code UPDATE} or {@code MERGE INTO} on a table whose {@code
@@ -20,20 +18,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * per data file (format v3: a deletion vector) and commits them with the new rows as one
  * lakecat commit, the files read kept as read files for the conflict checks.
  */
-final class LakecatMergeOnRead implements SupportsDelta {
-  private final LakecatTable table;
-  private final Command command;
-  private ScanBuilder scanBuilder;
-  private LakecatScan.RowLevel scan;
-
+final class LakecatMergeOnRead extends LakecatRowLevelOperation implements SupportsDelta {
   LakecatMergeOnRead(LakecatTable table, RowLevelOperationInfo info) {
-    this.table = table;
-    this.command = info.command();
-  }
-
-  @Override
-  public Command command() {
-    return command;
+    super(table, info);
   }
 
   @Override
@@ -42,23 +29,11 @@ final class LakecatMergeOnRead implements SupportsDelta {
   }
 
   @Override
-  public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-    if (scanBuilder == null) {
-      scanBuilder =
-          new LakecatScanBuilder(table, table.readOptions(options), built -> scan = built);
-    }
-    return scanBuilder;
-  }
-
-  @Override
   public DeltaWriteBuilder newWriteBuilder(LogicalWriteInfo info) {
     return new DeltaWriteBuilder() {
       @Override
       public DeltaWrite build() {
-        if (scan == null) {
-          throw new IllegalStateException("lakecat: the row-level operation's scan was not planned");
-        }
-        return table.deltaWrite(info, command, scan);
+        return table.deltaWrite(info, command, scan());
       }
     };
   }

@@ -1,8 +1,5 @@
 package lakecat.spark;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.util.Locale;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
@@ -50,24 +47,7 @@ final class LakecatRowLevelWrite implements Write {
 
   @Override
   public BatchWrite toBatch() {
-    BatchWrite batch;
-    try {
-      batch = delegate.toBatch();
-    } catch (Exception e) {
-      throw BridgeClient.rethrow(table.translate(e));
-    }
-    return new Batch(batch);
-  }
-
-  private ObjectNode commitArgs() {
-    ObjectNode args = table.identifierArgs();
-    args.put("command", command.name().toLowerCase(Locale.ROOT));
-    args.put("filter", scan.filter);
-    args.put("stage_to", stageTo);
-    ArrayNode files = args.putArray("files");
-    scan.files().forEach(files::add);
-    args.set("read_options", Names.object(table.descriptorReadOptions()));
-    return args;
+    return new Batch(table.batchOf(delegate));
   }
 
   private final class Batch extends TranslatingBatch {
@@ -99,7 +79,7 @@ final class LakecatRowLevelWrite implements Write {
     public void commit(WriterCommitMessage[] messages) {
       super.commit(ChunkedWriterFactory.Messages.unpack(messages)); // stages: no commit yet
       committing = true;
-      table.bridge().call("commit_row_level", commitArgs());
+      table.bridge().call("commit_row_level", table.rowLevelCommitArgs(command, scan, stageTo));
     }
 
     @Override

@@ -1,12 +1,14 @@
 package lakecat.spark;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import org.apache.spark.sql.connector.catalog.MetadataColumn;
@@ -20,6 +22,7 @@ import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.RowLevelOperation;
 import org.apache.spark.sql.connector.write.RowLevelOperationBuilder;
@@ -248,6 +251,28 @@ final class LakecatTable extends DescribedTable
       this.write = write;
       this.stageTo = stageTo;
       this.layout = layout;
+    }
+  }
+
+  /** The arguments of a row-level operation's commit call (the files its scan read). */
+  ObjectNode rowLevelCommitArgs(
+      RowLevelOperation.Command command, LakecatScan.RowLevel scan, String stageTo) {
+    ObjectNode args = identifierArgs();
+    args.put("command", command.name().toLowerCase(Locale.ROOT));
+    args.put("filter", scan.filter);
+    args.put("stage_to", stageTo);
+    ArrayNode files = args.putArray("files");
+    scan.files().forEach(files::add);
+    args.set("read_options", Names.object(descriptorReadOptions()));
+    return args;
+  }
+
+  /** The batch of a Python data source's write, its failure as a lakecat error. */
+  BatchWrite batchOf(Write write) {
+    try {
+      return write.toBatch();
+    } catch (Exception e) {
+      throw BridgeClient.rethrow(translate(e));
     }
   }
 

@@ -1,0 +1,45 @@
+package lakecat.spark;
+
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.write.RowLevelOperation;
+import org.apache.spark.sql.connector.write.RowLevelOperationInfo;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * What a lakecat row-level operation ({@link LakecatCopyOnWrite}, {@link LakecatMergeOnRead})
+ * shares: the command, one scan builder for Spark's read of the candidate files, and the scan
+ * it built, whose files the write's commit names.
+ */
+abstract class LakecatRowLevelOperation implements RowLevelOperation {
+  final LakecatTable table;
+  final Command command;
+  private ScanBuilder scanBuilder;
+  private LakecatScan.RowLevel scan;
+
+  LakecatRowLevelOperation(LakecatTable table, RowLevelOperationInfo info) {
+    this.table = table;
+    this.command = info.command();
+  }
+
+  @Override
+  public Command command() {
+    return command;
+  }
+
+  @Override
+  public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+    if (scanBuilder == null) {
+      scanBuilder =
+          new LakecatScanBuilder(table, table.readOptions(options), built -> scan = built);
+    }
+    return scanBuilder;
+  }
+
+  /** The scan Spark planned for this operation (its write is built after it). */
+  LakecatScan.RowLevel scan() {
+    if (scan == null) {
+      throw new IllegalStateException("lakecat: the row-level operation's scan was not planned");
+    }
+    return scan;
+  }
+}
