@@ -32,13 +32,14 @@ from lakecat.metadata.deletes import (
     row_positions,
 )
 from lakecat.metadata.errors import CorruptMetadata, LakecatError, UnsupportedFeature
-from lakecat.metadata.expressions.evaluators import to_arrow_filter
+from lakecat.metadata.expressions.evaluators import InclusiveMetricsEvaluator, to_arrow_filter
 from lakecat.metadata.expressions.expressions import (
     AlwaysTrue,
     BoundExpression,
     referenced_field_ids,
 )
 from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.matching import matching_positions
 from lakecat.metadata.io.parquet import (
     iter_data_file_batches,
     read_data_file,
@@ -137,6 +138,37 @@ class DeleteReader:
             if arrow_filter is not None and batch.num_rows:
                 batch = batch.filter(arrow_filter)
             yield batch.select(keep)
+
+    def matching_positions(
+        self,
+        data_file: DataFile,
+        deletes: Sequence[DataFile],
+        *,
+        row_filter: BoundExpression,
+        spec: PartitionSpec | None = None,
+        threads: int = 1,
+    ) -> pa.Int64Array | None:
+        """The positions, ascending, of the rows of ``data_file`` that ``deletes`` leave and
+        ``row_filter`` (bound to the reader's schema) matches, found reading only the filter's
+        columns of the row groups whose statistics may match, on up to ``threads`` threads
+        (:mod:`lakecat.metadata.io.matching`); ``None`` when equality deletes apply (which
+        need more columns: read the file with :meth:`read` and a position column instead)."""
+        if any(d.content is Content.EQUALITY_DELETES for d in deletes):
+            return None
+        found = matching_positions(
+            self._io,
+            data_file,
+            filter_schema=self._schema,
+            row_filter=to_arrow_filter(row_filter),
+            row_group_filter=InclusiveMetricsEvaluator(self._schema, row_filter),
+            spec=spec,
+            threads=threads,
+        )
+        index = self.position_index(data_file, deletes)
+        if index is None or not len(found):
+            return found
+        live: pa.Int64Array = found.filter(pc.invert(pc.is_in(found, value_set=index.positions)))
+        return live
 
     def read_table(
         self,

@@ -230,13 +230,23 @@ class Scan:
     ) -> pa.Int64Array:
         """The positions in ``f`` (a file of ``plan``) of its live rows that ``row_filter``
         (bound to the scan's schema) matches, ascending: what a merge-on-read delete deletes.
-        Reads only the columns the filter and the file's equality deletes need."""
-        batches = self._delete_reader().read(
+        Reads only the columns the filter and the file's equality deletes need, and with no
+        equality deletes only the row groups whose statistics may match, on the scan's
+        reading threads."""
+        reader = self._delete_reader()
+        deletes = plan.deletes.get(f.file_path, ())
+        spec = self._specs.get(f.spec_id)
+        found = reader.matching_positions(
+            f, deletes, row_filter=row_filter, spec=spec, threads=read_threads()
+        )
+        if found is not None:
+            return found
+        batches = reader.read(
             f,
-            plan.deletes.get(f.file_path, ()),
+            deletes,
             projected=Schema((), self.schema.schema_id),
             row_filter=row_filter,
-            spec=self._specs.get(f.spec_id),
+            spec=spec,
             batch_size=_POSITIONS_BATCH_ROWS,
             position_column=_POSITION,
         )
@@ -398,6 +408,35 @@ class Scan:
         (``pip install 'lakecat[duckdb]'``)."""
         source = ArrowStreamSource(schema_to_arrow(self.projected), self.to_arrow_batch_reader)
         return duckdb_view(connection, name, source)
+
+    def to_ray(
+        self,
+        *,
+        override_num_blocks: int | None = None,
+        batch_size: int | None = None,
+        max_read_ahead_bytes: int | None = None,
+        **read_options: Any,
+    ) -> Any:
+        """A ``ray.data.Dataset`` of the scan's rows (exactly :meth:`to_arrow`'s), read by Ray
+        tasks when the Dataset runs: the scan is planned now, its files cut into at most
+        ``override_num_blocks`` read tasks (default: Ray's choice from the size estimate and
+        the cluster), each streaming its files in batches of at most ``batch_size`` rows
+        with at most ``max_read_ahead_bytes`` (default 64 MiB) read ahead. ``read_options``
+        go to ``ray.data.read_datasource`` (``concurrency``, ``num_cpus``, ``memory``, ...).
+        Needs Ray (``pip install 'lakecat[ray]'``; :mod:`lakecat.catalog.read.ray_source`)."""
+        require("ray.data", "ray", "to_ray")
+        # imported on use: the module needs Ray, an optional dependency
+        from lakecat.catalog.read import ray_source
+
+        return ray_source.scan_dataset(
+            self,
+            override_num_blocks=override_num_blocks,
+            batch_size=_positive("batch_size", batch_size, _BATCH_ROWS),
+            max_read_ahead_bytes=_positive(
+                "max_read_ahead_bytes", max_read_ahead_bytes, ray_source.READ_AHEAD_BYTES
+            ),
+            **read_options,
+        )
 
 
 def _positive(name: str, value: int | None, default: int) -> int:

@@ -585,10 +585,33 @@ class OpenDataFile:
                 raise
             raise self._corrupt(exc) from exc
 
-    def resolve(self, raw: pa.RecordBatch) -> pa.RecordBatch:
-        """Raw ``raw`` of this file (or of files of the same :attr:`group_key`, concatenated)
-        in the projection's form, filtered."""
+    @property
+    def row_group_sizes(self) -> list[int]:
+        """The number of rows of each row group of the file (read or not)."""
+        footer = self._reader.metadata
+        return [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
+
+    def iter_row_group(self, index: int) -> Iterator[pa.RecordBatch]:
+        """Row group ``index`` of the file (any of them, read or not by :attr:`row_groups`),
+        the columns that the layout reads, as stored, decoded on the calling thread."""
+        rows = max(1, self._reader.metadata.row_group(index).num_rows)
+        batches = self._reader.iter_batches(
+            rows, [index], column_indices=self.layout.columns, use_threads=False
+        )
         try:
+            yield from batches
+        except (pa.ArrowException, OSError) as exc:
+            if isinstance(exc, LakecatError):
+                raise
+            raise self._corrupt(exc) from exc
+
+    def resolve(self, raw: pa.RecordBatch, *, filtered: bool = True) -> pa.RecordBatch:
+        """Raw ``raw`` of this file (or of files of the same :attr:`group_key`, concatenated)
+        in the projection's form, filtered; unless ``filtered`` is false: then every row, with
+        the filter's columns after the projection's."""
+        try:
+            if not filtered:
+                return self.layout.resolve_all(raw, path=self.path, fill_values=self.fill_values)
             return self.layout.resolve(raw, path=self.path, fill_values=self.fill_values)
         except (pa.ArrowException, OSError) as exc:
             if isinstance(exc, LakecatError):
@@ -676,10 +699,28 @@ class ColumnLayout:
         self, raw: pa.RecordBatch, *, path: str, fill_values: Mapping[int, Any]
     ) -> pa.RecordBatch:
         """``raw`` (read with :attr:`columns`) resolved, cast and filtered."""
+        target = self._reads.target
+        if self._full is None:
+            return pa.RecordBatch.from_arrays(self._arrays(raw, path, fill_values), schema=target)
+        full = self.resolve_all(raw, path=path, fill_values=fill_values)
+        filtered = full.filter(self._reads.row_filter)
+        return pa.RecordBatch.from_arrays(filtered.columns[: len(target)], schema=target)
+
+    def resolve_all(
+        self, raw: pa.RecordBatch, *, path: str, fill_values: Mapping[int, Any]
+    ) -> pa.RecordBatch:
+        """``raw`` resolved and cast, unfiltered: the projection's columns, then the other
+        columns the filter reads."""
+        schema = self._full or self._reads.target
+        return pa.RecordBatch.from_arrays(self._arrays(raw, path, fill_values), schema=schema)
+
+    def _arrays(
+        self, raw: pa.RecordBatch, path: str, fill_values: Mapping[int, Any]
+    ) -> list[pa.Array]:
         resolver = _Resolver(self, path, fill_values)
         file_fields = list(self.file_schema)
         n = raw.num_rows
-        arrays = [
+        return [
             resolver.project(
                 None if i is None else raw.column(self._position[i]),
                 f,
@@ -689,12 +730,6 @@ class ColumnLayout:
             )
             for f, i in zip(self._reads.wanted, self.matches, strict=True)
         ]
-        target = self._reads.target
-        if self._full is None:
-            return pa.RecordBatch.from_arrays(arrays, schema=target)
-        full = pa.RecordBatch.from_arrays(arrays, schema=self._full)
-        filtered = full.filter(self._reads.row_filter)
-        return pa.RecordBatch.from_arrays(filtered.columns[: len(target)], schema=target)
 
 
 class _Resolver:

@@ -260,3 +260,22 @@ def test_merge_on_read_changes_a_table_with_required_columns(
     got = sorted((r["id"], r["v"]) for r in t.refresh().to_arrow().to_pylist())
     assert got == [(1, "a"), (2, "X"), (3, "Y"), (4, "Z")]
     assert t.scan().plan().deletes  # merge-on-read: the data file stayed
+
+
+def test_a_delete_by_a_clustered_key_deletes_only_live_rows_of_a_many_row_group_file(
+    catalog: Catalog,
+) -> None:
+    # row groups of 16 rows: the delete reads only the id column of the row groups whose
+    # statistics may match, and positions already deleted are not deleted again
+    small_groups = {**MOR, "write.parquet.row-group-limit": "16"}
+    m = catalog.create_table("db.groups", SCHEMA, properties=small_groups)
+    m.append(rows(range(0, 200)))
+    (data_file,) = m.scan().plan_files()
+    assert pq.read_metadata(local_path(data_file.file_path)).num_row_groups == 13
+    m.delete("id >= 150 AND id < 170")
+    m.delete("id >= 140 AND id < 180 OR id = 3")
+    summary = m.refresh().current_snapshot().summary
+    assert summary["added-position-deletes"] == "21"  # 140-149, 170-179 and 3
+    assert m.scan().count() == 200 - 41
+    ids = m.to_arrow().column("id").to_pylist()
+    assert sorted(ids) == [i for i in range(200) if not (140 <= i < 180 or i == 3)]
