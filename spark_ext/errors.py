@@ -12,6 +12,11 @@ the ``LakecatException``'s fields (its Python class, message and attributes) whe
 exception chain holds one, else from the traceback text of a Python worker's failure (Spark's
 ``PYTHON_DATA_SOURCE_ERROR``, or the ``PythonException`` of a failed task), which names the
 error's class on its last line. :func:`lakecat_errors` does that to whatever a block raises.
+
+A Python data source's stream reader plans on the driver in a Python worker, and Spark reports
+its failure (``PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR``, wrapped in the query's
+``StreamingQueryException``) as its own prefix and the worker's traceback, which would put the
+error's line many lines down; :func:`error_headline` makes that report open with it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from lakecat.metadata.errors import LakecatError
 
 LAKECAT_EXCEPTION_CLASS = "lakecat.spark.LakecatException"
 PYTHON_DATA_SOURCE_ERROR = "PYTHON_DATA_SOURCE_ERROR"
+PYTHON_STREAMING_DATA_SOURCE_ERROR = "PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR"
+# Spark's conditions whose "msg" parameter is a Python worker's traceback
+_WORKER_CONDITIONS = (PYTHON_DATA_SOURCE_ERROR, PYTHON_STREAMING_DATA_SOURCE_ERROR)
 # The exception line of a Python traceback: a lakecat class's qualified name, then the message.
 _EXCEPTION_LINE = re.compile(r"^(lakecat(?:\.\w+)+)(?:: ?(.*))?$")
 _FRAME_LINE = '  File "'
@@ -97,6 +105,28 @@ def lakecat_errors() -> Iterator[None]:
         raise error from exc
 
 
+@contextmanager
+def error_headline() -> Iterator[None]:
+    """Raise a lakecat error the block raises so that its traceback, as Python formats it,
+    opens with the error's line (``lakecat.metadata.errors.ValidationError: <message>``).
+
+    The error is raised from a copy of itself that has no traceback, which Python prints first,
+    before "The above exception was the direct cause..." and the traceback: where Spark shows a
+    Python worker's traceback after its own prefix (a stream reader's failure), the first line
+    names the error. The traceback still ends with the error itself, as
+    :func:`error_in_traceback` reads it; a cause the error had is kept as a note.
+    """
+    try:
+        yield
+    except LakecatError as error:
+        cause = error.__cause__
+        if cause is not None:
+            error.add_note(f"caused by {error_class_name(type(cause))}: {cause}")
+        headline = type(error).__new__(type(error))
+        LakecatError.__init__(headline, *error.args)
+        raise error from headline
+
+
 def error_in_traceback(text: str) -> LakecatError | None:
     """The lakecat error whose Python traceback (as a Python worker reports it) is ``text``:
     the exception line after the last frame names the class, the rest is the message."""
@@ -157,15 +187,16 @@ def _java_chain(exc: BaseException) -> Iterator[Any]:
 def _texts(exc: BaseException) -> Iterator[str]:
     """Where a Python worker's traceback may be: the JVM exceptions' Python data source
     messages and messages, else (no JVM: Spark Connect) the exception's own text."""
-    found = False
-    for throwable in _java_chain(exc):
-        found = True
-        if _condition(throwable) == PYTHON_DATA_SOURCE_ERROR:
+    chain = list(_java_chain(exc))
+    # the worker's own text first: a streaming query's message adds lines after it
+    for throwable in chain:
+        if _condition(throwable) in _WORKER_CONDITIONS:
             yield str(throwable.getMessageParameters().get("msg") or "")
+    for throwable in chain:
         message = throwable.getMessage()
         if message is not None:
             yield str(message)
-    if not found:
+    if not chain:
         current: BaseException | None = exc
         for _ in range(_MAX_CAUSES):
             if current is None:

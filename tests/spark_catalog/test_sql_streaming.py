@@ -1,5 +1,6 @@
 """Structured Streaming through the catalog ``lake``: ``writeStream.toTable`` commits each
-micro-batch exactly once, and ``readStream.table`` reads the rows appended to a table."""
+micro-batch exactly once, and ``readStream.table`` reads the rows appended to a table (within
+the rate limits) and fails with the lakecat error on the first line of its message."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+import lakecat.spark_ext as lk
+from lakecat.catalog.maintenance import rollback_to_snapshot
+from lakecat.metadata.errors import ValidationError
+from lakecat.spark_ext.errors import error_class_name
 
 pytestmark = pytest.mark.spark
 
@@ -115,3 +121,60 @@ def test_a_delete_fails_the_stream_unless_it_is_told_to_skip_it(lake, tmp_path: 
     skip = {"streaming-skip-delete-snapshots": "true", "streaming-skip-overwrite-snapshots": "true"}
     got = read_stream(lake.spark, "lake.db.t", tmp_path / "skipping", **skip)
     assert got == [1, 2, 3, 20]  # appended rows as appended (the deletes are not applied)
+
+
+def test_read_stream_keeps_the_files_limit_under_a_processing_time_trigger(
+    lake, tmp_path: Path
+) -> None:
+    table = lake.catalog.create_table("db.t", SCHEMA)
+    for start in (0, 3, 6):  # three appends of one file each
+        table.refresh().append(pa.table({"id": pa.array(range(start, start + 3), pa.int64())}))
+    batches: dict[int, list[int]] = {}
+
+    def collect(batch: Any, batch_id: int) -> None:
+        batches[batch_id] = sorted(r.id for r in batch.collect())
+
+    query = (
+        lake.spark.readStream.option("streaming-max-files-per-micro-batch", "2")
+        .table("lake.db.t")
+        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .foreachBatch(collect)
+        .trigger(processingTime="100 milliseconds")
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+
+    assert [batches[b] for b in sorted(batches)] == [[0, 1, 2, 3, 4, 5], [6, 7, 8]]
+
+
+def test_a_stream_whose_offset_left_the_history_names_the_lakecat_error(
+    lake, tmp_path: Path
+) -> None:
+    table = lake.catalog.create_table("db.t", SCHEMA)
+    first = table.append(pa.table({"id": pa.array([1], pa.int64())}))
+    table.append(pa.table({"id": pa.array([2], pa.int64())}))
+    checkpoint = tmp_path / "checkpoint"
+    assert read_stream(lake.spark, "lake.db.t", checkpoint) == [1, 2]
+    rollback_to_snapshot(table.refresh(), first.snapshot_id)
+    table.refresh().append(pa.table({"id": pa.array([3], pa.int64())}))
+
+    query = (
+        lake.spark.readStream.table("lake.db.t")
+        .writeStream.option("checkpointLocation", str(checkpoint))
+        .foreachBatch(lambda batch, _: batch.collect())
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception) as raised:
+        query.awaitTermination(120)
+
+    first_line = str(raised.value).splitlines()[0]
+    assert f"{error_class_name(ValidationError)}: db.t: the stream's last snapshot " in first_line
+    assert "is not an ancestor of the current snapshot" in first_line
+    error = lk.lakecat_error(raised.value)
+    assert type(error) is ValidationError
+    assert str(error).startswith("db.t: the stream's last snapshot ")
+    assert str(error).endswith("start a new query with a new checkpoint")
