@@ -60,7 +60,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.commit.moves import ROW_MOVES_KEY, MovedFile, RowMoves, write_row_moves
@@ -80,11 +79,9 @@ from lakecat.metadata.errors import (
     ValidationError,
 )
 from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError, join
-from lakecat.metadata.io.parquet import partition_path, source_column
+from lakecat.metadata.io.parquet import partition_path
+from lakecat.metadata.io.sorting import sort_rows
 from lakecat.metadata.manifests.datafile import Content, DataFile
-from lakecat.metadata.partitioning.transforms import parse_transform
-from lakecat.metadata.schema.schema import Schema
-from lakecat.metadata.schema.types import PrimitiveType
 from lakecat.metadata.table.sorting import SortField
 from lakecat.metadata.table.table_metadata import TableMetadata
 
@@ -150,17 +147,9 @@ class CompactionResult:
 class _Plan(NamedTuple):
     start: TableMetadata
     target: int
-    sort_keys: list[_SortKey] | None
+    sort_keys: Sequence[SortField] | None
     sort_order_id: int | None
     groups: list[FileGroup]
-
-
-@dataclass(frozen=True)
-class _SortKey:
-    source_id: int
-    transform: str
-    ascending: bool
-    nulls_first: bool
 
 
 def rewrite_data_files(
@@ -331,7 +320,7 @@ class _Job:
         table: Table,
         start: TableMetadata,
         target: int,
-        sort_keys: list[_SortKey] | None,
+        sort_keys: Sequence[SortField] | None,
         sort_order_id: int | None,
         total: int,
         progress: Callable[[int, int], None] | None,
@@ -453,7 +442,7 @@ class _Job:
                     else:
                         inputs = None
             else:
-                rows = _sort(
+                rows = sort_rows(
                     _concat(self._read(reader, group.files, group)),
                     self.start.schema(),
                     self.sort_keys,
@@ -504,7 +493,11 @@ class _Job:
         return index.positions if index is not None else pa.array([], pa.int64())
 
     def _write(self, rows: pa.Table) -> list[DataFile]:
-        written: list[DataFile] = write_files(self.table.io, self.write_metadata, [rows])
+        # in the order given: sorted above when the compaction sorts, else in input order
+        # (where each row went is recorded from that order)
+        written: list[DataFile] = write_files(
+            self.table.io, self.write_metadata, [rows], keep_order=True
+        )
         return written
 
     def result(self) -> CompactionResult:
@@ -549,7 +542,7 @@ def _delete_quietly(io: FileIO, files: Sequence[DataFile]) -> None:
 # ---- sorting ------------------------------------------------------------------------------
 def _sort_keys(
     metadata: TableMetadata, sort_by: SortBy
-) -> tuple[list[_SortKey] | None, int | None]:
+) -> tuple[Sequence[SortField] | None, int | None]:
     """The sort keys for ``sort_by`` and the sort order id to record on the new files."""
     if sort_by is None:
         return None, None
@@ -559,7 +552,7 @@ def _sort_keys(
             raise ValidationError(
                 "sort_by='table' but the table has no sort order; give columns instead"
             )
-        return [_key_of(f) for f in order.fields], order.order_id
+        return order.fields, order.order_id
     if isinstance(sort_by, str):
         raise ValidationError(f"sort_by must be 'table' or a list of columns, not {sort_by!r}")
     if not sort_by:
@@ -572,37 +565,9 @@ def _sort_keys(
         if direction not in ("asc", "desc"):
             raise ValidationError(f"sort direction must be asc or desc: {item!r}")
         source = schema.find_field(name)
-        keys.append(_SortKey(source.field_id, "identity", direction == "asc", direction == "asc"))
+        # Iceberg's default null order: first when ascending, last when descending
+        if direction == "asc":
+            keys.append(SortField(source.field_id, "identity", "asc", "nulls-first"))
+        else:
+            keys.append(SortField(source.field_id, "identity", "desc", "nulls-last"))
     return keys, None
-
-
-def _key_of(f: SortField) -> _SortKey:
-    return _SortKey(f.source_id, f.transform, f.direction == "asc", f.null_order == "nulls-first")
-
-
-def _sort(rows: pa.Table, schema: Schema, keys: list[_SortKey]) -> pa.Table:
-    columns: dict[str, pa.Array] = {}
-    sort_keys: list[tuple[str, str, str]] = []
-    for i, key in enumerate(keys):
-        source = schema.find_field(key.source_id)
-        values = source_column(
-            rows,
-            schema,
-            key.source_id,
-            refusal="cannot sort by {path!r}: it is inside a list or map",
-        )
-        transform = parse_transform(key.transform)
-        if not transform.is_identity:
-            assert isinstance(source.field_type, PrimitiveType)
-            values = transform.apply_arrow(source.field_type, values)
-        name = f"k{i}"
-        columns[name] = values
-        sort_keys.append(
-            (
-                name,
-                "ascending" if key.ascending else "descending",
-                "at_start" if key.nulls_first else "at_end",
-            )
-        )
-    indices = pc.sort_indices(pa.table(columns), options=pc.SortOptions(sort_keys))
-    return rows.take(indices)

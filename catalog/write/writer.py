@@ -17,6 +17,7 @@ from lakecat.metadata import properties as P
 from lakecat.metadata.errors import SchemaMismatch
 from lakecat.metadata.io.fileio import FileIO, deleted_on_error, join
 from lakecat.metadata.io.parquet import partition_and_split, partition_path, write_data_file
+from lakecat.metadata.io.sorting import sort_rows
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.arrow import conform_to_schema
 from lakecat.metadata.schema.lineage import has_lineage, with_lineage
@@ -56,8 +57,16 @@ def conform(metadata: TableMetadata, data: Data) -> list[pa.Table]:
     return [conform_to_schema(t, schema) for t in as_tables(data)]
 
 
-def write_files(io: FileIO, metadata: TableMetadata, tables: list[pa.Table]) -> list[DataFile]:
+def write_files(
+    io: FileIO, metadata: TableMetadata, tables: list[pa.Table], *, keep_order: bool = False
+) -> list[DataFile]:
     """Write conformed tables as data files of the default partition spec.
+
+    When the table has a sort order, each table's rows are sorted by it before they are
+    partitioned and cut into files (so every file is sorted, as Iceberg's Spark writes with a
+    table sort order are), and the files record the order's id; ``keep_order`` writes the
+    rows in the order given instead (a compaction that records where each row went) and
+    records no order.
 
     Tables of rows copied from a v3 table carry the row lineage columns
     (:func:`~lakecat.metadata.schema.lineage.with_lineage`); they are written with them.
@@ -65,6 +74,9 @@ def write_files(io: FileIO, metadata: TableMetadata, tables: list[pa.Table]) -> 
     """
     table_schema = metadata.schema()
     spec = metadata.spec()
+    order = None if keep_order else metadata.sort_order()
+    if order is not None and order.is_unsorted:
+        order = None
     target = P.get_int(
         metadata.properties, P.WRITE_TARGET_FILE_SIZE_BYTES, P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
     )
@@ -75,6 +87,8 @@ def write_files(io: FileIO, metadata: TableMetadata, tables: list[pa.Table]) -> 
         n = 0
         for table in tables:
             schema = with_lineage(table_schema) if has_lineage(table) else table_schema
+            if order is not None:
+                table = sort_rows(table, schema, order.fields)
             for partition, chunk in partition_and_split(
                 table, schema=schema, spec=spec, target_file_size_bytes=target
             ):
@@ -93,6 +107,7 @@ def write_files(io: FileIO, metadata: TableMetadata, tables: list[pa.Table]) -> 
                         spec=spec,
                         partition=partition,
                         properties=metadata.properties,
+                        sort_order_id=None if order is None else order.order_id,
                     )
                 )
                 locations.append(location)

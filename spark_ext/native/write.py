@@ -19,6 +19,9 @@ A native write, step by step:
 2. build the DataFrame in the table's form (:mod:`~lakecat.spark_ext.native.columns`: columns
    by name, cast exactly, field ids in the ``parquet.field.id`` metadata) plus a hidden column
    per partition field (:mod:`~lakecat.spark_ext.native.partitions`), partitioned by those;
+   with a table sort order, each task's rows sorted by the hidden columns then by the order
+   (identity fields of top-level columns; an order with other fields does not qualify), and
+   the files record the order's id;
 3. write it with ``df.write.parquet`` into a fresh folder ``<data location>/<job id>/``.
    Spark's file commit protocol leaves there only the output of committed task attempts, so
    retried and speculative tasks never add a file twice; the write mode is ``errorifexists``,
@@ -46,10 +49,11 @@ import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from lakecat.catalog import Catalog, CommitResult
@@ -67,7 +71,7 @@ from lakecat.metadata.io import (
 )
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.table import TableMetadata
-from lakecat.spark_ext.native.columns import FieldPlan, build_columns, plan_columns
+from lakecat.spark_ext.native.columns import FieldPlan, build_columns, plan_columns, quoted
 from lakecat.spark_ext.native.partitions import (
     HiddenPartition,
     check_partition,
@@ -120,6 +124,10 @@ class NativeWritePlan:
     columns: tuple[FieldPlan, ...]
     partitions: tuple[HiddenPartition, ...]
     writer_options: Mapping[str, str]
+    # the table's sort order: each task sorts its rows by these (column, "asc"/"desc",
+    # null order) after the partition columns; the files record the order's id
+    sort: tuple[tuple[str, str, str], ...] = ()
+    sort_order_id: int | None = None
 
 
 def plan_native_write(
@@ -136,7 +144,19 @@ def plan_native_write(
     writer_options = parquet_write_options(metadata.properties)
     columns = plan_columns(schema, source)
     partitions = plan_partitions(metadata.spec(), schema, taken=[f.name for f in schema.fields])
-    return NativeWritePlan(columns, partitions, writer_options)
+    order = metadata.sort_order()
+    if order.is_unsorted:
+        return NativeWritePlan(columns, partitions, writer_options)
+    top_level = {f.field_id: f.name for f in schema.fields}
+    sort = []
+    for f in order.fields:
+        if f.transform != "identity" or f.source_id not in top_level:
+            raise NotNative(
+                f"the table's sort order has a {f.transform} field of a nested or transformed "
+                "column (the data source sorts by it)"
+            )
+        sort.append((top_level[f.source_id], f.direction, f.null_order))
+    return NativeWritePlan(columns, partitions, writer_options, tuple(sort), order.order_id)
 
 
 def write_support(
@@ -230,6 +250,10 @@ def _run(job: WriteJob, plan: NativeWritePlan, df: DataFrame) -> CommitResult | 
     partition_by = [p.column for p in plan.partitions if p.column is not None]
     if partition_by:
         frame = frame.select("*", *hidden_columns(plan.partitions))
+    if plan.sort:
+        # each task sorts its rows: by the partition columns first, as Spark's partitioned
+        # writer needs them (it then sorts no more), then by the table's sort order
+        frame = frame.sortWithinPartitions(*partition_by, *_sort_columns(plan.sort))
     writer = frame.write.mode("errorifexists").options(**plan.writer_options)
     if partition_by:
         writer = writer.partitionBy(*partition_by)
@@ -304,7 +328,7 @@ def _describe(
     sources = {p.field.source_id for p in plan.partitions if p.column is not None}
     ranges = footer_ranges(footer, schema, sources)
     check_partition(partition, plan.partitions, ranges, path=info.location)
-    return data_file_from_footer(
+    described = data_file_from_footer(
         footer,
         location=info.location,
         size=info.size,
@@ -313,6 +337,21 @@ def _describe(
         partition=partition,
         properties=metadata.properties,
     )
+    if plan.sort_order_id is None:
+        return described
+    return replace(described, sort_order_id=plan.sort_order_id)
+
+
+def _sort_columns(sort: Sequence[tuple[str, str, str]]) -> list[Column]:
+    columns = []
+    for name, direction, null_order in sort:
+        column = F.col(quoted(name))
+        first = null_order == "nulls-first"
+        if direction == "asc":
+            columns.append(column.asc_nulls_first() if first else column.asc_nulls_last())
+        else:
+            columns.append(column.desc_nulls_first() if first else column.desc_nulls_last())
+    return columns
 
 
 def _remove_empty_folders(folder: str) -> None:

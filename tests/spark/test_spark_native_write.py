@@ -23,6 +23,7 @@ from lakecat.metadata.errors import ConcurrentDeleteDelete
 from lakecat.metadata.io.fileio import local_path
 from lakecat.metadata.schema.conversions import from_bytes
 from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.table.sorting import SortField, SortOrder
 from lakecat.spark_ext.native.write import WRITE_CONFS
 
 pytestmark = pytest.mark.spark
@@ -316,6 +317,39 @@ def test_tables_the_native_writer_cannot_serve_fall_back_to_the_data_source(
     assert "bucket[2]" in (missing.reason or "")
     assert lk.native_write_support(spark.range(3), "db.new", **{"partition-by": "id"}).native
     assert not lake.table_exists("db.new")
+
+
+def test_a_native_write_sorts_each_file_by_the_table_sort_order(spark: Any, lake: Catalog) -> None:
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("v", pa.int64())])
+    table = lake.create_table(
+        "db.sorted", schema, partition_by=["region"], sort_by=[("v", "desc"), "id"]
+    )
+    frame = spark.createDataFrame(
+        [(i, "eu" if i % 3 else "us", (i * 37) % 11 if i % 5 else None) for i in range(60)],
+        "id long, region string, v long",
+    ).repartition(3)
+    assert lk.write(frame, "db.sorted").native
+    files = data_files(table)
+    assert files and all(f.sort_order_id == table.sort_order().order_id for f in files)
+    for f in files:
+        stored = pq.read_table(local_path(f.file_path)).to_pylist()
+        # v descending, nulls last (the default for desc), then id ascending
+        keys = [(r["v"] is None, -(r["v"] or 0), r["id"]) for r in stored]
+        assert keys == sorted(keys)
+        assert len({r["region"] for r in stored}) == 1
+    assert table.refresh().scan().count() == 60
+
+    # a sort order by a transform goes through the data source, which sorts by it too
+    lake.create_table("db.bucket_sorted", schema)
+    bucket_sorted = lake.load_table("db.bucket_sorted")
+    v = bucket_sorted.metadata.schema().find_field("v").field_id
+    bucket_sorted.replace_sort_order(SortOrder(1, (SortField(v, "truncate[10]", "asc"),)))
+    support = lk.write(frame, "db.bucket_sorted")
+    assert not support.native and "sort order" in (support.reason or "")
+    for f in data_files(bucket_sorted):
+        stored = pq.read_table(local_path(f.file_path)).column("v").to_pylist()
+        keys = [(x is not None, (x or 0) // 10) for x in stored]  # nulls first
+        assert keys == sorted(keys)
 
 
 def test_native_append_overwrite_and_dynamic_overwrite(spark: Any, lake: Catalog) -> None:

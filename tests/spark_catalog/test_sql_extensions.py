@@ -9,7 +9,10 @@ import datetime as dt
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+
+from lakecat.metadata.io.fileio import local_path
 
 pytestmark = pytest.mark.spark
 
@@ -125,8 +128,20 @@ def test_write_order_and_distribution_are_set(lake, t) -> None:
     assert [f.direction for f in table.sort_order().fields] == ["asc"]
     assert table.properties["write.distribution-mode"] == "hash"
 
+    # an INSERT writes each file in the order (Spark's tasks each sort their rows)
+    lake.sql(
+        "INSERT INTO lake.db.t SELECT id, ts FROM VALUES (9L), (4L), (7L) AS v(id) "
+        "CROSS JOIN (SELECT TIMESTAMP'2024-05-02 00:00:00' AS ts)"
+    )
+    table = t.refresh()
+    added = [f for f in table.scan().plan_files() if f.sort_order_id == table.sort_order().order_id]
+    assert added and sum(f.record_count for f in added) == 3
+    for f in added:
+        stored = pq.read_table(local_path(f.file_path)).column("id").to_pylist()
+        assert stored == sorted(stored)
+
     lake.sql("ALTER TABLE lake.db.t WRITE UNORDERED")
     table = t.refresh()
     assert table.sort_order().is_unsorted
     assert table.properties["write.distribution-mode"] == "none"
-    assert ids(lake, "lake.db.t") == [1, 2, 3]
+    assert ids(lake, "lake.db.t") == [1, 2, 3, 4, 7, 9]
