@@ -8,6 +8,7 @@ configured with the same database and catalog name, and the other way round.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lakecat.catalog.commit.coordination.lock import CommitLock, Hold, WaitHooks, commit_lock_for
+from lakecat.catalog.commit.intent import Intent, OpKind
+from lakecat.catalog.commit.producer import SnapshotProducer
 from lakecat.catalog.identifiers import (
     namespace_to_string,
     parse_namespace,
@@ -48,6 +51,7 @@ from lakecat.metadata.partitioning.spec import PartitionField, PartitionSpec
 from lakecat.metadata.partitioning.transforms import default_partition_field_name, parse_transform
 from lakecat.metadata.schema.arrow import arrow_to_schema
 from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.table.apply import apply
 from lakecat.metadata.table.metadata_files import (
     new_metadata_location,
     read_metadata,
@@ -64,6 +68,9 @@ if TYPE_CHECKING:
 Namespace = tuple[str, ...]
 PartitionBy = Sequence[str | tuple[str, str]]
 SortBy = Sequence[str | tuple[str, str]]
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -308,12 +315,20 @@ class Catalog:
         sort_by: SortOrder | SortBy = (),
         properties: Mapping[str, str] | None = None,
         location: str | None = None,
+        data: Data | None = None,
+        files: Sequence[DataFile] = (),
     ) -> Table:
         """Create a table. ``partition_by`` takes a spec or ``["region", ("ts", "day"),
         ("id", "bucket[16]")]``; ``sort_by`` a sort order or ``["id", ("ts", "desc")]``.
 
         New tables get lakecat's defaults written explicitly as properties (isolation levels,
         metadata-file pruning) so that other engines apply the same behaviour.
+
+        With ``data`` (rows, written as the table's first data files) or ``files`` (data files
+        already written in the form of :meth:`new_table_metadata`'s metadata, e.g. by a
+        staged ``CREATE TABLE AS SELECT``), the table is created with its first snapshot, an
+        append of them, in one metadata version: nobody ever sees it empty, and if the create
+        fails the files this call wrote are deleted (``files`` stay the caller's).
         """
         ns, name = parse_table_identifier(identifier)
         if self.store.table_exists(ns, name):
@@ -326,14 +341,30 @@ class Catalog:
             properties=properties,
             location=location,
         )
+        written: list[str] = []  # what this call wrote, deleted if the table is not created
+        try:
+            if data is not None:
+                new_files = write_files(self.io, metadata, conform(metadata, data))
+                written.extend(f.file_path for f in new_files)
+                files = [*files, *new_files]
+            if files:
+                metadata = self._with_first_append(metadata, files, written)
+        except BaseException:
+            _delete_quietly(self.io, written)
+            raise
         metadata_location = new_metadata_location(metadata.location, None, metadata.properties)
-        write_metadata(self.io, metadata_location, metadata)
+        written.append(metadata_location)
+        try:
+            write_metadata(self.io, metadata_location, metadata)
+        except BaseException:
+            _delete_quietly(self.io, written)
+            raise
         interrupts = DeferredInterrupts()  # the row's INSERT is this table's point of no return
         interrupts.start()
         try:
             self.store.create_table_row(ns, name, metadata_location)
         except TableAlreadyExists as exc:
-            self.io.delete(metadata_location)
+            _delete_quietly(self.io, written)
             raise ConcurrentCreate(
                 f"table {namespace_to_string(ns)}.{name} was created by another writer at the "
                 "same time; load it instead"
@@ -341,12 +372,26 @@ class Catalog:
         except CommitStateUnknown:
             raise  # the row may exist and point at this file: keep it
         except LakecatError:
-            self.io.delete(metadata_location)  # the store's contract: definitely not created
+            _delete_quietly(self.io, written)  # the store's contract: definitely not created
             raise
         # anything else (an unexpected error) may have come after the INSERT: keep the file
         finally:
             interrupts.stop(f"lakecat: creating {namespace_to_string(ns)}.{name} was interrupted")
         return Table(self._ops(ns, name), metadata, metadata_location)
+
+    def _with_first_append(
+        self, metadata: TableMetadata, files: Sequence[DataFile], written: list[str]
+    ) -> TableMetadata:
+        """``metadata`` (a new table's) with a first snapshot appending ``files``: its
+        manifests and manifest list written (their paths added to ``written``), as a commit
+        of the append on that base would write them."""
+        producer = SnapshotProducer(self.io, Intent(kind=OpKind.APPEND, added_files=tuple(files)))
+        try:
+            produced = producer.produce(metadata, attempt=1, extra_summary={})
+        finally:
+            written.extend(producer.written)
+        written.extend(produced.attempt_files)
+        return apply(metadata, produced.updates)
 
     def replace_table(
         self,
@@ -396,12 +441,14 @@ class Catalog:
                 properties=properties,
                 data=data,
             )
-        table = self.create_table(
-            identifier, schema, partition_by=partition_by, sort_by=sort_by, properties=properties
+        return self.create_table(
+            identifier,
+            schema,
+            partition_by=partition_by,
+            sort_by=sort_by,
+            properties=properties,
+            data=data,
         )
-        if data is not None:
-            table.append(data)
-        return table
 
     @staticmethod
     def plan_replace(
@@ -497,6 +544,15 @@ def build_spec(schema: Schema, partition_by: PartitionBy) -> PartitionSpec:
             )
         )
     return PartitionSpec(0, tuple(fields))
+
+
+def _delete_quietly(io: FileIO, locations: Sequence[str]) -> None:
+    """Delete what a failed create wrote; best effort (orphan removal collects the rest)."""
+    for location in locations:
+        try:
+            io.delete(location)
+        except StorageError as exc:
+            log.warning("could not delete %s: %s", location, exc)
 
 
 def build_sort_order(schema: Schema, sort_by: SortBy) -> SortOrder:

@@ -13,8 +13,9 @@ table first).
   is one :meth:`~lakecat.catalog.Table.commit_replace`: new schema, partitioning and rows in
   one snapshot, the history kept.
 * A create writes the rows against the new table's first metadata; the commit creates the
-  table and appends them (two commits: a crash between them leaves the table empty; a
-  failure before leaves no table).
+  table with its first snapshot holding them, in one metadata version
+  (:meth:`~lakecat.catalog.Catalog.create_table` with ``files``): the table never exists
+  empty, and a failure leaves no table.
 
 The staged write is the data source's staging mode (``stage-to``): the writers hand their
 files over instead of committing.
@@ -28,10 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakecat.catalog import Catalog, Table
-from lakecat.catalog.engine import Intent, OpKind, metadata_dir
+from lakecat.catalog.engine import metadata_dir
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import NoSuchTable, TableAlreadyExists, ValidationError
 from lakecat.metadata.io import join
+from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.schema import Schema
 from lakecat.metadata.table import Replacement, TableMetadata, replaced, write_metadata
 from lakecat.spark_ext.source.planning import METADATA_LOCATION
@@ -120,16 +122,13 @@ class StagedTables:
             if staged.replacement is not None:
                 table = self.catalog.load_table(staged.name)
                 return table.commit_replace(staged.replacement, files).snapshot_id
-            table = self._create(staged)
+            created = self._create(staged, files).current_snapshot()
         except BaseException:
             delete_files(io, [f.file_path for f in files])
             raise
         finally:
             io.delete(staged.metadata_location)
-        if not files:
-            return None
-        intent = Intent(kind=OpKind.APPEND, added_files=tuple(files))
-        return table.commit_intent(intent).snapshot_id
+        return None if created is None else created.snapshot_id
 
     def abort(self, stage_id: str) -> None:
         """Forget a staged statement and delete what it wrote (the catalog is untouched)."""
@@ -147,7 +146,7 @@ class StagedTables:
             raise ValidationError(f"no staged table {stage_id!r} (committed or aborted already)")
         return staged
 
-    def _create(self, staged: Staged) -> Table:
+    def _create(self, staged: Staged, files: Sequence[DataFile]) -> Table:
         metadata = staged.metadata
         return self.catalog.create_table(
             staged.name,
@@ -156,4 +155,5 @@ class StagedTables:
             sort_by=metadata.sort_order(),
             properties={**metadata.properties, P.FORMAT_VERSION: str(metadata.format_version)},
             location=staged.location,
+            files=files,
         )

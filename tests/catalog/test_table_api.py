@@ -406,6 +406,45 @@ def test_a_create_that_loses_the_race_is_a_protocol_change(catalog: Catalog, mon
     other.close()
 
 
+def test_a_table_created_with_rows_has_them_in_its_first_metadata_version(
+    catalog: Catalog,
+) -> None:
+    table = catalog.create_table(
+        "db.seeded", SCHEMA, partition_by=["region"], data=rows(range(6), "eu")
+    )
+    (snapshot,) = table.snapshots()
+    assert snapshot.operation == "append" and snapshot.parent_snapshot_id is None
+    assert table.metadata.metadata_log == ()  # one version: never seen empty
+    metadata_files = [p for p in files_under(catalog, table.location + "/metadata")]
+    assert len([p for p in metadata_files if p.endswith(".metadata.json")]) == 1
+    assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(6))
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    py = SqlCatalog(
+        catalog.name, uri=catalog.uri, warehouse=catalog.warehouse, **catalog.properties
+    )
+    try:
+        assert py.load_table("db.seeded").scan().to_arrow().num_rows == 6
+    finally:
+        py.engine.dispose()
+
+
+def test_a_create_with_rows_that_loses_the_race_leaves_none_of_its_files(
+    catalog: Catalog, monkeypatch
+) -> None:
+    from lakecat.metadata.errors import ConcurrentCreate
+
+    monkeypatch.setattr(catalog.store, "table_exists", lambda ns, name: False)
+    other = Catalog(catalog.uri, warehouse=catalog.warehouse, properties=catalog.properties)
+    winner = other.create_table("db.race", SCHEMA)
+    before = set(files_under(catalog, winner.location))
+    with pytest.raises(ConcurrentCreate):
+        catalog.create_table("db.race", SCHEMA, data=rows(range(3), "eu"))
+    # its data file, manifest, manifest list and metadata file are gone
+    assert set(files_under(catalog, winner.location)) == before
+    other.close()
+
+
 def test_scan_with_a_limit_stops_reading_early(table) -> None:
     for day in range(1, 9):
         table.append(rows(range(day * 10, day * 10 + 10), "eu", day=day))

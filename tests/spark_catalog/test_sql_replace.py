@@ -106,6 +106,9 @@ def test_create_table_as_select_creates_the_table_with_its_rows(lake) -> None:
     assert table.metadata.format_version == 3
     assert [f.name for f in table.spec().fields] == ["r"]
     assert lake.rows("db.fresh", "id") == [(i,) for i in range(5)]
+    # one metadata version holding the rows: the table never existed empty
+    assert [s.operation for s in table.snapshots()] == ["append"]
+    assert table.metadata.metadata_log == ()
 
 
 def test_dataframe_create_or_replace_and_replace_are_atomic(lake, sales, spark) -> None:
