@@ -136,6 +136,7 @@ from lakecat.metadata.manifests.datafile import Content, DataFile, ManifestConte
 from lakecat.metadata.manifests.delete_index import live_deletes_naming, named_data_file
 from lakecat.metadata.manifests.manifest import read_manifest_list
 from lakecat.metadata.partitioning.spec import PartitionSpec
+from lakecat.metadata.schema.name_mapping import NameMapping, name_mapping_of
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.apply import apply, require_writable
 from lakecat.metadata.table.metadata_files import (
@@ -782,7 +783,7 @@ class _CommitWindow:
                 )
             if not (ev.eval(f.partition) and metrics.eval(f)):
                 return False
-            return self._holds_match(f, bound, schema, specs)
+            return self._holds_match(f, bound, schema, specs, name_mapping_of(base.properties))
 
         def describe(f: DataFile) -> str:
             return partition_path(specs[f.spec_id], base.schema(), f.partition)
@@ -1198,6 +1199,7 @@ class _CommitWindow:
         bound: BoundExpression,
         schema: Schema,
         specs: Mapping[int, PartitionSpec],
+        name_mapping: NameMapping | None,
     ) -> bool:
         """Whether a concurrently added data file that its partition and metrics say may
         match the operation's read filter really holds a matching row: its filter columns are
@@ -1219,6 +1221,7 @@ class _CommitWindow:
                     projected=projected,
                     row_filter=to_arrow_filter(bound),
                     spec=specs.get(f.spec_id),
+                    name_mapping=name_mapping,
                 )
                 found = rows.num_rows > 0
             except (LakecatError, OSError, ValueError, pa.ArrowException):

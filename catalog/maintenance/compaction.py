@@ -82,6 +82,7 @@ from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError, join
 from lakecat.metadata.io.parquet import partition_path
 from lakecat.metadata.io.sorting import sort_rows
 from lakecat.metadata.manifests.datafile import Content, DataFile
+from lakecat.metadata.schema.name_mapping import name_mapping_of
 from lakecat.metadata.table.sorting import SortField
 from lakecat.metadata.table.table_metadata import TableMetadata
 
@@ -422,7 +423,12 @@ class _Job:
         written: list[DataFile] = []
         inputs: dict[str, MovedFile] | None = {}
         runs: list[list[tuple[str, int]]] = []
-        reader = DeleteReader(self.table.io, self.start.schema(), self.start.schemas)
+        reader = DeleteReader(
+            self.table.io,
+            self.start.schema(),
+            self.start.schemas,
+            name_mapping_of(self.start.properties),
+        )
         try:
             if self.sort_keys is None:
                 for chunk in _slices(group.files, self.target):

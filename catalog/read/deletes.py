@@ -49,6 +49,7 @@ from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.manifests.delete_index import delete_manifests
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.arrow import schema_to_arrow
+from lakecat.metadata.schema.name_mapping import NameMapping
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import NestedField
 from lakecat.metadata.table.snapshots import Snapshot
@@ -76,9 +77,16 @@ class DeleteReader:
     """Reads delete files (each once per scan) and drops the rows they delete from a data
     file's batches. Thread-safe: a scan reads data files from a thread pool."""
 
-    def __init__(self, io: FileIO, schema: Schema, all_schemas: Sequence[Schema] = ()) -> None:
+    def __init__(
+        self,
+        io: FileIO,
+        schema: Schema,
+        all_schemas: Sequence[Schema] = (),
+        name_mapping: NameMapping | None = None,
+    ) -> None:
         self._io = io
         self._schema = schema
+        self._name_mapping = name_mapping  # the ids of data files written without them
         self._schemas = (schema, *all_schemas)
         self._lock = threading.Lock()
         self._positions: dict[str, dict[str, PositionIndex]] = {}
@@ -128,6 +136,7 @@ class DeleteReader:
             projected=Schema(tuple(fields), self._schema.schema_id),
             batch_size=batch_size,
             spec=spec,
+            name_mapping=self._name_mapping,
         )
         if position_column is not None:
             batches = _with_positions(batches, position_column)
@@ -163,6 +172,7 @@ class DeleteReader:
             row_group_filter=InclusiveMetricsEvaluator(self._schema, row_filter),
             spec=spec,
             threads=threads,
+            name_mapping=self._name_mapping,
         )
         index = self.position_index(data_file, deletes)
         if index is None or not len(found):
@@ -181,7 +191,9 @@ class DeleteReader:
         """Every row of ``data_file`` that ``deletes`` leave (all of them without deletes), in
         ``projected``'s form, unfiltered: what a rewrite of the file starts from."""
         if not deletes:
-            return read_data_file(self._io, data_file, projected=projected, spec=spec)
+            return read_data_file(
+                self._io, data_file, projected=projected, spec=spec, name_mapping=self._name_mapping
+            )
         kept = self.read(data_file, deletes, projected=projected, spec=spec)
         return pa.Table.from_batches(list(kept), schema=schema_to_arrow(projected))
 

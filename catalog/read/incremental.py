@@ -51,6 +51,7 @@ from lakecat.metadata.io.parquet import read_data_file
 from lakecat.metadata.manifests.datafile import DataFile, ManifestContent, Status
 from lakecat.metadata.manifests.manifest import read_manifest, read_manifest_list
 from lakecat.metadata.schema.arrow import schema_to_arrow
+from lakecat.metadata.schema.name_mapping import name_mapping_of
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.snapshots import REPLACE, Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
@@ -322,7 +323,13 @@ def _read(io: FileIO, metadata: TableMetadata, schema: Schema, parts: list[_Part
             scan = Scan(io, metadata, None, schema)
             rows = scan.live_rows(f, part.plan)
         else:
-            rows = read_data_file(io, f, projected=schema, spec=specs.get(f.spec_id))
+            rows = read_data_file(
+                io,
+                f,
+                projected=schema,
+                spec=specs.get(f.spec_id),
+                name_mapping=name_mapping_of(metadata.properties),
+            )
             if part.positions is not None:
                 rows = rows.take(part.positions)
         n = rows.num_rows

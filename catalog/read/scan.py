@@ -45,6 +45,7 @@ from lakecat.metadata.manifests.cache import ManifestCache, NoCache
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.arrow import schema_to_arrow
 from lakecat.metadata.schema.lineage import LINEAGE_COLUMNS, fill_lineage
+from lakecat.metadata.schema.name_mapping import name_mapping_of
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.snapshots import Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
@@ -103,6 +104,8 @@ class Scan:
         self._reader: DeleteReader | None = None
         # a file lacking an identity partition source column reads it from its partition value
         self._specs = metadata.specs_by_id()
+        # the field ids of data files written without them (imported files)
+        self._name_mapping = name_mapping_of(metadata.properties)
 
     # ---- planning -----------------------------------------------------------------------------
     def plan(self) -> ScanPlan:
@@ -170,6 +173,7 @@ class Scan:
             row_filter=arrow_filter,
             spec=self._specs.get(f.spec_id),
             row_group_filter=row_groups,
+            name_mapping=self._name_mapping,
         )
         if read_schema is not self.projected:
             table = table.select([fld.name for fld in self.projected.fields])
@@ -257,7 +261,9 @@ class Scan:
 
     def _delete_reader(self) -> DeleteReader:
         if self._reader is None:  # kept: a position delete file may name many data files
-            self._reader = DeleteReader(self.io, self.schema, self.metadata.schemas)
+            self._reader = DeleteReader(
+                self.io, self.schema, self.metadata.schemas, self._name_mapping
+            )
         return self._reader
 
     # ---- the engine ---------------------------------------------------------------------------
@@ -286,6 +292,7 @@ class Scan:
             row_group_filter=InclusiveMetricsEvaluator(self.schema, self.bound)
             if filtered
             else None,
+            name_mapping=self._name_mapping,
         )
         threads = read_threads()
         reader = ScanReader(

@@ -42,6 +42,7 @@ from lakecat.metadata.io.position_deletes import (
 )
 from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.manifests.delete_index import named_data_file
+from lakecat.metadata.schema.name_mapping import name_mapping_of
 from lakecat.metadata.table.table_metadata import TableMetadata
 
 __all__ = [
@@ -102,7 +103,9 @@ def write_deletion_vectors(
     new positions and the ones its ``applied`` deletes deleted. Returns the DVs' entries.
     Raises :class:`ValidationError` for a position outside its data file, before anything is
     written."""
-    reader = DeleteReader(io, metadata.schema(), metadata.schemas)
+    reader = DeleteReader(
+        io, metadata.schema(), metadata.schemas, name_mapping_of(metadata.properties)
+    )
     vectors = []
     for t in targets:
         f = t.data_file

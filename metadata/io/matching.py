@@ -27,6 +27,7 @@ from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.parquet import DataFileReads, OpenDataFile
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
+from lakecat.metadata.schema.name_mapping import NameMapping
 from lakecat.metadata.schema.schema import Schema
 
 if TYPE_CHECKING:
@@ -46,16 +47,19 @@ def matching_positions(
     row_group_filter: InclusiveMetricsEvaluator | None = None,
     spec: PartitionSpec | None = None,
     threads: int = 1,
+    name_mapping: NameMapping | None = None,
 ) -> pa.Int64Array:
     """The positions in Parquet ``data_file`` of the rows that ``row_filter`` (a pyarrow
     expression over ``filter_schema``'s column names) matches, ascending; ``row_group_filter``
     (the same filter as a metrics evaluator over ``filter_schema``) skips row groups by their
-    statistics. Deletes are not applied: every row counts, and is numbered as in the file."""
+    statistics; ``name_mapping`` gives a file without field ids its ids. Deletes are not
+    applied: every row counts, and is numbered as in the file."""
     reads = DataFileReads(
         projected=Schema((), filter_schema.schema_id),
         row_filter=row_filter,
         filter_schema=filter_schema,
         row_group_filter=row_group_filter,
+        name_mapping=name_mapping,
     )
     with reads.open(io, data_file, spec) as opened:
         groups = opened.row_groups

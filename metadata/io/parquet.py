@@ -62,6 +62,7 @@ from lakecat.metadata.schema.arrow import (
     type_to_arrow,
 )
 from lakecat.metadata.schema.conversions import from_json_value
+from lakecat.metadata.schema.name_mapping import NameMapping, has_field_ids
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import (
     DateType,
@@ -360,6 +361,7 @@ def read_data_file(
     filter_schema: Schema | None = None,
     spec: PartitionSpec | None = None,
     row_group_filter: InclusiveMetricsEvaluator | None = None,
+    name_mapping: NameMapping | None = None,
 ) -> pa.Table:
     """The rows of a Parquet data file in ``schema_to_arrow(projected)`` form.
 
@@ -374,6 +376,7 @@ def read_data_file(
         filter_schema=filter_schema,
         spec=spec,
         row_group_filter=row_group_filter,
+        name_mapping=name_mapping,
     )
     return pa.Table.from_batches(list(batches), schema=schema_to_arrow(projected))
 
@@ -388,6 +391,7 @@ def iter_data_file_batches(
     filter_schema: Schema | None = None,
     spec: PartitionSpec | None = None,
     row_group_filter: InclusiveMetricsEvaluator | None = None,
+    name_mapping: NameMapping | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Stream a Parquet data file written by any Iceberg writer as record batches in
     ``schema_to_arrow(projected)`` form.
@@ -398,7 +402,9 @@ def iter_data_file_batches(
     A field the file lacks (added after it was written) reads as its identity partition
     value from ``data_file.partition`` when ``spec`` (the file's partition spec) has one, else
     as its ``initial_default``, else as nulls. A file without any field ids (a plain Parquet
-    file, e.g. imported) is resolved by column names instead.
+    file, e.g. imported) gets them from ``name_mapping`` (the table's
+    ``schema.name-mapping.default``: :mod:`lakecat.metadata.schema.name_mapping`), or without
+    one is resolved by column names.
 
     ``row_filter`` is a pyarrow expression over the column names of ``filter_schema``
     (default: ``projected``), typically the table schema so that the filter may use columns
@@ -417,6 +423,7 @@ def iter_data_file_batches(
         row_filter=row_filter,
         filter_schema=filter_schema,
         row_group_filter=row_group_filter,
+        name_mapping=name_mapping,
     )
     with reads.open(io, data_file, spec) as opened:
         for raw in opened.iter_raw(batch_size or _BATCH_ROWS):
@@ -460,8 +467,10 @@ class DataFileReads:
         row_filter: pc.Expression | None = None,
         filter_schema: Schema | None = None,
         row_group_filter: InclusiveMetricsEvaluator | None = None,
+        name_mapping: NameMapping | None = None,
     ) -> None:
         self.projected = projected
+        self.name_mapping = name_mapping
         self.target = schema_to_arrow(projected)
         self.row_filter = row_filter
         self.filter_schema = filter_schema or projected
@@ -476,11 +485,14 @@ class DataFileReads:
         self._lock = threading.Lock()
 
     def layout(self, file_schema: pa.Schema, leaves: int) -> ColumnLayout:
-        """How a file of schema ``file_schema`` with ``leaves`` Parquet leaf columns resolves."""
+        """How a file of schema ``file_schema`` with ``leaves`` Parquet leaf columns resolves
+        (a file without field ids: with the ids the name mapping gives its names)."""
         key = (file_schema, leaves)
         with self._lock:
             found = self._layouts.get(key)
         if found is None:
+            if self.name_mapping is not None and not has_field_ids(file_schema):
+                file_schema = self.name_mapping.with_ids(file_schema)
             found = ColumnLayout(file_schema, leaves, self)
             with self._lock:
                 found = self._layouts.setdefault(key, found)
@@ -622,6 +634,10 @@ class OpenDataFile:
         return CorruptMetadata(f"cannot read Parquet file {self.path}: {exc}")
 
 
+def _is_list(t: pa.DataType) -> bool:
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t))
+
+
 def _first(item: tuple[int, Any]) -> int:
     return item[0]
 
@@ -749,10 +765,14 @@ class _Resolver:
             return self.fill(f, path, n)
         t = f.field_type
         mask = arr.is_null() if arr.null_count else None
+        # the file's field types, which carry the field ids (given by the name mapping for a
+        # file written without them; the values' own types may lack them)
+        declared = file_field.type
         if isinstance(t, StructType):
             if not pa.types.is_struct(arr.type):
                 raise self._mismatch(path, arr.type, t)
-            children_in_file = [arr.type.field(i) for i in range(arr.type.num_fields)]
+            described = declared if pa.types.is_struct(declared) else arr.type
+            children_in_file = [described.field(i) for i in range(described.num_fields)]
             flat = arr.flatten()
             children = []
             for child in t.fields:
@@ -768,17 +788,19 @@ class _Resolver:
             if not pa.types.is_list(arr.type) and not pa.types.is_large_list(arr.type):
                 raise self._mismatch(path, arr.type, t)
             offsets, values = list_parts(arr)
+            listed = declared if _is_list(declared) else arr.type
             element = self.project(
-                values, t.element_field, arr.type.value_field, f"{path}.element", len(values)
+                values, t.element_field, listed.value_field, f"{path}.element", len(values)
             )
             return pa.ListArray.from_arrays(offsets, element, type=type_to_arrow(t), mask=mask)
         if isinstance(t, MapType):
             if not pa.types.is_map(arr.type):
                 raise self._mismatch(path, arr.type, t)
             offsets, keys, values = map_parts(arr)
-            keys = self.project(keys, t.key_field, arr.type.key_field, f"{path}.key", len(keys))
+            mapped = declared if pa.types.is_map(declared) else arr.type
+            keys = self.project(keys, t.key_field, mapped.key_field, f"{path}.key", len(keys))
             values = self.project(
-                values, t.value_field, arr.type.item_field, f"{path}.value", len(values)
+                values, t.value_field, mapped.item_field, f"{path}.value", len(values)
             )
             return pa.MapArray.from_arrays(offsets, keys, values, type=type_to_arrow(t), mask=mask)
         assert isinstance(t, PrimitiveType)

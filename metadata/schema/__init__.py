@@ -28,6 +28,12 @@ from lakecat.metadata.schema.lineage import (
     fill_lineage,
     with_lineage,
 )
+from lakecat.metadata.schema.name_mapping import (
+    NAME_MAPPING_PROPERTY,
+    MappedField,
+    NameMapping,
+    name_mapping_of,
+)
 from lakecat.metadata.schema.schema import (
     Schema,
 )
@@ -60,6 +66,7 @@ __all__ = [
     "LINEAGE_COLUMNS",
     "MICROS_PER_DAY",
     "MICROS_PER_HOUR",
+    "NAME_MAPPING_PROPERTY",
     "ROW_ID",
     "BinaryType",
     "BooleanType",
@@ -73,6 +80,8 @@ __all__ = [
     "ListType",
     "LongType",
     "MapType",
+    "MappedField",
+    "NameMapping",
     "NestedField",
     "PrimitiveType",
     "Schema",
@@ -88,6 +97,7 @@ __all__ = [
     "from_bytes",
     "list_parts",
     "map_parts",
+    "name_mapping_of",
     "schema_to_arrow",
     "with_lineage",
 ]

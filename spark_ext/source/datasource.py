@@ -46,7 +46,7 @@ from lakecat.catalog import Catalog
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions import AlwaysTrue, Expression, and_
 from lakecat.metadata.manifests import DataFile
-from lakecat.metadata.schema import LINEAGE_COLUMNS
+from lakecat.metadata.schema import LINEAGE_COLUMNS, name_mapping_of
 from lakecat.metadata.table import read_metadata
 from lakecat.spark_ext.settings import (
     DEFAULT_FORMAT,
@@ -232,6 +232,7 @@ class LakecatReader(DataSourceReader):
             metadata_columns=self.metadata_columns,
             schemas=self.view.metadata.schemas,
             row_lineage=self.row_lineage and self.view.metadata.format_version >= 3,
+            name_mapping=name_mapping_of(self.view.metadata.properties),
         )
 
 

@@ -60,7 +60,7 @@ from lakecat.catalog.engine import to_timestamp_ms
 from lakecat.metadata.errors import NoSuchSnapshot, ValidationError
 from lakecat.metadata.expressions import AlwaysTrue
 from lakecat.metadata.manifests import DataFile
-from lakecat.metadata.schema import Schema
+from lakecat.metadata.schema import NameMapping, Schema, name_mapping_of
 from lakecat.metadata.table import (
     APPEND,
     DELETE,
@@ -166,12 +166,14 @@ class StreamFiles(InputPartition):
         specs: Mapping[int, Any],
         schemas: tuple[Schema, ...],
         location: str,
+        name_mapping: NameMapping | None = None,
     ) -> None:
         self.files = files
         self.table_schema = table_schema
         self.specs = dict(specs)
         self.schemas = schemas
         self.location = location
+        self.name_mapping = name_mapping
 
 
 class LakecatStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -301,6 +303,7 @@ class LakecatStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 metadata.specs_by_id(),
                 metadata.schemas,
                 metadata.location,
+                name_mapping_of(metadata.properties),
             )
             for g in groups
         ]
@@ -383,6 +386,7 @@ class LakecatStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             row_filter=AlwaysTrue(),
             metadata_columns=metadata_columns,
             schemas=partition.schemas,
+            name_mapping=partition.name_mapping,
         )
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
         return reader.read(list(partition.files), target, {}, {})

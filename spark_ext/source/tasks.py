@@ -41,6 +41,7 @@ from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.partitioning import PartitionSpec
 from lakecat.metadata.schema import (
     LINEAGE_COLUMNS,
+    NameMapping,
     Schema,
     fill_lineage,
     schema_to_arrow,
@@ -73,6 +74,8 @@ class FileReader:
     schemas: tuple[Schema, ...] = ()  # the table's schemas (equality deletes may name old fields)
     # assign the row lineage columns of ``projected`` (format v3); else they read as stored
     row_lineage: bool = False
+    # the field ids of data files written without them (the table's name mapping)
+    name_mapping: NameMapping | None = None
 
     def read(
         self,
@@ -94,7 +97,11 @@ class FileReader:
             row_groups = InclusiveMetricsEvaluator(self.table_schema, bound)
         deletes = deletes or {}
         in_order = deletes or self.row_lineage  # rows read in order, with their positions
-        reader = DeleteReader(self.io, self.table_schema, self.schemas) if in_order else None
+        reader = (
+            DeleteReader(self.io, self.table_schema, self.schemas, self.name_mapping)
+            if in_order
+            else None
+        )
         for f in files:
             spec = self.specs.get(f.spec_id)
             applying = deletes.get(f.file_path, ())
@@ -130,6 +137,7 @@ class FileReader:
                 batch_size=READ_BATCH_ROWS,
                 spec=spec,
                 row_group_filter=row_groups,
+                name_mapping=self.name_mapping,
             ):
                 if batch.num_rows == 0:
                     continue

@@ -64,6 +64,12 @@ eq_global_after_evolution   2     spec 0 unpartitioned: INSERT 1..50; spec 1 ide
                                   partitions); spec-1 one in cat='b' on [id] 65, 66 (in 'c':
                                   stays), 1 (a spec-0 file: stays)
 cow_control                 2     copy-on-write: INSERT x2; DELETE id%7=0; UPDATE: no delete files
+mapped_import               2     files without field ids, imported: ``schema.name-mapping.default``
+                                  maps ``cat`` also by its old name ``category``; plain Parquet
+                                  files (ids 1..40, columns id, category, note and an unmapped
+                                  ``junk``) added by ``CALL system.add_files``; INSERT 41..60;
+                                  DELETE id%5=0; UPDATE id 10..20 (position deletes on both kinds
+                                  of files)
 =========================== ===== ==============================================================
 """
 
@@ -103,7 +109,7 @@ ENTRY_FIELDS = (
     "content_size_in_bytes",
 )
 # the fixtures' generator version: bump to invalidate caches when the table contents change
-FIXTURES_VERSION = 1
+FIXTURES_VERSION = 2
 
 
 class Fixtures:
@@ -587,6 +593,39 @@ class Fixtures:
         self.sql(table, "DELETE FROM {t} WHERE id % 7 = 0")
         self.sql(table, "UPDATE {t} SET note = concat('u', note) WHERE id BETWEEN 100 AND 180")
 
+    def imported_with_name_mapping(self) -> None:
+        table = "mapped_import"
+        self.create(
+            table,
+            version=2,
+            props=MOR,
+            description="v2 merge-on-read, files without field ids read through the name mapping",
+        )
+        mapping = json.dumps(
+            [
+                {"field-id": 1, "names": ["id"]},
+                {"field-id": 2, "names": ["cat", "category"]},
+                {"field-id": 3, "names": ["note"]},
+            ]
+        )
+        self.spark.sql(
+            f"ALTER TABLE {self.name(table)} SET TBLPROPERTIES "
+            f"('schema.name-mapping.default' = '{mapping}')"
+        )
+        source = os.path.join(self.out, "import", table)
+        self.spark.sql(
+            "SELECT id, CASE id % 4 WHEN 0 THEN 'a' WHEN 1 THEN 'b' WHEN 2 THEN 'c' END "
+            "AS category, concat('n', id) AS note, id * 2 AS junk FROM range(1, 41)"
+        ).coalesce(2).write.parquet(source)
+        self.sql(
+            table,
+            f"CALL {CATALOG}.system.add_files(table => '{NAMESPACE}.{table}', "
+            f"source_table => '`parquet`.`{source}`')",
+        )
+        self.insert_range(table, 41, 60)
+        self.sql(table, "DELETE FROM {t} WHERE id % 5 = 0")
+        self.sql(table, "UPDATE {t} SET note = concat('u', note) WHERE id BETWEEN 10 AND 20")
+
     # -- reading back with Iceberg Java -------------------------------------------------------
 
     def describe_snapshot(self, table: str, snapshot: Any, label: str) -> dict[str, Any]:
@@ -689,6 +728,7 @@ class Fixtures:
         self.equality_unpartitioned()
         self.equality_partitioned()
         self.copy_on_write_control()
+        self.imported_with_name_mapping()
         tables = {t: self.describe_table(t) for t in self.tables}
         return {
             "fixtures_version": FIXTURES_VERSION,

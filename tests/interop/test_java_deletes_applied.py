@@ -119,6 +119,8 @@ def test_applying_javas_deletes_reads_like_iceberg_java(
     fx = java_fixtures
     for name, table in fx.tables.items():
         metadata = json.loads(fx.metadata_path(name).read_text())
+        if "schema.name-mapping.default" in metadata["properties"]:
+            continue  # its imported files hold old column names: read by name, they would not
         unpartitioned = {s["spec-id"] for s in metadata["partition-specs"] if not s["fields"]}
         field_names = {
             f["id"]: f["name"]

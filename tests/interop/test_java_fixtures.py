@@ -36,8 +36,12 @@ TABLES = [
     "eq_identity",
     "eq_global_after_evolution",
     "cow_control",
+    "mapped_import",
 ]
 PYICEBERG_EQUALITY_ERROR = "does not yet support equality deletes"
+# pyiceberg 0.12 fails on a column of an imported file that the name mapping does not name
+# (the spec: such a column is not read); Iceberg Java and DuckDB skip it
+PYICEBERG_UNMAPPED_ERROR = "Could not find field with name: junk"
 DUCKDB_NULL_COMPARISON_ERROR = "Comparison on NULL values"
 
 
@@ -81,6 +85,7 @@ def test_the_fixture_tables_hold_the_intended_deletes(java_fixtures: JavaFixture
         "eq_identity": ["equality"],
         "eq_global_after_evolution": ["equality"],
         "cow_control": [],
+        "mapped_import": ["position"],
     }
     versions = {name: t["format_version"] for name, t in fx.tables.items()}
     assert {n for n, v in versions.items() if v == 3} == {
@@ -137,6 +142,13 @@ def test_pyiceberg_reads_every_snapshot_like_iceberg_java(java_fixtures: JavaFix
         if has_equality_deletes(snap):
             if PYICEBERG_EQUALITY_ERROR not in answer.get("error", ""):
                 wrong.append((answer["key"], f"expected the equality-delete refusal: {answer}"))
+        elif answer["key"][0] == "mapped_import" and any(
+            "/import/" in f["file_path"] for f in snap["data_files"]
+        ):
+            if PYICEBERG_UNMAPPED_ERROR not in answer.get("error", ""):
+                wrong.append(
+                    (answer["key"], f"expected pyiceberg's unmapped-column error: {answer}")
+                )
         elif answer.get("rows") != snap["rows"]:
             wrong.append((answer["key"], answer.get("error") or "rows differ"))
     assert wrong == []

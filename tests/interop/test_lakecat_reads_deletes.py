@@ -30,6 +30,7 @@ V2_WITH_DELETES = [
     "eq_unpartitioned",
     "eq_identity",
     "eq_global_after_evolution",
+    "mapped_import",  # files without field ids, read through the table's name mapping
 ]
 V3_WITH_DELETES = ["dv_unpartitioned", "dv_identity", "dv_upgraded_from_v2"]
 

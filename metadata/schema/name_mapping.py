@@ -1,0 +1,176 @@
+"""Name mapping: field ids for data files written without them (Iceberg spec, "Column
+Projection").
+
+A table whose data files were imported rather than written by an Iceberg writer (Iceberg's
+``add_files``, ``snapshot`` and ``migrate`` procedures; pyiceberg's ``add_files``) has Parquet
+files without field ids. Its ``schema.name-mapping.default`` property maps column names, at
+every level of nesting, to field ids::
+
+    [{"field-id": 1, "names": ["id", "record_id"]},
+     {"field-id": 2, "names": ["data"], "fields": [{"field-id": 3, "names": ["x"]}]}]
+
+A reader gives each column of such a file the id that its name maps to, then resolves it by
+id like any other (so a column renamed since the files were written, whose old name the
+mapping keeps, is still found; a column whose name the mapping does not hold is not read).
+A list's element maps by the name ``element``, a map's key and value by ``key`` and
+``value``. The mapping applies only to files without any field ids.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.schema.arrow import FIELD_ID_KEY, field_id_of
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.schema.types import (
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    StructType,
+)
+
+__all__ = [
+    "NAME_MAPPING_PROPERTY",
+    "MappedField",
+    "NameMapping",
+    "has_field_ids",
+    "name_mapping_of",
+]
+
+NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
+
+
+@dataclass(frozen=True, slots=True)
+class MappedField:
+    """Names that map to ``field_id`` (None: names the mapping knows but gives no id), and
+    the mapping of the field's children."""
+
+    names: tuple[str, ...]
+    field_id: int | None = None
+    fields: tuple[MappedField, ...] = ()
+
+    def child(self, name: str) -> MappedField | None:
+        return _find(self.fields, name)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"names": list(self.names)}
+        if self.field_id is not None:
+            out["field-id"] = self.field_id
+        if self.fields:
+            out["fields"] = [f.to_json() for f in self.fields]
+        return out
+
+    @staticmethod
+    def from_json(obj: Any) -> MappedField:
+        if not isinstance(obj, Mapping) or not isinstance(obj.get("names", []), list):
+            raise ValidationError(f"a name mapping field must be an object with names: {obj!r}")
+        field_id = obj.get("field-id")
+        if field_id is not None and not isinstance(field_id, int):
+            raise ValidationError(f"a name mapping field id must be an integer: {obj!r}")
+        return MappedField(
+            tuple(str(n) for n in obj.get("names", [])),
+            field_id,
+            tuple(MappedField.from_json(f) for f in obj.get("fields") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NameMapping:
+    """A table's name mapping: the mapped top-level fields."""
+
+    fields: tuple[MappedField, ...]
+
+    def field(self, name: str) -> MappedField | None:
+        return _find(self.fields, name)
+
+    def to_json(self) -> str:
+        return json.dumps([f.to_json() for f in self.fields], separators=(",", ":"))
+
+    @staticmethod
+    def parse(text: str) -> NameMapping:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"{NAME_MAPPING_PROPERTY} is not JSON: {exc}") from exc
+        if not isinstance(obj, list):
+            raise ValidationError(f"{NAME_MAPPING_PROPERTY} must be a JSON list of fields")
+        return NameMapping(tuple(MappedField.from_json(f) for f in obj))
+
+    @staticmethod
+    def of_schema(schema: Schema) -> NameMapping:
+        """Each field of ``schema`` mapped by its current name (what a table gets when files
+        without ids are first added to it)."""
+        return NameMapping(tuple(_mapped(f) for f in schema.fields))
+
+    def with_ids(self, file_schema: pa.Schema) -> pa.Schema:
+        """``file_schema`` (a file's, without field ids) with the ids its names map to, at
+        every level; a field the mapping does not name keeps no id (it is not read)."""
+        return pa.schema(
+            [_with_id(f, self.field(f.name)) for f in file_schema], metadata=file_schema.metadata
+        )
+
+
+def name_mapping_of(properties: Mapping[str, str]) -> NameMapping | None:
+    """The table's name mapping (``schema.name-mapping.default``), if it has one."""
+    text = properties.get(NAME_MAPPING_PROPERTY)
+    return None if text is None else NameMapping.parse(text)
+
+
+def has_field_ids(file_schema: pa.Schema) -> bool:
+    return any(field_id_of(f) is not None for f in file_schema)
+
+
+def _find(fields: Sequence[MappedField], name: str) -> MappedField | None:
+    for f in fields:
+        if name in f.names:
+            return f
+    return None
+
+
+def _mapped(f: NestedField) -> MappedField:
+    return MappedField((f.name,), f.field_id, _children(f.field_type))
+
+
+def _children(t: IcebergType) -> tuple[MappedField, ...]:
+    if isinstance(t, StructType):
+        return tuple(_mapped(c) for c in t.fields)
+    if isinstance(t, ListType):
+        return (MappedField(("element",), t.element_id, _children(t.element_type)),)
+    if isinstance(t, MapType):
+        return (
+            MappedField(("key",), t.key_id, _children(t.key_type)),
+            MappedField(("value",), t.value_id, _children(t.value_type)),
+        )
+    return ()
+
+
+def _with_id(f: pa.Field, mapped: MappedField | None) -> pa.Field:
+    t = f.type
+    children = mapped.fields if mapped is not None else ()
+    if pa.types.is_struct(t):
+        t = pa.struct(
+            [_with_id(t.field(i), _find(children, t.field(i).name)) for i in range(t.num_fields)]
+        )
+    elif pa.types.is_large_list(t) or pa.types.is_list(t) or pa.types.is_fixed_size_list(t):
+        element = _with_id(t.value_field, _find(children, "element"))
+        if pa.types.is_large_list(t):
+            t = pa.large_list(element)
+        elif pa.types.is_fixed_size_list(t):
+            t = pa.list_(element, t.list_size)
+        else:
+            t = pa.list_(element)
+    elif pa.types.is_map(t):
+        key = _with_id(t.key_field, _find(children, "key"))
+        item = _with_id(t.item_field, _find(children, "value"))
+        t = pa.map_(key, item, keys_sorted=t.keys_sorted)
+    metadata = {k: v for k, v in (f.metadata or {}).items() if k != FIELD_ID_KEY}
+    if mapped is not None and mapped.field_id is not None:
+        metadata[FIELD_ID_KEY] = str(mapped.field_id).encode()
+    return pa.field(f.name, t, f.nullable, metadata=metadata or None)
