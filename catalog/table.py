@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -19,6 +20,7 @@ from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.commit.pipeline import CommitResult, commit_intent
 from lakecat.catalog.commit.pipeline import commit_updates as commit_metadata_updates
 from lakecat.catalog.read.scan import RowFilter, Scan, to_expression
+from lakecat.catalog.write.importing import imported_data_files
 from lakecat.catalog.write.merge_on_read import (
     FileDeletes,
     merge_on_read,
@@ -43,9 +45,10 @@ from lakecat.metadata.errors import (
     ValidationError,
 )
 from lakecat.metadata.expressions.expressions import AlwaysTrue, Expression
-from lakecat.metadata.io.fileio import deleted_on_error
+from lakecat.metadata.io.fileio import deleted_on_error, to_uri
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
+from lakecat.metadata.schema.name_mapping import NAME_MAPPING_PROPERTY, NameMapping, name_mapping_of
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.new_table import requested_format_version
 from lakecat.metadata.table.replace import Replacement, replacement_updates
@@ -225,6 +228,42 @@ class Table:
         start = self.metadata
         files = write_files(self.io, start, conform(start, data))
         intent = self._intent(OpKind.APPEND, branch, start, added=files, **commit_options)
+        return self._commit(intent, start)
+
+    def add_files(
+        self,
+        paths: Sequence[str],
+        *,
+        branch: str = MAIN_BRANCH,
+        check_duplicates: bool = True,
+        **commit_options: Any,
+    ) -> CommitResult:
+        """Add existing Parquet files to the table as they are, in one append (Iceberg's
+        ``add_files``): files written by any Parquet writer, with field ids or without them
+        (read through the table's name mapping, which a table without one gets first, in a
+        commit of its own). Each file is checked before anything is committed
+        (:mod:`lakecat.catalog.write.importing`); the files stay where they are, belong to the
+        table from then on, and are never deleted if the append fails. ``check_duplicates``:
+        refuse a file the table already holds."""
+        paths = [to_uri(p) for p in paths]  # as the table names its files: URIs
+        mapping = name_mapping_of(self.metadata.properties)
+        fresh = mapping is None
+        if mapping is None:
+            mapping = NameMapping.of_schema(self.metadata.schema())
+        start = self.metadata
+        existing = (
+            {f.file_path for f in self.scan(ref=branch).plan_files()}
+            if check_duplicates and branch in start.refs
+            else None
+        )
+        files, without_ids = imported_data_files(self.io, start, paths, mapping, existing=existing)
+        if fresh and without_ids:
+            self.set_properties({NAME_MAPPING_PROPERTY: mapping.to_json()})
+            start = self.metadata
+        intent = replace(
+            self._intent(OpKind.APPEND, branch, start, added=files, **commit_options),
+            imports_files=True,
+        )
         return self._commit(intent, start)
 
     def delete(

@@ -218,6 +218,16 @@ def tables_rename(ctx: Context, args: argparse.Namespace) -> Output:
     )
 
 
+def tables_add_files(ctx: Context, args: argparse.Namespace) -> Output:
+    table = ctx.table(args.table)
+    result = table.add_files(args.paths, check_duplicates=not args.allow_duplicates)
+    count = len(args.paths)
+    return Output(
+        {"table": args.table, "added_files": count, "snapshot_id": result.snapshot_id},
+        message(f"added {count} file(s) to {args.table} (snapshot {result.snapshot_id})"),
+    )
+
+
 # ---- inspection -----------------------------------------------------------------------------
 
 
@@ -444,6 +454,7 @@ COMMANDS: dict[str, Command] = {
     "tables create": tables_create,
     "tables drop": tables_drop,
     "tables rename": tables_rename,
+    "tables add-files": tables_add_files,
     "history": history,
     "snapshots": snapshots,
     "files": files,

@@ -226,6 +226,19 @@ def _add_table_commands(commands: _Commands, top: argparse._SubParsersAction[_Pa
     p = commands.leaf(group, "rename", "tables rename", "rename (or move) a table")
     p.add_argument("source")
     p.add_argument("destination")
+    p = commands.leaf(
+        group,
+        "add-files",
+        "tables add-files",
+        "add existing Parquet files to a table as they are (one append)",
+    )
+    p.add_argument("table")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="Parquet files (paths or URIs)")
+    p.add_argument(
+        "--allow-duplicates",
+        action="store_true",
+        help="do not refuse files the table already holds",
+    )
 
 
 def _add_inspection_commands(commands: _Commands, top: argparse._SubParsersAction[_Parser]) -> None:

@@ -93,6 +93,9 @@ class Intent:
     # A replace of the table's definition (REPLACE TABLE ... AS SELECT): applied to each base
     # before the snapshot is built on it, which then has no parent (see metadata/table/replace.py).
     replacement: Replacement | None = field(default=None, compare=False)
+    # The data files it adds were not written by this operation (add_files): they belong to
+    # whoever made them, and are never deleted when the commit fails.
+    imports_files: bool = False
 
     @property
     def reads_table(self) -> bool:
@@ -103,7 +106,12 @@ class Intent:
         """A blind append without an application id: it never conflicts, so another writer
         can commit it without validating anything
         (:mod:`lakecat.catalog.commit.coordination.group`)."""
-        return self.kind is OpKind.APPEND and self.app_id is None and self.replacement is None
+        return (
+            self.kind is OpKind.APPEND
+            and self.app_id is None
+            and self.replacement is None
+            and not self.imports_files
+        )
 
     @property
     def added_data_files(self) -> tuple[DataFile, ...]:

@@ -1373,6 +1373,9 @@ def _swap(ops: TableOperations, expected: str, new: str, snapshot_id: int | None
 
 # ---- cleanup ------------------------------------------------------------------------------
 def intent_files(intent: Intent) -> list[str]:
+    """The files the operation wrote, which go when it does not commit (not imported ones)."""
+    if intent.imports_files:
+        return []
     return [f.file_path for f in intent.added_files]
 
 

@@ -61,6 +61,7 @@ from lakecat.spark_ext.sql.history import (
     set_current_snapshot,
     set_write_order,
 )
+from lakecat.spark_ext.sql.imports import add_files
 from lakecat.spark_ext.sql.maintenance import (
     expire_snapshots,
     remove_orphan_files,
@@ -273,6 +274,22 @@ PROCEDURES: dict[str, Procedure] = {
                 ("removed_delete_files_count", INT, False),
             ),
             rewrite_data_files,
+        ),
+        Procedure(
+            "add_files",
+            "Add existing Parquet files (a folder or a file-based Spark table) to a table",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("source_table", STRING, required=True),
+                Parameter("partition_filter", STRING_MAP),
+                Parameter("check_duplicate_files", BOOLEAN),
+                Parameter("parallelism", INT),
+            ),
+            _columns(
+                ("added_files_count", LONG, False),
+                ("changed_partition_count", LONG, True),
+            ),
+            add_files,
         ),
         Procedure(
             "register_table",

@@ -147,6 +147,54 @@ def test_register_table_adds_a_table_by_its_metadata_file(lake, three_appends) -
     assert lake.rows("db.back", "id") == [(1,), (2,), (3,)]
 
 
+def test_add_files_adds_a_folder_of_parquet_files_spark_wrote(lake, tmp_path) -> None:
+    # files Spark wrote without field ids (and its _SUCCESS marker): read by name
+    folder = tmp_path / "import"
+    lake.spark.sql(
+        "SELECT id, CASE WHEN id < 3 THEN 'eu' ELSE 'us' END AS region FROM range(0, 6)"
+    ).repartition(1, "region").write.partitionBy("region").parquet(str(folder / "by_region"))
+    lake.spark.sql("SELECT id, 'ap' AS region FROM range(10, 13)").coalesce(1).write.parquet(
+        str(folder / "flat")
+    )
+    table = lake.catalog.create_table("db.imported", SCHEMA)
+
+    columns, result = call(
+        lake,
+        "CALL lake.system.add_files(table => 'db.imported', "
+        f"source_table => '`parquet`.`{folder / 'flat'}`')",
+    )
+
+    assert columns == ["added_files_count", "changed_partition_count"]
+    assert result == [(1, None)]
+    assert lake.rows("db.imported", "id", "region") == [(10, "ap"), (11, "ap"), (12, "ap")]
+    assert "schema.name-mapping.default" in table.refresh().properties
+    # a Hive-style folder: the partition column is not in the files, which are refused
+    with pytest.raises(Exception, match="Hive-style partition folder"):
+        lake.spark.sql(
+            "CALL lake.system.add_files(table => 'db.imported', "
+            f"source_table => '`parquet`.`{folder / 'by_region'}`', check_duplicate_files => true)"
+        ).collect()
+    # a file-based Spark table of the session catalog
+    lake.spark.sql("SELECT id, 'sa' AS region FROM range(20, 22)").write.format("parquet").option(
+        "path", str(folder / "session")
+    ).saveAsTable("spark_catalog.default.legacy")
+    try:
+        columns, result = call(
+            lake,
+            "CALL lake.system.add_files(table => 'db.imported', "
+            "source_table => 'spark_catalog.default.legacy')",
+        )
+    finally:
+        lake.spark.sql("DROP TABLE spark_catalog.default.legacy")
+    assert result[0][0] >= 1
+    assert [i for (i,) in lake.rows("db.imported", "id")] == [10, 11, 12, 20, 21]
+    with pytest.raises(Exception, match="already"):  # the same files again
+        lake.spark.sql(
+            "CALL lake.system.add_files(table => 'db.imported', "
+            f"source_table => '`parquet`.`{folder / 'flat'}`')"
+        ).collect()
+
+
 def test_rewrite_data_files_compacts_on_spark_and_counts_like_iceberg(lake, three_appends) -> None:
     before = data_files(three_appends)
     bytes_before = sum(f.file_size_in_bytes for f in three_appends.scan().plan_files())

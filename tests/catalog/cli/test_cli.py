@@ -369,6 +369,32 @@ def test_namespace_and_table_lifecycle(lake: Lake, cli: InProcess) -> None:
     assert cli("namespaces", "list", "--json").json() == {"parent": None, "namespaces": []}
 
 
+def test_tables_add_files_adds_parquet_files_as_they_are(lake: Lake, cli: InProcess) -> None:
+    import pyarrow.parquet as pq
+
+    with lake.catalog() as catalog:
+        catalog.create_namespace("db")
+        catalog.create_table("db.imported", pa.schema([("id", pa.int64()), ("name", pa.string())]))
+    paths = []
+    for k in range(2):
+        path = lake.root / f"part-{k}.parquet"
+        pq.write_table(pa.table({"id": [k, k + 10], "name": ["a", "b"]}), path)
+        paths.append(str(path))
+
+    added = cli("tables", "add-files", "db.imported", *paths, "--json")
+    assert added.code == 0, added
+    assert added.json()["added_files"] == 2
+    with lake.catalog() as catalog:
+        assert sorted(catalog.load_table("db.imported").to_arrow().column("id").to_pylist()) == [
+            0,
+            1,
+            10,
+            11,
+        ]
+    again = cli("tables", "add-files", "db.imported", paths[0])
+    assert again.code != 0 and "already a data file" in again.error_line()
+
+
 # ---- inspection -------------------------------------------------------------------------------
 
 

@@ -1,0 +1,139 @@
+"""Adding existing Parquet files to a table as they are (``Table.add_files``, the ``add_files``
+procedure): what Iceberg's ``add_files`` does, for files written by any Parquet writer.
+
+Each file is described from its footer and checked before anything is committed:
+
+* its columns resolve to the table's: by field id when the file has them (every id must be a
+  column of the table), else by name through the table's name mapping
+  (``schema.name-mapping.default``; a table without one gets one from its current schema,
+  set before the files are added, as Iceberg Java does), and at least one column resolves;
+  every required column of the table is in the file, and the file's types read as the
+  table's (a first batch is read through the same resolution a scan uses);
+* on a partitioned table, the file holds the partition's source columns and every row of it
+  falls in one partition of the default spec (its source columns are read and transformed),
+  which becomes the file's partition tuple (partition values are not taken from Hive-style
+  ``name=value`` folders);
+* a file already in the table (by path) is refused, unless ``check_duplicates`` is off.
+
+The files stay where they are and become the table's: a later delete, compaction or expiry
+may delete them. Column metrics are not recorded (only counts and sizes), so scans do not
+prune the added files by column bounds until a compaction rewrites them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lakecat.metadata.errors import SchemaMismatch, ValidationError
+from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.parquet import iter_data_file_batches, partition_and_split, read_data_file
+from lakecat.metadata.io.parquet_footer import read_footer
+from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.schema.arrow import field_id_of
+from lakecat.metadata.schema.name_mapping import NameMapping, has_field_ids
+from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.table.table_metadata import TableMetadata
+
+__all__ = ["imported_data_files"]
+
+_CHECK_ROWS = 1024
+
+
+def imported_data_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    paths: Iterable[str],
+    mapping: NameMapping,
+    *,
+    existing: set[str] | None = None,
+) -> tuple[list[DataFile], bool]:
+    """The data files of the Parquet files at ``paths`` for the table ``metadata`` describes,
+    resolved through ``mapping`` where they have no field ids, and whether any has none;
+    ``existing``: the table's data file paths, refused again. Raises :class:`SchemaMismatch` /
+    :class:`ValidationError` (nothing is committed)."""
+    files: list[DataFile] = []
+    without_ids = False
+    seen: set[str] = set()
+    for path in paths:
+        if path in seen or (existing is not None and path in existing):
+            raise ValidationError(f"{path} is already a data file of the table")
+        seen.add(path)
+        described, by_ids = _describe(io, metadata, path, mapping)
+        files.append(described)
+        without_ids = without_ids or not by_ids
+    if not files:
+        raise ValidationError("add_files needs at least one file")
+    return files, without_ids
+
+
+def _describe(
+    io: FileIO, metadata: TableMetadata, path: str, mapping: NameMapping
+) -> tuple[DataFile, bool]:
+    footer = read_footer(io, path)
+    schema, spec = metadata.schema(), metadata.spec()
+    file_schema = footer.schema.to_arrow_schema()
+    by_ids = has_field_ids(file_schema)
+    resolved = file_schema if by_ids else mapping.with_ids(file_schema)
+    ids = {field_id_of(f) for f in resolved} - {None}
+    known = {f.field_id for f in schema.fields}
+    if by_ids and not ids <= known:
+        unknown = sorted(i for i in ids if i is not None and i not in known)
+        raise SchemaMismatch(f"{path}: field ids {unknown} are not columns of the table")
+    if not ids & known:
+        raise SchemaMismatch(
+            f"{path}: none of its columns ({', '.join(file_schema.names)}) is a column of the "
+            "table" + ("" if by_ids else " or a name the table's name mapping knows")
+        )
+    missing = [f.name for f in schema.fields if f.required and f.field_id not in ids]
+    if missing:
+        raise SchemaMismatch(f"{path}: lacks the required column(s) {', '.join(missing)}")
+    probe = DataFile(path, "PARQUET", (), footer.num_rows, 0)
+    name_mapping = None if by_ids else mapping
+    # the file's values read as the table's types (a mismatch is a typed error here)
+    for _ in iter_data_file_batches(
+        io, probe, projected=schema, batch_size=_CHECK_ROWS, name_mapping=name_mapping
+    ):
+        break
+    partition: tuple[object, ...] = ()
+    if not spec.is_unpartitioned:
+        lacking = sorted(
+            {
+                schema.find_field(schema.top_level_id(f.source_id)).name
+                for f in spec.fields
+                if schema.top_level_id(f.source_id) not in ids
+            }
+        )
+        if lacking:
+            raise SchemaMismatch(
+                f"{path}: lacks the partition source column(s) {', '.join(lacking)}; an added "
+                "file must hold the columns its partition is computed from"
+            )
+        partition = _partition(io, metadata, probe, name_mapping)
+    size = _size(io, path)
+    return DataFile(path, "PARQUET", partition, footer.num_rows, size, spec_id=spec.spec_id), by_ids
+
+
+def _partition(
+    io: FileIO, metadata: TableMetadata, probe: DataFile, name_mapping: NameMapping | None
+) -> tuple[object, ...]:
+    """The one partition of the default spec that every row of the file falls in."""
+    schema, spec = metadata.schema(), metadata.spec()
+    tops = {schema.top_level_id(f.source_id) for f in spec.fields}
+    sources = Schema(tuple(f for f in schema.fields if f.field_id in tops), schema.schema_id)
+    rows = read_data_file(io, probe, projected=sources, name_mapping=name_mapping)
+    groups = partition_and_split(rows, schema=sources, spec=spec, target_file_size_bytes=1 << 62)
+    if len(groups) != 1:
+        found = "no rows" if not groups else f"rows of {len(groups)} partitions"
+        raise ValidationError(
+            f"{probe.file_path}: holds {found}; an added file must hold rows of exactly one "
+            "partition of the table's spec"
+        )
+    return groups[0][0]
+
+
+def _size(io: FileIO, path: str) -> int:
+    source = io.open_input(path)
+    try:
+        return int(source.seek(0, 2))
+    finally:
+        source.close()

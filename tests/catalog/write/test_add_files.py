@@ -1,0 +1,168 @@
+"""``Table.add_files``: existing Parquet files join the table as they are, checked first.
+
+Files without field ids (any Parquet writer) are read through the table's name mapping, which
+the table gets when it has none; files with ids resolve by id. On a partitioned table each file
+must hold rows of one partition, computed from its source columns. Bad files are refused with
+a typed error before anything is committed, and the files are never deleted by lakecat when
+the append does not land (they are not its own).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lakecat.catalog import Catalog
+from lakecat.metadata.errors import SchemaMismatch, ValidationError
+from lakecat.metadata.io.fileio import to_uri
+from lakecat.metadata.schema.arrow import FIELD_ID_KEY
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        ("region", pa.string()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+    ]
+)
+DAY = dt.datetime(2024, 5, 1, 12, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Iterator[Catalog]:
+    with Catalog.embedded(tmp_path / "lake") as c:
+        c.create_namespace("db")
+        yield c
+
+
+def plain_file(folder: Path, name: str, ids: list[int], region: str = "eu", **extra) -> str:
+    """A Parquet file as another writer wrote it: no field ids, columns by name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    columns = {
+        "id": pa.array(ids, pa.int64()),
+        "region": [region] * len(ids),
+        "ts": pa.array([DAY] * len(ids), pa.timestamp("us", tz="UTC")),
+        **extra,
+    }
+    pq.write_table(pa.table(columns), path)
+    return str(path)
+
+
+def ids(table) -> list[int]:
+    return sorted(table.refresh().to_arrow().column("id").to_pylist())
+
+
+def test_files_without_field_ids_are_added_and_read_by_name(catalog, tmp_path) -> None:
+    table = catalog.create_table("db.t", SCHEMA)
+    table.append(pa.table({"id": [100], "region": ["us"], "ts": [DAY]}, SCHEMA))
+    paths = [
+        plain_file(tmp_path / "src", f"p{k}.parquet", [k * 10 + i for i in range(3)])
+        for k in range(2)
+    ]
+
+    result = table.add_files(paths)
+
+    snapshot = table.refresh().snapshot(result.snapshot_id)
+    assert snapshot.operation == "append"
+    assert snapshot.summary["added-data-files"] == "2"
+    assert ids(table) == [0, 1, 2, 10, 11, 12, 100]
+    mapping = json.loads(table.properties["schema.name-mapping.default"])
+    assert [m["names"] for m in mapping] == [["id"], ["region"], ["ts"]]
+    # left in place, named by URI as the table's own files are
+    assert {f.file_path for f in table.scan().plan_files()} >= {to_uri(p) for p in paths}
+    # other engines read it through the same mapping
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    py = SqlCatalog(catalog.name, uri=catalog.uri, warehouse=catalog.warehouse)
+    try:
+        assert py.load_table("db.t").scan().to_arrow().num_rows == 7
+    finally:
+        py.engine.dispose()
+    # and they take part in row-level operations like any other file
+    table.delete("id = 11")
+    assert ids(table) == [0, 1, 2, 10, 12, 100]
+
+
+def test_files_with_field_ids_resolve_by_id(catalog, tmp_path) -> None:
+    table = catalog.create_table("db.t", SCHEMA)
+    path = tmp_path / "ids.parquet"
+    renamed = pa.schema(
+        [
+            pa.field("key", pa.int64(), nullable=False, metadata={FIELD_ID_KEY: b"1"}),
+            pa.field("where", pa.string(), metadata={FIELD_ID_KEY: b"2"}),
+        ]
+    )
+    pq.write_table(pa.table({"key": [7], "where": ["ap"]}, renamed), path)
+
+    table.add_files([str(path)])
+
+    assert table.to_arrow().to_pylist() == [{"id": 7, "region": "ap", "ts": None}]
+    assert "schema.name-mapping.default" not in table.properties  # not needed
+
+
+def test_a_partitioned_table_gets_each_files_partition_from_its_rows(catalog, tmp_path) -> None:
+    table = catalog.create_table("db.t", SCHEMA, partition_by=["region", ("ts", "day")])
+    eu = plain_file(tmp_path / "src", "eu.parquet", [1, 2], "eu")
+    us = plain_file(tmp_path / "src", "us.parquet", [3], "us")
+
+    table.add_files([eu, us])
+
+    parts = {f.file_path: f.partition for f in table.scan().plan_files()}
+    day = (DAY.date() - dt.date(1970, 1, 1)).days
+    assert parts == {to_uri(eu): ("eu", day), to_uri(us): ("us", day)}
+    assert [f.file_path for f in table.scan("region = 'us'").plan_files()] == [to_uri(us)]
+
+
+def test_bad_files_are_refused_before_anything_is_committed(catalog, tmp_path) -> None:
+    table = catalog.create_table("db.t", SCHEMA, partition_by=["region"])
+    table.append(pa.table({"id": [1], "region": ["eu"], "ts": [DAY]}, SCHEMA))
+    before = table.current_snapshot().snapshot_id
+    good = plain_file(tmp_path / "src", "good.parquet", [5])
+    mixed = tmp_path / "mixed.parquet"
+    pq.write_table(pa.table({"id": [6, 7], "region": ["eu", "us"]}), mixed)
+    no_partition = tmp_path / "nopart.parquet"
+    pq.write_table(pa.table({"id": [8]}), no_partition)
+    unrelated = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"x": [1]}), unrelated)
+    no_id = tmp_path / "noid.parquet"
+    pq.write_table(pa.table({"region": ["eu"]}), no_id)
+    wrong_type = tmp_path / "wrongtype.parquet"
+    pq.write_table(pa.table({"id": ["nine"], "region": ["eu"]}), wrong_type)
+    not_parquet = tmp_path / "text.parquet"
+    not_parquet.write_text("hello")
+    existing = next(iter(table.scan().plan_files())).file_path
+
+    cases = [
+        ([good, str(mixed)], ValidationError, "2 partitions"),
+        ([str(no_partition)], SchemaMismatch, "partition source column"),
+        ([str(unrelated)], SchemaMismatch, "none of its columns"),
+        ([str(no_id)], SchemaMismatch, "required column"),
+        ([str(wrong_type)], Exception, "nine|string|id"),
+        ([str(not_parquet)], Exception, "footer|Parquet"),
+        ([good, good], ValidationError, "already"),
+        ([existing], ValidationError, "already"),
+        ([], ValidationError, "at least one"),
+    ]
+    for paths, error, message in cases:
+        with pytest.raises(error, match=message):
+            table.add_files(paths)
+        assert table.refresh().current_snapshot().snapshot_id == before, paths
+    assert Path(good).exists()
+
+
+def test_an_add_that_does_not_land_leaves_the_files_in_place(catalog, tmp_path) -> None:
+    table = catalog.create_table("db.t", SCHEMA)
+    path = plain_file(tmp_path / "src", "a.parquet", [1])
+    table.add_files([path], app_id="import-1", app_version=1)
+    # the same application commit again: already committed, nothing to do, nothing deleted
+    table.add_files(
+        [path], app_id="import-1", app_version=1, check_duplicates=False, skip_if_committed=True
+    )
+    assert Path(path).exists()
+    assert ids(table) == [1]
