@@ -27,7 +27,7 @@ from lakecat.catalog.identifiers import (
     parse_table_identifier,
 )
 from lakecat.catalog.interrupts import DeferredInterrupts
-from lakecat.catalog.maintenance.reachable import reachable_files
+from lakecat.catalog.maintenance.reachable import reachable_files, require_gc_enabled
 from lakecat.catalog.metadata_cache import MetadataFileCache
 from lakecat.catalog.store.store import SqlCatalogStore
 from lakecat.catalog.table import Table
@@ -498,6 +498,8 @@ class Catalog:
         the table location; without it the files stay (they can be registered again).
         """
         ns, name = parse_table_identifier(identifier)
+        if purge:
+            require_gc_enabled(self.load_table(identifier).metadata, "purge the table")
         location = self.store.drop_table_row(ns, name)
         self._ops(ns, name).forget()
         if purge:

@@ -23,6 +23,10 @@ GROUP_COMMIT_ENABLED_DEFAULT = True
 # --- manifest merging ---------------------------------------------------------------------
 MANIFEST_MERGE_ENABLED = "commit.manifest-merge.enabled"
 MANIFEST_MERGE_ENABLED_DEFAULT = True
+# false: the table's files may belong to other tables too (a snapshot of another table made
+# with add_files): nothing deletes them (expiry, orphan removal and purging drop refuse)
+GC_ENABLED = "gc.enabled"
+GC_ENABLED_DEFAULT = True
 MANIFEST_MIN_MERGE_COUNT = "commit.manifest.min-count-to-merge"
 MANIFEST_MIN_MERGE_COUNT_DEFAULT = 100
 MANIFEST_TARGET_SIZE_BYTES = "commit.manifest.target-size-bytes"

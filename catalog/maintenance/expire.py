@@ -46,7 +46,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lakecat.catalog.maintenance.reachable import side_files
+from lakecat.catalog.maintenance.reachable import require_gc_enabled, side_files
 from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import LakecatError, NoSuchSnapshot, ValidationError
@@ -143,6 +143,7 @@ def expire_snapshots(
         snapshot_ids=frozenset(snapshot_ids),
     )
     table.refresh()
+    require_gc_enabled(table.metadata, "expire snapshots")
     for snapshot_id in policy.snapshot_ids:
         table.metadata.snapshot_by_id(snapshot_id)  # NoSuchSnapshot for an unknown id
     if dry_run:

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from lakecat.catalog.maintenance.reachable import reachable_files
+from lakecat.catalog.maintenance.reachable import reachable_files, require_gc_enabled
 from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.metadata.errors import LakecatError
 from lakecat.metadata.io.fileio import local_path
@@ -89,6 +89,7 @@ def remove_orphan_files(
     (module docstring); :class:`~lakecat.metadata.errors.TableKeptChanging` if that
     keeps happening.
     """
+    require_gc_enabled(table.refresh().metadata, "remove orphan files")
     cutoff = (
         int(time.time() * 1000) - DEFAULT_GUARD_MS
         if older_than is None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from lakecat.catalog.commit.moves import ROW_MOVES_KEY
+from lakecat.metadata import properties as P
+from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.manifests.datafile import Status
 from lakecat.metadata.manifests.manifest import read_manifest, read_manifest_list
@@ -58,3 +60,13 @@ def side_files(snapshot: Snapshot) -> list[str]:
     row-moves record (:mod:`lakecat.catalog.commit.moves`)."""
     record = snapshot.summary.get(ROW_MOVES_KEY)
     return [record] if record else []
+
+
+def require_gc_enabled(metadata: TableMetadata, action: str) -> None:
+    """Refuse to delete a table's files when its ``gc.enabled`` is false (as Iceberg does):
+    such a table may share its data files with another (a snapshot made by ``add_files``)."""
+    if not P.get_bool(metadata.properties, P.GC_ENABLED, P.GC_ENABLED_DEFAULT):
+        raise ValidationError(
+            f"cannot {action}: the table's gc.enabled is false (its files may belong to "
+            "other tables too)"
+        )

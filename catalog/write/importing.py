@@ -9,10 +9,12 @@ Each file is described from its footer and checked before anything is committed:
   set before the files are added, as Iceberg Java does), and at least one column resolves;
   every required column of the table is in the file, and the file's types read as the
   table's (a first batch is read through the same resolution a scan uses);
-* on a partitioned table, the file holds the partition's source columns and every row of it
-  falls in one partition of the default spec (its source columns are read and transformed),
-  which becomes the file's partition tuple (partition values are not taken from Hive-style
-  ``name=value`` folders);
+* on a partitioned table, every row of the file falls in one partition of the default spec,
+  which becomes the file's partition tuple: computed from the file's source columns, or, for
+  an identity field whose column the file lacks, taken from the file's Hive-style
+  ``<column>=<value>`` folder (how Hive and Spark lay out partitioned tables; the scan then
+  fills the column from the partition value). A folder naming a column that the file lacks
+  and the partitioning does not hold is refused (the column would read as nulls);
 * a file already in the table (by path) is refused, unless ``check_duplicates`` is off.
 
 The files stay where they are and become the table's: a later delete, compaction or expiry
@@ -22,21 +24,26 @@ prune the added files by column bounds until a compaction rewrites them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from urllib.parse import unquote
 
 from lakecat.metadata.errors import SchemaMismatch, ValidationError
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.parquet import iter_data_file_batches, partition_and_split, read_data_file
 from lakecat.metadata.io.parquet_footer import read_footer
 from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.partitioning.spec import PartitionField, PartitionSpec
 from lakecat.metadata.schema.arrow import field_id_of
+from lakecat.metadata.schema.conversions import from_python
 from lakecat.metadata.schema.name_mapping import NameMapping, has_field_ids
 from lakecat.metadata.schema.schema import Schema
+from lakecat.metadata.schema.types import PrimitiveType
 from lakecat.metadata.table.table_metadata import TableMetadata
 
 __all__ = ["imported_data_files"]
 
 _CHECK_ROWS = 1024
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 
 def imported_data_files(
@@ -84,9 +91,22 @@ def _describe(
             f"{path}: none of its columns ({', '.join(file_schema.names)}) is a column of the "
             "table" + ("" if by_ids else " or a name the table's name mapping knows")
         )
-    missing = [f.name for f in schema.fields if f.required and f.field_id not in ids]
+    folders = _hive_values(path)
+    from_folders = _folder_partition_values(schema, spec, ids, folders, path)
+    missing = [
+        f.name
+        for f in schema.fields
+        if f.required and f.field_id not in ids and f.field_id not in from_folders
+    ]
     if missing:
         raise SchemaMismatch(f"{path}: lacks the required column(s) {', '.join(missing)}")
+    unheld = [f.name for f in schema.fields if f.name in folders and f.field_id not in ids]
+    unheld = [n for n in unheld if schema.find_field(n).field_id not in from_folders]
+    if unheld:
+        raise SchemaMismatch(
+            f"{path}: its folder names a value of column {unheld[0]!r}, which the file lacks "
+            "and the table's partitioning does not hold (it would read as nulls)"
+        )
     probe = DataFile(path, "PARQUET", (), footer.num_rows, 0)
     name_mapping = None if by_ids else mapping
     # the file's values read as the table's types (a mismatch is a typed error here)
@@ -96,32 +116,73 @@ def _describe(
         break
     partition: tuple[object, ...] = ()
     if not spec.is_unpartitioned:
-        lacking = sorted(
-            {
-                schema.find_field(schema.top_level_id(f.source_id)).name
-                for f in spec.fields
-                if schema.top_level_id(f.source_id) not in ids
-            }
+        in_file = [f for f in spec.fields if schema.top_level_id(f.source_id) in ids]
+        computed = iter(_partition(io, metadata, probe, in_file, name_mapping) if in_file else ())
+        partition = tuple(
+            from_folders[f.source_id]
+            if schema.top_level_id(f.source_id) not in ids
+            else next(computed)
+            for f in spec.fields
         )
-        if lacking:
-            raise SchemaMismatch(
-                f"{path}: lacks the partition source column(s) {', '.join(lacking)}; an added "
-                "file must hold the columns its partition is computed from"
-            )
-        partition = _partition(io, metadata, probe, name_mapping)
     size = _size(io, path)
     return DataFile(path, "PARQUET", partition, footer.num_rows, size, spec_id=spec.spec_id), by_ids
 
 
+def _hive_values(path: str) -> dict[str, str | None]:
+    """The ``name=value`` folders of a path (Hive's partition layout), values unescaped;
+    ``__HIVE_DEFAULT_PARTITION__`` is null."""
+    out: dict[str, str | None] = {}
+    for part in path.split("/")[:-1]:
+        name, eq, value = part.partition("=")
+        if eq and name:
+            text = unquote(value)
+            out[unquote(name)] = None if text == _HIVE_NULL else text
+    return out
+
+
+def _folder_partition_values(
+    schema: Schema,
+    spec: PartitionSpec,
+    ids: set[int | None],
+    folders: dict[str, str | None],
+    path: str,
+) -> dict[int, object]:
+    """The values, by source field id, of the identity partition fields whose top-level
+    source column the file lacks, from its Hive-style folders (as Hive, Spark and Iceberg's
+    ``add_files`` lay out partitioned tables); a partition source the file lacks that no
+    folder gives is refused."""
+    values: dict[int, object] = {}
+    for f in spec.fields:
+        top = schema.top_level_id(f.source_id)
+        if top in ids:
+            continue
+        source = schema.find_field(f.source_id)
+        if f.transform != "identity" or top != f.source_id or source.name not in folders:
+            raise SchemaMismatch(
+                f"{path}: lacks the partition source column {source.name!r}, and no "
+                f"{source.name}=<value> folder gives its value"
+            )
+        text = folders[source.name]
+        assert isinstance(source.field_type, PrimitiveType)
+        values[f.source_id] = None if text is None else from_python(source.field_type, text)
+    return values
+
+
 def _partition(
-    io: FileIO, metadata: TableMetadata, probe: DataFile, name_mapping: NameMapping | None
+    io: FileIO,
+    metadata: TableMetadata,
+    probe: DataFile,
+    fields: Sequence[PartitionField],
+    name_mapping: NameMapping | None,
 ) -> tuple[object, ...]:
-    """The one partition of the default spec that every row of the file falls in."""
+    """The values of partition ``fields`` (of the default spec, their sources in the file)
+    that every row of the file shares."""
     schema, spec = metadata.schema(), metadata.spec()
-    tops = {schema.top_level_id(f.source_id) for f in spec.fields}
+    tops = {schema.top_level_id(f.source_id) for f in fields}
     sources = Schema(tuple(f for f in schema.fields if f.field_id in tops), schema.schema_id)
     rows = read_data_file(io, probe, projected=sources, name_mapping=name_mapping)
-    groups = partition_and_split(rows, schema=sources, spec=spec, target_file_size_bytes=1 << 62)
+    part = PartitionSpec(spec.spec_id, tuple(fields))
+    groups = partition_and_split(rows, schema=sources, spec=part, target_file_size_bytes=1 << 62)
     if len(groups) != 1:
         found = "no rows" if not groups else f"rows of {len(groups)} partitions"
         raise ValidationError(

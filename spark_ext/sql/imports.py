@@ -1,4 +1,5 @@
-"""The ``add_files`` procedure: existing Parquet files join a lakecat table as they are.
+"""The ``add_files`` and ``snapshot`` procedures: existing Parquet files join a lakecat table
+as they are.
 
 ``CALL lake.system.add_files(table => 'db.t', source_table => '`parquet`.`/path/to/dir`')``
 adds every Parquet file under the folder (recursively; names starting with ``_`` or ``.``,
@@ -8,9 +9,20 @@ checked and committed by :meth:`lakecat.catalog.Table.add_files` (one append; fi
 field ids read through the table's name mapping). Iceberg's result columns:
 ``added_files_count``, ``changed_partition_count``.
 
-Not supported: files in Hive-style ``name=value`` folders (refused: partition values come
-from the files' own columns, never from folder names), ``partition_filter``, and files of
-another format than Parquet.
+A partitioned source in Hive's layout (``region=eu/part-0.parquet``, the partition column not
+in the files) goes into a table partitioned by those columns (identity): each file's partition
+value comes from its folder.
+
+``CALL lake.system.snapshot(source_table => 'spark_catalog.db.legacy', table => 'db.t')``
+creates a lakecat table with the source's schema and partitioning (its partition columns as
+identity partitions) and adds the source's files to it, without copying or changing them; the
+source stays as it was. The new table gets ``gc.enabled=false`` (as Iceberg's snapshot does):
+its files belong to the source too, so nothing of lakecat deletes them (expiry, orphan removal
+and purging refuse); its new writes go under its own location. If adding the files fails, the
+new table is dropped again. Result: ``imported_files_count``.
+
+Not supported: ``migrate`` (replacing the source table in its own catalog), ``partition_filter``
+and files of another format than Parquet.
 """
 
 from __future__ import annotations
@@ -19,6 +31,9 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from lakecat.metadata import properties as P
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.io import to_uri
 
@@ -69,13 +84,6 @@ def _source_files(ctx: ProcedureContext, source: str) -> list[str]:
                 p.startswith(("_", ".")) for p in parts
             ):
                 continue
-            hive = [p for p in parts[:-1] if "=" in p]
-            if hive:
-                raise ValidationError(
-                    f"add_files: {info.location} is in a Hive-style partition folder "
-                    f"({hive[0]}); partition values are taken only from the files' own "
-                    "columns, so add files that hold them"
-                )
             files.append(info.location)
         return sorted(files)
     try:
@@ -86,3 +94,40 @@ def _source_files(ctx: ProcedureContext, source: str) -> list[str]:
     if any(not f.endswith(".parquet") for f in files):
         raise ValidationError(f"add_files: {source} is not a table of Parquet files")
     return files
+
+
+def snapshot(
+    ctx: ProcedureContext,
+    *,
+    source_table: str,
+    table: str,
+    location: str | None = None,
+    properties: Mapping[str, str] | None = None,
+    parallelism: int | None = None,
+) -> list[Row]:
+    """A lakecat table over the files of the Spark table ``source_table``, which stays as it
+    is (see the module docstring)."""
+    del parallelism  # one driver-side pass over the footers
+    try:
+        frame = ctx.spark.table(source_table)
+        columns = ctx.spark.catalog.listColumns(source_table)
+    except Exception as exc:  # Spark's AnalysisException: no such table
+        raise ValidationError(f"snapshot: no source table {source_table}: {exc}") from exc
+    paths = _source_files(ctx, source_table)
+    partition_columns = [c.name for c in columns if c.isPartition]
+    schema = to_arrow_schema(frame.schema, timezone="UTC")
+    identifier = ctx.identifier(table)
+    created = ctx.catalog.create_table(
+        identifier,
+        schema,
+        partition_by=partition_columns,
+        properties={**(properties or {}), P.GC_ENABLED: "false"},
+        location=location,
+    )
+    try:
+        if paths:
+            created.add_files(paths)
+    except BaseException:
+        ctx.catalog.drop_table(identifier)  # no purge: the files are the source's
+        raise
+    return [(len(paths),)]

@@ -61,7 +61,7 @@ from lakecat.spark_ext.sql.history import (
     set_current_snapshot,
     set_write_order,
 )
-from lakecat.spark_ext.sql.imports import add_files
+from lakecat.spark_ext.sql.imports import add_files, snapshot
 from lakecat.spark_ext.sql.maintenance import (
     expire_snapshots,
     remove_orphan_files,
@@ -290,6 +290,19 @@ PROCEDURES: dict[str, Procedure] = {
                 ("changed_partition_count", LONG, True),
             ),
             add_files,
+        ),
+        Procedure(
+            "snapshot",
+            "A lakecat table over the files of a Spark table, which stays as it is",
+            (
+                Parameter("source_table", STRING, required=True),
+                Parameter("table", STRING, required=True),
+                Parameter("location", STRING),
+                Parameter("properties", STRING_MAP),
+                Parameter("parallelism", INT),
+            ),
+            _columns(("imported_files_count", LONG, False)),
+            snapshot,
         ),
         Procedure(
             "register_table",

@@ -168,12 +168,29 @@ def test_add_files_adds_a_folder_of_parquet_files_spark_wrote(lake, tmp_path) ->
     assert result == [(1, None)]
     assert lake.rows("db.imported", "id", "region") == [(10, "ap"), (11, "ap"), (12, "ap")]
     assert "schema.name-mapping.default" in table.refresh().properties
-    # a Hive-style folder: the partition column is not in the files, which are refused
-    with pytest.raises(Exception, match="Hive-style partition folder"):
+    # Hive's layout (region in the folders, not in the files): refused by an unpartitioned
+    # table, where region would read as nulls; a table partitioned by region takes them
+    with pytest.raises(Exception, match="its folder names a value of column 'region'"):
         lake.spark.sql(
             "CALL lake.system.add_files(table => 'db.imported', "
             f"source_table => '`parquet`.`{folder / 'by_region'}`', check_duplicate_files => true)"
         ).collect()
+    lake.catalog.create_table("db.by_region", SCHEMA, partition_by=["region"])
+    columns, result = call(
+        lake,
+        "CALL lake.system.add_files(table => 'db.by_region', "
+        f"source_table => '`parquet`.`{folder / 'by_region'}`')",
+    )
+    assert result == [(2, 2)]
+    assert lake.rows("db.by_region", "id", "region") == [
+        (0, "eu"),
+        (1, "eu"),
+        (2, "eu"),
+        (3, "us"),
+        (4, "us"),
+        (5, "us"),
+    ]
+    assert lake.spark.sql("SELECT id FROM lake.db.by_region WHERE region = 'us'").count() == 3
     # a file-based Spark table of the session catalog
     lake.spark.sql("SELECT id, 'sa' AS region FROM range(20, 22)").write.format("parquet").option(
         "path", str(folder / "session")
@@ -193,6 +210,48 @@ def test_add_files_adds_a_folder_of_parquet_files_spark_wrote(lake, tmp_path) ->
             "CALL lake.system.add_files(table => 'db.imported', "
             f"source_table => '`parquet`.`{folder / 'flat'}`')"
         ).collect()
+
+
+def test_snapshot_makes_a_lakecat_table_over_a_spark_tables_files(lake, tmp_path) -> None:
+    source = tmp_path / "legacy"
+    lake.spark.sql(
+        "CREATE TABLE spark_catalog.default.legacy (id BIGINT, region STRING) USING parquet "
+        f"PARTITIONED BY (region) LOCATION '{source}'"
+    )
+    try:
+        lake.spark.sql(
+            "INSERT INTO spark_catalog.default.legacy VALUES (1, 'eu'), (2, 'eu'), (3, 'us')"
+        )
+        before = sorted(str(p) for p in source.rglob("*.parquet"))
+
+        columns, result = call(
+            lake,
+            "CALL lake.system.snapshot(source_table => 'spark_catalog.default.legacy', "
+            "table => 'db.snap')",
+        )
+
+        assert columns == ["imported_files_count"]
+        assert result == [(len(before),)]
+        table = lake.catalog.load_table("db.snap")
+        assert [f.name for f in table.spec().fields] == ["region"]
+        assert table.properties["gc.enabled"] == "false"
+        assert lake.rows("db.snap", "id", "region") == [(1, "eu"), (2, "eu"), (3, "us")]
+        # the lakecat table changes on its own; the source and its files stay as they were
+        lake.spark.sql("DELETE FROM lake.db.snap WHERE id = 1")
+        lake.spark.sql("INSERT INTO lake.db.snap VALUES (4, 'us')")
+        assert lake.rows("db.snap", "id") == [(2,), (3,), (4,)]
+        assert sorted(str(p) for p in source.rglob("*.parquet")) == before
+        assert lake.spark.sql("SELECT * FROM spark_catalog.default.legacy").count() == 3
+        with pytest.raises(Exception, match="gc"):
+            lake.spark.sql("CALL lake.system.expire_snapshots(table => 'db.snap')").collect()
+    finally:
+        lake.spark.sql("DROP TABLE spark_catalog.default.legacy")
+    with pytest.raises(Exception, match="no source table"):
+        lake.spark.sql(
+            "CALL lake.system.snapshot(source_table => 'spark_catalog.default.nope', "
+            "table => 'db.snap2')"
+        ).collect()
+    assert not lake.catalog.table_exists("db.snap2")
 
 
 def test_rewrite_data_files_compacts_on_spark_and_counts_like_iceberg(lake, three_appends) -> None:

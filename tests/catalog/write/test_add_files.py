@@ -166,3 +166,37 @@ def test_an_add_that_does_not_land_leaves_the_files_in_place(catalog, tmp_path) 
     )
     assert Path(path).exists()
     assert ids(table) == [1]
+
+
+def test_hive_style_folders_give_identity_partition_values_the_files_lack(
+    catalog, tmp_path
+) -> None:
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("day", pa.date32())])
+    table = catalog.create_table("db.hive", schema, partition_by=["region", "day"])
+    paths = []
+    for region, day, ids_ in (
+        ("eu", "2024-05-01", [1, 2]),
+        ("__HIVE_DEFAULT_PARTITION__", "2024-05-02", [3]),
+    ):
+        folder = tmp_path / "src" / f"region={region}" / f"day={day}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"id": pa.array(ids_, pa.int64())}), folder / "part-0.parquet")
+        paths.append(str(folder / "part-0.parquet"))
+
+    table.add_files(paths)
+
+    got = sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert got == [
+        {"id": 1, "region": "eu", "day": dt.date(2024, 5, 1)},
+        {"id": 2, "region": "eu", "day": dt.date(2024, 5, 1)},
+        {"id": 3, "region": None, "day": dt.date(2024, 5, 2)},
+    ]
+    assert [f.record_count for f in table.scan("region = 'eu'").plan_files()] == [2]
+
+    # a transform cannot come from a folder; a folder value the table does not hold is refused
+    bucketed = catalog.create_table("db.bucketed", schema, partition_by=[("region", "bucket[4]")])
+    with pytest.raises(SchemaMismatch, match=r"lacks the partition source column .region."):
+        bucketed.add_files([paths[0]])
+    flat = catalog.create_table("db.flat", schema)
+    with pytest.raises(SchemaMismatch, match="folder names a value of column 'region'"):
+        flat.add_files([paths[0]])
