@@ -12,6 +12,7 @@ table as loaded for the call.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lakecat.catalog import Table, engine
@@ -156,27 +157,68 @@ def drop_partition_field(ctx: ProcedureContext, *, table: str, field: str) -> li
     """Stop partitioning new data by ``field``: a partition field's name, or the term it was
     added with (``ALTER TABLE ... DROP PARTITION FIELD``)."""
     target = ctx.table(table)
-    spec, schema = target.spec(), target.schema()
-    names = {f.name for f in spec.fields}
-    chosen = field if field in names else None
-    if chosen is None:
-        column, transform = parse_partition_term(field)
-        source = schema.find_field(column)
-        chosen = next(
-            (
-                f.name
-                for f in spec.fields
-                if f.source_id == source.field_id and f.transform == transform
-            ),
-            None,
-        )
-        if chosen is None:
-            raise ValidationError(
-                f"{target.name} is not partitioned by {field!r} (fields: {', '.join(names)})"
-            )
+    chosen = _partition_field_named(target, field)
     with target.update_spec() as update:
         update.remove_field(chosen)
     return [_spec_row(target)]
+
+
+def replace_partition_field(
+    ctx: ProcedureContext, *, table: str, field: str, new_field: str, name: str | None
+) -> list[Row]:
+    """Partition new data by ``new_field`` instead of ``field`` (a partition field's name or
+    term), in one spec update (``ALTER TABLE ... REPLACE PARTITION FIELD f WITH g [AS n]``)."""
+    target = ctx.table(table)
+    chosen = _partition_field_named(target, field)
+    column, transform = parse_partition_term(new_field)
+    with target.update_spec() as update:
+        update.remove_field(chosen)
+        update.add_field(column, transform, name)
+    return [_spec_row(target)]
+
+
+def _partition_field_named(target: Table, field: str) -> str:
+    """The name of the current spec's field that ``field`` names: by its name, or by the
+    partition term it was added with."""
+    spec, schema = target.spec(), target.schema()
+    names = {f.name for f in spec.fields}
+    if field in names:
+        return field
+    column, transform = parse_partition_term(field)
+    source = schema.find_field(column)
+    for f in spec.fields:
+        if f.source_id == source.field_id and f.transform == transform:
+            return f.name
+    raise ValidationError(
+        f"{target.name} is not partitioned by {field!r} (fields: {', '.join(sorted(names))})"
+    )
+
+
+def set_identifier_fields(
+    ctx: ProcedureContext, *, table: str, fields: Sequence[str], drop: bool | None = None
+) -> list[Row]:
+    """Make ``fields`` the table's identifier fields (``ALTER TABLE ... SET IDENTIFIER FIELDS
+    a, b``), or with ``drop`` remove them from its identifier fields (``DROP IDENTIFIER FIELDS
+    a``): one schema update; an identifier field must be a required primitive column, as
+    Iceberg requires."""
+    target = ctx.table(table)
+    schema = target.schema()
+    current = [schema.find_field(i).name for i in schema.identifier_field_ids]
+    if drop:
+        unknown = [f for f in fields if f not in current]
+        if unknown:
+            raise ValidationError(
+                f"{target.name}: {', '.join(unknown)} is not an identifier field "
+                f"(identifier fields: {', '.join(current) or 'none'})"
+            )
+        chosen = [f for f in current if f not in fields]
+    else:
+        chosen = list(fields)
+    with target.update_schema() as update:
+        update.set_identifier_fields(*chosen)
+    schema = target.refresh().schema()
+    names = [schema.find_field(i).name for i in schema.identifier_field_ids]
+    return [(schema.schema_id, ", ".join(names))]
 
 
 _TERM = re.compile(r"^\s*(\w+)\s*\(\s*([^,()]+?)\s*(?:,\s*([^,()]+?)\s*)?\)\s*$")

@@ -56,9 +56,11 @@ from lakecat.spark_ext.sql.history import (
     drop_ref,
     fast_forward,
     register_table,
+    replace_partition_field,
     rollback_to_snapshot,
     rollback_to_timestamp,
     set_current_snapshot,
+    set_identifier_fields,
     set_write_order,
 )
 from lakecat.spark_ext.sql.imports import add_files, snapshot
@@ -395,6 +397,29 @@ PROCEDURES: dict[str, Procedure] = {
             (Parameter("table", STRING, required=True), Parameter("field", STRING, required=True)),
             _SPEC_RESULT,
             drop_partition_field,
+        ),
+        Procedure(
+            "replace_partition_field",
+            "Partition new data by another field instead (ALTER TABLE REPLACE PARTITION FIELD)",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("field", STRING, required=True),
+                Parameter("new_field", STRING, required=True),
+                Parameter("name", STRING),
+            ),
+            _SPEC_RESULT,
+            replace_partition_field,
+        ),
+        Procedure(
+            "set_identifier_fields",
+            "Set (or drop some of) the identifier fields (ALTER TABLE SET/DROP IDENTIFIER FIELDS)",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("fields", STRING_ARRAY, required=True),
+                Parameter("drop", BOOLEAN),
+            ),
+            _columns(("schema_id", INT, False), ("identifier_fields", STRING, False)),
+            set_identifier_fields,
         ),
         Procedure(
             "rewrite_manifests",

@@ -254,6 +254,53 @@ def test_snapshot_makes_a_lakecat_table_over_a_spark_tables_files(lake, tmp_path
     assert not lake.catalog.table_exists("db.snap2")
 
 
+def test_replace_partition_field_swaps_a_field_in_one_spec_update(lake) -> None:
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
+    table = lake.catalog.create_table("db.events", schema, partition_by=[("ts", "day")])
+    specs_before = len(table.metadata.partition_specs)
+
+    _, result = call(
+        lake,
+        "CALL lake.system.replace_partition_field(table => 'db.events', field => 'days(ts)', "
+        "new_field => 'hours(ts)', name => 'ts_hour')",
+    )
+
+    spec = table.refresh().spec()
+    assert [(f.name, f.transform) for f in spec.fields] == [("ts_hour", "hour")]
+    assert len(table.metadata.partition_specs) == specs_before + 1  # one new spec
+    assert result == [(spec.spec_id, "ts_hour=hour")]
+    with pytest.raises(Exception, match="not partitioned by"):
+        lake.spark.sql(
+            "CALL lake.system.replace_partition_field('db.events', 'days(ts)', 'months(ts)')"
+        ).collect()
+
+
+def test_set_identifier_fields_sets_and_drops_them(lake) -> None:
+    schema = pa.schema(
+        [pa.field("id", pa.int64(), nullable=False), pa.field("k", pa.string(), nullable=False)]
+    )
+    table = lake.catalog.create_table("db.keyed", schema)
+
+    columns, result = call(
+        lake, "CALL lake.system.set_identifier_fields('db.keyed', array('id', 'k'))"
+    )
+    assert columns == ["schema_id", "identifier_fields"]
+    assert result[0][1] == "id, k"
+    schema_now = table.refresh().schema()
+    assert [schema_now.find_field(i).name for i in schema_now.identifier_field_ids] == ["id", "k"]
+
+    _, result = call(
+        lake,
+        "CALL lake.system.set_identifier_fields(table => 'db.keyed', fields => array('k'), "
+        "drop => true)",
+    )
+    assert result[0][1] == "id"
+    with pytest.raises(Exception, match="not an identifier field"):
+        lake.spark.sql(
+            "CALL lake.system.set_identifier_fields('db.keyed', array('k'), true)"
+        ).collect()
+
+
 def test_rewrite_data_files_compacts_on_spark_and_counts_like_iceberg(lake, three_appends) -> None:
     before = data_files(three_appends)
     bytes_before = sum(f.file_size_in_bytes for f in three_appends.scan().plan_files())
