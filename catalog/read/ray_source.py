@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import ray
@@ -41,19 +41,19 @@ from ray.data import Datasource, ReadTask
 from ray.data.block import BlockMetadata
 
 from lakecat.catalog.read.planning import ScanPlan
-from lakecat.catalog.read.scan import Scan
 from lakecat.metadata.expressions.expressions import AlwaysTrue
 from lakecat.metadata.io.parquet import ARROW_TO_PARQUET_RATIO
-from lakecat.metadata.manifests.cache import NoCache
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.arrow import schema_to_arrow
+
+if TYPE_CHECKING:
+    from lakecat.catalog.read.scan import Scan
 
 __all__ = ["READ_AHEAD_BYTES", "ScanDatasource", "file_groups", "scan_dataset"]
 
 # A read task's read-ahead cap when the caller names none: less than a scan's own default
 # (256 MiB), as a node runs a task per CPU
 READ_AHEAD_BYTES = 64 << 20
-_NO_FILES = ScanPlan((), 0, 0, 0)
 
 
 def scan_dataset(
@@ -74,38 +74,11 @@ def scan_dataset(
     return ray.data.read_datasource(source, override_num_blocks=override_num_blocks, **read_options)
 
 
-class _PlannedScan(Scan):
-    """A scan that reads a plan it was given: the driver's scan, without its catalog's
-    manifest cache (planning is done), and so free of anything that cannot travel to a Ray
-    worker (the rest is the FileIO, frozen metadata, schemas and expressions)."""
-
-    def __init__(self, scan: Scan, plan: ScanPlan) -> None:
-        # the driver's scan's state as it is (not Scan.__init__, which would resolve the
-        # projection and bind the filter again)
-        vars(self).update(vars(scan))
-        self.manifests = NoCache()
-        self._reader = None  # a worker makes its own (it caches position delete files)
-        self._given = plan
-
-    def plan(self) -> ScanPlan:
-        return self._given
-
-    def __getstate__(self) -> dict[str, Any]:
-        # a cache holds a lock, and planning is done: a worker gets none
-        return {k: v for k, v in vars(self).items() if k not in ("manifests", "_reader")}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        vars(self).update(state, manifests=NoCache(), _reader=None)
-
-    def with_plan(self, plan: ScanPlan) -> _PlannedScan:
-        return _PlannedScan(self, plan)
-
-
 @dataclass(frozen=True)
 class _SharedRead:
     """What every read task of one Dataset reads with: put in Ray's object store once."""
 
-    scan: _PlannedScan
+    scan: Scan  # pickled without its manifest cache (Scan.__getstate__)
     batch_size: int
     max_read_ahead_bytes: int
 
@@ -120,8 +93,8 @@ class ScanDatasource(Datasource):  # type: ignore[misc]
     ) -> None:
         super().__init__()
         self._plan = plan
-        # what the tasks share: the scan without the plan (each carries its own share of it)
-        self._scan = _PlannedScan(scan, _NO_FILES)
+        # what the tasks share: the scan (each task carries its own share of the plan)
+        self._scan = scan
         self._batch_size = batch_size
         self._max_read_ahead_bytes = max_read_ahead_bytes
         self._schema = schema_to_arrow(scan.projected)
@@ -214,8 +187,7 @@ def file_groups(
 def _read_group(shared: Any, group: ScanPlan) -> Iterator[pa.Table]:
     """A read task's blocks (runs in a Ray worker): its group's batches, one block each."""
     read: _SharedRead = ray.get(shared)
-    scan = read.scan.with_plan(group)
-    for batch in scan.to_batches(
-        batch_size=read.batch_size, max_read_ahead_bytes=read.max_read_ahead_bytes
+    for batch in read.scan.to_batches(
+        batch_size=read.batch_size, max_read_ahead_bytes=read.max_read_ahead_bytes, plan=group
     ):
         yield pa.Table.from_batches([batch])

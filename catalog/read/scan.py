@@ -268,7 +268,11 @@ class Scan:
 
     # ---- the engine ---------------------------------------------------------------------------
     def to_batches(
-        self, *, batch_size: int | None = None, max_read_ahead_bytes: int | None = None
+        self,
+        *,
+        batch_size: int | None = None,
+        max_read_ahead_bytes: int | None = None,
+        plan: ScanPlan | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Matching rows as record batches of at most ``batch_size`` rows (default 131,072),
         in planning order, yielded as they are read (never a whole file first).
@@ -276,13 +280,25 @@ class Scan:
         Files are read ahead of the consumer on a thread pool sized to the machine, at most
         ``max_read_ahead_bytes`` (default 256 MiB) of batches ahead, so memory stays bounded
         whatever the table's size, and a consumer that stops early does not wait for the rest
-        of the table (:mod:`lakecat.catalog.read.reader`, :mod:`~.read_ahead`)."""
+        of the table (:mod:`lakecat.catalog.read.reader`, :mod:`~.read_ahead`). ``plan``: read
+        these files (a share of this scan's :meth:`plan`, e.g. one task's) instead of planning.
+        """
         batch_rows = _positive("batch_size", batch_size, _BATCH_ROWS)
         cap = _positive("max_read_ahead_bytes", max_read_ahead_bytes, _READ_AHEAD_BYTES)
-        return self._batches(batch_rows, cap, self.projected)
+        return self._batches(batch_rows, cap, self.projected, plan)
 
-    def _batches(self, batch_rows: int, cap: int, projected: Schema) -> Iterator[pa.RecordBatch]:
-        plan = self.plan()
+    def __getstate__(self) -> dict[str, Any]:
+        """A scan travels (to a Ray or Spark worker) without its catalog's manifest cache and
+        its delete reader, which hold locks; the worker reads with fresh ones."""
+        return {k: v for k, v in vars(self).items() if k not in ("manifests", "_reader")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state, manifests=NoCache(), _reader=None)
+
+    def _batches(
+        self, batch_rows: int, cap: int, projected: Schema, plan: ScanPlan | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        plan = plan if plan is not None else self.plan()
         filtered = not isinstance(self.expression, AlwaysTrue)
         reads = DataFileReads(
             projected=projected,
