@@ -28,6 +28,8 @@ logged):
   checks on boolean, integer, decimal, date, timestamp, string and binary columns, NaN and
   null checks on float and double columns (other comparisons of floats differ from Spark on
   NaN);
+* the table has no name mapping (``schema.name-mapping.default``: files imported without
+  field ids are read by the names it maps, which may not be the read schema's);
 * no ``metadata-columns``, ``row-lineage`` or ``files`` options (driver-side operations use
   the data source).
 
@@ -39,6 +41,9 @@ must have a plain path (letters, digits, ``/ . _ - =``) for the join to match it
 
 Spark's file sources make every column nullable; a native read's DataFrame schema therefore
 has no non-nullable columns, while the data source's keeps the table's required columns.
+
+The SQL catalog's scans decide with the same checks (:func:`check_native_options`,
+:func:`check_native_schema`, :func:`check_native_files`; :mod:`.scan`).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from __future__ import annotations
 import logging
 import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +76,7 @@ from lakecat.metadata.io import FileIO, local_path, to_uri
 from lakecat.metadata.manifests import Content, DataFile
 from lakecat.metadata.partitioning import PartitionSpec, parse_transform
 from lakecat.metadata.schema import (
+    NAME_MAPPING_PROPERTY,
     BinaryType,
     BooleanType,
     DateType,
@@ -167,23 +173,44 @@ class NativeReadPlan:
 def plan_native_read(view: ReadView, io: FileIO) -> NativeReadPlan:
     """The files and row condition of a native read; :class:`NotNative` when it does not
     qualify."""
-    options = view.options
+    check_native_options(view.options)
+    check_native_schema(view, view.schema)
+    row_filter = spark_filter(bind(view.schema, view.base_filter()))
+    if view.snapshot is None:
+        return NativeReadPlan((), row_filter)
+    plan = plan_files(io, view, [])
+    check_native_files(view, plan.files)
+    return NativeReadPlan(plan.files, row_filter, _deleted_positions(io, view, plan))
+
+
+def check_native_options(options: ReadOptions) -> None:
+    """:class:`NotNative` for read options only the data source serves."""
     if options.metadata_columns:
         raise NotNative("the metadata columns _file and _pos come from the data source")
     if options.row_lineage:
         raise NotNative("the row lineage columns come from the data source")
     if options.files is not None:
         raise NotNative("the files option is for driver-side operations")
-    check_readable(view.schema)
-    check_history(view.schema, view.metadata.schemas)
-    row_filter = spark_filter(bind(view.schema, view.base_filter()))
-    if view.snapshot is None:
-        return NativeReadPlan((), row_filter)
-    plan = plan_files(io, view, [])
+
+
+def check_native_schema(view: ReadView, schema: Schema) -> None:
+    """:class:`NotNative` unless Spark's reader, matching Parquet columns by name, reads the
+    fields of ``schema`` (the view's schema, or the columns of it a read needs) as lakecat
+    does by field id in every file of the table's history."""
+    if NAME_MAPPING_PROPERTY in view.metadata.properties:
+        # files imported without field ids are read by the names the mapping gives them,
+        # which may not be the read schema's names (a column renamed since the import)
+        raise NotNative("the table has a name mapping for files written without field ids")
+    check_readable(schema)
+    check_history(schema, view.metadata.schemas)
+
+
+def check_native_files(view: ReadView, files: Iterable[DataFile]) -> None:
+    """:class:`NotNative` unless Spark's Parquet reader can read each of ``files`` as it is
+    (local Parquet, holding its identity partition columns)."""
     specs = view.metadata.specs_by_id()
-    for f in plan.files:
+    for f in files:
         _check_file(f, specs)
-    return NativeReadPlan(plan.files, row_filter, _deleted_positions(io, view, plan))
 
 
 def _deleted_positions(io: FileIO, view: ReadView, plan: FilePlan) -> dict[str, pa.Int64Array]:

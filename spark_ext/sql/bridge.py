@@ -48,6 +48,7 @@ from lakecat.metadata.io import join
 from lakecat.metadata.schema import arrow_to_schema
 from lakecat.metadata.table import read_metadata
 from lakecat.spark_ext.errors import error_attributes, error_class_name, error_in_traceback
+from lakecat.spark_ext.native.scan import plan_catalog_scan
 from lakecat.spark_ext.settings import OPTION_TABLE
 from lakecat.spark_ext.source.planning import (
     AS_OF_TIMESTAMP,
@@ -126,6 +127,7 @@ class CatalogBridge:
             "overwrite_filter": self.overwrite_filter,
             "scan_filter": self.scan_filter,
             "plan_files": self.plan_files,
+            "plan_scan": self.plan_scan,
             "begin_row_level": self.begin_row_level,
             "commit_row_level": self.commit_row_level,
             "commit_merge_on_read": self.commit_merge_on_read,
@@ -384,6 +386,16 @@ class CatalogBridge:
                 continue
             used.append(index)
         return {"filter": str(and_(*parts)), "used": used}
+
+    def plan_scan(
+        self, read_options: Mapping[str, str], filter: str, columns: Sequence[str]
+    ) -> dict[str, Any]:
+        """The plan of a read of ``columns`` under a pruning filter: its data files, and
+        whether Spark's own Parquet reader reads them (with their URIs and sizes) or the
+        Python data source does (:mod:`lakecat.spark_ext.native.scan`)."""
+        view = self._view(read_options)
+        scan = plan_catalog_scan(view, self.catalog.io, prune_filter=parse(filter), columns=columns)
+        return scan.to_json()
 
     def plan_files(self, read_options: Mapping[str, str], filter: str) -> list[str]:
         """The data files a read plans under a pruning filter (a row-level operation's read)."""

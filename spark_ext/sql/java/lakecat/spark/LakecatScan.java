@@ -1,5 +1,6 @@
 package lakecat.spark;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -26,12 +27,15 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * One read of a lakecat table: the columns Spark needs (the metadata columns {@code _file} and
  * {@code _pos} last, in this order, as the Python reader yields them) and the files the pushed
- * filters choose. The rows are read by the Python data source, asked for exactly these columns
- * and planning with the same filter; its description (what {@code EXPLAIN} prints) names the
- * filters Spark pushed, the lakecat filter they make and the number of files chosen. A
- * row-level operation's read ({@link RowLevel}) fixes its files, which Spark's runtime group
- * filter narrows to those holding affected rows ({@code _file IN (...)}) before anything is
- * read.
+ * filters choose. lakecat plans the read once ({@link Plan}): when Spark's own Parquet reader
+ * reads the files as lakecat would (no delete files, no metadata columns, names that agree with
+ * the field ids: the Python side decides), they are read by it ({@link ParquetBatch}); else the
+ * rows are read by the Python data source, asked for exactly these columns and planning with
+ * the same filter. The description (what {@code EXPLAIN} prints) names the filters Spark pushed,
+ * the lakecat filter they make, the reader ({@code parquet} or {@code lakecat}) and the number
+ * of files chosen. A row-level operation's read ({@link RowLevel}) fixes its files, which
+ * Spark's runtime group filter narrows to those holding affected rows ({@code _file IN (...)})
+ * before anything is read; the Python data source reads them.
  */
 class LakecatScan implements Scan {
   static final String FILE = "_file";
@@ -44,18 +48,21 @@ class LakecatScan implements Scan {
   private final StructType readSchema;
   final String filter;
   private final Predicate[] pushed;
+  private final Predicate[] predicates; // all Spark pushed: Parquet's row-group pruning takes them
 
   LakecatScan(
       LakecatTable table,
       Map<String, String> options,
       StructType required,
       String filter,
-      Predicate[] pushed) {
+      Predicate[] pushed,
+      Predicate[] predicates) {
     this.table = table;
     this.options = options;
     this.readSchema = readSchema(required);
     this.filter = filter;
     this.pushed = pushed;
+    this.predicates = predicates;
   }
 
   /** The required columns, the metadata columns last ({@code _file} before {@code _pos}). */
@@ -86,14 +93,26 @@ class LakecatScan implements Scan {
     return readSchema;
   }
 
-  private List<String> planned;
+  private Plan planned;
 
-  /** The files this scan reads: those the filter plans (asked when first needed). */
-  synchronized List<String> files() {
+  /** lakecat's plan of this read (asked when first needed). */
+  synchronized Plan plan() {
     if (planned == null) {
-      planned = table.planFiles(options, filter);
+      planned = new Plan(table.planScan(options, filter, readSchema.fieldNames()));
     }
     return planned;
+  }
+
+  /** The files this scan reads: those the filter plans. */
+  List<String> files() {
+    return plan().files;
+  }
+
+  private volatile boolean streaming;
+
+  /** The reader of the rows: {@code parquet} (Spark's own) or {@code lakecat} (Python). */
+  String reader() {
+    return streaming ? "lakecat" : plan().reader;
   }
 
   /** The files option of the read (null: let the data source plan them). */
@@ -106,14 +125,18 @@ class LakecatScan implements Scan {
     String filters =
         Arrays.stream(pushed).map(Predicate::toString).collect(Collectors.joining(", ", "[", "]"));
     return "lakecat " + table.name() + " [filters=" + filters + ", lakecat-filter=" + filter
-        + ", files=" + files().size() + "]";
+        + ", reader=" + reader() + ", files=" + files().size() + "]";
   }
 
   @Override
   public Batch toBatch() {
+    List<String> files = filesOption();
+    Plan plan = files == null ? plan() : null;
+    if (plan != null && plan.nativeUris != null) {
+      return new ParquetBatch(plan.nativeUris, plan.nativeSizes, readSchema, predicates);
+    }
     Map<String, String> read = new HashMap<>(options);
     read.put(PRUNE_FILTER, filter);
-    List<String> files = filesOption();
     if (files != null) {
       ArrayNode list = BridgeClient.JSON.createArrayNode();
       files.forEach(list::add);
@@ -125,6 +148,7 @@ class LakecatScan implements Scan {
   /** A stream of the rows appended to the table (the Python data source's stream reader). */
   @Override
   public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+    streaming = true;
     return table
         .delegateScan(readSchema, new CaseInsensitiveStringMap(options))
         .toMicroBatchStream(checkpointLocation);
@@ -133,6 +157,28 @@ class LakecatScan implements Scan {
   @Override
   public String toString() {
     return description();
+  }
+
+  /** lakecat's plan of a read, as the bridge's {@code plan_scan} answers. */
+  static final class Plan {
+    final List<String> files;
+    final String reader;
+    final List<String> nativeUris; // null: the Python data source reads the files
+    final List<Long> nativeSizes;
+
+    Plan(JsonNode answer) {
+      files = Arrays.asList(Names.strings(answer.get("files")));
+      reader = answer.get("reader").asText();
+      JsonNode fast = answer.get("native");
+      if (fast == null || fast.isNull()) {
+        nativeUris = null;
+        nativeSizes = null;
+      } else {
+        nativeUris = Arrays.asList(Names.strings(fast.get("uris")));
+        nativeSizes = new ArrayList<>();
+        fast.get("sizes").forEach(size -> nativeSizes.add(size.asLong()));
+      }
+    }
   }
 
   /**
@@ -150,13 +196,18 @@ class LakecatScan implements Scan {
         String filter,
         Predicate[] pushed,
         List<String> planned) {
-      super(table, options, required, filter, pushed);
+      super(table, options, required, filter, pushed, pushed);
       this.files = planned;
     }
 
     @Override
     synchronized List<String> files() {
       return files;
+    }
+
+    @Override
+    String reader() {
+      return "lakecat";
     }
 
     @Override

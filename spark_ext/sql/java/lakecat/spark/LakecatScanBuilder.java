@@ -17,7 +17,8 @@ import org.apache.spark.sql.types.StructType;
  * The scan builder Spark's optimizer talks to: it keeps the filters Spark pushes (those lakecat
  * reads exactly become the read's file-pruning filter; Spark still evaluates every filter on
  * the rows, so pruning can only skip files) and the columns the query needs, and builds a
- * {@link LakecatScan} that reads them through the Python data source. Each query gets its own
+ * {@link LakecatScan} that reads them (through Spark's Parquet reader or the Python data
+ * source). Each query gets its own
  * builder and scan, so no plan is reused between queries.
  */
 final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPushDownRequiredColumns {
@@ -26,6 +27,7 @@ final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPus
   private final Consumer<LakecatScan.RowLevel> operation; // a row-level operation's; null: a read
   private StructType required;
   private Predicate[] pushed = new Predicate[0];
+  private Predicate[] predicates = new Predicate[0];
   private String filter = "true";
 
   LakecatScanBuilder(
@@ -47,7 +49,9 @@ final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPus
       used.add(predicates[index.asInt()]);
     }
     pushed = used.toArray(new Predicate[0]);
-    return predicates; // Spark evaluates every filter on the rows; lakecat prunes files only
+    this.predicates = predicates;
+    return predicates; // Spark evaluates every filter on the rows; lakecat prunes files (and
+    // Spark's Parquet reader row groups) only
   }
 
   @Override
@@ -75,7 +79,7 @@ final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPus
   @Override
   public Scan build() {
     if (operation == null) {
-      return new LakecatScan(table, options, required, filter, pushed);
+      return new LakecatScan(table, options, required, filter, pushed, predicates);
     }
     LakecatScan.RowLevel scan =
         new LakecatScan.RowLevel(

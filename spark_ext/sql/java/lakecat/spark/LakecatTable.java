@@ -122,6 +122,18 @@ final class LakecatTable extends DescribedTable
     return bridge.call("scan_filter", args);
   }
 
+  /** lakecat's plan of a read of these top-level columns under this lakecat filter. */
+  JsonNode planScan(Map<String, String> options, String filter, String[] columns) {
+    ObjectNode args = bridge.args();
+    args.set("read_options", Names.object(options));
+    args.put("filter", filter);
+    ArrayNode names = args.putArray("columns");
+    for (String column : columns) {
+      names.add(column);
+    }
+    return bridge.call("plan_scan", args);
+  }
+
   /** The data files a read with these options and this lakecat filter plans. */
   List<String> planFiles(Map<String, String> options, String filter) {
     ObjectNode args = bridge.args();

@@ -1,0 +1,130 @@
+"""The SQL catalog's reads through Spark's own Parquet reader.
+
+A read of a catalog table (``SELECT ... FROM lake.db.t``) is planned here, on the driver, for
+the plugin's scan in the JVM (``lakecat.spark.LakecatScan``): the data files the pushed filters
+choose and whether Spark's vectorized Parquet reader may read them itself (``reader=parquet``
+on the scan's ``EXPLAIN`` line; the JVM hands Spark the files as ``FilePartition``s) or the
+Python data source must (``reader=lakecat``, the reason logged). The conditions are those of
+:func:`lakecat.spark_ext.read` (:mod:`.read`: names agree with field ids over the schema
+history, no promoted types, no initial defaults, local Parquet files, ...), checked for the
+columns the query reads, and:
+
+* no delete file applies to a planned file: position deletes, deletion vectors and equality
+  deletes are applied by the data source (``lk.read`` turns position deletes into an anti
+  join; the catalog's scan has no such step);
+* no metadata columns (``_file``, ``_pos``, the row lineage columns) are read, and the read
+  has no ``filter`` option (which the data source applies to the rows);
+* each file's path reaches Spark as a ``file:`` URI that decodes to exactly its OS path, so
+  spaces, ``=``, ``%`` and other characters in partition folders are read as they are.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lakecat.metadata.expressions import Expression
+from lakecat.metadata.io import FileIO, local_path
+from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.schema import LINEAGE_COLUMNS
+from lakecat.spark_ext.native.read import (
+    check_native_files,
+    check_native_options,
+    check_native_schema,
+)
+from lakecat.spark_ext.native.support import NotNative
+from lakecat.spark_ext.source.planning import FilePlan, ReadView, plan_files
+
+log = logging.getLogger("lakecat.spark")
+
+# The metadata columns of a catalog table, which only the data source produces.
+METADATA_COLUMNS = frozenset({"_file", "_pos", *LINEAGE_COLUMNS})
+PARQUET_READER = "parquet"
+LAKECAT_READER = "lakecat"
+
+
+@dataclass(frozen=True)
+class NativeFile:
+    """A data file as Spark's Parquet reader takes it: a URI and the file's size."""
+
+    uri: str
+    size: int
+
+
+@dataclass(frozen=True)
+class CatalogScan:
+    """The plan of one catalog read: its data files, and either ``native`` (the files for
+    Spark's Parquet reader) or the ``reason`` the Python data source reads them."""
+
+    files: tuple[DataFile, ...]
+    native: tuple[NativeFile, ...] | None
+    reason: str | None = None
+
+    @property
+    def reader(self) -> str:
+        return PARQUET_READER if self.native is not None else LAKECAT_READER
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as the JVM scan reads it."""
+        native = None
+        if self.native is not None:
+            native = {"uris": [f.uri for f in self.native], "sizes": [f.size for f in self.native]}
+        return {
+            "files": [f.file_path for f in self.files],
+            "reader": self.reader,
+            "reason": self.reason,
+            "native": native,
+        }
+
+
+def plan_catalog_scan(
+    view: ReadView, io: FileIO, *, prune_filter: Expression, columns: Sequence[str]
+) -> CatalogScan:
+    """The files of a catalog read of ``columns`` (top-level names) that ``prune_filter``
+    chooses, and whether Spark's Parquet reader reads them."""
+    plan = plan_files(io, view, [prune_filter]) if view.snapshot is not None else None
+    files = plan.files if plan is not None else ()
+    try:
+        native = _native_files(view, plan, columns)
+    except NotNative as exc:
+        log.info(
+            "lakecat: the catalog reads %s through the Python data source: %s",
+            view.metadata_location,
+            exc.reason,
+        )
+        return CatalogScan(files, None, exc.reason)
+    return CatalogScan(files, native)
+
+
+def _native_files(
+    view: ReadView, plan: FilePlan | None, columns: Sequence[str]
+) -> tuple[NativeFile, ...]:
+    check_native_options(view.options)
+    if view.options.row_filter:
+        raise NotNative("the filter read option is applied to the rows by the data source")
+    metadata = sorted(METADATA_COLUMNS.intersection(columns))
+    if metadata:
+        raise NotNative(f"the metadata columns {', '.join(metadata)} come from the data source")
+    check_native_schema(view, view.schema.select(list(columns)))
+    if plan is None:
+        return ()
+    if plan.deletes:
+        raise NotNative(f"delete files apply to {len(plan.deletes)} of the planned data files")
+    check_native_files(view, plan.files)
+    return tuple(NativeFile(spark_uri(f.file_path), f.file_size_in_bytes) for f in plan.files)
+
+
+def spark_uri(location: str) -> str:
+    """The ``file:`` URI (percent-encoded) of a local data file, whose path decodes to the OS
+    path lakecat reads; :class:`NotNative` for a file an older lakecat wrote under the
+    unescaped form of its name (its FileIO finds those, Spark would not)."""
+    path = local_path(location)
+    if path is None:
+        raise NotNative(f"{location} is not a local file")
+    if "%" in path and not os.path.lexists(path):
+        raise NotNative(f"{location} is stored under another form of its name")
+    return Path(os.path.abspath(path)).as_uri()

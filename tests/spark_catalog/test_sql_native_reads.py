@@ -1,0 +1,376 @@
+"""Reads through the Spark catalog ``lake`` by Spark's own Parquet reader (``reader=parquet``)
+when it reads the rows lakecat reads, and by the Python data source (``reader=lakecat``)
+otherwise: either way, the rows are the rows of lakecat's Python API."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from lakecat.metadata import LongType, StringType
+
+pytestmark = pytest.mark.spark
+
+UTC = dt.UTC
+KINDS = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("name", pa.string()),
+        ("value", pa.float64()),
+        ("flag", pa.bool_()),
+        ("day", pa.date32()),
+        ("amount", pa.decimal128(10, 2)),
+        ("ts", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+
+def kinds(ids: range) -> pa.Table:
+    """Rows of every kind of column, each holding nulls (every 7th row)."""
+
+    def maybe(i: int, value: Any) -> Any:
+        return None if i % 7 == 3 else value
+
+    return pa.table(
+        {
+            "id": list(ids),
+            "name": [maybe(i, f"n{i}") for i in ids],
+            "value": [maybe(i, i / 4) for i in ids],
+            "flag": [maybe(i, i % 2 == 0) for i in ids],
+            "day": [maybe(i, dt.date(2024, 1, 1 + i % 5)) for i in ids],
+            "amount": [maybe(i, decimal.Decimal(i * 25) / 100) for i in ids],
+            "ts": [
+                dt.datetime(2024, 1, 1 + i % 5, tzinfo=UTC) + dt.timedelta(minutes=i) for i in ids
+            ],
+        },
+        schema=KINDS,
+    )
+
+
+def scan_line(lake, query: str) -> str:
+    """The ``BatchScan`` line of the query's physical plan."""
+    plan = lake.spark.sql(f"EXPLAIN {query}").collect()[0][0]
+    return next(line for line in plan.splitlines() if "BatchScan" in line)
+
+
+def spark_dicts(rows: list[Any]) -> list[dict[str, Any]]:
+    return sorted((r.asDict(recursive=True) for r in rows), key=lambda d: d["id"])
+
+
+def lakecat_dicts(lake, table: str, columns: list[str], **scan: Any) -> list[dict[str, Any]]:
+    """The rows of lakecat's Python API as dicts (maps as dicts), sorted by id."""
+    arrow = lake.catalog.load_table(table).to_arrow(columns=columns, **scan)
+    return sorted(arrow.select(columns).to_pylist(maps_as_pydicts="strict"), key=lambda d: d["id"])
+
+
+def assert_same_rows(lake, query: str, table: str, columns: list[str], **scan: Any) -> None:
+    assert spark_dicts(lake.sql(query)) == lakecat_dicts(lake, table, columns, **scan)
+
+
+COLUMNS = ["id", "name", "value", "flag", "day", "amount"]
+SELECT = ", ".join(COLUMNS)
+
+
+def test_an_unpartitioned_table_is_read_by_sparks_parquet_reader(lake) -> None:
+    table = lake.catalog.create_table("db.k", KINDS)
+    table.append(kinds(range(0, 50)))
+    table.append(kinds(range(50, 80)))
+
+    line = scan_line(lake, "SELECT * FROM lake.db.k")
+
+    assert "reader=parquet, files=2]" in line
+    assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
+    micros = lake.sql("SELECT id, unix_micros(ts) AS ts FROM lake.db.k")
+    expected = lake.catalog.load_table("db.k").to_arrow(columns=["id", "ts"])
+    assert sorted((r.id, r.ts) for r in micros) == sorted(
+        zip(
+            expected.column("id").to_pylist(),
+            expected.column("ts").cast(pa.int64()).to_pylist(),
+            strict=True,
+        )
+    )
+    assert lake.sql("SELECT count(*) AS n FROM lake.db.k")[0].n == 80
+    # Spark's vectorized reader: its batches become rows after the scan
+    assert "ColumnarToRow" in lake.spark.sql("EXPLAIN SELECT * FROM lake.db.k").collect()[0][0]
+
+
+@pytest.mark.parametrize(
+    ("where", "keep"),
+    [
+        ("value > 5.5", lambda r: r["value"] is not None and r["value"] > 5.5),
+        ("name IN ('n1', 'n12', 'n40')", lambda r: r["name"] in ("n1", "n12", "n40")),
+        ("name LIKE 'n1%'", lambda r: r["name"] is not None and r["name"].startswith("n1")),
+        ("name IS NULL", lambda r: r["name"] is None),
+        ("NOT flag", lambda r: r["flag"] is False),
+        (
+            "day = DATE '2024-01-03' OR id < 3",
+            lambda r: r["day"] == dt.date(2024, 1, 3) or r["id"] < 3,
+        ),
+        (
+            "amount >= 5.25 AND id % 3 = 0",
+            lambda r: (
+                r["amount"] is not None
+                and r["amount"] >= decimal.Decimal("5.25")
+                and r["id"] % 3 == 0
+            ),
+        ),
+        (
+            "id BETWEEN 10 AND 20 AND value IS NOT NULL",
+            lambda r: 10 <= r["id"] <= 20 and r["value"] is not None,
+        ),
+    ],
+)
+def test_filters_and_projections_read_natively_give_lakecats_rows(lake, where, keep) -> None:
+    table = lake.catalog.create_table("db.k", KINDS)
+    table.append(kinds(range(0, 30)))
+    table.append(kinds(range(30, 60)))
+    query = f"SELECT id, name, value, flag, day, amount FROM lake.db.k WHERE {where}"
+
+    got = spark_dicts(lake.sql(query))
+
+    assert "reader=parquet" in scan_line(lake, query)
+    expected = [r for r in lakecat_dicts(lake, "db.k", COLUMNS) if keep(r)]
+    assert got == expected and got
+    projected = lake.sql(f"SELECT id, name FROM lake.db.k WHERE {where}")
+    assert spark_dicts(projected) == [{"id": r["id"], "name": r["name"]} for r in expected]
+
+
+def test_an_identity_partition_filter_prunes_files_and_reads_natively(lake) -> None:
+    table = lake.catalog.create_table("db.r", KINDS, partition_by=["name"])
+    for start in (0, 10, 20):
+        rows = kinds(range(start, start + 10))
+        table.append(rows.set_column(1, "name", pa.array([f"p{start}"] * 10)))
+
+    line = scan_line(lake, "SELECT * FROM lake.db.r WHERE name = 'p10'")
+
+    assert "lakecat-filter=name IS NOT NULL AND name = 'p10', reader=parquet, files=1]" in line
+    assert_same_rows(
+        lake,
+        f"SELECT {SELECT} FROM lake.db.r WHERE name = 'p10'",
+        "db.r",
+        COLUMNS,
+        row_filter="name = 'p10'",
+    )
+    assert "reader=parquet, files=3]" in scan_line(lake, "SELECT * FROM lake.db.r")
+
+
+def test_bucket_and_day_partitions_prune_and_read_natively(lake) -> None:
+    table = lake.catalog.create_table(
+        "db.b", KINDS, partition_by=[("ts", "day"), ("id", "bucket[4]")]
+    )
+    table.append(kinds(range(0, 100)))
+    files = len(table.scan().plan_files())
+    where = "ts >= TIMESTAMP '2024-01-02 00:00:00' AND ts < TIMESTAMP '2024-01-03 00:00:00'"
+    chosen = len(
+        table.scan(
+            row_filter="ts >= '2024-01-02T00:00:00+00:00' AND ts < '2024-01-03T00:00:00+00:00'"
+        ).plan_files()
+    )
+
+    line = scan_line(lake, f"SELECT * FROM lake.db.b WHERE {where}")
+
+    assert f"reader=parquet, files={chosen}]" in line and chosen < files
+    got = lake.sql(f"SELECT id FROM lake.db.b WHERE {where}")
+    assert sorted(r.id for r in got) == [i for i in range(100) if i % 5 == 1]
+    bucket = lake.sql("SELECT id, name FROM lake.db.b WHERE id = 42")
+    assert [(r.id, r.name) for r in bucket] == [(42, "n42")]
+    one_bucket = len(table.scan(row_filter="id = 42").plan_files())
+    assert one_bucket < files
+    assert f"files={one_bucket}]" in scan_line(lake, "SELECT * FROM lake.db.b WHERE id = 42")
+
+
+NESTED = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("point", pa.struct([("x", pa.float64()), ("label", pa.string())])),
+        ("tags", pa.list_(pa.string())),
+        ("attrs", pa.map_(pa.string(), pa.int64())),
+    ]
+)
+
+
+def test_struct_list_and_map_columns_read_natively(lake) -> None:
+    table = lake.catalog.create_table("db.n", NESTED)
+    table.append(
+        pa.table(
+            {
+                "id": [1, 2, 3, 4],
+                "point": [
+                    {"x": 1.5, "label": "a"},
+                    None,
+                    {"x": None, "label": "c"},
+                    {"x": 4.0, "label": None},
+                ],
+                "tags": [["a", "b"], [], None, ["d", None]],
+                "attrs": [[("k", 1)], None, [("a", 2), ("b", None)], []],
+            },
+            schema=NESTED,
+        )
+    )
+    columns = ["id", "point", "tags", "attrs"]
+
+    assert "reader=parquet" in scan_line(lake, "SELECT * FROM lake.db.n")
+    assert_same_rows(lake, "SELECT * FROM lake.db.n", "db.n", columns)
+    labels = lake.sql("SELECT id, point.label AS label FROM lake.db.n WHERE point.x > 1")
+    assert sorted((r.id, r.label) for r in labels) == [(1, "a"), (4, None)]
+
+
+def test_version_as_of_reads_the_snapshot_natively(lake) -> None:
+    table = lake.catalog.create_table("db.k", KINDS)
+    table.append(kinds(range(0, 10)))
+    first = table.current_snapshot().snapshot_id
+    table.append(kinds(range(10, 25)))
+    table.delete("id < 5")  # copy-on-write: no delete files
+    query = f"SELECT {SELECT} FROM lake.db.k VERSION AS OF {first}"
+
+    assert "reader=parquet, files=1]" in scan_line(lake, query)
+    assert_same_rows(lake, query, "db.k", COLUMNS, snapshot_id=first)
+    assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
+    assert len(lake.sql(f"SELECT id FROM lake.db.k VERSION AS OF {first}")) == 10
+
+
+def test_a_path_with_spaces_equals_signs_and_percents_is_read_natively(lake) -> None:
+    table = lake.catalog.create_table("db.r", KINDS, partition_by=["name"])
+    odd = "a b=c%d/e?f"
+    table.append(kinds(range(0, 5)).set_column(1, "name", pa.array([odd] * 5)))
+    table.append(kinds(range(5, 10)).set_column(1, "name", pa.array(["plain"] * 5)))
+
+    line = scan_line(lake, f"SELECT * FROM lake.db.r WHERE name = '{odd}'")
+
+    assert "reader=parquet, files=1]" in line
+    got = lake.sql(f"SELECT id, name FROM lake.db.r WHERE name = '{odd}'")
+    assert sorted((r.id, r.name) for r in got) == [(i, odd) for i in range(5)]
+    assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.r", "db.r", COLUMNS)
+
+
+def test_required_columns_read_natively(lake) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
+    table = lake.catalog.create_table("db.q", schema)
+    table.append(pa.table({"id": [1, 2], "name": ["a", None]}, schema=schema))
+    with table.update_schema() as update:
+        update.add_column("note", StringType())
+    table.append(pa.table({"id": [3], "name": ["c"], "note": ["x"]}))
+
+    assert "reader=parquet" in scan_line(lake, "SELECT * FROM lake.db.q")
+    got = lake.sql("SELECT * FROM lake.db.q WHERE id IS NOT NULL")
+    assert sorted((r.id, r.name, r.note) for r in got) == [
+        (1, "a", None),
+        (2, None, None),
+        (3, "c", "x"),
+    ]
+    assert lake.spark.table("lake.db.q").schema["id"].nullable is False
+
+
+# ---- what the Python data source still reads ---------------------------------------------
+
+
+def test_position_deletes_are_read_through_the_python_data_source(lake) -> None:
+    table = lake.catalog.create_table("db.k", KINDS)
+    table.append(kinds(range(0, 20)))
+    table.set_properties({"write.delete.mode": "merge-on-read"})
+    table.delete("id IN (3, 4, 15)")
+    table.append(kinds(range(20, 25)))
+
+    assert "reader=lakecat, files=2]" in scan_line(lake, "SELECT * FROM lake.db.k")
+    assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
+    # a filter that chooses only the file without deletes reads natively
+    assert "reader=parquet, files=1]" in scan_line(lake, "SELECT * FROM lake.db.k WHERE id >= 20")
+    assert len(lake.sql("SELECT * FROM lake.db.k WHERE id >= 20")) == 5
+
+
+def test_deletion_vectors_are_read_through_the_python_data_source(lake) -> None:
+    table = lake.catalog.create_table(
+        "db.k", KINDS, properties={"format-version": "3", "write.delete.mode": "merge-on-read"}
+    )
+    table.append(kinds(range(0, 20)))
+    table.delete("id < 4")
+
+    assert "reader=lakecat" in scan_line(lake, "SELECT * FROM lake.db.k")
+    assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
+
+
+def test_a_renamed_column_is_read_through_the_python_data_source(lake) -> None:
+    table = lake.catalog.create_table("db.k", KINDS)
+    table.append(kinds(range(0, 10)))
+    with table.update_schema() as update:
+        update.rename_column("value", "score")
+    table.append(kinds(range(10, 20)).rename_columns([*KINDS.names[:2], "score", *KINDS.names[3:]]))
+    columns = ["id", "name", "score"]
+
+    assert "reader=lakecat" in scan_line(lake, "SELECT id, name, score FROM lake.db.k")
+    assert_same_rows(lake, "SELECT id, name, score FROM lake.db.k", "db.k", columns)
+    # the columns a query reads decide: the renamed one is not among these
+    assert "reader=parquet" in scan_line(lake, "SELECT id, name FROM lake.db.k")
+    assert_same_rows(lake, "SELECT id, name FROM lake.db.k", "db.k", ["id", "name"])
+
+
+def test_a_promoted_column_is_read_through_the_python_data_source(lake) -> None:
+    schema = pa.schema([("id", pa.int64()), ("n", pa.int32())])
+    table = lake.catalog.create_table("db.p", schema)
+    table.append(pa.table({"id": [1, 2], "n": pa.array([10, None], pa.int32())}))
+    with table.update_schema() as update:
+        update.update_column("n", field_type=LongType())
+    table.append(pa.table({"id": [3], "n": pa.array([2**40], pa.int64())}))
+
+    assert "reader=lakecat" in scan_line(lake, "SELECT * FROM lake.db.p")
+    assert_same_rows(lake, "SELECT * FROM lake.db.p", "db.p", ["id", "n"])
+
+
+def test_metadata_columns_are_read_through_the_python_data_source(lake) -> None:
+    table = lake.catalog.create_table("db.k", KINDS)
+    table.append(kinds(range(0, 5)))
+    path = table.scan().plan_files()[0].file_path
+
+    assert "reader=lakecat" in scan_line(lake, "SELECT id, _file FROM lake.db.k")
+    got = lake.sql("SELECT id, _file, _pos FROM lake.db.k")
+    assert sorted((r.id, r._file, r._pos) for r in got) == [(i, path, i) for i in range(5)]
+
+
+def test_an_empty_table_reads_natively_with_no_rows(lake) -> None:
+    lake.catalog.create_table("db.e", KINDS)
+
+    assert "reader=parquet, files=0]" in scan_line(lake, "SELECT * FROM lake.db.e")
+    assert lake.sql("SELECT * FROM lake.db.e") == []
+
+
+def test_a_query_mixing_both_readers_and_a_reused_dataframe_see_every_row(lake) -> None:
+    table = lake.catalog.create_table("db.r", KINDS, partition_by=["name"])
+    for start in (0, 10, 20):
+        rows = kinds(range(start, start + 10))
+        table.append(rows.set_column(1, "name", pa.array([f"p{start}"] * 10)))
+    table.set_properties({"write.delete.mode": "merge-on-read"})
+    table.delete("id IN (1, 2)")  # a position delete file for partition p0 only
+    df = lake.spark.table("lake.db.r")
+
+    assert "reader=parquet" in scan_line(lake, "SELECT * FROM lake.db.r WHERE name = 'p10'")
+    assert "reader=lakecat" in scan_line(lake, "SELECT * FROM lake.db.r")
+    assert df.where("name = 'p10'").count() == 10
+    assert df.count() == 28
+    joined = df.where("name = 'p10'").alias("a").join(df.alias("b"), "id")
+    assert joined.count() == 10
+    assert df.where("name = 'p10'").alias("a").crossJoin(df.alias("b")).count() == 10 * 28
+    assert sorted(r.id for r in df.where("name = 'p0'").collect()) == [0, *range(3, 10)]
+
+
+def test_an_incremental_read_reads_natively_and_the_filter_option_does_not(lake) -> None:
+    table = lake.catalog.create_table("db.k", KINDS)
+    table.append(kinds(range(0, 5)))
+    start = table.current_snapshot().snapshot_id
+    table.append(kinds(range(5, 8)))
+    table.append(kinds(range(8, 10)))
+
+    def batch_scan(df: Any) -> str:
+        plan = str(df._jdf.queryExecution().executedPlan().toString())
+        return next(line for line in plan.splitlines() if "BatchScan" in line)
+
+    appended = lake.spark.read.option("start-snapshot-id", str(start)).table("lake.db.k")
+    filtered = lake.spark.read.option("filter", "id > 6").table("lake.db.k")
+
+    assert "reader=parquet, files=2]" in batch_scan(appended)
+    assert sorted(r.id for r in appended.collect()) == list(range(5, 10))
+    assert "reader=lakecat" in batch_scan(filtered)
+    assert sorted(r.id for r in filtered.collect()) == [7, 8, 9]
