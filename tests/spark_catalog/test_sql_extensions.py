@@ -104,6 +104,25 @@ def test_partition_fields_are_added_and_dropped(lake, t) -> None:
         lake.sql("ALTER TABLE lake.db.t DROP PARTITION FIELD hours(ts)")
 
 
+def test_a_partition_field_is_replaced_and_identifier_fields_are_set(lake) -> None:
+    schema = pa.schema(
+        [pa.field("id", pa.int64(), nullable=False), ("ts", pa.timestamp("us", tz="UTC"))]
+    )
+    table = lake.catalog.create_table("db.keyed", schema, partition_by=[("ts", "day")])
+    lake.sql("ALTER TABLE lake.db.keyed REPLACE PARTITION FIELD days(ts) WITH hours(ts) AS hr")
+    assert [(f.name, f.transform) for f in table.refresh().spec().fields] == [("hr", "hour")]
+    lake.sql("ALTER TABLE lake.db.keyed REPLACE PARTITION FIELD hr WITH bucket(8, id)")
+    assert [f.transform for f in table.refresh().spec().fields] == ["bucket[8]"]
+
+    lake.sql("ALTER TABLE lake.db.keyed SET IDENTIFIER FIELDS id")
+    current = table.refresh().schema()
+    assert [current.find_field(i).name for i in current.identifier_field_ids] == ["id"]
+    lake.sql("ALTER TABLE lake.db.keyed DROP IDENTIFIER FIELDS id")
+    assert table.refresh().schema().identifier_field_ids == ()
+    with pytest.raises(Exception, match="ts"):  # not a required column
+        lake.sql("ALTER TABLE lake.db.keyed SET IDENTIFIER FIELDS id, ts")
+
+
 def test_the_current_catalog_and_namespace_resolve_an_unqualified_table(lake, t, spark) -> None:
     spark.sql("USE lake.db")
     try:

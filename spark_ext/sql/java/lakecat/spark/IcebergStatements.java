@@ -19,8 +19,11 @@ import org.apache.spark.sql.SparkSession;
  *       MINUTES]]} and {@code REPLACE BRANCH|TAG name ...}: {@code create_branch} / {@code
  *       create_tag};
  *   <li>{@code ALTER TABLE t DROP BRANCH|TAG [IF EXISTS] name}: {@code drop_ref};
- *   <li>{@code ALTER TABLE t ADD PARTITION FIELD term [AS name]} and {@code DROP PARTITION FIELD
- *       term|name}: {@code add_partition_field} / {@code drop_partition_field};
+ *   <li>{@code ALTER TABLE t ADD PARTITION FIELD term [AS name]}, {@code DROP PARTITION FIELD
+ *       term|name} and {@code REPLACE PARTITION FIELD term|name WITH term [AS name]}: {@code
+ *       add_partition_field} / {@code drop_partition_field} / {@code replace_partition_field};
+ *   <li>{@code ALTER TABLE t SET IDENTIFIER FIELDS a, b} and {@code DROP IDENTIFIER FIELDS a}:
+ *       {@code set_identifier_fields};
  *   <li>{@code ALTER TABLE t WRITE [LOCALLY] ORDERED BY ...}, {@code WRITE DISTRIBUTED BY PARTITION
  *       [LOCALLY ORDERED BY ...]}, {@code WRITE UNORDERED}: {@code set_write_order} (distribution
  *       mode range, none or hash as Iceberg sets it).
@@ -56,6 +59,17 @@ final class IcebergStatements {
           HEAD + "ADD\\s+PARTITION\\s+FIELD\\s+(.+?)(?:\\s+AS\\s+" + NAME + ")?" + END, FLAGS);
   private static final Pattern DROP_FIELD =
       Pattern.compile(HEAD + "DROP\\s+PARTITION\\s+FIELD\\s+(.+?)" + END, FLAGS);
+  private static final Pattern REPLACE_FIELD =
+      Pattern.compile(
+          HEAD
+              + "REPLACE\\s+PARTITION\\s+FIELD\\s+(.+?)\\s+WITH\\s+(.+?)"
+              + "(?:\\s+AS\\s+"
+              + NAME
+              + ")?"
+              + END,
+          FLAGS);
+  private static final Pattern IDENTIFIER_FIELDS =
+      Pattern.compile(HEAD + "(SET|DROP)\\s+IDENTIFIER\\s+FIELDS\\s+(.+?)" + END, FLAGS);
 
   private static final Pattern ORDERED =
       Pattern.compile(HEAD + "WRITE\\s+(LOCALLY\\s+)?ORDERED\\s+BY\\s+(.+?)" + END, FLAGS);
@@ -121,6 +135,38 @@ final class IcebergStatements {
     m = UNORDERED.matcher(sql);
     if (m.matches()) {
       return writeOrder(m.group(1), "", "none", session);
+    }
+    m = REPLACE_FIELD.matcher(sql);
+    if (m.matches()) {
+      Target target = Target.of(m.group(1), session);
+      if (target == null) {
+        return null;
+      }
+      Map<String, String> args = target.args();
+      args.put("field", quote(unquote(m.group(2).trim())));
+      args.put("new_field", quote(m.group(3).trim()));
+      if (m.group(4) != null) {
+        args.put("name", quote(unquote(m.group(4))));
+      }
+      return target.call("replace_partition_field", args);
+    }
+    m = IDENTIFIER_FIELDS.matcher(sql);
+    if (m.matches()) {
+      Target target = Target.of(m.group(1), session);
+      if (target == null) {
+        return null;
+      }
+      List<String> fields = new ArrayList<>();
+      for (String field : m.group(3).split(",")) {
+        if (field.trim().isEmpty()) {
+          return null; // not Iceberg's grammar: Spark's parser reports it
+        }
+        fields.add(quote(unquote(field)));
+      }
+      Map<String, String> args = target.args();
+      args.put("fields", "array(" + String.join(", ", fields) + ")");
+      args.put("drop", Boolean.toString(m.group(2).equalsIgnoreCase("DROP")));
+      return target.call("set_identifier_fields", args);
     }
     m = DROP_FIELD.matcher(sql);
     if (m.matches()) {
