@@ -21,16 +21,26 @@ its files belong to the source too, so nothing of lakecat deletes them (expiry, 
 and purging refuse); its new writes go under its own location. If adding the files fails, the
 new table is dropped again. Result: ``imported_files_count``.
 
-Not supported: ``migrate`` (replacing the source table in its own catalog), ``partition_filter``
-and files of another format than Parquet.
+``CALL lake.system.migrate(table => 'spark_catalog.db.legacy')`` moves a Spark table to
+lakecat: a lakecat table of the same namespace and name (``lake.db.legacy``) at the source's
+location takes over its files (``gc.enabled`` stays on: the files are the new table's now), and
+the source is renamed to ``<name>_BACKUP_`` (``backup_table_name``) so that nothing writes to
+it any more; with ``drop_backup`` the backup's catalog entry is dropped, which only an
+EXTERNAL source allows (dropping a managed Spark table deletes its files, which now belong to
+the lakecat table). If adding the files fails, the new table is dropped and the source is left
+as it was. Result: ``migrated_files_count``.
+
+Not supported: ``partition_filter``, and files of another format than Parquet.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakecat.metadata import properties as P
@@ -96,6 +106,48 @@ def _source_files(ctx: ProcedureContext, source: str) -> list[str]:
     return files
 
 
+def migrate(
+    ctx: ProcedureContext,
+    *,
+    table: str,
+    properties: Mapping[str, str] | None = None,
+    drop_backup: bool | None = None,
+    backup_table_name: str | None = None,
+    parallelism: int | None = None,
+) -> list[Row]:
+    """Move the Spark table ``table`` to a lakecat table of the same namespace and name (see
+    the module docstring)."""
+    del parallelism  # one driver-side pass over the footers
+    source = _spark_table(ctx, table)
+    if drop_backup and source.table_type != "EXTERNAL":
+        raise ValidationError(
+            f"migrate: {table} is a managed Spark table: dropping its backup would delete the "
+            "files the lakecat table takes over (keep the backup, drop_backup => false)"
+        )
+    backup = backup_table_name or f"{source.name}_BACKUP_"
+    namespace = source.namespace or ["default"]
+    identifier = [*namespace, source.name]
+    created = ctx.catalog.create_table(
+        identifier,
+        source.schema,
+        partition_by=source.partition_columns,
+        properties=dict(properties or {}),
+        location=source.location,
+    )
+    try:
+        if source.files:
+            created.add_files(source.files)
+        # RENAME TO names the table within its catalog
+        renamed = [*namespace, backup]
+        ctx.spark.sql(f"ALTER TABLE {_quoted(source.qualified)} RENAME TO {_quoted(renamed)}")
+    except BaseException:
+        ctx.catalog.drop_table(identifier)  # no purge: the files stay the source's
+        raise
+    if drop_backup:
+        ctx.spark.sql(f"DROP TABLE {_quoted([source.catalog, *renamed])}")
+    return [(len(source.files),)]
+
+
 def snapshot(
     ctx: ProcedureContext,
     *,
@@ -108,26 +160,67 @@ def snapshot(
     """A lakecat table over the files of the Spark table ``source_table``, which stays as it
     is (see the module docstring)."""
     del parallelism  # one driver-side pass over the footers
-    try:
-        frame = ctx.spark.table(source_table)
-        columns = ctx.spark.catalog.listColumns(source_table)
-    except Exception as exc:  # Spark's AnalysisException: no such table
-        raise ValidationError(f"snapshot: no source table {source_table}: {exc}") from exc
-    paths = _source_files(ctx, source_table)
-    partition_columns = [c.name for c in columns if c.isPartition]
-    schema = to_arrow_schema(frame.schema, timezone="UTC")
+    source = _spark_table(ctx, source_table)
     identifier = ctx.identifier(table)
     created = ctx.catalog.create_table(
         identifier,
-        schema,
-        partition_by=partition_columns,
+        source.schema,
+        partition_by=source.partition_columns,
         properties={**(properties or {}), P.GC_ENABLED: "false"},
         location=location,
     )
     try:
-        if paths:
-            created.add_files(paths)
+        if source.files:
+            created.add_files(source.files)
     except BaseException:
         ctx.catalog.drop_table(identifier)  # no purge: the files are the source's
         raise
-    return [(len(paths),)]
+    return [(len(source.files),)]
+
+
+@dataclass(frozen=True)
+class _SparkTable:
+    """A file-based Spark table as ``snapshot`` and ``migrate`` read it."""
+
+    qualified: list[str]  # catalog, namespace..., name
+    table_type: str
+    schema: pa.Schema
+    partition_columns: list[str]
+    files: list[str]
+    location: str | None
+
+    @property
+    def catalog(self) -> str:
+        return self.qualified[0]
+
+    @property
+    def namespace(self) -> list[str]:
+        return self.qualified[1:-1]
+
+    @property
+    def name(self) -> str:
+        return self.qualified[-1]
+
+
+def _spark_table(ctx: ProcedureContext, name: str) -> _SparkTable:
+    try:
+        info = ctx.spark.catalog.getTable(name)
+        frame = ctx.spark.table(name)
+        columns = ctx.spark.catalog.listColumns(name)
+        described = ctx.spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+    except Exception as exc:  # Spark's AnalysisException: no such table
+        raise ValidationError(f"no source table {name}: {exc}") from exc
+    location = next((r.data_type for r in described if r.col_name == "Location"), None)
+    return _SparkTable(
+        qualified=[info.catalog or "spark_catalog", *(info.namespace or []), info.name],
+        table_type=str(info.tableType),
+        schema=to_arrow_schema(frame.schema, timezone="UTC"),
+        partition_columns=[c.name for c in columns if c.isPartition],
+        files=_source_files(ctx, name),
+        location=location,
+    )
+
+
+def _quoted(parts: Sequence[str] | str) -> str:
+    items = parts.split(".") if isinstance(parts, str) else list(parts)
+    return ".".join("`" + p.replace("`", "``") + "`" for p in items)

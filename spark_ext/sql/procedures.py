@@ -63,7 +63,7 @@ from lakecat.spark_ext.sql.history import (
     set_identifier_fields,
     set_write_order,
 )
-from lakecat.spark_ext.sql.imports import add_files, snapshot
+from lakecat.spark_ext.sql.imports import add_files, migrate, snapshot
 from lakecat.spark_ext.sql.maintenance import (
     expire_snapshots,
     remove_orphan_files,
@@ -305,6 +305,19 @@ PROCEDURES: dict[str, Procedure] = {
             ),
             _columns(("imported_files_count", LONG, False)),
             snapshot,
+        ),
+        Procedure(
+            "migrate",
+            "Move a Spark table to a lakecat table of the same name over its files",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("properties", STRING_MAP),
+                Parameter("drop_backup", BOOLEAN),
+                Parameter("backup_table_name", STRING),
+                Parameter("parallelism", INT),
+            ),
+            _columns(("migrated_files_count", LONG, False)),
+            migrate,
         ),
         Procedure(
             "register_table",

@@ -301,6 +301,48 @@ def test_set_identifier_fields_sets_and_drops_them(lake) -> None:
         ).collect()
 
 
+def test_migrate_moves_a_spark_table_to_lakecat_over_its_files(lake, tmp_path) -> None:
+    source = tmp_path / "moving"
+    lake.spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.default")
+    lake.spark.sql(
+        "CREATE TABLE spark_catalog.default.moving (id BIGINT, region STRING) USING parquet "
+        f"PARTITIONED BY (region) LOCATION '{source}'"
+    )
+    lake.spark.sql("INSERT INTO spark_catalog.default.moving VALUES (1, 'eu'), (2, 'us')")
+    files = sorted(str(p) for p in source.rglob("*.parquet"))
+    try:
+        columns, result = call(
+            lake, "CALL lake.system.migrate(table => 'spark_catalog.default.moving')"
+        )
+        assert columns == ["migrated_files_count"]
+        assert result == [(len(files),)]
+        table = lake.catalog.load_table("default.moving")
+        assert table.properties.get("gc.enabled", "true") == "true"  # the files are its own
+        assert lake.rows("default.moving", "id", "region") == [(1, "eu"), (2, "us")]
+        tables = {t.name for t in lake.spark.catalog.listTables("spark_catalog.default")}
+        assert "moving" not in tables and "moving_backup_" in tables
+        lake.spark.sql("INSERT INTO lake.default.moving VALUES (3, 'eu')")
+        assert [i for (i,) in lake.rows("default.moving", "id")] == [1, 2, 3]
+        # an external source's backup may be dropped: its files stay, the lakecat table's
+        lake.spark.sql(
+            "CREATE TABLE spark_catalog.default.other (id BIGINT) USING parquet "
+            f"LOCATION '{tmp_path / 'other'}'"
+        )
+        lake.spark.sql("INSERT INTO spark_catalog.default.other VALUES (7)")
+        call(
+            lake,
+            "CALL lake.system.migrate(table => 'spark_catalog.default.other', drop_backup => true)",
+        )
+        assert lake.rows("default.other", "id") == [(7,)]
+        assert "other_backup_" not in {
+            t.name for t in lake.spark.catalog.listTables("spark_catalog.default")
+        }
+    finally:
+        lake.spark.sql("DROP TABLE IF EXISTS spark_catalog.default.moving_BACKUP_")
+        lake.spark.sql("DROP TABLE IF EXISTS spark_catalog.default.other_BACKUP_")
+    assert {str(p) for p in source.rglob("*.parquet")} >= set(files)  # none deleted
+
+
 def test_rewrite_data_files_compacts_on_spark_and_counts_like_iceberg(lake, three_appends) -> None:
     before = data_files(three_appends)
     bytes_before = sum(f.file_size_in_bytes for f in three_appends.scan().plan_files())
@@ -667,6 +709,7 @@ def test_show_and_describe_procedures_list_the_system_procedures(lake) -> None:
     described = lake.sql("DESCRIBE PROCEDURE lake.system.create_branch")
 
     assert [r.procedure_name for r in shown] == [
+        "add_files",
         "add_partition_field",
         "ancestors_of",
         "cherrypick_snapshot",
@@ -677,15 +720,19 @@ def test_show_and_describe_procedures_list_the_system_procedures(lake) -> None:
         "drop_ref",
         "expire_snapshots",
         "fast_forward",
+        "migrate",
         "register_table",
         "remove_orphan_files",
+        "replace_partition_field",
         "rewrite_data_files",
         "rewrite_manifests",
         "rewrite_position_delete_files",
         "rollback_to_snapshot",
         "rollback_to_timestamp",
         "set_current_snapshot",
+        "set_identifier_fields",
         "set_write_order",
+        "snapshot",
     ]
     assert lake.sql("SHOW PROCEDURES IN lake.db") == []
     assert "create_branch" in described[0].procedure_desc
