@@ -3,7 +3,7 @@ package lakecat.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import org.apache.spark.sql.AnalysisException;
+import org.apache.spark.SparkThrowable;
 import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
@@ -51,11 +51,16 @@ final class BridgeClient {
    * failure itself. The caller throws the result.
    */
   Exception translate(Exception failure) {
-    if (!(failure instanceof AnalysisException)
-        || !PYTHON_DATA_SOURCE_ERROR.equals(((AnalysisException) failure).getCondition())) {
+    if (!(failure instanceof SparkThrowable)) {
       return failure;
     }
-    String text = ((AnalysisException) failure).getMessageParameters().get("msg");
+    SparkThrowable thrown = (SparkThrowable) failure;
+    String condition = thrown.getCondition();
+    if (!PYTHON_DATA_SOURCE_ERROR.equals(condition)
+        && !PYTHON_STREAMING_DATA_SOURCE_ERROR.equals(condition)) {
+      return failure;
+    }
+    String text = thrown.getMessageParameters().get("msg");
     ObjectNode args = args();
     args.put("text", text == null ? "" : text);
     JsonNode error = call("python_error", args);
@@ -66,6 +71,9 @@ final class BridgeClient {
   }
 
   static final String PYTHON_DATA_SOURCE_ERROR = "PYTHON_DATA_SOURCE_ERROR";
+  // a Python stream reader's failure on the driver (a SparkException, not an AnalysisException)
+  static final String PYTHON_STREAMING_DATA_SOURCE_ERROR =
+      "PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR";
 
   /** Rethrows an exception that a method does not declare (Spark's are checked in Java). */
   static RuntimeException rethrow(Exception e) {

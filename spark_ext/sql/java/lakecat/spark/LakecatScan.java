@@ -149,9 +149,11 @@ class LakecatScan implements Scan {
   @Override
   public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
     streaming = true;
-    return table
-        .delegateScan(readSchema, new CaseInsensitiveStringMap(options))
-        .toMicroBatchStream(checkpointLocation);
+    return TranslatingStream.of(
+        table.bridge,
+        table
+            .delegateScan(readSchema, new CaseInsensitiveStringMap(options))
+            .toMicroBatchStream(checkpointLocation));
   }
 
   @Override
