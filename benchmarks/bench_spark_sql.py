@@ -21,6 +21,9 @@ on a ``local[2]`` session with zstd for both. Then, through SQL on each:
   same rows into an empty table of the same definition (the issue's comparison), and the number
   of files the MERGE rewrote against the table's files.
 
+``--merge-mode merge-on-read`` creates the lakecat tables with ``write.merge.mode =
+merge-on-read``: the MERGE then rewrites no data file and writes position delete files.
+
 Each repeat writes fresh copies (a new path, a new table) and runs every measurement in the
 same order (interleaved); a first round warms the JVM and the Python workers up and is not
 counted. The tables show medians, the ratios their per-repeat medians and spread (min-max).
@@ -78,6 +81,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument(
+        "--merge-mode",
+        choices=("copy-on-write", "merge-on-read"),
+        default="copy-on-write",
+        help="the lakecat table's write.merge.mode (merge-on-read: the MERGE writes delete "
+        "files instead of rewriting data files)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.rows, args.repeats = 400_000, 1
@@ -106,7 +116,10 @@ def main() -> None:
         upd.createOrReplaceTempView("upd")
 
         def create(name: str) -> str:
-            spark.sql(f"CREATE TABLE lake.bench.{name} ({COLUMNS}) PARTITIONED BY (part)")
+            spark.sql(
+                f"CREATE TABLE lake.bench.{name} ({COLUMNS}) PARTITIONED BY (part) "
+                f"TBLPROPERTIES ('write.merge.mode' = '{args.merge_mode}')"
+            )
             return f"lake.bench.{name}"
 
         def aggregate(relation: str, where: str = "") -> tuple[Any, ...]:
@@ -174,13 +187,15 @@ def main() -> None:
             merged = before.refresh().current_snapshot()
             assert merged is not None
             removed = int(merged.summary.get("deleted-data-files", "0"))
+            delete_files = int(merged.summary.get("added-delete-files", "0"))
             changed = spark.sql(f"SELECT count(*) FROM {table} WHERE value < 0").collect()[0][0]
             if changed != updated_rows:
                 raise SystemExit(f"the MERGE updated {changed} rows, not {updated_rows}")
             print(
                 f"  round {r}{' (warm-up)' if r == 0 else ''}: "
                 + ", ".join(f"{k} {v:.2f}s" for k, v in t.items())
-                + f"; merge rewrote {removed} of {files_before} files; reader "
+                + f"; merge rewrote {removed} of {files_before} files"
+                + f" and added {delete_files} delete files; reader "
                 + "/".join(sorted(readers))
             )
             if r > 0:
