@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Predicate;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.spark.sql.SparkSession;
@@ -101,28 +102,22 @@ final class IcebergStatements {
     }
     m = DROP_REF.matcher(sql);
     if (m.matches()) {
-      Target target = Target.of(m.group(1), session);
-      if (target == null) {
-        return null;
-      }
-      Map<String, String> args = target.args();
-      args.put("ref", quote(unquote(m.group(4))));
-      args.put("kind", quote(m.group(2).toLowerCase(Locale.ROOT)));
-      args.put("if_exists", Boolean.toString(m.group(3) != null));
-      return target.call("drop_ref", args);
+      Matcher g = m;
+      return call(g.group(1), session, "drop_ref", args -> {
+        args.put("ref", quote(unquote(g.group(4))));
+        args.put("kind", quote(g.group(2).toLowerCase(Locale.ROOT)));
+        args.put("if_exists", Boolean.toString(g.group(3) != null));
+        return true;
+      });
     }
     m = ADD_FIELD.matcher(sql);
     if (m.matches()) {
-      Target target = Target.of(m.group(1), session);
-      if (target == null) {
-        return null;
-      }
-      Map<String, String> args = target.args();
-      args.put("field", quote(m.group(2).trim()));
-      if (m.group(3) != null) {
-        args.put("name", quote(unquote(m.group(3))));
-      }
-      return target.call("add_partition_field", args);
+      Matcher g = m;
+      return call(g.group(1), session, "add_partition_field", args -> {
+        args.put("field", quote(g.group(2).trim()));
+        putName(args, g.group(3));
+        return true;
+      });
     }
     m = ORDERED.matcher(sql);
     if (m.matches()) {
@@ -138,62 +133,76 @@ final class IcebergStatements {
     }
     m = REPLACE_FIELD.matcher(sql);
     if (m.matches()) {
-      Target target = Target.of(m.group(1), session);
-      if (target == null) {
-        return null;
-      }
-      Map<String, String> args = target.args();
-      args.put("field", quote(unquote(m.group(2).trim())));
-      args.put("new_field", quote(m.group(3).trim()));
-      if (m.group(4) != null) {
-        args.put("name", quote(unquote(m.group(4))));
-      }
-      return target.call("replace_partition_field", args);
+      Matcher g = m;
+      return call(g.group(1), session, "replace_partition_field", args -> {
+        args.put("field", quote(unquote(g.group(2).trim())));
+        args.put("new_field", quote(g.group(3).trim()));
+        putName(args, g.group(4));
+        return true;
+      });
     }
     m = IDENTIFIER_FIELDS.matcher(sql);
     if (m.matches()) {
-      Target target = Target.of(m.group(1), session);
-      if (target == null) {
-        return null;
-      }
-      List<String> fields = new ArrayList<>();
-      for (String field : m.group(3).split(",")) {
-        if (field.trim().isEmpty()) {
-          return null; // not Iceberg's grammar: Spark's parser reports it
+      Matcher g = m;
+      return call(g.group(1), session, "set_identifier_fields", args -> {
+        List<String> fields = new ArrayList<>();
+        for (String field : g.group(3).split(",")) {
+          if (field.trim().isEmpty()) {
+            return false; // not Iceberg's grammar: Spark's parser reports it
+          }
+          fields.add(quote(unquote(field)));
         }
-        fields.add(quote(unquote(field)));
-      }
-      Map<String, String> args = target.args();
-      args.put("fields", "array(" + String.join(", ", fields) + ")");
-      args.put("drop", Boolean.toString(m.group(2).equalsIgnoreCase("DROP")));
-      return target.call("set_identifier_fields", args);
+        args.put("fields", "array(" + String.join(", ", fields) + ")");
+        args.put("drop", Boolean.toString(g.group(2).equalsIgnoreCase("DROP")));
+        return true;
+      });
     }
     m = DROP_FIELD.matcher(sql);
     if (m.matches()) {
-      Target target = Target.of(m.group(1), session);
-      if (target == null) {
-        return null;
-      }
-      Map<String, String> args = target.args();
-      args.put("field", quote(unquote(m.group(2).trim())));
-      return target.call("drop_partition_field", args);
+      Matcher g = m;
+      return call(g.group(1), session, "drop_partition_field", args -> {
+        args.put("field", quote(unquote(g.group(2).trim())));
+        return true;
+      });
     }
     return null;
   }
 
-  /** {@code set_write_order}; a null order keeps the table's. */
-  private static String writeOrder(
-      String identifier, String order, String distribution, SparkSession session) {
+  /**
+   * The {@code CALL} of {@code procedure} on the lakecat table {@code identifier} names, its
+   * arguments put by {@code fill} after {@code table} (which answers false when the statement
+   * does not read as Iceberg's grammar after all); null when the table is not lakecat's.
+   */
+  private static String call(
+      String identifier,
+      SparkSession session,
+      String procedure,
+      Predicate<Map<String, String>> fill) {
     Target target = Target.of(identifier, session);
     if (target == null) {
       return null;
     }
     Map<String, String> args = target.args();
-    if (order != null) {
-      args.put("order", quote(order.trim()));
+    return fill.test(args) ? target.call(procedure, args) : null;
+  }
+
+  /** The optional {@code AS name} of a partition field. */
+  private static void putName(Map<String, String> args, String name) {
+    if (name != null) {
+      args.put("name", quote(unquote(name)));
     }
-    args.put("distribution_mode", quote(distribution));
-    return target.call("set_write_order", args);
+  }
+
+  /** {@code set_write_order}; a null order keeps the table's. */
+  private static String writeOrder(
+      String identifier, String order, String distribution, SparkSession session) {
+    return call(identifier, session, "set_write_order", args -> {
+      if (order != null) {
+        args.put("order", quote(order.trim()));
+      }
+      args.put("distribution_mode", quote(distribution));
+      return true;
+    });
   }
 
   private static String createRef(Matcher m, SparkSession session) {
