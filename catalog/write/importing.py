@@ -110,8 +110,9 @@ def _describe(
     probe = DataFile(path, "PARQUET", (), footer.num_rows, 0)
     name_mapping = None if by_ids else mapping
     # the file's values read as the table's types (a mismatch is a typed error here)
+    held = Schema(tuple(f for f in schema.fields if f.field_id in ids), schema.schema_id)
     for _ in iter_data_file_batches(
-        io, probe, projected=schema, batch_size=_CHECK_ROWS, name_mapping=name_mapping
+        io, probe, projected=held, batch_size=_CHECK_ROWS, name_mapping=name_mapping
     ):
         break
     partition: tuple[object, ...] = ()

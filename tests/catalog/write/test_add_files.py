@@ -171,7 +171,13 @@ def test_an_add_that_does_not_land_leaves_the_files_in_place(catalog, tmp_path) 
 def test_hive_style_folders_give_identity_partition_values_the_files_lack(
     catalog, tmp_path
 ) -> None:
-    schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("day", pa.date32())])
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("region", pa.string()),
+            pa.field("day", pa.date32(), nullable=False),  # required: only in the folders
+        ]
+    )
     table = catalog.create_table("db.hive", schema, partition_by=["region", "day"])
     paths = []
     for region, day, ids_ in (
@@ -198,5 +204,10 @@ def test_hive_style_folders_give_identity_partition_values_the_files_lack(
     with pytest.raises(SchemaMismatch, match=r"lacks the partition source column .region."):
         bucketed.add_files([paths[0]])
     flat = catalog.create_table("db.flat", schema)
-    with pytest.raises(SchemaMismatch, match="folder names a value of column 'region'"):
+    with pytest.raises(SchemaMismatch, match=r"lacks the required column\(s\) day"):
         flat.add_files([paths[0]])
+    nullable = catalog.create_table(
+        "db.nullable", pa.schema([f.with_nullable(True) for f in schema])
+    )
+    with pytest.raises(SchemaMismatch, match="folder names a value of column 'region'"):
+        nullable.add_files([paths[0]])
