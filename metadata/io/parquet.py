@@ -491,9 +491,11 @@ class DataFileReads:
         with self._lock:
             found = self._layouts.get(key)
         if found is None:
-            if self.name_mapping is not None and not has_field_ids(file_schema):
+            mapped = self.name_mapping is not None and not has_field_ids(file_schema)
+            if self.name_mapping is not None and mapped:
                 file_schema = self.name_mapping.with_ids(file_schema)
-            found = ColumnLayout(file_schema, leaves, self)
+            # mapped: by the ids the mapping gave, even if it named none of the columns
+            found = ColumnLayout(file_schema, leaves, self, by_ids=True if mapped else None)
             with self._lock:
                 found = self._layouts.setdefault(key, found)
         return found
@@ -646,9 +648,19 @@ class ColumnLayout:
     """How the top-level columns of one physical file schema resolve to a projection and the
     filter's columns: which Parquet leaf columns to read and where each field is found."""
 
-    def __init__(self, file_schema: pa.Schema, leaves: int, reads: DataFileReads) -> None:
+    def __init__(
+        self,
+        file_schema: pa.Schema,
+        leaves: int,
+        reads: DataFileReads,
+        *,
+        by_ids: bool | None = None,
+    ) -> None:
         self.file_schema = file_schema
-        self.by_ids = any(field_id_of(f) is not None for f in file_schema)
+        # by field id when the file has any (None: see), else by name
+        self.by_ids = (
+            any(field_id_of(f) is not None for f in file_schema) if by_ids is None else by_ids
+        )
         self._reads = reads
         file_fields = list(file_schema)
         self.matches = [self.match(f, file_fields) for f in reads.wanted]

@@ -157,3 +157,19 @@ def test_a_schema_maps_by_its_current_names_and_round_trips_as_json() -> None:
 def test_a_malformed_mapping_is_a_typed_error(text) -> None:
     with pytest.raises(ValidationError):
         NameMapping.parse(text)
+
+
+def test_a_mapping_that_names_none_of_a_files_columns_reads_nothing_by_name(tmp_path) -> None:
+    # the file's "label" has the table's current name, but the mapping knows field 2 only as
+    # "other": the column is not read, not even by its name
+    path = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"label": ["x", "y"]}), path)
+    plain = DataFile(str(path), "PARQUET", (), 2, path.stat().st_size)
+    mapping = NameMapping.parse(json.dumps([{"field-id": 2, "names": ["other"]}]))
+    rows = read_data_file(
+        LocalFileIO(), plain, projected=TABLE.select(["label"]), name_mapping=mapping
+    )
+    assert rows.column("label").to_pylist() == [None, None]
+    # without a mapping, a file without ids is read by name
+    by_name = read_data_file(LocalFileIO(), plain, projected=TABLE.select(["label"]))
+    assert by_name.column("label").to_pylist() == ["x", "y"]
