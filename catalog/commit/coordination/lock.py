@@ -51,9 +51,10 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from sqlalchemy import text
-from sqlalchemy.engine import URL, Engine
+from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from lakecat.catalog.interrupts import deferred_interrupts
 from lakecat.catalog.store.db import describe_error, is_lock_timeout
 
 if TYPE_CHECKING:
@@ -205,44 +206,69 @@ class PostgresAdvisoryLock:
         faults: list[str] | None = None,
     ) -> Iterator[Hold | None]:
         ident = lock_id(f"lakecat-commit:{key}")
+        # Taking and releasing the lock are not cut by Ctrl-C (delivered right after them): an
+        # interrupt inside the driver's COMMIT would leave the connection's transaction state
+        # broken, and a connection returned to the pool with the lock still held.
+        connection: Connection | None = None
+        held = False
+        try:
+            with deferred_interrupts():
+                connection, held = self._take(ident, key, timeout_s, faults)
+        except BaseException:  # an interrupt delivered once the lock was taken
+            if connection is not None:
+                with deferred_interrupts():
+                    self._release(connection, ident, key, held, faults)
+            raise
+        if connection is None:
+            yield None
+            return
+        try:
+            yield Hold() if held else None
+        finally:
+            with deferred_interrupts():
+                self._release(connection, ident, key, held, faults)
+
+    def _take(
+        self, ident: int, key: str, timeout_s: float, faults: list[str] | None
+    ) -> tuple[Connection | None, bool]:
+        """A connection of the pool (None: none to be had) and whether it took the lock."""
         try:
             connection = self.engine.connect()
         except SQLAlchemyError as exc:  # the swap will report an unreachable catalog itself
             fault(faults, f"no connection for {key} ({describe_error(exc)})")
-            yield None
-            return
-        held = False
+            return None, False
         try:
-            try:
-                # SET LOCAL ends with the transaction; the session-level lock outlives it.
-                timeout_ms = max(1, int(timeout_s * 1000))
-                connection.execute(text(f"SET LOCAL lock_timeout = {timeout_ms}"))
-                connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": ident})
-                connection.commit()
-                held = True
-            except SQLAlchemyError as exc:
-                with contextlib.suppress(SQLAlchemyError):
-                    connection.rollback()
-                if is_lock_timeout(exc):
-                    log.debug("commit lock %s not held (timeout %.1f s)", key, timeout_s)
-                else:
-                    fault(faults, f"cannot take {key} ({describe_error(exc)})")
-            yield Hold() if held else None
-        finally:
-            if held:
-                try:
-                    connection.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": ident})
-                    connection.commit()
-                except SQLAlchemyError as exc:
-                    # never return a connection that may still hold the lock to the pool:
-                    # closing the session releases it
-                    fault(
-                        faults, f"cannot release {key}, closing its session ({describe_error(exc)})"
-                    )
-                    with contextlib.suppress(SQLAlchemyError):
-                        connection.invalidate()
+            # SET LOCAL ends with the transaction; the session-level lock outlives it.
+            timeout_ms = max(1, int(timeout_s * 1000))
+            connection.execute(text(f"SET LOCAL lock_timeout = {timeout_ms}"))
+            connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": ident})
+            connection.commit()
+            return connection, True
+        except SQLAlchemyError as exc:
             with contextlib.suppress(SQLAlchemyError):
-                connection.close()
+                connection.rollback()
+            if is_lock_timeout(exc):
+                log.debug("commit lock %s not held (timeout %.1f s)", key, timeout_s)
+            else:
+                fault(faults, f"cannot take {key} ({describe_error(exc)})")
+            return connection, False
+
+    @staticmethod
+    def _release(
+        connection: Connection, ident: int, key: str, held: bool, faults: list[str] | None
+    ) -> None:
+        if held:
+            try:
+                connection.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": ident})
+                connection.commit()
+            except SQLAlchemyError as exc:
+                # never return a connection that may still hold the lock to the pool:
+                # closing the session releases it
+                fault(faults, f"cannot release {key}, closing its session ({describe_error(exc)})")
+                with contextlib.suppress(SQLAlchemyError):
+                    connection.invalidate()
+        with contextlib.suppress(SQLAlchemyError):
+            connection.close()
 
 
 class ProcessLock:

@@ -188,6 +188,41 @@ def test_postgres_advisory_lock_is_exclusive_and_released_with_its_connection(
     catalog.close()
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize("moment", ["taking", "releasing"])
+def test_ctrl_c_while_the_postgres_lock_is_taken_or_released_leaves_it_free(
+    postgres_url: str, moment: str
+) -> None:
+    # SIGINT arrives inside the driver's COMMIT of the lock or unlock statement: it is held
+    # back until that step is done, then raised as KeyboardInterrupt, and the lock is free
+    import os
+    import signal
+
+    from sqlalchemy.engine import Connection
+
+    catalog = Catalog(postgres_url, warehouse="/tmp/unused-warehouse")
+    lock = catalog.commit_lock
+    assert isinstance(lock, PostgresAdvisoryLock)
+    commit = Connection.commit
+    calls = {"n": 0}
+
+    def interrupted_commit(self: Connection) -> None:
+        calls["n"] += 1
+        if calls["n"] == (1 if moment == "taking" else 2):
+            os.kill(os.getpid(), signal.SIGINT)
+        commit(self)
+
+    Connection.commit = interrupted_commit  # type: ignore[method-assign]
+    try:
+        with pytest.raises(KeyboardInterrupt), lock.hold("k", 1) as held:
+            assert held
+    finally:
+        Connection.commit = commit  # type: ignore[method-assign]
+    with lock.hold("k", 0.5) as again:
+        assert again  # nobody holds it: not a pooled connection that kept it
+    catalog.close()
+
+
 def test_an_in_memory_catalog_locks_within_the_process() -> None:
     catalog = Catalog("sqlite://", warehouse="/tmp/unused-warehouse")
     assert isinstance(catalog.commit_lock, ProcessLock)
