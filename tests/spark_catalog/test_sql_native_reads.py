@@ -374,3 +374,26 @@ def test_an_incremental_read_reads_natively_and_the_filter_option_does_not(lake)
     assert sorted(r.id for r in appended.collect()) == list(range(5, 10))
     assert "reader=lakecat" in batch_scan(filtered)
     assert sorted(r.id for r in filtered.collect()) == [7, 8, 9]
+
+
+def test_a_join_prunes_the_partitions_at_run_time(lake) -> None:
+    # dynamic partition pruning: the partition values the other side of the join holds reach
+    # the scan at run time, which plans its files again with them
+    table = lake.catalog.create_table(
+        "db.fact", pa.schema([("id", pa.int64()), ("part", pa.int64())]), partition_by=["part"]
+    )
+    for part in range(4):
+        ids = range(part * 10, part * 10 + 10)
+        table.append(pa.table({"id": list(ids), "part": [part] * 10}))
+    dim = lake.spark.createDataFrame([(1, "x"), (2, "y"), (3, "x")], "part long, label string")
+    dim.createOrReplaceTempView("dim")
+    query = (  # dim broadcast: its values feed the pruning (Spark's default: reuse only)
+        "SELECT /*+ BROADCAST(d) */ f.id FROM lake.db.fact f JOIN dim d ON f.part = d.part "
+        "WHERE d.label = 'x'"
+    )
+    df = lake.spark.sql(query)
+    assert sorted(r.id for r in df.collect()) == [*range(10, 20), *range(30, 40)]
+    executed = df._jdf.queryExecution().executedPlan().toString()
+    scan = next(line for line in executed.splitlines() if "BatchScan lake.db.fact" in line)
+    assert "dynamicpruningexpression" in scan.lower()
+    assert "files=2]" in scan  # of the table's 4: planned again with part IN (1, 3)

@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -14,6 +16,7 @@ import org.apache.spark.sql.connector.expressions.Expression;
 import org.apache.spark.sql.connector.expressions.Expressions;
 import org.apache.spark.sql.connector.expressions.Literal;
 import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.Scan;
@@ -37,7 +40,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * Spark's runtime group filter narrows to those holding affected rows ({@code _file IN (...)})
  * before anything is read; the Python data source reads them.
  */
-class LakecatScan implements Scan {
+class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
   static final String FILE = "_file";
   static final String POS = "_pos";
   static final String PRUNE_FILTER = "prune-filter"; // read option: plan files with it
@@ -46,7 +49,7 @@ class LakecatScan implements Scan {
   final LakecatTable table;
   private final Map<String, String> options;
   private final StructType readSchema;
-  final String filter;
+  volatile String filter; // narrowed by Spark's runtime filters (dynamic partition pruning)
   private final Predicate[] pushed;
   private final Predicate[] predicates; // all Spark pushed: Parquet's row-group pruning takes them
 
@@ -101,6 +104,41 @@ class LakecatScan implements Scan {
       planned = new Plan(table.planScan(options, filter, readSchema.fieldNames()));
     }
     return planned;
+  }
+
+  /**
+   * The partition source columns (top level) this scan reads: Spark's dynamic partition pruning
+   * passes their values at run time ({@link #filter}). Spark resolves them against the scan's
+   * output, so a column the query does not read is not offered.
+   */
+  @Override
+  public NamedReference[] filterAttributes() {
+    Set<String> read = new HashSet<>(Arrays.asList(readSchema.fieldNames()));
+    Map<String, NamedReference> columns = new LinkedHashMap<>();
+    for (Transform transform : table.partitioning()) {
+      for (NamedReference ref : transform.references()) {
+        String[] names = ref.fieldNames();
+        if (names.length == 1 && read.contains(names[0])) {
+          columns.putIfAbsent(names[0], ref);
+        }
+      }
+    }
+    return columns.values().toArray(new NamedReference[0]);
+  }
+
+  /**
+   * Runtime filters (the partition values a join's other side holds): lakecat plans the read
+   * again with them added to its filter, pruning files by partition values and metrics as for
+   * any filter. Spark still evaluates the join on every row read, so this only skips files.
+   */
+  @Override
+  public synchronized void filter(Predicate[] predicates) {
+    JsonNode answer = table.scanFilter(options, predicates);
+    if (answer.get("used").isEmpty()) {
+      return;
+    }
+    filter = "(" + filter + ") AND (" + answer.get("filter").asText() + ")";
+    planned = null;
   }
 
   /** The files this scan reads: those the filter plans. */
