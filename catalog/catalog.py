@@ -8,7 +8,6 @@ configured with the same database and catalog name, and the other way round.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -20,6 +19,7 @@ import pyarrow as pa
 
 from lakecat.catalog.commit.coordination.lock import CommitLock, Hold, WaitHooks, commit_lock_for
 from lakecat.catalog.commit.intent import Intent, OpKind
+from lakecat.catalog.commit.pipeline import delete_quietly
 from lakecat.catalog.commit.producer import SnapshotProducer
 from lakecat.catalog.identifiers import (
     namespace_to_string,
@@ -68,9 +68,6 @@ if TYPE_CHECKING:
 Namespace = tuple[str, ...]
 PartitionBy = Sequence[str | tuple[str, str]]
 SortBy = Sequence[str | tuple[str, str]]
-
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -350,21 +347,21 @@ class Catalog:
             if files:
                 metadata = self._with_first_append(metadata, files, written)
         except BaseException:
-            _delete_quietly(self.io, written)
+            delete_quietly(self.io, written)
             raise
         metadata_location = new_metadata_location(metadata.location, None, metadata.properties)
         written.append(metadata_location)
         try:
             write_metadata(self.io, metadata_location, metadata)
         except BaseException:
-            _delete_quietly(self.io, written)
+            delete_quietly(self.io, written)
             raise
         interrupts = DeferredInterrupts()  # the row's INSERT is this table's point of no return
         interrupts.start()
         try:
             self.store.create_table_row(ns, name, metadata_location)
         except TableAlreadyExists as exc:
-            _delete_quietly(self.io, written)
+            delete_quietly(self.io, written)
             raise ConcurrentCreate(
                 f"table {namespace_to_string(ns)}.{name} was created by another writer at the "
                 "same time; load it instead"
@@ -372,7 +369,7 @@ class Catalog:
         except CommitStateUnknown:
             raise  # the row may exist and point at this file: keep it
         except LakecatError:
-            _delete_quietly(self.io, written)  # the store's contract: definitely not created
+            delete_quietly(self.io, written)  # the store's contract: definitely not created
             raise
         # anything else (an unexpected error) may have come after the INSERT: keep the file
         finally:
@@ -546,15 +543,6 @@ def build_spec(schema: Schema, partition_by: PartitionBy) -> PartitionSpec:
             )
         )
     return PartitionSpec(0, tuple(fields))
-
-
-def _delete_quietly(io: FileIO, locations: Sequence[str]) -> None:
-    """Delete what a failed create wrote; best effort (orphan removal collects the rest)."""
-    for location in locations:
-        try:
-            io.delete(location)
-        except StorageError as exc:
-            log.warning("could not delete %s: %s", location, exc)
 
 
 def build_sort_order(schema: Schema, sort_by: SortBy) -> SortOrder:

@@ -444,7 +444,7 @@ class _IntentCommit:
                 ours = [*intent_files(self.intent), *self.producer.written, *self.window.written]
                 if self.waiter is not None and not self.waiter.may_delete_files():
                     ours = []
-                _delete(ops.io, [*ours, *self.pending])
+                delete_quietly(ops.io, [*ours, *self.pending])
             raise
         finally:
             if self.waiter is not None:
@@ -577,7 +577,9 @@ class _IntentCommit:
         self.same_table.validate(base)
         already = _already_committed(intent, base)
         if already is not None:
-            _delete(ops.io, intent_files(intent) + self.producer.written + self.window.written)
+            delete_quietly(
+                ops.io, intent_files(intent) + self.producer.written + self.window.written
+            )
             return CommitResult(
                 base,
                 base_location,
@@ -617,7 +619,7 @@ class _IntentCommit:
         if lost is not None:
             self.clock.lost(lost)
             if not isinstance(lost, _NotLanded):
-                _delete(ops.io, self.pending)
+                delete_quietly(ops.io, self.pending)
             # else: this attempt's files are kept (see the module docstring)
             self.pending = []
             return None
@@ -688,7 +690,7 @@ def commit_updates(
                     lost = landing.swap(expected=base_location, new=new_location, snapshot_id=None)
                 except BaseException:
                     if landing.phase is Phase.BUILDING:
-                        _delete(ops.io, [new_location])
+                        delete_quietly(ops.io, [new_location])
                     raise
                 if lost is None and lock is not None:
                     landing.after(
@@ -712,7 +714,7 @@ def commit_updates(
                 )
         clock.lost(lost)
         if not isinstance(lost, _NotLanded):
-            _delete(ops.io, [new_location])
+            delete_quietly(ops.io, [new_location])
         if not clock.may_retry(attempt):
             raise clock.give_up(ops.name, attempt)
         clock.wait(attempt)
@@ -1379,7 +1381,9 @@ def intent_files(intent: Intent) -> list[str]:
     return [f.file_path for f in intent.added_files]
 
 
-def _delete(io: FileIO, locations: Sequence[str]) -> None:
+def delete_quietly(io: FileIO, locations: Sequence[str]) -> None:
+    """Delete files a failed or finished operation no longer needs; best effort (orphan
+    removal collects what is left)."""
     for location in locations:
         try:
             io.delete(location)
@@ -1396,7 +1400,7 @@ def _after_commit(
 ) -> None:
     """Delete what a landed commit superseded (run as a best-effort step: see
     :meth:`Landing.after`)."""
-    _delete(io, unused_manifests)
+    delete_quietly(io, unused_manifests)
     _prune_metadata_files(io, base, base_location, new)
 
 
@@ -1412,7 +1416,7 @@ def _prune_metadata_files(
         return
     before = {e.metadata_file for e in base.metadata_log} | {base_location}
     after = {e.metadata_file for e in new.metadata_log}
-    _delete(io, sorted(before - after))
+    delete_quietly(io, sorted(before - after))
 
 
 def _log_attempt(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecat.metadata.deletes.apply import row_positions
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.parquet import DataFileReads, OpenDataFile
 from lakecat.metadata.manifests.datafile import DataFile
@@ -65,7 +66,7 @@ def matching_positions(
         groups = opened.row_groups
         sizes = opened.row_group_sizes
         starts = [0, *accumulate(sizes)]
-        numbers = _numbers(max((sizes[i] for i in groups), default=0))
+        numbers = row_positions(0, max((sizes[i] for i in groups), default=0))
         parts = max(1, min(threads, len(groups)))
         if parts == 1:
             return _sorted(_positions(opened, groups, starts, numbers, row_filter))
@@ -118,11 +119,3 @@ def _sorted(found: list[pa.Array]) -> pa.Int64Array:
         merged = pc.take(merged, pc.sort_indices(merged))
     result: pa.Int64Array = merged
     return result
-
-
-def _numbers(n: int) -> pa.Array:
-    """``0, 1, ..., n - 1`` as int64, computed in Arrow (sliced for each batch)."""
-    if n == 0:
-        return pa.array([], pa.int64())
-    ones = pa.repeat(pa.scalar(1, pa.int64()), n)
-    return pc.subtract(pc.cumulative_sum(ones), pa.scalar(1, pa.int64()))
