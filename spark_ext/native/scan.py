@@ -12,8 +12,13 @@ columns the query reads, and:
 * no delete file applies to a planned file: position deletes, deletion vectors and equality
   deletes are applied by the data source (``lk.read`` turns position deletes into an anti
   join; the catalog's scan has no such step);
-* no metadata columns (``_file``, ``_pos``, the row lineage columns) are read, and the read
-  has no ``filter`` option (which the data source applies to the rows);
+* no row lineage columns (``_row_id``, ``_last_updated_sequence_number``: a row's id is its
+  file's first row id plus its position where the file holds none) are read, and the read has
+  no ``filter`` option (which the data source applies to the rows). The row id columns
+  ``_file`` and ``_pos`` keep a read native: the JVM gives each file's rows its path (the
+  ``file_path`` lakecat records, as a constant column) and Spark's reader numbers every row of
+  a file (its row index), so the read of a row-level operation (``UPDATE``, ``MERGE``,
+  ``DELETE``) is Spark's own too;
 * each file's path reaches Spark as a ``file:`` URI that decodes to exactly its OS path, so
   spaces, ``=``, ``%`` and other characters in partition folders are read as they are.
 """
@@ -41,16 +46,20 @@ from lakecat.spark_ext.source.planning import FilePlan, ReadView, plan_files
 
 log = logging.getLogger("lakecat.spark")
 
-# The metadata columns of a catalog table, which only the data source produces.
-METADATA_COLUMNS = frozenset({"_file", "_pos", *LINEAGE_COLUMNS})
+# The metadata columns of a catalog table that only the data source produces.
+DATA_SOURCE_COLUMNS = frozenset(LINEAGE_COLUMNS)
+# The row id columns, which the JVM adds to Spark's reads: a file's path and row index.
+ROW_ID_COLUMNS = frozenset({"_file", "_pos"})
 PARQUET_READER = "parquet"
 LAKECAT_READER = "lakecat"
 
 
 @dataclass(frozen=True)
 class NativeFile:
-    """A data file as Spark's Parquet reader takes it: a URI and the file's size."""
+    """A data file as Spark's Parquet reader takes it: a URI and the file's size, with the
+    path lakecat records for it (the ``_file`` column's value)."""
 
+    path: str
     uri: str
     size: int
 
@@ -72,7 +81,11 @@ class CatalogScan:
         """The plan as the JVM scan reads it."""
         native = None
         if self.native is not None:
-            native = {"uris": [f.uri for f in self.native], "sizes": [f.size for f in self.native]}
+            native = {
+                "paths": [f.path for f in self.native],
+                "uris": [f.uri for f in self.native],
+                "sizes": [f.size for f in self.native],
+            }
         return {
             "files": [f.file_path for f in self.files],
             "reader": self.reader,
@@ -106,16 +119,18 @@ def _native_files(
     check_native_options(view.options)
     if view.options.row_filter:
         raise NotNative("the filter read option is applied to the rows by the data source")
-    metadata = sorted(METADATA_COLUMNS.intersection(columns))
+    metadata = sorted(DATA_SOURCE_COLUMNS.intersection(columns))
     if metadata:
         raise NotNative(f"the metadata columns {', '.join(metadata)} come from the data source")
-    check_native_schema(view, view.schema.select(list(columns)))
+    check_native_schema(view, view.schema.select([c for c in columns if c not in ROW_ID_COLUMNS]))
     if plan is None:
         return ()
     if plan.deletes:
         raise NotNative(f"delete files apply to {len(plan.deletes)} of the planned data files")
     check_native_files(view, plan.files)
-    return tuple(NativeFile(spark_uri(f.file_path), f.file_size_in_bytes) for f in plan.files)
+    return tuple(
+        NativeFile(f.file_path, spark_uri(f.file_path), f.file_size_in_bytes) for f in plan.files
+    )
 
 
 def spark_uri(location: str) -> str:

@@ -58,7 +58,6 @@ from lakecat.spark_ext.source.planning import (
     TAG,
     ReadOptions,
     ReadView,
-    plan_files,
 )
 from lakecat.spark_ext.source.staging import STAGE_TO
 from lakecat.spark_ext.source.write_jobs import BRANCH as WRITE_BRANCH
@@ -126,7 +125,6 @@ class CatalogBridge:
             "delete": self.delete,
             "overwrite_filter": self.overwrite_filter,
             "scan_filter": self.scan_filter,
-            "plan_files": self.plan_files,
             "plan_scan": self.plan_scan,
             "begin_row_level": self.begin_row_level,
             "commit_row_level": self.commit_row_level,
@@ -396,12 +394,6 @@ class CatalogBridge:
         view = self._view(read_options)
         scan = plan_catalog_scan(view, self.catalog.io, prune_filter=parse(filter), columns=columns)
         return scan.to_json()
-
-    def plan_files(self, read_options: Mapping[str, str], filter: str) -> list[str]:
-        """The data files a read plans under a pruning filter (a row-level operation's read)."""
-        view = self._view(read_options)
-        io = self.catalog.io
-        return [f.file_path for f in plan_files(io, view, [parse(filter)]).files]
 
     def begin_row_level(
         self, namespace: Sequence[str], name: str, read_options: Mapping[str, str]

@@ -9,6 +9,7 @@ import decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from lakecat.metadata import LongType, StringType
@@ -98,6 +99,12 @@ def test_an_unpartitioned_table_is_read_by_sparks_parquet_reader(lake) -> None:
     assert "ColumnarToRow" in lake.spark.sql("EXPLAIN SELECT * FROM lake.db.k").collect()[0][0]
 
 
+def not_both(value: float | None, id: int) -> bool:
+    """SQL's ``NOT (value < 10 AND id % 7 <> 1)`` holds (three-valued logic)."""
+    less = None if value is None else value < 10
+    return less is False or id % 7 == 1  # the AND is false (else true or null)
+
+
 @pytest.mark.parametrize(
     ("where", "keep"),
     [
@@ -122,6 +129,13 @@ def test_an_unpartitioned_table_is_read_by_sparks_parquet_reader(lake) -> None:
             "id BETWEEN 10 AND 20 AND value IS NOT NULL",
             lambda r: 10 <= r["id"] <= 20 and r["value"] is not None,
         ),
+        # one side of an OR (or of an AND under NOT) has no Parquet form: the other side alone
+        # would skip the first file's row group, which holds matching rows
+        (
+            "id % 7 = 1 OR value > 10",
+            lambda r: r["id"] % 7 == 1 or (r["value"] is not None and r["value"] > 10),
+        ),
+        ("NOT (value < 10 AND id % 7 <> 1)", lambda r: not_both(r["value"], r["id"])),
     ],
 )
 def test_filters_and_projections_read_natively_give_lakecats_rows(lake, where, keep) -> None:
@@ -320,14 +334,74 @@ def test_a_promoted_column_is_read_through_the_python_data_source(lake) -> None:
     assert_same_rows(lake, "SELECT * FROM lake.db.p", "db.p", ["id", "n"])
 
 
-def test_metadata_columns_are_read_through_the_python_data_source(lake) -> None:
-    table = lake.catalog.create_table("db.k", KINDS)
+def file_positions(table: Any, where: Any = None) -> list[tuple[int, str, int]]:
+    """(id, file path, row position in the file) of every row of the table's files, read
+    from the files themselves with pyarrow, kept where ``where(id)`` holds."""
+    out = []
+    for task in table.scan().plan_files():
+        path = task.file_path
+        ids = pq.read_table(path.removeprefix("file://"), columns=["id"]).column("id")
+        rows = enumerate(ids.to_pylist())
+        out += [(i, path, pos) for pos, i in rows if where is None or where(i)]
+    return sorted(out)
+
+
+def test_row_ids_are_read_natively_as_each_rows_file_and_position(lake) -> None:
+    table = lake.catalog.create_table(
+        "db.k", KINDS, properties={"write.parquet.row-group-limit": "100"}
+    )
+    table.append(kinds(range(0, 450)))
+    table.append(kinds(range(450, 600)))
+    table = lake.catalog.load_table("db.k")
+    assert "reader=parquet" in scan_line(lake, "SELECT id, _file, _pos FROM lake.db.k")
+
+    both = lake.sql("SELECT id, _file, _pos FROM lake.db.k")
+    assert sorted((r.id, r._file, r._pos) for r in both) == file_positions(table)
+    # each alone, in another order, with the file's columns between them
+    reordered = lake.sql("SELECT _pos, name, _file, id FROM lake.db.k")
+    assert sorted((r.id, r._file, r._pos) for r in reordered) == file_positions(table)
+    only_pos = lake.sql("SELECT id, _pos FROM lake.db.k")
+    assert sorted((r.id, r._pos) for r in only_pos) == [
+        (i, pos) for i, _, pos in file_positions(table)
+    ]
+    only_file = lake.sql("SELECT id, _file FROM lake.db.k")
+    assert sorted((r.id, r._file) for r in only_file) == [
+        (i, path) for i, path, _ in file_positions(table)
+    ]
+    # row groups the filter skips still count: positions are the file's
+    late = lake.sql("SELECT id, _file, _pos FROM lake.db.k WHERE id >= 320 AND id < 470")
+    assert sorted((r.id, r._file, r._pos) for r in late) == file_positions(
+        table, lambda i: 320 <= i < 470
+    )
+    by_row_id = lake.sql("SELECT id FROM lake.db.k WHERE _pos = 7")
+    assert sorted(r.id for r in by_row_id) == [7, 457]
+
+
+def test_row_ids_are_read_natively_from_partitioned_files_with_special_paths(lake) -> None:
+    table = lake.catalog.create_table("db.p", pa.schema([("id", pa.int64()), ("n", pa.string())]))
+    lake.sql("ALTER TABLE lake.db.p ADD PARTITION FIELD n")
+    rows = pa.table({"id": list(range(12)), "n": ["a b=c%d", "x"] * 6})
+    lake.catalog.load_table("db.p").append(rows)
+    table = lake.catalog.load_table("db.p")
+    assert "reader=parquet" in scan_line(lake, "SELECT id, _file, _pos FROM lake.db.p")
+
+    got = lake.sql("SELECT id, _file, _pos FROM lake.db.p")
+
+    assert sorted((r.id, r._file, r._pos) for r in got) == file_positions(table)
+    assert any("a b=c%d" in path or "a+b" in path for _, path, _ in file_positions(table))
+
+
+def test_row_lineage_columns_are_read_through_the_python_data_source(lake) -> None:
+    table = lake.catalog.create_table("db.v3", KINDS, properties={"format-version": "3"})
     table.append(kinds(range(0, 5)))
     path = table.scan().plan_files()[0].file_path
 
-    assert "reader=lakecat" in scan_line(lake, "SELECT id, _file FROM lake.db.k")
-    got = lake.sql("SELECT id, _file, _pos FROM lake.db.k")
-    assert sorted((r.id, r._file, r._pos) for r in got) == [(i, path, i) for i in range(5)]
+    assert "reader=lakecat" in scan_line(lake, "SELECT id, _row_id FROM lake.db.v3")
+    assert "reader=parquet" in scan_line(lake, "SELECT id, _pos FROM lake.db.v3")
+    got = lake.sql("SELECT id, _file, _pos, _row_id FROM lake.db.v3")
+    assert sorted((r.id, r._file, r._pos, r._row_id) for r in got) == [
+        (i, path, i, i) for i in range(5)
+    ]
 
 
 def test_an_empty_table_reads_natively_with_no_rows(lake) -> None:

@@ -38,7 +38,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * the lakecat filter they make, the reader ({@code parquet} or {@code lakecat}) and the number
  * of files chosen. A row-level operation's read ({@link RowLevel}) fixes its files, which
  * Spark's runtime group filter narrows to those holding affected rows ({@code _file IN (...)})
- * before anything is read; the Python data source reads them.
+ * before anything is read; they are read by the reader the plan chose, as for any read.
  */
 class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
   static final String FILE = "_file";
@@ -166,12 +166,18 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
         + ", reader=" + reader() + ", files=" + files().size() + "]";
   }
 
+  /** The predicates Spark pushed, for Parquet's row-group pruning. */
+  Predicate[] pushedToFiles() {
+    return predicates;
+  }
+
   @Override
   public Batch toBatch() {
     List<String> files = filesOption();
     Plan plan = files == null ? plan() : null;
     if (plan != null && plan.nativeUris != null) {
-      return new ParquetBatch(plan.nativeUris, plan.nativeSizes, readSchema, predicates);
+      return new ParquetBatch(
+          plan.nativePaths, plan.nativeUris, plan.nativeSizes, readSchema, predicates);
     }
     Map<String, String> read = new HashMap<>(options);
     read.put(PRUNE_FILTER, filter);
@@ -203,7 +209,8 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
   static final class Plan {
     final List<String> files;
     final String reader;
-    final List<String> nativeUris; // null: the Python data source reads the files
+    final List<String> nativePaths; // null: the Python data source reads the files
+    final List<String> nativeUris;
     final List<Long> nativeSizes;
 
     Plan(JsonNode answer) {
@@ -211,13 +218,31 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
       reader = answer.get("reader").asText();
       JsonNode fast = answer.get("native");
       if (fast == null || fast.isNull()) {
+        nativePaths = null;
         nativeUris = null;
         nativeSizes = null;
       } else {
+        nativePaths = Arrays.asList(Names.strings(fast.get("paths")));
         nativeUris = Arrays.asList(Names.strings(fast.get("uris")));
         nativeSizes = new ArrayList<>();
         fast.get("sizes").forEach(size -> nativeSizes.add(size.asLong()));
       }
+    }
+
+    /** Spark's Parquet batch over those of the native files that {@code kept} names. */
+    ParquetBatch nativeBatch(
+        Set<String> kept, StructType schema, Predicate[] predicates) {
+      List<String> paths = new ArrayList<>();
+      List<String> uris = new ArrayList<>();
+      List<Long> sizes = new ArrayList<>();
+      for (int i = 0; i < nativePaths.size(); i++) {
+        if (kept.contains(nativePaths.get(i))) {
+          paths.add(nativePaths.get(i));
+          uris.add(nativeUris.get(i));
+          sizes.add(nativeSizes.get(i));
+        }
+      }
+      return new ParquetBatch(paths, uris, sizes, schema, predicates);
     }
   }
 
@@ -227,32 +252,35 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
    * finally reads are the files the operation's commit replaces.
    */
   static final class RowLevel extends LakecatScan implements SupportsRuntimeV2Filtering {
-    private List<String> files;
+    private List<String> files; // null: all the plan's
 
     RowLevel(
         LakecatTable table,
         Map<String, String> options,
         StructType required,
         String filter,
-        Predicate[] pushed,
-        List<String> planned) {
+        Predicate[] pushed) {
       super(table, options, required, filter, pushed, pushed);
-      this.files = planned;
     }
 
     @Override
     synchronized List<String> files() {
-      return files;
-    }
-
-    @Override
-    String reader() {
-      return "lakecat";
+      return files != null ? files : plan().files;
     }
 
     @Override
     List<String> filesOption() {
       return files();
+    }
+
+    /** The files left after Spark's runtime filter, read by the reader the plan chose. */
+    @Override
+    public Batch toBatch() {
+      Plan plan = plan();
+      if (plan.nativeUris == null) {
+        return super.toBatch();
+      }
+      return plan.nativeBatch(new HashSet<>(files()), readSchema(), pushedToFiles());
     }
 
     @Override
@@ -267,8 +295,10 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
         // Spark may filter twice (an UPDATE with a subquery reads the same scan on both sides
         // of a union): keep the narrower choice.
         if (chosen != null) {
-          List<String> kept = files.stream().filter(chosen::contains).collect(Collectors.toList());
-          if (kept.size() < files.size()) {
+          List<String> current = files();
+          List<String> kept =
+              current.stream().filter(chosen::contains).collect(Collectors.toList());
+          if (kept.size() < current.size()) {
             files = kept;
           }
         }

@@ -81,9 +81,7 @@ final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPus
     if (operation == null) {
       return new LakecatScan(table, options, required, filter, pushed, predicates);
     }
-    LakecatScan.RowLevel scan =
-        new LakecatScan.RowLevel(
-            table, options, required, filter, pushed, table.planFiles(options, filter));
+    LakecatScan.RowLevel scan = new LakecatScan.RowLevel(table, options, required, filter, pushed);
     operation.accept(scan);
     return scan;
   }

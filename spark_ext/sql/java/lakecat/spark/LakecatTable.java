@@ -134,14 +134,6 @@ final class LakecatTable extends DescribedTable
     return bridge.call("plan_scan", args);
   }
 
-  /** The data files a read with these options and this lakecat filter plans. */
-  List<String> planFiles(Map<String, String> options, String filter) {
-    ObjectNode args = bridge.args();
-    args.set("read_options", Names.object(options));
-    args.put("filter", filter);
-    return new ArrayList<>(Arrays.asList(Names.strings(bridge.call("plan_files", args))));
-  }
-
   // ---- metadata columns and row-level operations -------------------------------------------
   @Override
   public MetadataColumn[] metadataColumns() {

@@ -11,6 +11,11 @@ import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.paths.SparkPath;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.filter.And;
+import org.apache.spark.sql.connector.expressions.filter.Not;
+import org.apache.spark.sql.connector.expressions.filter.Or;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
@@ -26,9 +31,12 @@ import org.apache.spark.sql.internal.connector.PredicateUtils;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.MapType;
+import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
 import org.apache.spark.util.SerializableConfiguration;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -41,7 +49,16 @@ import scala.jdk.javaapi.CollectionConverters;
  * reads by field id (the Python side decides, {@code lakecat.spark_ext.native.scan}). The pushed
  * filters prune row groups by their statistics; Spark still applies every filter to the rows.
  *
- * <p>Only Spark's classes travel to executors: the partitions and the reader factory.
+ * <p>The row id columns {@code _file} and {@code _pos} (a row-level operation's read, or a query
+ * of them) come from Spark's reader too: {@code _file} is a constant column per file (a
+ * partition value of Spark's, holding the path lakecat records for the file) and {@code _pos}
+ * is Spark's row index ({@code _tmp_metadata_row_index}: the row's position in its file, counted
+ * over every row group, whichever are skipped). Spark appends constant columns after the
+ * file's, so when both are read a {@link ReorderedReaders} puts {@code _file} back before {@code
+ * _pos}, as the scan's schema has them.
+ *
+ * <p>What travels to executors: the partitions, Spark's reader factory and, when both row id
+ * columns are read, its reordering wrapper.
  */
 final class ParquetBatch implements Batch {
   // Read options as lk.read sets them: Iceberg's dates and timestamps are never rebased.
@@ -60,20 +77,112 @@ final class ParquetBatch implements Batch {
     "spark.sql.parquet.reader.respectUnknownTypeAnnotation.enabled",
   };
 
+  // Spark's name of the row index column its Parquet reader fills (FileFormat's constant).
+  static final String ROW_INDEX = "_tmp_metadata_row_index";
+
+  private final List<String> paths;
   private final List<String> uris;
   private final List<Long> sizes;
-  private final StructType schema;
+  private final StructType dataSchema; // what the files hold; _pos as Spark's row index
+  private final StructType fileSchema; // _file, a constant per file, or nothing
+  private final boolean reorder; // _file and _pos both read: Spark yields _pos first
   private final Filter[] filters;
 
   /**
-   * The files (URIs and sizes) read as {@code schema}: nullable throughout, since a file may
-   * lack a column (read as nulls) whatever the table says of it.
+   * The files (lakecat's paths, URIs and sizes) read as {@code schema}: nullable throughout,
+   * since a file may lack a column (read as nulls) whatever the table says of it. The row id
+   * columns, when read, are last ({@code _file} before {@code _pos}), as {@link
+   * LakecatScan#readSchema()} puts them.
    */
-  ParquetBatch(List<String> uris, List<Long> sizes, StructType schema, Predicate[] predicates) {
+  ParquetBatch(
+      List<String> paths,
+      List<String> uris,
+      List<Long> sizes,
+      StructType schema,
+      Predicate[] predicates) {
+    this.paths = paths;
     this.uris = uris;
     this.sizes = sizes;
-    this.schema = (StructType) nullable(schema);
-    this.filters = PredicateUtils.toV1(predicates);
+    List<StructField> data = new ArrayList<>();
+    List<StructField> file = new ArrayList<>();
+    boolean pos = false;
+    for (StructField field : ((StructType) nullable(schema)).fields()) {
+      if (field.name().equals(LakecatScan.FILE)) {
+        file.add(field);
+      } else if (field.name().equals(LakecatScan.POS)) {
+        pos = true;
+        data.add(new StructField(ROW_INDEX, DataTypes.LongType, true, Metadata.empty()));
+      } else {
+        data.add(field);
+      }
+    }
+    this.dataSchema = new StructType(data.toArray(new StructField[0]));
+    this.fileSchema = new StructType(file.toArray(new StructField[0]));
+    this.reorder = !file.isEmpty() && pos;
+    List<Filter> onFiles = new ArrayList<>();
+    for (Predicate predicate : predicates) {
+      conjuncts(predicate, onFiles);
+    }
+    this.filters = onFiles.toArray(new Filter[0]);
+  }
+
+  /**
+   * The conjuncts of {@code predicate} that have an exact data source form and name only the
+   * files' own columns, for row-group pruning. Spark's {@code PredicateUtils.toV1} keeps one side
+   * of an {@code OR} whose other side has no such form (and so negates half an {@code AND} under
+   * a {@code NOT}): a stronger filter, which would skip row groups holding matching rows.
+   */
+  private static void conjuncts(Predicate predicate, List<Filter> out) {
+    if (predicate instanceof And) {
+      conjuncts(((And) predicate).left(), out);
+      conjuncts(((And) predicate).right(), out);
+      return;
+    }
+    Filter filter = readsRowIds(predicate) ? null : exact(predicate);
+    if (filter != null) {
+      out.add(filter);
+    }
+  }
+
+  /** {@code predicate} as a data source filter that holds exactly where it holds; or null. */
+  private static Filter exact(Predicate predicate) {
+    if (predicate instanceof And || predicate instanceof Or) {
+      Predicate[] sides =
+          predicate instanceof And
+              ? new Predicate[] {((And) predicate).left(), ((And) predicate).right()}
+              : new Predicate[] {((Or) predicate).left(), ((Or) predicate).right()};
+      Filter left = exact(sides[0]);
+      Filter right = exact(sides[1]);
+      if (left == null || right == null) {
+        return null;
+      }
+      return predicate instanceof And
+          ? new org.apache.spark.sql.sources.And(left, right)
+          : new org.apache.spark.sql.sources.Or(left, right);
+    }
+    if (predicate instanceof Not) {
+      Filter child = exact(((Not) predicate).child());
+      return child == null ? null : new org.apache.spark.sql.sources.Not(child);
+    }
+    for (org.apache.spark.sql.connector.expressions.Expression child : predicate.children()) {
+      if (child instanceof Predicate) {
+        return null; // a predicate over predicates this does not know
+      }
+    }
+    scala.Option<Filter> filter = PredicateUtils.toV1(predicate);
+    return filter.isDefined() ? filter.get() : null;
+  }
+
+  /** Whether {@code predicate} names {@code _file} or {@code _pos}. */
+  private static boolean readsRowIds(Predicate predicate) {
+    for (NamedReference ref : predicate.references()) {
+      String[] names = ref.fieldNames();
+      if (names.length == 1
+          && (names[0].equals(LakecatScan.FILE) || names[0].equals(LakecatScan.POS))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static org.apache.spark.sql.classic.SparkSession session() {
@@ -93,14 +202,18 @@ final class ParquetBatch implements Batch {
     List<PartitionedFile> splits = new ArrayList<>();
     scala.collection.immutable.Map<String, Object> noMetadata =
         scala.collection.immutable.Map$.MODULE$.empty();
+    boolean withFile = !fileSchema.isEmpty();
     for (int i = 0; i < uris.size(); i++) {
       SparkPath path = SparkPath.fromUrlString(uris.get(i));
       long size = sizes.get(i);
+      InternalRow values =
+          withFile
+              ? new GenericInternalRow(new Object[] {UTF8String.fromString(paths.get(i))})
+              : InternalRow.empty();
       for (long start = 0; start < size; start += maxSplit) {
         long length = Math.min(maxSplit, size - start);
         splits.add(
-            new PartitionedFile(
-                InternalRow.empty(), path, start, length, new String[0], 0L, size, noMetadata));
+            new PartitionedFile(values, path, start, length, new String[0], 0L, size, noMetadata));
       }
     }
     splits.sort(Comparator.comparingLong(PartitionedFile::length).reversed());
@@ -127,7 +240,7 @@ final class ParquetBatch implements Batch {
     org.apache.spark.sql.classic.SparkSession session = session();
     SQLConf conf = session.sessionState().conf();
     Configuration hadoop = session.sessionState().newHadoopConf();
-    String json = schema.json();
+    String json = dataSchema.json();
     hadoop.set("parquet.read.support.class", ParquetReadSupport.class.getName());
     hadoop.set(ParquetReadSupport.SPARK_ROW_REQUESTED_SCHEMA(), json);
     hadoop.set(ParquetWriteSupport.SPARK_ROW_SCHEMA(), json);
@@ -147,15 +260,28 @@ final class ParquetBatch implements Batch {
     for (Map.Entry<String, String> entry : new HashMap<>(READ_OPTIONS).entrySet()) {
       options = options.updated(entry.getKey(), entry.getValue());
     }
-    return new ParquetPartitionReaderFactory(
-        conf,
-        broadcast,
-        schema,
-        schema,
-        new StructType(),
-        filters,
-        scala.Option.empty(),
-        new ParquetOptions(options, conf));
+    PartitionReaderFactory factory =
+        new ParquetPartitionReaderFactory(
+            conf,
+            broadcast,
+            dataSchema,
+            dataSchema,
+            fileSchema,
+            filters,
+            scala.Option.empty(),
+            new ParquetOptions(options, conf));
+    if (!reorder) {
+      return factory;
+    }
+    // Spark yields [columns..., row index, file]; the scan's schema is [columns..., file, pos]
+    int width = dataSchema.size() + 1;
+    int[] order = new int[width];
+    for (int i = 0; i < width; i++) {
+      order[i] = i;
+    }
+    order[width - 2] = width - 1;
+    order[width - 1] = width - 2;
+    return new ReorderedReaders(factory, order, dataSchema.add(fileSchema.fields()[0]));
   }
 
   /** {@code type} with every field, element and value nullable. */
