@@ -297,9 +297,9 @@ def _written_files(io: FileIO, folder: str, job: WriteJob, plan: NativeWritePlan
     prefix = folder.rstrip("/") + "/"
     data: list[tuple[FileInfo, list[str]]] = []
     other: list[str] = []
-    for info in io.list_prefix(folder):
-        if not info.location.startswith(prefix):
-            raise CorruptMetadata(f"{info.location} is listed under {folder} but not named so")
+    for listed in io.list_prefix(folder):
+        # named in the folder's form (a table located at file:/x lists file:///x/...)
+        info = replace(listed, location=prefix + _relative(listed.location, folder))
         parts = info.location[len(prefix) :].split("/")
         if any(part.startswith(("_", ".")) for part in parts):
             other.append(info.location)  # _SUCCESS, checksums, a committer's _temporary
@@ -314,6 +314,20 @@ def _written_files(io: FileIO, folder: str, job: WriteJob, plan: NativeWritePlan
     empty = [info.location for (info, _), f in zip(data, described, strict=True) if f is None]
     delete_files(io, empty)  # Spark writes an empty file for a job without rows
     return [f for f in described if f is not None]
+
+
+def _relative(location: str, folder: str) -> str:
+    """The part of ``location`` under ``folder``, whichever form of a local location either
+    uses (``file:/x``, ``file:///x``, ``/x``)."""
+    prefix = folder.rstrip("/") + "/"
+    if location.startswith(prefix):
+        return location[len(prefix) :]
+    path, under = local_path(location), local_path(folder)
+    if path is not None and under is not None:
+        base = os.path.abspath(under).rstrip("/") + "/"
+        if os.path.abspath(path).startswith(base):
+            return os.path.abspath(path)[len(base) :]
+    raise CorruptMetadata(f"{location} is listed under {folder} but not named so")
 
 
 def _describe(

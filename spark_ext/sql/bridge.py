@@ -49,7 +49,8 @@ from lakecat.metadata.schema import arrow_to_schema
 from lakecat.metadata.table import read_metadata
 from lakecat.spark_ext.errors import error_attributes, error_class_name, error_in_traceback
 from lakecat.spark_ext.native.scan import plan_catalog_scan
-from lakecat.spark_ext.settings import OPTION_TABLE
+from lakecat.spark_ext.native.write import write as native_write
+from lakecat.spark_ext.settings import OPTION_TABLE, table_identifier
 from lakecat.spark_ext.source.planning import (
     AS_OF_TIMESTAMP,
     BRANCH,
@@ -149,6 +150,29 @@ class CatalogBridge:
             return json.dumps({"ok": handler(**args)})
         except LakecatError as exc:
             return json.dumps({"error": error_payload(exc, args)})
+
+    def insert(self, arguments: str, dataset: Any) -> Any:
+        """One batch write from the JVM (``lakecat.spark.NativeInsert``): ``dataset``, a JVM
+        ``Dataset<Row>`` holding the statement's rows in the table's columns, written into
+        the table named in the JSON arguments' ``options`` as :func:`lakecat.spark_ext.write`
+        writes a DataFrame (Spark's own Parquet writer when the write qualifies, else the
+        Python data source, with the same options); answered as :meth:`call`, except that a
+        failure of Spark's own (a null in a required column, a task's failure) is answered with
+        the JVM exception itself, which the plugin throws as it is."""
+        args = json.loads(arguments)
+        try:
+            insert_rows(self, dataset, args["options"], overwrite=args["overwrite"])
+            return json.dumps({"ok": None})
+        except LakecatError as exc:
+            return json.dumps({"error": error_payload(exc, args)})
+        except Exception as exc:  # a Spark job's failure: its lakecat error, if it holds one
+            error = error_in_traceback(str(exc))
+            if error is not None:
+                return json.dumps({"error": error_payload(error, args)})
+            origin = getattr(exc, "_origin", None)  # pyspark's captured JVM exception
+            if origin is None:
+                raise
+            return origin
 
     class Java:
         implements = ["lakecat.spark.LakecatBridge"]
@@ -572,6 +596,32 @@ _KINDS: tuple[tuple[type[LakecatError], str], ...] = (
     (ValidationError, "invalid"),
     (NotFound, "invalid"),  # an unknown snapshot or ref in VERSION AS OF
 )
+
+
+def insert_rows(
+    bridge: CatalogBridge, dataset: Any, options: Mapping[str, str], *, overwrite: bool
+) -> None:
+    """Write the JVM ``dataset`` into the table its write ``options`` name (the options the
+    Python data source's write would get: the table, a branch, an overwrite filter, the
+    statement's own options)."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    session = bridge.spark if bridge.spark is not None else SparkSession.getActiveSession()
+    if session is None:
+        raise UnsupportedByCatalog("no active Spark session to write the rows in")
+    opts = dict(options)
+    table = table_identifier(opts)  # the data source's error when no table is named
+    opts.pop(OPTION_TABLE, None)
+    df = DataFrame(dataset, session)
+    native_write(
+        df,
+        table,
+        "overwrite" if overwrite else "append",
+        catalog=bridge.catalog,
+        format_name=bridge.data_format,
+        **opts,
+    )
 
 
 def error_payload(exc: LakecatError, args: Mapping[str, Any]) -> dict[str, Any]:

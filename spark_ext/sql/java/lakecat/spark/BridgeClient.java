@@ -30,7 +30,19 @@ final class BridgeClient {
 
   /** The result of one bridge call; throws Spark's exception for a lakecat error. */
   JsonNode call(String method, ObjectNode arguments) {
-    String answer = Bridges.get(catalogName).call(method, arguments.toString());
+    return answer(method, Bridges.get(catalogName).call(method, arguments.toString()));
+  }
+
+  /** Writes {@code data} into a table (the bridge's {@code insert}); throws as {@link #call}. */
+  void insert(ObjectNode arguments, org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> data) {
+    Object answer = Bridges.get(catalogName).insert(arguments.toString(), data);
+    if (answer instanceof Throwable) {
+      throw sneaky((Throwable) answer); // Spark's own failure, as Spark raised it
+    }
+    answer("insert", (String) answer);
+  }
+
+  private JsonNode answer(String method, String answer) {
     JsonNode reply;
     try {
       reply = JSON.readTree(answer);

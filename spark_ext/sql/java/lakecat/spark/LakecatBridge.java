@@ -7,4 +7,11 @@ package lakecat.spark;
  */
 public interface LakecatBridge {
   String call(String method, String argumentsJson);
+
+  /**
+   * Writes a DataFrame (a {@code Dataset<Row>} of this JVM, wrapped by the Python side) into a
+   * table: {@code insert} with JSON arguments, answered as {@link #call} (a JSON string), or with
+   * the {@link Throwable} a Spark job of the write threw.
+   */
+  Object insert(String argumentsJson, Object dataset);
 }

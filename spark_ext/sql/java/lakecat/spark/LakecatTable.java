@@ -65,6 +65,7 @@ final class LakecatTable extends DescribedTable
     }
     if (writable()) {
       out.add(TableCapability.BATCH_WRITE);
+      out.add(TableCapability.V1_BATCH_WRITE); // appends and overwrites: NativeInsert
       out.add(TableCapability.STREAMING_WRITE);
       out.add(TableCapability.TRUNCATE);
       out.add(TableCapability.OVERWRITE_BY_FILTER);
@@ -239,7 +240,8 @@ final class LakecatTable extends DescribedTable
       }
     }
     Write write =
-        new LakecatWriteBuilder(this, (SupportsWrite) delegate(), info, options, written).build();
+        new LakecatWriteBuilder(this, (SupportsWrite) delegate(), info, options, written)
+            .dataSourceWrite();
     return new Staged(
         write,
         staging.get("stage_to").asText(),

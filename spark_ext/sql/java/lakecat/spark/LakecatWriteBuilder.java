@@ -16,10 +16,11 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * Builds the Python data source's write with the table's identity and the overwrite mode in its
- * options: an append, a whole-table overwrite (truncate), an overwrite of the rows matching a
- * filter (which the Python side turns into lakecat's filter option) or a dynamic partition
- * overwrite.
+ * Builds a catalog table's batch or streaming write with the table's identity and the overwrite
+ * mode in its options: an append, a whole-table overwrite (truncate), an overwrite of the rows
+ * matching a filter (which the Python side turns into lakecat's filter option) or a dynamic
+ * partition overwrite. Batch appends and overwrites by filter are {@link NativeInsert}s; a
+ * dynamic overwrite and a streaming write are the Python data source's.
  */
 final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicOverwrite {
   private final LakecatTable table;
@@ -28,6 +29,7 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
   private final Map<String, String> options = new HashMap<>();
   private final StructType schema;
   private boolean overwrite;
+  private boolean dynamic;
 
   /** {@code schema}: the rows the Python writer takes (the write command's, or more). */
   LakecatWriteBuilder(
@@ -70,11 +72,25 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
   public WriteBuilder overwriteDynamicPartitions() {
     options.putAll(table.dynamicOverwriteOptions());
     overwrite = true;
+    dynamic = true;
     return this;
   }
 
+  /**
+   * An append or an overwrite (whole table, or by a filter) as a {@link NativeInsert} (Spark's
+   * V1 write: the rows as a DataFrame, written as {@code lk.write} writes one); a dynamic
+   * partition overwrite as the Python data source's write (Spark has no V1 form of it).
+   */
   @Override
   public Write build() {
+    if (dynamic) {
+      return dataSourceWrite();
+    }
+    return new NativeInsert(table, new HashMap<>(options), overwrite, this::dataSourceWrite);
+  }
+
+  /** The Python data source's write (a row-level operation's staged write takes it too). */
+  Write dataSourceWrite() {
     WriteBuilder builder = delegate.newWriteBuilder(new Info(info, options, schema));
     if (overwrite) {
       builder = ((SupportsTruncate) builder).truncate(); // the Python writer's overwrite=True

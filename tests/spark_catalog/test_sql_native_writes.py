@@ -1,0 +1,123 @@
+"""Batch writes into catalog tables (``INSERT INTO``, ``INSERT OVERWRITE``, ``writeTo``) by
+Spark's own Parquet writer when the write qualifies, as ``lk.write`` writes a DataFrame, else by
+the Python data source: the rows are the same either way, one commit per statement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("amount", pa.float64())])
+COLUMNS = "id bigint, region string, amount double"
+SPARK_WRITER = "parquet-mr"  # parquet-java's created_by; pyarrow writes "parquet-cpp-arrow"
+
+
+def writers(table: Any) -> set[str]:
+    """The created_by of each data file of the table's current snapshot (its first word)."""
+    return {
+        pq.ParquetFile(f.file_path.removeprefix("file://")).metadata.created_by.split()[0]
+        for f in table.refresh().scan().plan_files()
+    }
+
+
+def rows_of(lake, table: str) -> list[tuple[Any, ...]]:
+    ours = lake.rows(table, "id", "region", "amount")
+    assert lake.iceberg_rows(table, "id", "region", "amount") == ours
+    return ours
+
+
+@pytest.fixture
+def sales(lake) -> Any:
+    return lake.catalog.create_table("db.sales", SCHEMA, partition_by=["region"])
+
+
+def test_insert_into_is_written_by_sparks_parquet_writer_in_one_commit(lake, sales) -> None:
+    lake.sql("INSERT INTO lake.db.sales VALUES (1, 'eu', 1.5), (2, 'us', 2.5), (3, 'eu', 3.5)")
+
+    assert writers(sales) == {SPARK_WRITER}
+    assert len(sales.refresh().history()) == 1
+    assert sales.current_snapshot().operation == "append"
+    assert rows_of(lake, "db.sales") == [(1, "eu", 1.5), (2, "us", 2.5), (3, "eu", 3.5)]
+    assert {f.partition for f in sales.scan().plan_files()} == {("eu",), ("us",)}
+
+
+def test_insert_by_position_and_by_name_casts_to_the_table_columns(lake, sales) -> None:
+    lake.sql("INSERT INTO lake.db.sales SELECT 1, 'eu', 2")  # int literals: cast by Spark
+    lake.sql("INSERT INTO lake.db.sales (region, amount, id) VALUES ('us', 4.0, 3)")
+
+    assert rows_of(lake, "db.sales") == [(1, "eu", 2.0), (3, "us", 4.0)]
+    assert writers(sales) == {SPARK_WRITER}
+
+
+def test_insert_overwrite_replaces_the_whole_table_natively(lake, sales) -> None:
+    lake.sql("INSERT INTO lake.db.sales VALUES (1, 'eu', 1.0), (2, 'us', 2.0)")
+
+    lake.sql("INSERT OVERWRITE lake.db.sales SELECT 9, 'ap', 9.0")
+
+    assert rows_of(lake, "db.sales") == [(9, "ap", 9.0)]
+    assert writers(sales) == {SPARK_WRITER}
+    assert sales.refresh().current_snapshot().operation == "overwrite"
+
+
+def test_insert_overwrite_of_a_static_partition_replaces_only_it(lake, sales) -> None:
+    lake.sql("INSERT INTO lake.db.sales VALUES (1, 'eu', 1.0), (2, 'us', 2.0)")
+
+    lake.sql("INSERT OVERWRITE lake.db.sales PARTITION (region = 'eu') SELECT 5, 7.0")
+
+    assert rows_of(lake, "db.sales") == [(2, "us", 2.0), (5, "eu", 7.0)]
+
+
+def test_dataframe_writer_v2_appends_natively(lake, sales, spark) -> None:
+    df = spark.createDataFrame([(1, "eu", 1.0), (2, "us", 2.0)], COLUMNS)
+
+    df.writeTo("lake.db.sales").append()
+    df.writeTo("lake.db.sales").option("snapshot-property.source", "job-7").append()
+
+    assert rows_of(lake, "db.sales") == [
+        (1, "eu", 1.0), (1, "eu", 1.0), (2, "us", 2.0), (2, "us", 2.0),
+    ]  # fmt: skip
+    assert writers(sales) == {SPARK_WRITER}
+    assert sales.refresh().current_snapshot().summary["source"] == "job-7"
+
+
+def test_a_write_spark_cannot_write_as_lakecat_does_goes_through_the_data_source(lake) -> None:
+    table = lake.catalog.create_table(
+        "db.lz", SCHEMA, properties={"write.parquet.compression-codec": "lz4"}
+    )
+
+    lake.sql("INSERT INTO lake.db.lz VALUES (1, 'eu', 1.0)")
+
+    assert rows_of(lake, "db.lz") == [(1, "eu", 1.0)]
+    assert writers(table) != {SPARK_WRITER}
+
+
+def test_insert_into_a_branch_leaves_main_alone(lake, sales) -> None:
+    lake.sql("INSERT INTO lake.db.sales VALUES (1, 'eu', 1.0)")
+    lake.sql("ALTER TABLE lake.db.sales CREATE BRANCH audit")
+
+    lake.sql("INSERT INTO lake.db.sales.branch_audit VALUES (2, 'us', 2.0)")
+
+    assert rows_of(lake, "db.sales") == [(1, "eu", 1.0)]
+    branch = lake.sql("SELECT id FROM lake.db.sales.branch_audit ORDER BY id")
+    assert [r.id for r in branch] == [1, 2]
+
+
+def test_a_required_column_left_null_fails_and_commits_nothing(lake) -> None:
+    from pyspark.errors import PySparkException
+
+    table = lake.catalog.create_table(
+        "db.req", pa.schema([pa.field("id", pa.int64(), nullable=False), ("n", pa.string())])
+    )
+    lake.sql("INSERT INTO lake.db.req VALUES (1, 'a')")
+    before = table.refresh().metadata_location
+
+    with pytest.raises(PySparkException):
+        lake.sql("INSERT INTO lake.db.req SELECT CAST(NULL AS BIGINT), 'b'")
+
+    assert table.refresh().metadata_location == before
+    assert lake.rows("db.req", "id", "n") == [(1, "a")]
