@@ -23,6 +23,8 @@ on a ``local[2]`` session with zstd for both. Then, through SQL on each:
 
 ``--merge-mode merge-on-read`` creates the lakecat tables with ``write.merge.mode =
 merge-on-read``: the MERGE then rewrites no data file and writes position delete files.
+After the MERGE both lakecat scans run again (through those delete files, in that mode), against
+the same scans before it.
 
 Each repeat writes fresh copies (a new path, a new table) and runs every measurement in the
 same order (interleaved); a first round warms the JVM and the Python workers up and is not
@@ -132,8 +134,10 @@ def main() -> None:
             return line.split("reader=", 1)[1].split(",", 1)[0] if "reader=" in line else "?"
 
         keys = ("pw", "lw", "ps", "fs", "ls", "pp", "fp", "lp", "merge", "insert")
+        keys += ("ls_after", "lp_after")
         times: dict[str, list[float]] = {k: [] for k in keys}
         ratio_keys = ("write", "scan", "part", "same_scan", "same_part", "merge")
+        ratio_keys += ("after_scan", "after_part")
         ratios: dict[str, list[float]] = {k: [] for k in ratio_keys}
         rewritten: list[tuple[int, int, int]] = []
         for r in range(args.repeats + 1):  # round 0 warms up and is not counted
@@ -191,12 +195,22 @@ def main() -> None:
             changed = spark.sql(f"SELECT count(*) FROM {table} WHERE value < 0").collect()[0][0]
             if changed != updated_rows:
                 raise SystemExit(f"the MERGE updated {changed} rows, not {updated_rows}")
+            # the same scans of the table after the MERGE (merge-on-read: through its deletes)
+            with timed() as w:
+                aggregate(table)
+            t["ls_after"] = w.wall_s
+            with timed() as w:
+                aggregate(table, "WHERE part = 3")
+            t["lp_after"] = w.wall_s
+            after_readers = {reader(table), reader(table, "WHERE part = 3")}
             print(
                 f"  round {r}{' (warm-up)' if r == 0 else ''}: "
                 + ", ".join(f"{k} {v:.2f}s" for k, v in t.items())
                 + f"; merge rewrote {removed} of {files_before} files"
                 + f" and added {delete_files} delete files; reader "
                 + "/".join(sorted(readers))
+                + ", after the MERGE "
+                + "/".join(sorted(after_readers))
             )
             if r > 0:
                 for key, value in t.items():
@@ -207,9 +221,14 @@ def main() -> None:
                 ratios["same_scan"].append(ratio(t["ls"], t["fs"]))
                 ratios["same_part"].append(ratio(t["lp"], t["fp"]))
                 ratios["merge"].append(ratio(t["merge"], t["insert"]))
+                ratios["after_scan"].append(ratio(t["ls_after"], t["ls"]))
+                ratios["after_part"].append(ratio(t["lp_after"], t["lp"]))
                 rewritten.append((removed, in_partition, files_before))
 
         report.note(f"the lakecat scans' reader (EXPLAIN): {'/'.join(sorted(readers))}")
+        report.note(
+            f"after the MERGE (delete files: {delete_files}): {'/'.join(sorted(after_readers))}"
+        )
         m = {key: median(values) for key, values in times.items()}
         report.table(
             f"{args.rows:,} rows in 8 partitions, local[{args.cores}], median of "
@@ -247,6 +266,15 @@ def main() -> None:
             [
                 ["full scan", m["fs"], m["ls"], spread(ratios["same_scan"])],
                 ["one partition (WHERE part = 3)", m["fp"], m["lp"], spread(ratios["same_part"])],
+            ],
+        )
+        report.table(
+            "The lakecat table's scans after the MERGE (merge-on-read: through its position "
+            "delete files) against before it (seconds)",
+            ["", "before the MERGE", "after the MERGE", "after / before, median (min-max)"],
+            [
+                ["full scan", m["ls"], m["ls_after"], spread(ratios["after_scan"])],
+                ["one partition", m["lp"], m["lp_after"], spread(ratios["after_part"])],
             ],
         )
         report.target(

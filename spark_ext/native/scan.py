@@ -9,9 +9,11 @@ Python data source must (``reader=lakecat``, the reason logged). The conditions 
 history, no promoted types, no initial defaults, local Parquet files, ...), checked for the
 columns the query reads, and:
 
-* no delete file applies to a planned file: position deletes, deletion vectors and equality
-  deletes are applied by the data source (``lk.read`` turns position deletes into an anti
-  join; the catalog's scan has no such step);
+* no equality delete file applies to a planned file (the data source applies those).
+  Position deletes and deletion vectors keep a read native: lakecat reads them here, on the
+  driver, into each data file's sorted deleted positions, which travel with the plan
+  (``deletes``: little-endian int64s, base64) to the JVM, whose reader drops the rows whose
+  row index (Spark's reader numbers every row of a file) is one of them;
 * no row lineage columns (``_row_id``, ``_last_updated_sequence_number``: a row's id is its
   file's first row id plus its position where the file holds none) are read, and the read has
   no ``filter`` option (which the data source applies to the rows). The row id columns
@@ -25,6 +27,7 @@ columns the query reads, and:
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 from collections.abc import Sequence
@@ -32,9 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lakecat.catalog.engine import DeleteReader
 from lakecat.metadata.expressions import Expression
 from lakecat.metadata.io import FileIO, local_path
-from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.manifests import Content, DataFile
 from lakecat.metadata.schema import LINEAGE_COLUMNS
 from lakecat.spark_ext.native.read import (
     check_native_files,
@@ -62,6 +66,7 @@ class NativeFile:
     path: str
     uri: str
     size: int
+    deleted: bytes | None = None  # the deleted row positions, little-endian int64, sorted
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,10 @@ class CatalogScan:
                 "paths": [f.path for f in self.native],
                 "uris": [f.uri for f in self.native],
                 "sizes": [f.size for f in self.native],
+                "deletes": [
+                    None if f.deleted is None else base64.b64encode(f.deleted).decode("ascii")
+                    for f in self.native
+                ],
             }
         return {
             "files": [f.file_path for f in self.files],
@@ -102,7 +111,7 @@ def plan_catalog_scan(
     plan = plan_files(io, view, [prune_filter]) if view.snapshot is not None else None
     files = plan.files if plan is not None else ()
     try:
-        native = _native_files(view, plan, columns)
+        native = _native_files(view, io, plan, columns)
     except NotNative as exc:
         log.info(
             "lakecat: the catalog reads %s through the Python data source: %s",
@@ -114,7 +123,7 @@ def plan_catalog_scan(
 
 
 def _native_files(
-    view: ReadView, plan: FilePlan | None, columns: Sequence[str]
+    view: ReadView, io: FileIO, plan: FilePlan | None, columns: Sequence[str]
 ) -> tuple[NativeFile, ...]:
     check_native_options(view.options)
     if view.options.row_filter:
@@ -125,12 +134,33 @@ def _native_files(
     check_native_schema(view, view.schema.select([c for c in columns if c not in ROW_ID_COLUMNS]))
     if plan is None:
         return ()
-    if plan.deletes:
-        raise NotNative(f"delete files apply to {len(plan.deletes)} of the planned data files")
     check_native_files(view, plan.files)
+    deleted = _deleted_positions(view, io, plan)
     return tuple(
-        NativeFile(f.file_path, spark_uri(f.file_path), f.file_size_in_bytes) for f in plan.files
+        NativeFile(
+            f.file_path, spark_uri(f.file_path), f.file_size_in_bytes, deleted.get(f.file_path)
+        )
+        for f in plan.files
     )
+
+
+def _deleted_positions(view: ReadView, io: FileIO, plan: FilePlan) -> dict[str, bytes]:
+    """The positions the plan's position deletes and deletion vectors delete, by data file
+    path, as little-endian int64s; :class:`NotNative` when an equality delete applies."""
+    if not plan.deletes:
+        return {}
+    for path, deletes in plan.deletes.items():
+        if any(d.content is Content.EQUALITY_DELETES for d in deletes):
+            raise NotNative(f"equality deletes apply to {path}")
+    reader = DeleteReader(io, view.schema, view.metadata.schemas)
+    by_path = {f.file_path: f for f in plan.files}
+    out: dict[str, bytes] = {}
+    for path, deletes in plan.deletes.items():
+        index = reader.position_index(by_path[path], deletes)
+        if index is not None and len(index):
+            positions = index.positions.to_numpy(zero_copy_only=False)
+            out[path] = positions.astype("<i8", copy=False).tobytes()
+    return out
 
 
 def spark_uri(location: str) -> str:

@@ -157,10 +157,25 @@ def test_the_sql_catalog_reads_deletes_as_java_does_with_time_travel(
         attach_catalog(spark, "peersql", catalog=lake)
     except SparkCatalogError as exc:
         pytest.skip(f"the Spark catalog plugin is not available: {exc}")
-    for name in ["pos_identity", "eq_global_after_evolution", "dv_upgraded_from_v2"]:
+    for name in POSITIONAL + EQUALITY:
         snaps = snapshots(java_expected, name)
-        current = spark.sql(f"SELECT * FROM peersql.db.{name}")
+        query = f"SELECT * FROM peersql.db.{name}"
+        current = spark.sql(query)
         assert spark_rows(current) == snaps[-1]["rows"], name
+        # Spark's reader applies position deletes and DVs; equality deletes need lakecat's
+        plan = spark.sql(f"EXPLAIN {query}").collect()[0][0]
+        reader = "reader=lakecat" if name in EQUALITY else "reader=parquet"
+        assert reader in plan, (name, plan)
+        if name in POSITIONAL:  # each row's file and position, deleted positions skipped
+            last = snaps[-1]
+            got = spark.sql(f"SELECT _file, _pos FROM peersql.db.{name}").collect()
+            want = {
+                (f["file_path"], p)
+                for f in last["data_files"]
+                for p in range(f["record_count"])
+                if p not in set(f["deleted_positions"])
+            }
+            assert {(r["_file"], r["_pos"]) for r in got} == want, name
         for snap in snaps[1:-1]:
             old = spark.sql(f"SELECT * FROM peersql.db.{name} VERSION AS OF {snap['snapshot_id']}")
             assert spark_rows(old) == snap["rows"], f"{name} at {snap['snapshot_id']}"

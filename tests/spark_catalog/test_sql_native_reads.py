@@ -282,29 +282,90 @@ def test_required_columns_read_natively(lake) -> None:
 # ---- what the Python data source still reads ---------------------------------------------
 
 
-def test_position_deletes_are_read_through_the_python_data_source(lake) -> None:
-    table = lake.catalog.create_table("db.k", KINDS)
-    table.append(kinds(range(0, 20)))
-    table.set_properties({"write.delete.mode": "merge-on-read"})
-    table.delete("id IN (3, 4, 15)")
-    table.append(kinds(range(20, 25)))
-
-    assert "reader=lakecat, files=2]" in scan_line(lake, "SELECT * FROM lake.db.k")
-    assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
-    # a filter that chooses only the file without deletes reads natively
-    assert "reader=parquet, files=1]" in scan_line(lake, "SELECT * FROM lake.db.k WHERE id >= 20")
-    assert len(lake.sql("SELECT * FROM lake.db.k WHERE id >= 20")) == 5
+def kept_positions(lake, table: str) -> list[tuple[int, str, int]]:
+    """(id, file, position) of the rows lakecat's Python API reads (deletes applied)."""
+    live = set(lake.catalog.load_table(table).to_arrow(columns=["id"]).column("id").to_pylist())
+    return file_positions(lake.catalog.load_table(table), lambda i: i in live)
 
 
-def test_deletion_vectors_are_read_through_the_python_data_source(lake) -> None:
+@pytest.fixture
+def small_splits(spark) -> Any:
+    """Spark splits each file into several partitions (a split per row group or so)."""
+    key = "spark.sql.files.maxPartitionBytes"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "4096")
+    yield
+    spark.conf.set(key, before)
+
+
+def test_position_deletes_are_applied_by_sparks_reader(lake, small_splits) -> None:
     table = lake.catalog.create_table(
-        "db.k", KINDS, properties={"format-version": "3", "write.delete.mode": "merge-on-read"}
+        "db.k", KINDS, properties={"write.parquet.row-group-limit": "100"}
     )
-    table.append(kinds(range(0, 20)))
-    table.delete("id < 4")
+    table.append(kinds(range(0, 450)))
+    table.append(kinds(range(450, 600)))
+    table.set_properties({"write.delete.mode": "merge-on-read"})
+    table.delete("id IN (0, 3, 4, 150, 151, 299, 300, 449, 455)")
+    table.refresh().delete("id IN (5, 598, 599)")  # a second delete file for each data file
 
-    assert "reader=lakecat" in scan_line(lake, "SELECT * FROM lake.db.k")
+    assert "reader=parquet, files=2]" in scan_line(lake, "SELECT * FROM lake.db.k")
     assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
+    assert lake.sql("SELECT count(*) AS n FROM lake.db.k")[0].n == 600 - 12
+    got = lake.sql("SELECT id, _file, _pos FROM lake.db.k")
+    assert sorted((r.id, r._file, r._pos) for r in got) == kept_positions(lake, "db.k")
+    # the filter skips row groups; the positions and the deletes still line up
+    where = "id >= 290 AND id < 460"
+    late = lake.sql(f"SELECT id, name, _pos FROM lake.db.k WHERE {where}")
+    expected = [(i, pos) for i, _, pos in kept_positions(lake, "db.k") if 290 <= i < 460]
+    assert sorted((r.id, r._pos) for r in late) == expected
+    assert all(r.name == (None if r.id % 7 == 3 else f"n{r.id}") for r in late)
+
+
+def test_deletion_vectors_are_applied_by_sparks_reader(lake, small_splits) -> None:
+    table = lake.catalog.create_table(
+        "db.k",
+        KINDS,
+        properties={
+            "format-version": "3",
+            "write.delete.mode": "merge-on-read",
+            "write.parquet.row-group-limit": "50",
+        },
+    )
+    table.append(kinds(range(0, 200)))
+    table.delete("id < 4 OR id IN (57, 107, 157)")
+    table.refresh().delete("id = 199")  # the file's new DV replaces the first
+
+    assert "reader=parquet" in scan_line(lake, "SELECT * FROM lake.db.k")
+    assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
+    got = lake.sql("SELECT id, _file, _pos FROM lake.db.k")
+    assert sorted((r.id, r._file, r._pos) for r in got) == kept_positions(lake, "db.k")
+
+
+def test_a_sql_delete_and_merge_on_a_table_with_deletes_read_natively(lake) -> None:
+    table = lake.catalog.create_table("db.k", KINDS)
+    table.append(kinds(range(0, 30)))
+    lake.sql(
+        "ALTER TABLE lake.db.k SET TBLPROPERTIES ('write.delete.mode' = 'merge-on-read', "
+        "'write.update.mode' = 'merge-on-read', 'write.merge.mode' = 'merge-on-read')"
+    )
+    lake.sql("DELETE FROM lake.db.k WHERE id % 4 = 1")
+    lake.sql("UPDATE lake.db.k SET name = 'u' WHERE id % 4 = 2")  # reads past the deletes
+    lake.spark.createDataFrame([(3, "m"), (5, "gone")], "id bigint, name string") \
+        .createOrReplaceTempView("src")  # fmt: skip
+    lake.sql(
+        "MERGE INTO lake.db.k t USING src s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET name = s.name"
+    )
+
+    assert "reader=parquet" in scan_line(lake, "SELECT id, name FROM lake.db.k")
+    got = {r.id: r.name for r in lake.sql("SELECT id, name FROM lake.db.k")}
+    expected = {
+        i: ("u" if i % 4 == 2 else "m" if i == 3 else None if i % 7 == 3 else f"n{i}")
+        for i in range(30)
+        if i % 4 != 1
+    }
+    assert got == expected
+    assert sorted(lake.rows("db.k", "id", "name")) == sorted(expected.items())
 
 
 def test_a_renamed_column_is_read_through_the_python_data_source(lake) -> None:
@@ -418,9 +479,10 @@ def test_a_query_mixing_both_readers_and_a_reused_dataframe_see_every_row(lake) 
         table.append(rows.set_column(1, "name", pa.array([f"p{start}"] * 10)))
     table.set_properties({"write.delete.mode": "merge-on-read"})
     table.delete("id IN (1, 2)")  # a position delete file for partition p0 only
+    lake.sql("ALTER TABLE lake.db.r RENAME COLUMN flag TO flagged")  # Spark would miss it
     df = lake.spark.table("lake.db.r")
 
-    assert "reader=parquet" in scan_line(lake, "SELECT * FROM lake.db.r WHERE name = 'p10'")
+    assert "reader=parquet" in scan_line(lake, "SELECT id FROM lake.db.r WHERE name = 'p10'")
     assert "reader=lakecat" in scan_line(lake, "SELECT * FROM lake.db.r")
     assert df.where("name = 'p10'").count() == 10
     assert df.count() == 28

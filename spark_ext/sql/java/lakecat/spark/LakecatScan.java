@@ -31,12 +31,12 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * One read of a lakecat table: the columns Spark needs (the metadata columns {@code _file} and
  * {@code _pos} last, in this order, as the Python reader yields them) and the files the pushed
  * filters choose. lakecat plans the read once ({@link Plan}): when Spark's own Parquet reader
- * reads the files as lakecat would (no delete files, no metadata columns, names that agree with
- * the field ids: the Python side decides), they are read by it ({@link ParquetBatch}); else the
- * rows are read by the Python data source, asked for exactly these columns and planning with
- * the same filter. The description (what {@code EXPLAIN} prints) names the filters Spark pushed,
- * the lakecat filter they make, the reader ({@code parquet} or {@code lakecat}) and the number
- * of files chosen. A row-level operation's read ({@link RowLevel}) fixes its files, which
+ * reads the files as lakecat would (no equality deletes, no lineage columns, names that agree
+ * with the field ids: the Python side decides), they are read by it ({@link ParquetBatch});
+ * else the rows are read by the Python data source, asked for exactly these columns and
+ * planning with the same filter. The description (what {@code EXPLAIN} prints) names the
+ * filters Spark pushed, the lakecat filter they make, the reader ({@code parquet} or {@code
+ * lakecat}) and the number of files chosen. A row-level operation's read ({@link RowLevel}) fixes its files, which
  * Spark's runtime group filter narrows to those holding affected rows ({@code _file IN (...)})
  * before anything is read; they are read by the reader the plan chose, as for any read.
  */
@@ -176,8 +176,7 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
     List<String> files = filesOption();
     Plan plan = files == null ? plan() : null;
     if (plan != null && plan.nativeUris != null) {
-      return new ParquetBatch(
-          plan.nativePaths, plan.nativeUris, plan.nativeSizes, readSchema, predicates);
+      return plan.nativeBatch(null, readSchema, predicates);
     }
     Map<String, String> read = new HashMap<>(options);
     read.put(PRUNE_FILTER, filter);
@@ -212,6 +211,7 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
     final List<String> nativePaths; // null: the Python data source reads the files
     final List<String> nativeUris;
     final List<Long> nativeSizes;
+    final List<long[]> nativeDeletes; // each file's deleted positions (null: none)
 
     Plan(JsonNode answer) {
       files = Arrays.asList(Names.strings(answer.get("files")));
@@ -221,28 +221,46 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
         nativePaths = null;
         nativeUris = null;
         nativeSizes = null;
+        nativeDeletes = null;
       } else {
         nativePaths = Arrays.asList(Names.strings(fast.get("paths")));
         nativeUris = Arrays.asList(Names.strings(fast.get("uris")));
         nativeSizes = new ArrayList<>();
         fast.get("sizes").forEach(size -> nativeSizes.add(size.asLong()));
+        nativeDeletes = new ArrayList<>();
+        fast.get("deletes").forEach(deleted -> nativeDeletes.add(positions(deleted)));
       }
     }
 
-    /** Spark's Parquet batch over those of the native files that {@code kept} names. */
-    ParquetBatch nativeBatch(
-        Set<String> kept, StructType schema, Predicate[] predicates) {
+    /** Positions sent as base64 of little-endian int64s; null for none. */
+    private static long[] positions(JsonNode encoded) {
+      if (encoded == null || encoded.isNull()) {
+        return null;
+      }
+      java.nio.LongBuffer longs =
+          java.nio.ByteBuffer.wrap(java.util.Base64.getDecoder().decode(encoded.asText()))
+              .order(java.nio.ByteOrder.LITTLE_ENDIAN)
+              .asLongBuffer();
+      long[] out = new long[longs.remaining()];
+      longs.get(out);
+      return out;
+    }
+
+    /** Spark's Parquet batch over those of the native files that {@code kept} names (all). */
+    ParquetBatch nativeBatch(Set<String> kept, StructType schema, Predicate[] predicates) {
       List<String> paths = new ArrayList<>();
       List<String> uris = new ArrayList<>();
       List<Long> sizes = new ArrayList<>();
+      List<long[]> deletes = new ArrayList<>();
       for (int i = 0; i < nativePaths.size(); i++) {
-        if (kept.contains(nativePaths.get(i))) {
+        if (kept == null || kept.contains(nativePaths.get(i))) {
           paths.add(nativePaths.get(i));
           uris.add(nativeUris.get(i));
           sizes.add(nativeSizes.get(i));
+          deletes.add(nativeDeletes.get(i));
         }
       }
-      return new ParquetBatch(paths, uris, sizes, schema, predicates);
+      return new ParquetBatch(paths, uris, sizes, deletes, schema, predicates);
     }
   }
 

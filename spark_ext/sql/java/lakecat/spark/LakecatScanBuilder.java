@@ -81,7 +81,8 @@ final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPus
     if (operation == null) {
       return new LakecatScan(table, options, required, filter, pushed, predicates);
     }
-    LakecatScan.RowLevel scan = new LakecatScan.RowLevel(table, options, required, filter, pushed);
+    LakecatScan.RowLevel scan =
+        new LakecatScan.RowLevel(table, options, required, filter, pushed);
     operation.accept(scan);
     return scan;
   }

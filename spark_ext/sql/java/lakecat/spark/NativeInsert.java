@@ -28,7 +28,10 @@ final class NativeInsert implements V1Write {
   private final Supplier<Write> streaming; // the data source's write, for a streaming query
 
   NativeInsert(
-      LakecatTable table, Map<String, String> options, boolean overwrite, Supplier<Write> streaming) {
+      LakecatTable table,
+      Map<String, String> options,
+      boolean overwrite,
+      Supplier<Write> streaming) {
     this.table = table;
     this.options = options;
     this.overwrite = overwrite;

@@ -57,8 +57,13 @@ import scala.jdk.javaapi.CollectionConverters;
  * file's, so when both are read a {@link ReorderedReaders} puts {@code _file} back before {@code
  * _pos}, as the scan's schema has them.
  *
- * <p>What travels to executors: the partitions, Spark's reader factory and, when both row id
- * columns are read, its reordering wrapper.
+ * <p>Files with position deletes or a deletion vector come with their deleted positions (sorted;
+ * lakecat reads the delete files on the driver): the batch then reads every file's row index,
+ * whether the query asked for {@code _pos} or not, and {@link DeletingReaders} drops the rows
+ * whose index is deleted.
+ *
+ * <p>What travels to executors: the partitions, Spark's reader factory and, when the columns
+ * need reordering or rows need dropping, its wrapper (with the deleted positions).
  */
 final class ParquetBatch implements Batch {
   // Read options as lk.read sets them: Iceberg's dates and timestamps are never rebased.
@@ -83,9 +88,10 @@ final class ParquetBatch implements Batch {
   private final List<String> paths;
   private final List<String> uris;
   private final List<Long> sizes;
+  private final List<long[]> deleted; // each file's deleted positions, or null
   private final StructType dataSchema; // what the files hold; _pos as Spark's row index
   private final StructType fileSchema; // _file, a constant per file, or nothing
-  private final boolean reorder; // _file and _pos both read: Spark yields _pos first
+  private final List<String> output; // the scan's columns, _pos named as the row index
   private final Filter[] filters;
 
   /**
@@ -98,32 +104,43 @@ final class ParquetBatch implements Batch {
       List<String> paths,
       List<String> uris,
       List<Long> sizes,
+      List<long[]> deleted,
       StructType schema,
       Predicate[] predicates) {
     this.paths = paths;
     this.uris = uris;
     this.sizes = sizes;
+    this.deleted = deleted;
     List<StructField> data = new ArrayList<>();
     List<StructField> file = new ArrayList<>();
+    List<String> names = new ArrayList<>();
     boolean pos = false;
     for (StructField field : ((StructType) nullable(schema)).fields()) {
       if (field.name().equals(LakecatScan.FILE)) {
         file.add(field);
       } else if (field.name().equals(LakecatScan.POS)) {
         pos = true;
-        data.add(new StructField(ROW_INDEX, DataTypes.LongType, true, Metadata.empty()));
+        data.add(rowIndex());
       } else {
         data.add(field);
       }
+      names.add(field.name().equals(LakecatScan.POS) ? ROW_INDEX : field.name());
+    }
+    if (!pos && deleted.stream().anyMatch(d -> d != null)) {
+      data.add(rowIndex()); // read to drop deleted rows, then left out
     }
     this.dataSchema = new StructType(data.toArray(new StructField[0]));
     this.fileSchema = new StructType(file.toArray(new StructField[0]));
-    this.reorder = !file.isEmpty() && pos;
+    this.output = names;
     List<Filter> onFiles = new ArrayList<>();
     for (Predicate predicate : predicates) {
       conjuncts(predicate, onFiles);
     }
     this.filters = onFiles.toArray(new Filter[0]);
+  }
+
+  private static StructField rowIndex() {
+    return new StructField(ROW_INDEX, DataTypes.LongType, true, Metadata.empty());
   }
 
   /**
@@ -270,18 +287,29 @@ final class ParquetBatch implements Batch {
             filters,
             scala.Option.empty(),
             new ParquetOptions(options, conf));
-    if (!reorder) {
-      return factory;
+    // Spark yields [file columns..., row index?, _file?]; the scan's schema may differ
+    StructType produced = dataSchema;
+    for (StructField field : fileSchema.fields()) {
+      produced = produced.add(field);
     }
-    // Spark yields [columns..., row index, file]; the scan's schema is [columns..., file, pos]
-    int width = dataSchema.size() + 1;
-    int[] order = new int[width];
-    for (int i = 0; i < width; i++) {
-      order[i] = i;
+    List<String> producedNames = java.util.Arrays.asList(produced.fieldNames());
+    int[] order = new int[output.size()];
+    boolean same = order.length == producedNames.size();
+    for (int i = 0; i < order.length; i++) {
+      order[i] = producedNames.indexOf(output.get(i));
+      same &= order[i] == i;
     }
-    order[width - 2] = width - 1;
-    order[width - 1] = width - 2;
-    return new ReorderedReaders(factory, order, dataSchema.add(fileSchema.fields()[0]));
+    Map<String, long[]> byUri = new HashMap<>();
+    for (int i = 0; i < uris.size(); i++) {
+      if (deleted.get(i) != null) {
+        byUri.put(SparkPath.fromUrlString(uris.get(i)).urlEncoded(), deleted.get(i));
+      }
+    }
+    if (!byUri.isEmpty()) {
+      return new DeletingReaders(
+          factory, order, produced, producedNames.indexOf(ROW_INDEX), byUri);
+    }
+    return same ? factory : new ReorderedReaders(factory, order, produced);
   }
 
   /** {@code type} with every field, element and value nullable. */
