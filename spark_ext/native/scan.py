@@ -54,6 +54,9 @@ log = logging.getLogger("lakecat.spark")
 DATA_SOURCE_COLUMNS = frozenset(LINEAGE_COLUMNS)
 # The row id columns, which the JVM adds to Spark's reads: a file's path and row index.
 ROW_ID_COLUMNS = frozenset({"_file", "_pos"})
+# A native read ships the deleted positions of every planned file with the scan (8 bytes
+# each); past this many (64 MiB) the data source reads the delete files in its own tasks.
+MAX_NATIVE_DELETED_POSITIONS = 8 << 20
 PARQUET_READER = "parquet"
 LAKECAT_READER = "lakecat"
 
@@ -155,9 +158,16 @@ def _deleted_positions(view: ReadView, io: FileIO, plan: FilePlan) -> dict[str, 
     reader = DeleteReader(io, view.schema, view.metadata.schemas)
     by_path = {f.file_path: f for f in plan.files}
     out: dict[str, bytes] = {}
+    total = 0
     for path, deletes in plan.deletes.items():
         index = reader.position_index(by_path[path], deletes)
         if index is not None and len(index):
+            total += len(index)
+            if total > MAX_NATIVE_DELETED_POSITIONS:
+                raise NotNative(
+                    f"more than {MAX_NATIVE_DELETED_POSITIONS:,} deleted positions to ship to "
+                    "the executors (the data source reads the delete files in its tasks)"
+                )
             positions = index.positions.to_numpy(zero_copy_only=False)
             out[path] = positions.astype("<i8", copy=False).tobytes()
     return out

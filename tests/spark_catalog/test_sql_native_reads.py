@@ -231,6 +231,13 @@ def test_struct_list_and_map_columns_read_natively(lake) -> None:
     assert_same_rows(lake, "SELECT * FROM lake.db.n", "db.n", columns)
     labels = lake.sql("SELECT id, point.label AS label FROM lake.db.n WHERE point.x > 1")
     assert sorted((r.id, r.label) for r in labels) == [(1, "a"), (4, None)]
+    # with deleted rows: the kept rows' structs, lists and maps, not their neighbours'
+    table.refresh().set_properties({"write.delete.mode": "merge-on-read"})
+    table.refresh().delete("id IN (1, 3)")
+    assert "reader=parquet" in scan_line(lake, "SELECT * FROM lake.db.n")
+    assert_same_rows(lake, "SELECT * FROM lake.db.n", "db.n", columns)
+    labels = lake.sql("SELECT id, point.label AS label, get(tags, 0) AS tag FROM lake.db.n")
+    assert sorted((r.id, r.label, r.tag) for r in labels) == [(2, None, None), (4, None, "d")]
 
 
 def test_version_as_of_reads_the_snapshot_natively(lake) -> None:
@@ -288,14 +295,20 @@ def kept_positions(lake, table: str) -> list[tuple[int, str, int]]:
     return file_positions(lake.catalog.load_table(table), lambda i: i in live)
 
 
-@pytest.fixture
-def small_splits(spark) -> Any:
-    """Spark splits each file into several partitions (a split per row group or so)."""
-    key = "spark.sql.files.maxPartitionBytes"
-    before = spark.conf.get(key)
-    spark.conf.set(key, "4096")
+@pytest.fixture(params=["columns", "rows"])
+def small_splits(spark, request) -> Any:
+    """Spark splits each file into several partitions (a split per row group or so), and
+    reads them as column batches (its vectorized reader) or as rows."""
+    settings = {
+        "spark.sql.files.maxPartitionBytes": "4096",
+        "spark.sql.parquet.enableVectorizedReader": str(request.param == "columns").lower(),
+    }
+    before = {key: spark.conf.get(key) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     yield
-    spark.conf.set(key, before)
+    for key, value in before.items():
+        spark.conf.set(key, value)
 
 
 def test_position_deletes_are_applied_by_sparks_reader(lake, small_splits) -> None:
@@ -319,6 +332,21 @@ def test_position_deletes_are_applied_by_sparks_reader(lake, small_splits) -> No
     expected = [(i, pos) for i, _, pos in kept_positions(lake, "db.k") if 290 <= i < 460]
     assert sorted((r.id, r._pos) for r in late) == expected
     assert all(r.name == (None if r.id % 7 == 3 else f"n{r.id}") for r in late)
+
+
+def test_too_many_deleted_positions_are_left_to_the_python_data_source(lake, monkeypatch) -> None:
+    from lakecat.spark_ext.native import scan
+
+    table = lake.catalog.create_table("db.k", KINDS)
+    table.append(kinds(range(0, 20)))
+    table.set_properties({"write.delete.mode": "merge-on-read"})
+    table.delete("id IN (3, 4, 15)")
+    monkeypatch.setattr(scan, "MAX_NATIVE_DELETED_POSITIONS", 2)
+
+    assert "reader=lakecat" in scan_line(lake, "SELECT * FROM lake.db.k")
+    assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
+    monkeypatch.setattr(scan, "MAX_NATIVE_DELETED_POSITIONS", 3)
+    assert "reader=parquet" in scan_line(lake, "SELECT * FROM lake.db.k")
 
 
 def test_deletion_vectors_are_applied_by_sparks_reader(lake, small_splits) -> None:

@@ -1,9 +1,8 @@
 package lakecat.spark;
 
 import java.io.IOException;
-import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Iterator;
-import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.ProjectingInternalRow;
@@ -13,17 +12,18 @@ import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.execution.datasources.FilePartition;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Spark's Parquet readers with the rows that position deletes and deletion vectors delete left
  * out: each file of a {@link FilePartition} is read on its own (so that its rows are known to be
  * its own), its rows numbered by Spark's row index column, and a row whose index is among the
- * file's deleted positions (sorted, read by lakecat on the driver) is skipped. Rows come out as
- * rows (a column batch cannot drop rows without a copy), projected to the scan's columns:
- * output column {@code i} is the delegate's column {@code order[i]}, which leaves out the row
- * index when the query did not ask for {@code _pos}. Runs on executors.
+ * file's deleted positions (sorted, read by lakecat on the driver) is skipped. Output column
+ * {@code i} is the delegate's column {@code order[i]}, which leaves out the row index when the
+ * query did not ask for {@code _pos}. Column batches stay column batches: a batch holding no
+ * deleted row passes as it is, one holding some becomes {@link RemappedColumnVector} views of
+ * its kept rows (nothing copied); a delegate that reads rows gives rows. Runs on executors.
  */
 final class DeletingReaders implements PartitionReaderFactory {
   private static final long serialVersionUID = 1L;
@@ -49,21 +49,109 @@ final class DeletingReaders implements PartitionReaderFactory {
 
   @Override
   public boolean supportColumnarReads(InputPartition partition) {
-    return false;
+    return delegate.supportColumnarReads(partition);
+  }
+
+  @Override
+  public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+    return new BatchReader((FilePartition) partition);
   }
 
   @Override
   public PartitionReader<InternalRow> createReader(InputPartition partition) {
-    FilePartition files = (FilePartition) partition;
-    List<Object> ordinals = new ArrayList<>();
-    StructType projected = new StructType();
-    for (int index : order) {
-      ordinals.add(index);
-      projected = projected.add(schema.fields()[index]);
+    return new Reader((FilePartition) partition, ReorderedReaders.projection(order, schema));
+  }
+
+  /** The batches of one partition's files, one file after the other, deleted rows left out. */
+  private final class BatchReader implements PartitionReader<ColumnarBatch> {
+    private final FilePartition partition;
+    private int file = -1;
+    private PartitionReader<ColumnarBatch> batches; // the open file's
+    private long[] positions; // its deleted positions (null: none)
+    private int cursor; // the first deleted position not below the rows seen
+    private ColumnarBatch current;
+
+    BatchReader(FilePartition partition) {
+      this.partition = partition;
     }
-    ProjectingInternalRow row =
-        ProjectingInternalRow.apply(projected, CollectionConverters.asScala(ordinals).toSeq());
-    return new Reader(files, row);
+
+    @Override
+    public boolean next() throws IOException {
+      while (true) {
+        if (batches != null && batches.next()) {
+          current = kept(batches.get());
+          if (current != null) {
+            return true;
+          }
+        } else {
+          closeFile();
+          PartitionedFile[] all = partition.files();
+          if (++file >= all.length) {
+            return false;
+          }
+          PartitionedFile one = all[file];
+          positions = deleted.get(one.urlEncodedPath());
+          cursor = 0;
+          batches =
+              delegate.createColumnarReader(
+                  new FilePartition(partition.index(), new PartitionedFile[] {one}));
+        }
+      }
+    }
+
+    /** The batch's kept rows in the output's columns; null when none is kept. */
+    private ColumnarBatch kept(ColumnarBatch batch) {
+      int n = batch.numRows();
+      int[] rows = null;
+      int count = n;
+      if (positions != null && n > 0) {
+        ColumnVector index = batch.column(rowIndex);
+        while (cursor < positions.length && positions[cursor] < index.getLong(0)) {
+          cursor++; // row indexes rise within a file split and a batch
+        }
+        if (cursor < positions.length && positions[cursor] <= index.getLong(n - 1)) {
+          rows = new int[n];
+          count = 0;
+          for (int i = 0; i < n; i++) {
+            long position = index.getLong(i);
+            while (cursor < positions.length && positions[cursor] < position) {
+              cursor++;
+            }
+            if (cursor < positions.length && positions[cursor] == position) {
+              continue;
+            }
+            rows[count++] = i;
+          }
+        }
+      }
+      if (count == 0 && n > 0) {
+        return null;
+      }
+      ColumnVector[] columns = new ColumnVector[order.length];
+      for (int i = 0; i < order.length; i++) {
+        ColumnVector column = batch.column(order[i]);
+        columns[i] = rows == null ? column : new RemappedColumnVector(column, rows, count);
+      }
+      return new ColumnarBatch(columns, count);
+    }
+
+    @Override
+    public ColumnarBatch get() {
+      return current;
+    }
+
+    private void closeFile() throws IOException {
+      if (batches != null) {
+        PartitionReader<ColumnarBatch> open = batches;
+        batches = null;
+        open.close();
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      closeFile();
+    }
   }
 
   /** The rows of one partition's files, one file after the other, deleted rows skipped. */
@@ -73,7 +161,7 @@ final class DeletingReaders implements PartitionReaderFactory {
     private int file = -1;
     private PartitionReader<ColumnarBatch> batches; // the file's, when read as columns
     private PartitionReader<InternalRow> rows; // the file's, when read as rows
-    private Iterator<InternalRow> batch = java.util.Collections.emptyIterator();
+    private Iterator<InternalRow> batch = Collections.emptyIterator();
     private long[] positions; // the file's deleted positions (null: none)
     private int cursor; // the first deleted position not below the rows seen
 
@@ -146,7 +234,7 @@ final class DeletingReaders implements PartitionReaderFactory {
 
     @Override
     public void close() throws IOException {
-      batch = java.util.Collections.emptyIterator();
+      batch = Collections.emptyIterator();
       try {
         if (batches != null) {
           batches.close();

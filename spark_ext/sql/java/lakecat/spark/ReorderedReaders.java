@@ -65,17 +65,7 @@ final class ReorderedReaders implements PartitionReaderFactory {
   @Override
   public PartitionReader<InternalRow> createReader(InputPartition partition) {
     PartitionReader<InternalRow> reader = delegate.createReader(partition);
-    List<Object> ordinals = new ArrayList<>();
-    for (int index : order) {
-      ordinals.add(index);
-    }
-    StructType reordered = new StructType();
-    for (int index : order) {
-      reordered = reordered.add(schema.fields()[index]);
-    }
-    ProjectingInternalRow row =
-        ProjectingInternalRow.apply(
-            reordered, CollectionConverters.asScala(ordinals).toSeq());
+    ProjectingInternalRow row = projection(order, schema);
     return new PartitionReader<InternalRow>() {
       @Override
       public boolean next() throws IOException {
@@ -93,5 +83,16 @@ final class ReorderedReaders implements PartitionReaderFactory {
         reader.close();
       }
     };
+  }
+
+  /** A row that shows column {@code order[i]} of the rows it projects (of {@code schema}) as i. */
+  static ProjectingInternalRow projection(int[] order, StructType schema) {
+    List<Object> ordinals = new ArrayList<>();
+    StructType projected = new StructType();
+    for (int index : order) {
+      ordinals.add(index);
+      projected = projected.add(schema.fields()[index]);
+    }
+    return ProjectingInternalRow.apply(projected, CollectionConverters.asScala(ordinals).toSeq());
   }
 }
