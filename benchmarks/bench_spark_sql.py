@@ -22,7 +22,8 @@ on a ``local[2]`` session with zstd for both. Then, through SQL on each:
   of files the MERGE rewrote against the table's files.
 
 ``--merge-mode merge-on-read`` creates the lakecat tables with ``write.merge.mode =
-merge-on-read``: the MERGE then rewrites no data file and writes position delete files.
+merge-on-read``: the MERGE then rewrites no data file and writes position delete files
+(``--format-version 3``: deletion vectors; the tables then also carry row lineage).
 After the MERGE both lakecat scans run again (through those delete files, in that mode), against
 the same scans before it.
 
@@ -90,6 +91,12 @@ def main() -> None:
         help="the lakecat table's write.merge.mode (merge-on-read: the MERGE writes delete "
         "files instead of rewriting data files)",
     )
+    parser.add_argument(
+        "--format-version",
+        choices=("2", "3"),
+        default="2",
+        help="the lakecat tables' format version (3: row lineage, deletion vectors)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.rows, args.repeats = 400_000, 1
@@ -120,7 +127,8 @@ def main() -> None:
         def create(name: str) -> str:
             spark.sql(
                 f"CREATE TABLE lake.bench.{name} ({COLUMNS}) PARTITIONED BY (part) "
-                f"TBLPROPERTIES ('write.merge.mode' = '{args.merge_mode}')"
+                f"TBLPROPERTIES ('write.merge.mode' = '{args.merge_mode}', "
+                f"'format-version' = '{args.format_version}')"
             )
             return f"lake.bench.{name}"
 

@@ -14,13 +14,15 @@ columns the query reads, and:
   driver, into each data file's sorted deleted positions, which travel with the plan
   (``deletes``: little-endian int64s, base64) to the JVM, whose reader drops the rows whose
   row index (Spark's reader numbers every row of a file) is one of them;
-* no row lineage columns (``_row_id``, ``_last_updated_sequence_number``: a row's id is its
-  file's first row id plus its position where the file holds none) are read, and the read has
-  no ``filter`` option (which the data source applies to the rows). The row id columns
-  ``_file`` and ``_pos`` keep a read native: the JVM gives each file's rows its path (the
-  ``file_path`` lakecat records, as a constant column) and Spark's reader numbers every row of
-  a file (its row index), so the read of a row-level operation (``UPDATE``, ``MERGE``,
-  ``DELETE``) is Spark's own too;
+* the read has no ``filter`` option (which the data source applies to the rows). The row id
+  columns ``_file`` and ``_pos`` keep a read native: the JVM gives each file's rows its path
+  (the ``file_path`` lakecat records, as a constant column) and Spark's reader numbers every
+  row of a file (its row index), so the read of a row-level operation (``UPDATE``, ``MERGE``,
+  ``DELETE``) is Spark's own too. So do the row lineage columns of a format v3 table
+  (``_row_id``, ``_last_updated_sequence_number``): Spark reads the values a file stores (by
+  those names), and the JVM assigns the nulls as the spec says (``fill_lineage``): the file's
+  ``first_row_id`` plus the row's index, and the data sequence number of the file's manifest
+  entry, both sent with the plan (``first_row_ids``, ``sequence_numbers``);
 * each file's path reaches Spark as a ``file:`` URI that decodes to exactly its OS path, so
   spaces, ``=``, ``%`` and other characters in partition folders are read as they are.
 """
@@ -50,10 +52,9 @@ from lakecat.spark_ext.source.planning import FilePlan, ReadView, plan_files
 
 log = logging.getLogger("lakecat.spark")
 
-# The metadata columns of a catalog table that only the data source produces.
-DATA_SOURCE_COLUMNS = frozenset(LINEAGE_COLUMNS)
-# The row id columns, which the JVM adds to Spark's reads: a file's path and row index.
-ROW_ID_COLUMNS = frozenset({"_file", "_pos"})
+# The metadata columns the JVM adds to Spark's reads: a file's path and row index, and the
+# row lineage columns (what files store, nulls assigned).
+METADATA_COLUMNS = frozenset({"_file", "_pos", *LINEAGE_COLUMNS})
 # A native read ships the deleted positions of every planned file with the scan (8 bytes
 # each); past this many (64 MiB) the data source reads the delete files in its own tasks.
 MAX_NATIVE_DELETED_POSITIONS = 8 << 20
@@ -70,6 +71,8 @@ class NativeFile:
     uri: str
     size: int
     deleted: bytes | None = None  # the deleted row positions, little-endian int64, sorted
+    first_row_id: int | None = None  # row lineage: the file's first row id
+    sequence_number: int | None = None  # ... and its data sequence number
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,8 @@ class CatalogScan:
                     None if f.deleted is None else base64.b64encode(f.deleted).decode("ascii")
                     for f in self.native
                 ],
+                "first_row_ids": [f.first_row_id for f in self.native],
+                "sequence_numbers": [f.sequence_number for f in self.native],
             }
         return {
             "files": [f.file_path for f in self.files],
@@ -111,7 +116,12 @@ def plan_catalog_scan(
 ) -> CatalogScan:
     """The files of a catalog read of ``columns`` (top-level names) that ``prune_filter``
     chooses, and whether Spark's Parquet reader reads them."""
-    plan = plan_files(io, view, [prune_filter]) if view.snapshot is not None else None
+    lineage = any(c in LINEAGE_COLUMNS for c in columns)
+    plan = (
+        plan_files(io, view, [prune_filter], row_lineage=lineage)
+        if view.snapshot is not None
+        else None
+    )
     files = plan.files if plan is not None else ()
     try:
         native = _native_files(view, io, plan, columns)
@@ -131,17 +141,20 @@ def _native_files(
     check_native_options(view.options)
     if view.options.row_filter:
         raise NotNative("the filter read option is applied to the rows by the data source")
-    metadata = sorted(DATA_SOURCE_COLUMNS.intersection(columns))
-    if metadata:
-        raise NotNative(f"the metadata columns {', '.join(metadata)} come from the data source")
-    check_native_schema(view, view.schema.select([c for c in columns if c not in ROW_ID_COLUMNS]))
+    check_native_schema(view, view.schema.select([c for c in columns if c not in METADATA_COLUMNS]))
     if plan is None:
         return ()
     check_native_files(view, plan.files)
     deleted = _deleted_positions(view, io, plan)
+    lineage = any(c in LINEAGE_COLUMNS for c in columns)
     return tuple(
         NativeFile(
-            f.file_path, spark_uri(f.file_path), f.file_size_in_bytes, deleted.get(f.file_path)
+            f.file_path,
+            spark_uri(f.file_path),
+            f.file_size_in_bytes,
+            deleted.get(f.file_path),
+            f.first_row_id if lineage else None,
+            plan.sequence_numbers.get(f.file_path) if lineage else None,
         )
         for f in plan.files
     )

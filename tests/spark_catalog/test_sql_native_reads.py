@@ -480,17 +480,58 @@ def test_row_ids_are_read_natively_from_partitioned_files_with_special_paths(lak
     assert any("a b=c%d" in path or "a+b" in path for _, path, _ in file_positions(table))
 
 
-def test_row_lineage_columns_are_read_through_the_python_data_source(lake) -> None:
-    table = lake.catalog.create_table("db.v3", KINDS, properties={"format-version": "3"})
-    table.append(kinds(range(0, 5)))
-    path = table.scan().plan_files()[0].file_path
+LINEAGE = ["id", "_row_id", "_last_updated_sequence_number"]
 
-    assert "reader=lakecat" in scan_line(lake, "SELECT id, _row_id FROM lake.db.v3")
-    assert "reader=parquet" in scan_line(lake, "SELECT id, _pos FROM lake.db.v3")
-    got = lake.sql("SELECT id, _file, _pos, _row_id FROM lake.db.v3")
-    assert sorted((r.id, r._file, r._pos, r._row_id) for r in got) == [
-        (i, path, i, i) for i in range(5)
-    ]
+
+def lineage_rows(lake, table: str) -> list[tuple[int, int, int]]:
+    """(id, _row_id, _last_updated_sequence_number) of every row, by lakecat's Python API."""
+    arrow = lake.catalog.load_table(table).to_arrow(columns=LINEAGE)
+    return sorted(zip(*(arrow.column(c).to_pylist() for c in LINEAGE), strict=True))
+
+
+def test_row_lineage_columns_are_read_natively_and_assigned_as_the_spec_says(
+    lake, small_splits
+) -> None:
+    table = lake.catalog.create_table(
+        "db.v3",
+        KINDS,
+        properties={"format-version": "3", "write.parquet.row-group-limit": "40"},
+    )
+    table.append(kinds(range(0, 100)))
+    table.append(kinds(range(100, 150)))
+    # a copy-on-write update: the rewritten file stores both columns (null for changed rows)
+    lake.sql("UPDATE lake.db.v3 SET name = 'u' WHERE id % 10 = 3 AND id < 100")
+    # a merge-on-read delete: a deletion vector on the second file
+    lake.sql("ALTER TABLE lake.db.v3 SET TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')")
+    lake.sql("DELETE FROM lake.db.v3 WHERE id IN (101, 120, 149)")
+    query = "SELECT id, _row_id, _last_updated_sequence_number FROM lake.db.v3"
+
+    assert "reader=parquet" in scan_line(lake, query)
+    got = sorted((r[0], r[1], r[2]) for r in lake.sql(query))
+    assert got == lineage_rows(lake, "db.v3")
+    assert len({r[1] for r in got}) == len(got) == 147  # row ids stay unique
+    updated = {r[0]: r[2] for r in got if r[0] % 10 == 3 and r[0] < 100}
+    assert len(set(updated.values())) == 1  # the update's sequence number
+    # each alone, with _pos, with _file
+    only_ids = lake.sql("SELECT id, _pos, _row_id FROM lake.db.v3")
+    assert sorted((r.id, r._row_id) for r in only_ids) == [(i, r) for i, r, _ in got]
+    sequences = lake.sql("SELECT _file, id, _last_updated_sequence_number AS s FROM lake.db.v3")
+    assert sorted((r.id, r.s) for r in sequences) == [(i, s) for i, _, s in got]
+    # a row-level statement on the v3 table reads its rows (with their lineage) natively too
+    plan = lake.spark.sql("EXPLAIN UPDATE lake.db.v3 SET name = 'x' WHERE id = 5").collect()
+    assert "reader=parquet" in plan[0][0] and "reader=lakecat" not in plan[0][0]
+
+
+def test_a_v2_table_has_row_ids_but_no_lineage_columns(lake) -> None:
+    from pyspark.errors import AnalysisException
+
+    table = lake.catalog.create_table("db.v2", KINDS)
+    table.append(kinds(range(0, 5)))
+
+    got = lake.sql("SELECT id, _pos FROM lake.db.v2")
+    assert sorted((r.id, r._pos) for r in got) == [(i, i) for i in range(5)]
+    with pytest.raises(AnalysisException):
+        lake.sql("SELECT id, _row_id FROM lake.db.v2")
 
 
 def test_an_empty_table_reads_natively_with_no_rows(lake) -> None:

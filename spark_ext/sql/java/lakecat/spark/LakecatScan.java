@@ -212,6 +212,8 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
     final List<String> nativeUris;
     final List<Long> nativeSizes;
     final List<long[]> nativeDeletes; // each file's deleted positions (null: none)
+    final List<Long> nativeFirstRowIds; // each file's first row id (row lineage; null: none)
+    final List<Long> nativeSequenceNumbers; // each file's data sequence number (lineage)
 
     Plan(JsonNode answer) {
       files = Arrays.asList(Names.strings(answer.get("files")));
@@ -222,6 +224,8 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
         nativeUris = null;
         nativeSizes = null;
         nativeDeletes = null;
+        nativeFirstRowIds = null;
+        nativeSequenceNumbers = null;
       } else {
         nativePaths = Arrays.asList(Names.strings(fast.get("paths")));
         nativeUris = Arrays.asList(Names.strings(fast.get("uris")));
@@ -229,7 +233,16 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
         fast.get("sizes").forEach(size -> nativeSizes.add(size.asLong()));
         nativeDeletes = new ArrayList<>();
         fast.get("deletes").forEach(deleted -> nativeDeletes.add(positions(deleted)));
+        nativeFirstRowIds = longs(fast.get("first_row_ids"));
+        nativeSequenceNumbers = longs(fast.get("sequence_numbers"));
       }
+    }
+
+    /** A JSON list of longs or nulls. */
+    private static List<Long> longs(JsonNode list) {
+      List<Long> out = new ArrayList<>();
+      list.forEach(value -> out.add(value.isNull() ? null : value.asLong()));
+      return out;
     }
 
     /** Positions sent as base64 of little-endian int64s; null for none. */
@@ -252,15 +265,20 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
       List<String> uris = new ArrayList<>();
       List<Long> sizes = new ArrayList<>();
       List<long[]> deletes = new ArrayList<>();
+      List<Long> firstRowIds = new ArrayList<>();
+      List<Long> sequenceNumbers = new ArrayList<>();
       for (int i = 0; i < nativePaths.size(); i++) {
         if (kept == null || kept.contains(nativePaths.get(i))) {
           paths.add(nativePaths.get(i));
           uris.add(nativeUris.get(i));
           sizes.add(nativeSizes.get(i));
           deletes.add(nativeDeletes.get(i));
+          firstRowIds.add(nativeFirstRowIds.get(i));
+          sequenceNumbers.add(nativeSequenceNumbers.get(i));
         }
       }
-      return new ParquetBatch(paths, uris, sizes, deletes, schema, predicates);
+      return new ParquetBatch(
+          paths, uris, sizes, deletes, firstRowIds, sequenceNumbers, schema, predicates);
     }
   }
 

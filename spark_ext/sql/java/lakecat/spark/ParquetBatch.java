@@ -59,8 +59,11 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>Files with position deletes or a deletion vector come with their deleted positions (sorted;
  * lakecat reads the delete files on the driver): the batch then reads every file's row index,
- * whether the query asked for {@code _pos} or not, and {@link DeletingReaders} drops the rows
- * whose index is deleted.
+ * whether the query asked for {@code _pos} or not, and {@link PerFileReaders} drops the rows
+ * whose index is deleted. The row lineage columns ({@code _row_id}, {@code
+ * _last_updated_sequence_number}) are read as the files store them, by name, and {@link
+ * PerFileReaders} assigns their nulls from each file's first row id (plus the row index) and
+ * data sequence number.
  *
  * <p>What travels to executors: the partitions, Spark's reader factory and, when the columns
  * need reordering or rows need dropping, its wrapper (with the deleted positions).
@@ -89,6 +92,8 @@ final class ParquetBatch implements Batch {
   private final List<String> uris;
   private final List<Long> sizes;
   private final List<long[]> deleted; // each file's deleted positions, or null
+  private final List<Long> firstRowIds; // each file's first row id (lineage), or null
+  private final List<Long> sequenceNumbers; // each file's data sequence number, or null
   private final StructType dataSchema; // what the files hold; _pos as Spark's row index
   private final StructType fileSchema; // _file, a constant per file, or nothing
   private final List<String> output; // the scan's columns, _pos named as the row index
@@ -105,12 +110,16 @@ final class ParquetBatch implements Batch {
       List<String> uris,
       List<Long> sizes,
       List<long[]> deleted,
+      List<Long> firstRowIds,
+      List<Long> sequenceNumbers,
       StructType schema,
       Predicate[] predicates) {
     this.paths = paths;
     this.uris = uris;
     this.sizes = sizes;
     this.deleted = deleted;
+    this.firstRowIds = firstRowIds;
+    this.sequenceNumbers = sequenceNumbers;
     List<StructField> data = new ArrayList<>();
     List<StructField> file = new ArrayList<>();
     List<String> names = new ArrayList<>();
@@ -126,8 +135,9 @@ final class ParquetBatch implements Batch {
       }
       names.add(field.name().equals(LakecatScan.POS) ? ROW_INDEX : field.name());
     }
-    if (!pos && deleted.stream().anyMatch(d -> d != null)) {
-      data.add(rowIndex()); // read to drop deleted rows, then left out
+    boolean rowIds = names.contains(LakecatTable.ROW_ID);
+    if (!pos && (rowIds || deleted.stream().anyMatch(d -> d != null))) {
+      data.add(rowIndex()); // read to drop deleted rows or number row ids, then left out
     }
     this.dataSchema = new StructType(data.toArray(new StructField[0]));
     this.fileSchema = new StructType(file.toArray(new StructField[0]));
@@ -299,15 +309,27 @@ final class ParquetBatch implements Batch {
       order[i] = producedNames.indexOf(output.get(i));
       same &= order[i] == i;
     }
-    Map<String, long[]> byUri = new HashMap<>();
+    int rowIdOut = output.indexOf(LakecatTable.ROW_ID);
+    int sequenceOut = output.indexOf(LakecatTable.LAST_UPDATED);
+    boolean lineage = rowIdOut >= 0 || sequenceOut >= 0;
+    Map<String, PerFileReaders.FileRows> byUri = new HashMap<>();
     for (int i = 0; i < uris.size(); i++) {
-      if (deleted.get(i) != null) {
-        byUri.put(SparkPath.fromUrlString(uris.get(i)).urlEncoded(), deleted.get(i));
+      Long first = lineage ? firstRowIds.get(i) : null;
+      if (deleted.get(i) != null || first != null) {
+        byUri.put(
+            SparkPath.fromUrlString(uris.get(i)).urlEncoded(),
+            new PerFileReaders.FileRows(deleted.get(i), first, sequenceNumbers.get(i)));
       }
     }
     if (!byUri.isEmpty()) {
-      return new DeletingReaders(
-          factory, order, produced, producedNames.indexOf(ROW_INDEX), byUri);
+      return new PerFileReaders(
+          factory,
+          order,
+          produced,
+          producedNames.indexOf(ROW_INDEX),
+          rowIdOut,
+          sequenceOut,
+          byUri);
     }
     return same ? factory : new ReorderedReaders(factory, order, produced);
   }

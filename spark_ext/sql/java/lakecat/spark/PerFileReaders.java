@@ -1,50 +1,90 @@
 package lakecat.spark;
 
 import java.io.IOException;
+import java.io.Serializable;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.ProjectingInternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.execution.datasources.FilePartition;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /**
- * Spark's Parquet readers with the rows that position deletes and deletion vectors delete left
- * out: each file of a {@link FilePartition} is read on its own (so that its rows are known to be
- * its own), its rows numbered by Spark's row index column, and a row whose index is among the
- * file's deleted positions (sorted, read by lakecat on the driver) is skipped. Output column
- * {@code i} is the delegate's column {@code order[i]}, which leaves out the row index when the
- * query did not ask for {@code _pos}. Column batches stay column batches: a batch holding no
- * deleted row passes as it is, one holding some becomes {@link RemappedColumnVector} views of
- * its kept rows (nothing copied); a delegate that reads rows gives rows. Runs on executors.
+ * Spark's Parquet readers with what lakecat knows of each file applied: each file of a {@link
+ * FilePartition} is read on its own (so that its rows are known to be its own), its rows
+ * numbered by Spark's row index column, and
+ *
+ * <ul>
+ *   <li>a row whose index is among the file's deleted positions (position deletes and deletion
+ *       vectors, sorted, read by lakecat on the driver) is skipped;
+ *   <li>the row lineage columns of a format v3 table, as the file stores them (null where it
+ *       holds none), get their nulls assigned as the spec says: {@code _row_id} = the file's
+ *       {@code first_row_id} + the row's index, {@code _last_updated_sequence_number} = the
+ *       file's data sequence number (neither for a file without a first row id).
+ * </ul>
+ *
+ * Output column {@code i} is the delegate's column {@code order[i]}, which leaves out the row
+ * index when the query did not ask for {@code _pos}. Column batches stay column batches: a
+ * batch holding no deleted row passes as it is, one holding some becomes {@link
+ * RemappedColumnVector} views of its kept rows, lineage columns {@link LineageColumnVector}s
+ * (nothing copied); a delegate that reads rows gives rows. Runs on executors.
  */
-final class DeletingReaders implements PartitionReaderFactory {
+final class PerFileReaders implements PartitionReaderFactory {
   private static final long serialVersionUID = 1L;
+
+  /** What lakecat knows of one data file's rows. */
+  static final class FileRows implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    final long[] deleted; // sorted deleted positions; null: none
+    final Long firstRowId; // row lineage; null: the file has none
+    final Long sequenceNumber;
+
+    FileRows(long[] deleted, Long firstRowId, Long sequenceNumber) {
+      this.deleted = deleted;
+      this.firstRowId = firstRowId;
+      this.sequenceNumber = sequenceNumber;
+    }
+  }
+
+  private static final FileRows NOTHING = new FileRows(null, null, null);
 
   private final PartitionReaderFactory delegate;
   private final int[] order;
   private final StructType schema; // the delegate's columns, in the delegate's order
-  private final int rowIndex; // the delegate's ordinal of the row index
-  private final Map<String, long[]> deleted; // by the file's URI, as the partitions name it
+  private final int rowIndex; // the delegate's ordinal of the row index (-1: not read)
+  private final int rowIdOut; // the output's ordinal of _row_id (-1: not read)
+  private final int sequenceOut; // ... of _last_updated_sequence_number
+  private final Map<String, FileRows> files; // by the file's URI, as the partitions name it
 
-  DeletingReaders(
+  PerFileReaders(
       PartitionReaderFactory delegate,
       int[] order,
       StructType schema,
       int rowIndex,
-      Map<String, long[]> deleted) {
+      int rowIdOut,
+      int sequenceOut,
+      Map<String, FileRows> files) {
     this.delegate = delegate;
     this.order = order;
     this.schema = schema;
     this.rowIndex = rowIndex;
-    this.deleted = deleted;
+    this.rowIdOut = rowIdOut;
+    this.sequenceOut = sequenceOut;
+    this.files = files;
+  }
+
+  private FileRows rowsOf(PartitionedFile file) {
+    return files.getOrDefault(file.urlEncodedPath(), NOTHING);
   }
 
   @Override
@@ -62,12 +102,20 @@ final class DeletingReaders implements PartitionReaderFactory {
     return new Reader((FilePartition) partition, ReorderedReaders.projection(order, schema));
   }
 
+  /** The first index of {@code positions} at or after {@code cursor} not below {@code row}. */
+  private static int seek(long[] positions, int cursor, long row) {
+    while (cursor < positions.length && positions[cursor] < row) {
+      cursor++; // row indexes rise within a file split and a batch
+    }
+    return cursor;
+  }
+
   /** The batches of one partition's files, one file after the other, deleted rows left out. */
   private final class BatchReader implements PartitionReader<ColumnarBatch> {
     private final FilePartition partition;
     private int file = -1;
     private PartitionReader<ColumnarBatch> batches; // the open file's
-    private long[] positions; // its deleted positions (null: none)
+    private FileRows known = NOTHING; // its rows' deletes and lineage
     private int cursor; // the first deleted position not below the rows seen
     private ColumnarBatch current;
 
@@ -90,7 +138,7 @@ final class DeletingReaders implements PartitionReaderFactory {
             return false;
           }
           PartitionedFile one = all[file];
-          positions = deleted.get(one.urlEncodedPath());
+          known = rowsOf(one);
           cursor = 0;
           batches =
               delegate.createColumnarReader(
@@ -104,19 +152,16 @@ final class DeletingReaders implements PartitionReaderFactory {
       int n = batch.numRows();
       int[] rows = null;
       int count = n;
+      long[] positions = known.deleted;
       if (positions != null && n > 0) {
         ColumnVector index = batch.column(rowIndex);
-        while (cursor < positions.length && positions[cursor] < index.getLong(0)) {
-          cursor++; // row indexes rise within a file split and a batch
-        }
+        cursor = seek(positions, cursor, index.getLong(0));
         if (cursor < positions.length && positions[cursor] <= index.getLong(n - 1)) {
           rows = new int[n];
           count = 0;
           for (int i = 0; i < n; i++) {
             long position = index.getLong(i);
-            while (cursor < positions.length && positions[cursor] < position) {
-              cursor++;
-            }
+            cursor = seek(positions, cursor, position);
             if (cursor < positions.length && positions[cursor] == position) {
               continue;
             }
@@ -130,6 +175,11 @@ final class DeletingReaders implements PartitionReaderFactory {
       ColumnVector[] columns = new ColumnVector[order.length];
       for (int i = 0; i < order.length; i++) {
         ColumnVector column = batch.column(order[i]);
+        if (known.firstRowId != null && i == rowIdOut) {
+          column = new LineageColumnVector(column, batch.column(rowIndex), known.firstRowId);
+        } else if (known.firstRowId != null && known.sequenceNumber != null && i == sequenceOut) {
+          column = new LineageColumnVector(column, null, known.sequenceNumber);
+        }
         columns[i] = rows == null ? column : new RemappedColumnVector(column, rows, count);
       }
       return new ColumnarBatch(columns, count);
@@ -158,11 +208,12 @@ final class DeletingReaders implements PartitionReaderFactory {
   private final class Reader implements PartitionReader<InternalRow> {
     private final FilePartition partition;
     private final ProjectingInternalRow row;
+    private InternalRow current;
     private int file = -1;
     private PartitionReader<ColumnarBatch> batches; // the file's, when read as columns
     private PartitionReader<InternalRow> rows; // the file's, when read as rows
     private Iterator<InternalRow> batch = Collections.emptyIterator();
-    private long[] positions; // the file's deleted positions (null: none)
+    private FileRows known = NOTHING; // the file's deletes and lineage
     private int cursor; // the first deleted position not below the rows seen
 
     Reader(FilePartition partition, ProjectingInternalRow row) {
@@ -175,14 +226,43 @@ final class DeletingReaders implements PartitionReaderFactory {
       while (true) {
         InternalRow next = nextOfFile();
         if (next != null) {
-          if (!isDeleted(next.getLong(rowIndex))) {
+          long position = rowIndex >= 0 ? next.getLong(rowIndex) : -1;
+          if (!isDeleted(position)) {
             row.project(next);
+            current = withLineage(row, position);
             return true;
           }
         } else if (!openNextFile()) {
           return false;
         }
       }
+    }
+
+    /** The row with its lineage columns' nulls assigned (a copy), or the row itself. */
+    private InternalRow withLineage(InternalRow projected, long position) {
+      Long first = known.firstRowId;
+      boolean rowId = first != null && rowIdOut >= 0 && projected.isNullAt(rowIdOut);
+      boolean sequence =
+          first != null
+              && known.sequenceNumber != null
+              && sequenceOut >= 0
+              && projected.isNullAt(sequenceOut);
+      if (!rowId && !sequence) {
+        return projected;
+      }
+      StructField[] fields = row.schema().fields();
+      Object[] values = new Object[fields.length];
+      for (int i = 0; i < fields.length; i++) {
+        values[i] = projected.isNullAt(i) ? null : projected.get(i, fields[i].dataType());
+      }
+      InternalRow out = new GenericInternalRow(values);
+      if (rowId) {
+        out.setLong(rowIdOut, first + position);
+      }
+      if (sequence) {
+        out.setLong(sequenceOut, known.sequenceNumber);
+      }
+      return out;
     }
 
     /** The current file's next row, or null when it has no more (or no file is open). */
@@ -200,12 +280,11 @@ final class DeletingReaders implements PartitionReaderFactory {
     }
 
     private boolean isDeleted(long position) {
+      long[] positions = known.deleted;
       if (positions == null) {
         return false;
       }
-      while (cursor < positions.length && positions[cursor] < position) {
-        cursor++; // row indexes rise within a split
-      }
+      cursor = seek(positions, cursor, position);
       return cursor < positions.length && positions[cursor] == position;
     }
 
@@ -217,7 +296,7 @@ final class DeletingReaders implements PartitionReaderFactory {
       }
       PartitionedFile one = all[file];
       FilePartition single = new FilePartition(partition.index(), new PartitionedFile[] {one});
-      positions = deleted.get(one.urlEncodedPath());
+      known = rowsOf(one);
       cursor = 0;
       if (delegate.supportColumnarReads(single)) {
         batches = delegate.createColumnarReader(single);
@@ -229,7 +308,7 @@ final class DeletingReaders implements PartitionReaderFactory {
 
     @Override
     public InternalRow get() {
-      return row;
+      return current;
     }
 
     @Override
