@@ -40,7 +40,7 @@ from lakecat.catalog.commit.conflicts import (
     check_transaction,
 )
 from lakecat.catalog.commit.intent import Intent, OpKind, new_snapshot_id
-from lakecat.catalog.commit.pipeline import metadata_delta
+from lakecat.catalog.commit.pipeline import delete_quietly, metadata_delta
 from lakecat.catalog.commit.producer import data_dir, metadata_dir
 from lakecat.catalog.maintenance import (
     CompactionResult,
@@ -99,6 +99,7 @@ __all__ = [
     "cherry_pick",
     "conform",
     "data_dir",
+    "delete_quietly",
     "expire_snapshots",
     "fast_forward",
     "has_deletes",

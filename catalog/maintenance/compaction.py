@@ -63,6 +63,7 @@ import pyarrow as pa
 
 from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.commit.moves import ROW_MOVES_KEY, MovedFile, RowMoves, write_row_moves
+from lakecat.catalog.commit.pipeline import delete_quietly
 from lakecat.catalog.commit.producer import metadata_dir
 from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.catalog.read.deletes import DeleteReader
@@ -369,7 +370,7 @@ class _Job:
                 self.done += 1
                 self.report()
         except BaseException:
-            _delete_quietly(self.table.io, written)
+            delete_quietly(self.table.io, [f.file_path for f in written])
             raise
         self._commit(groups, written, starting_snapshot_id)
 
@@ -456,7 +457,7 @@ class _Job:
                 written.extend(self._write(rows))
                 inputs = None  # sorted: where a row went is not recorded
         except BaseException:
-            _delete_quietly(self.table.io, written)
+            delete_quietly(self.table.io, [f.file_path for f in written])
             raise
         if self.sort_order_id is not None:
             written = [replace(f, sort_order_id=self.sort_order_id) for f in written]
@@ -536,13 +537,6 @@ def _slices(files: Sequence[DataFile], target: int) -> Iterator[list[DataFile]]:
             current, size = [], 0
     if current:
         yield current
-
-
-def _delete_quietly(io: FileIO, files: Sequence[DataFile]) -> None:
-    for f in files:
-        # best effort: orphan removal collects what is left
-        with contextlib.suppress(StorageError):
-            io.delete(f.file_path)
 
 
 # ---- sorting ------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from lakecat.catalog.engine import (
     Intent,
     OpKind,
     RowFilter,
+    delete_quietly,
     plan_file_groups,
 )
 from lakecat.metadata import properties as P
@@ -45,7 +46,6 @@ from lakecat.spark_ext.source.staging import (
     read_files,
     stage_write_by_task,
 )
-from lakecat.spark_ext.source.tasks import delete_files
 
 
 def compact(
@@ -131,7 +131,7 @@ def _commit(
         except BaseException:
             # The groups not tried yet leave nothing behind; this one's outcome may be unknown.
             later = [f.file_path for _, files in batches[index + 1 :] for f in files]
-            delete_files(target.io, later)
+            delete_quietly(target.io, later)
             raise
         committed.append((batch_groups, added, result.snapshot_id))
     return _result(len(groups), committed, failed)

@@ -49,6 +49,7 @@ from lakecat.catalog.engine import (
     OpKind,
     Scan,
     ScanPlan,
+    delete_quietly,
     merge_on_read,
     replaced_deletes,
     write_position_deletes,
@@ -74,7 +75,6 @@ from lakecat.spark_ext.dml.merge_plan import (
 )
 from lakecat.spark_ext.settings import DEFAULT_FORMAT
 from lakecat.spark_ext.source.staging import TargetTable, open_target, read_files, stage_write
-from lakecat.spark_ext.source.tasks import delete_files
 from lakecat.spark_ext.source.write_jobs import isolation_level
 from lakecat.spark_ext.types import FILE_COLUMN, METADATA_COLUMNS, POS_COLUMN
 
@@ -185,7 +185,7 @@ def update(
                 added = stage_write(target, out)
             except BaseException:
                 if mor:
-                    delete_files(target.io, [d.file_path for d in deletes])
+                    delete_quietly(target.io, [d.file_path for d in deletes])
                 raise
         if mor:
             return _commit(
@@ -303,7 +303,7 @@ def _merge_on_read_merge(
     try:
         deletes = write_position_deletes(target.io, target.metadata, targets)
     except BaseException:
-        delete_files(target.io, [f.file_path for f in added])
+        delete_quietly(target.io, [f.file_path for f in added])
         raise
     return _commit(
         target,
@@ -439,7 +439,7 @@ def _commit(
             keeps_row_lineage=True,
         )
     except BaseException:
-        delete_files(target.io, [f.file_path for f in added])
+        delete_quietly(target.io, [f.file_path for f in added])
         raise
     result = target.table.commit_intent(intent)
     return RowLevelResult(result.snapshot_id, len(removed), len(added), files_read)

@@ -57,7 +57,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from lakecat.catalog import Catalog, CommitResult
-from lakecat.catalog.engine import data_dir
+from lakecat.catalog.engine import data_dir, delete_quietly
 from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.io import (
     FileInfo,
@@ -93,7 +93,6 @@ from lakecat.spark_ext.settings import (
     settings_from_session,
 )
 from lakecat.spark_ext.source.staging import STAGE_TO
-from lakecat.spark_ext.source.tasks import delete_files
 from lakecat.spark_ext.source.write_jobs import (
     FilesMessage,
     WriteJob,
@@ -263,7 +262,7 @@ def _run(job: WriteJob, plan: NativeWritePlan, df: DataFrame) -> CommitResult | 
         files = _written_files(io, folder, job, plan)
         job.journal.record(files)
     except BaseException:
-        delete_files(io, [info.location for info in io.list_prefix(folder)])
+        delete_quietly(io, [info.location for info in io.list_prefix(folder)])
         _remove_empty_folders(folder)
         raise
     messages = [FilesMessage(tuple(files), job.metadata_location)]
@@ -307,12 +306,12 @@ def _written_files(io: FileIO, folder: str, job: WriteJob, plan: NativeWritePlan
             data.append((info, parts[:-1]))
         else:
             raise CorruptMetadata(f"unexpected file {info.location} in a native write's output")
-    delete_files(io, other)
+    delete_quietly(io, other)
     # One file after the other: a local footer and its metrics take about 0.4 ms, and threads
     # only add contention for the GIL (measured: 0.36 ms a file alone, 0.53 ms with 8 threads).
     described = [_describe(io, info, folders, job, plan) for info, folders in data]
     empty = [info.location for (info, _), f in zip(data, described, strict=True) if f is None]
-    delete_files(io, empty)  # Spark writes an empty file for a job without rows
+    delete_quietly(io, empty)  # Spark writes an empty file for a job without rows
     return [f for f in described if f is not None]
 
 

@@ -32,13 +32,19 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from lakecat.catalog.engine import Intent, app_versions, check_transaction, new_snapshot_id
+from lakecat.catalog.engine import (
+    Intent,
+    app_versions,
+    check_transaction,
+    delete_quietly,
+    new_snapshot_id,
+)
 from lakecat.metadata.errors import StorageError, ValidationError
 from lakecat.metadata.io import file_io_for, join, to_uri
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.table import MAIN_BRANCH, TableMetadata, read_metadata
 from lakecat.spark_ext.settings import CatalogSettings
-from lakecat.spark_ext.source.tasks import delete_files, write_batches
+from lakecat.spark_ext.source.tasks import write_batches
 from lakecat.spark_ext.source.write_jobs import (
     APP_ID,
     BRANCH,
@@ -119,7 +125,7 @@ class StreamJob:
                 if intent is not None and not replay:
                     check_unchanged(start, table.metadata, intent)
             except BaseException:
-                delete_files(io, [f.file_path for f in files])
+                delete_quietly(io, [f.file_path for f in files])
                 journal.clean()
                 raise
             if intent is None or replay:
@@ -127,7 +133,7 @@ class StreamJob:
                     log.info(
                         "batch %d of %s was committed before it started: skipped", batch_id, app_id
                     )
-                delete_files(io, [f.file_path for f in files])
+                delete_quietly(io, [f.file_path for f in files])
                 journal.clean()
                 return
             commit_and_clean(table, intent, journal)

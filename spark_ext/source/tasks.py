@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import TaskContext
 
-from lakecat.catalog.engine import DeleteReader, conform, write_files
+from lakecat.catalog.engine import DeleteReader, conform, delete_quietly, write_files
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import CommitFailed, StorageError, ValidationError
 from lakecat.metadata.expressions import (
@@ -213,7 +213,7 @@ class Journal:
         if self.io.exists(self.aborted_marker):
             # the caller deletes the files; the entry is ours, and the driver may have
             # listed the journal before it was written
-            delete_files(self.io, [entry])
+            delete_quietly(self.io, [entry])
             raise CommitFailed(f"the write job of {self.folder} was aborted")
         return entry
 
@@ -240,8 +240,8 @@ class Journal:
         except StorageError as exc:
             log.warning("cannot list the write journal %s: %s", self.folder, exc)
             return
-        delete_files(self.io, sorted(recorded - set(keep)))
-        delete_files(self.io, entries)
+        delete_quietly(self.io, sorted(recorded - set(keep)))
+        delete_quietly(self.io, entries)
 
     def abort(self) -> None:
         """Driver, after a failed job: mark the job aborted, then delete what was recorded.
@@ -290,8 +290,8 @@ def write_batches(
         except BaseException:
             if pending is not None:
                 wait([pending])  # its files must be known before they are deleted
-            delete_files(io, [f.file_path for f in writer.written])
-            delete_files(io, writer.entries)
+            delete_quietly(io, [f.file_path for f in writer.written])
+            delete_quietly(io, writer.entries)
             raise
     return writer.written
 
@@ -371,12 +371,3 @@ def _require_match(tables: list[pa.Table], check: pc.Expression, expression: Exp
                 f"{outside} row(s) written by an overwrite with filter {expression} do not "
                 "match the filter; an overwrite by filter may only write rows inside it"
             )
-
-
-def delete_files(io: FileIO, paths: Iterable[str]) -> None:
-    """Best-effort deletion: a file that cannot be deleted is left to orphan-file removal."""
-    for path in paths:
-        try:
-            io.delete(path)
-        except StorageError as exc:
-            log.warning("could not delete %s: %s", path, exc)

@@ -47,6 +47,7 @@ from lakecat.catalog.engine import (
     Scan,
     check_metadata,
     check_protocol,
+    delete_quietly,
     metadata_delta,
     metadata_dir,
     new_snapshot_id,
@@ -69,7 +70,7 @@ from lakecat.metadata.table import MAIN_BRANCH, Snapshot, TableMetadata, read_me
 from lakecat.spark_ext.settings import CatalogSettings
 from lakecat.spark_ext.source.planning import METADATA_LOCATION
 from lakecat.spark_ext.source.staging import STAGE_TO, TARGET_FILE_SIZE, write_handoff
-from lakecat.spark_ext.source.tasks import Journal, delete_files, write_batches
+from lakecat.spark_ext.source.tasks import Journal, write_batches
 
 log = logging.getLogger("lakecat.spark")
 
@@ -176,7 +177,7 @@ class WriteJob:
             except BaseException:
                 # An overwrite by filter may have written the rows it keeps already.
                 written = [f.file_path for f in intent.added_files] if intent else []
-                delete_files(self.io, sorted({*paths, *written}))
+                delete_quietly(self.io, sorted({*paths, *written}))
                 self.journal.clean()
                 raise
             if intent is None:
@@ -499,5 +500,5 @@ def abort_files(
     if landed:
         journal.clean(keep=[f.file_path for f in files])
     else:
-        delete_files(io, [f.file_path for f in files])
+        delete_quietly(io, [f.file_path for f in files])
         journal.abort()

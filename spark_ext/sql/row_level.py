@@ -34,6 +34,7 @@ from lakecat.catalog.engine import (
     FileDeletes,
     Intent,
     OpKind,
+    delete_quietly,
     replaced_deletes,
     write_position_deletes,
 )
@@ -43,7 +44,6 @@ from lakecat.metadata.expressions import Expression
 from lakecat.metadata.manifests import DataFile
 from lakecat.spark_ext.source.planning import ReadView, plan_files
 from lakecat.spark_ext.source.staging import handed_over
-from lakecat.spark_ext.source.tasks import delete_files
 from lakecat.spark_ext.source.write_jobs import check_unchanged, isolation_level
 
 _COMMANDS = {
@@ -100,7 +100,7 @@ def commit_copy_on_write(
         )
         check_unchanged(view.metadata, table.metadata, intent)
     except BaseException:
-        delete_files(io, [f.file_path for f in added])
+        delete_quietly(io, [f.file_path for f in added])
         raise
     return table.commit_intent(intent).snapshot_id
 
@@ -156,6 +156,6 @@ def commit_merge_on_read(
         )
         check_unchanged(view.metadata, table.metadata, intent)
     except BaseException:
-        delete_files(io, [f.file_path for f in (*added, *written)])
+        delete_quietly(io, [f.file_path for f in (*added, *written)])
         raise
     return table.commit_intent(intent).snapshot_id

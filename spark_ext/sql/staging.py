@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakecat.catalog import Catalog, Table
-from lakecat.catalog.engine import metadata_dir
+from lakecat.catalog.engine import delete_quietly, metadata_dir
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import NoSuchTable, TableAlreadyExists, ValidationError
 from lakecat.metadata.io import join
@@ -38,7 +38,6 @@ from lakecat.metadata.schema import Schema
 from lakecat.metadata.table import Replacement, TableMetadata, replaced, write_metadata
 from lakecat.spark_ext.source.planning import METADATA_LOCATION
 from lakecat.spark_ext.source.staging import STAGE_TO, handed_over
-from lakecat.spark_ext.source.tasks import delete_files
 
 MODES = frozenset({"create", "replace", "create_or_replace"})
 
@@ -124,7 +123,7 @@ class StagedTables:
                 return table.commit_replace(staged.replacement, files).snapshot_id
             created = self._create(staged, files).current_snapshot()
         except BaseException:
-            delete_files(io, [f.file_path for f in files])
+            delete_quietly(io, [f.file_path for f in files])
             raise
         finally:
             io.delete(staged.metadata_location)
@@ -137,7 +136,7 @@ class StagedTables:
             return
         io = self.catalog.io
         files = handed_over(io, staged.stage_to)
-        delete_files(io, [f.file_path for f in files])
+        delete_quietly(io, [f.file_path for f in files])
         io.delete(staged.metadata_location)
 
     def _take(self, stage_id: str) -> Staged:
