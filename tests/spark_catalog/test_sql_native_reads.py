@@ -517,9 +517,43 @@ def test_row_lineage_columns_are_read_natively_and_assigned_as_the_spec_says(
     assert sorted((r.id, r._row_id) for r in only_ids) == [(i, r) for i, r, _ in got]
     sequences = lake.sql("SELECT _file, id, _last_updated_sequence_number AS s FROM lake.db.v3")
     assert sorted((r.id, r.s) for r in sequences) == [(i, s) for i, _, s in got]
+    # filters on lineage columns: assigned values (null or absent in the file) still match
+    for i, row_id, sequence in (got[0], got[40], got[-1]):
+        found = lake.sql(f"SELECT id FROM lake.db.v3 WHERE _row_id = {row_id}")
+        assert [r.id for r in found] == [i]
+        found = lake.sql(
+            f"SELECT id FROM lake.db.v3 WHERE _last_updated_sequence_number = {sequence} "
+            f"AND id = {i}"
+        )
+        assert [r.id for r in found] == [i]
     # a row-level statement on the v3 table reads its rows (with their lineage) natively too
     plan = lake.spark.sql("EXPLAIN UPDATE lake.db.v3 SET name = 'x' WHERE id = 5").collect()
     assert "reader=parquet" in plan[0][0] and "reader=lakecat" not in plan[0][0]
+
+
+def test_a_filter_on_an_assigned_row_id_finds_its_row(lake) -> None:
+    """A copy-on-write MERGE writes copied rows (their stored row ids) and inserted rows
+    (null: assigned on read) into one file: the file's statistics of ``_row_id`` cover only
+    the stored ids, so they must not prune a filter on an assigned one."""
+    table = lake.catalog.create_table("db.v3", KINDS, properties={"format-version": "3"})
+    table.append(kinds(range(0, 10)))
+    lake.spark.createDataFrame([(3, "m"), (100, "new"), (101, "new")], "id bigint, name string") \
+        .createOrReplaceTempView("src")  # fmt: skip
+    lake.sql(
+        "MERGE INTO lake.db.v3 t USING src s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET name = s.name "
+        "WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id, s.name)"
+    )
+    rows = lineage_rows(lake, "db.v3")
+    assert len(rows) == 12 and len({r for _, r, _ in rows}) == 12
+
+    for i, row_id, sequence in rows:
+        found = lake.sql(f"SELECT id FROM lake.db.v3 WHERE _row_id = {row_id}")
+        assert [r.id for r in found] == [i], (i, row_id)
+        found = lake.sql(
+            f"SELECT id FROM lake.db.v3 WHERE _last_updated_sequence_number = {sequence}"
+        )
+        assert i in [r.id for r in found], (i, sequence)
 
 
 def test_a_v2_table_has_row_ids_but_no_lineage_columns(lake) -> None:

@@ -200,17 +200,22 @@ final class ParquetBatch implements Batch {
     return filter.isDefined() ? filter.get() : null;
   }
 
-  /** Whether {@code predicate} names {@code _file} or {@code _pos}. */
+  /** Whether {@code predicate} names a metadata column ({@code _file}, {@code _pos}, lineage). */
   private static boolean readsRowIds(Predicate predicate) {
     for (NamedReference ref : predicate.references()) {
       String[] names = ref.fieldNames();
-      if (names.length == 1
-          && (names[0].equals(LakecatScan.FILE) || names[0].equals(LakecatScan.POS))) {
+      if (names.length == 1 && METADATA_COLUMNS.contains(names[0])) {
         return true;
       }
     }
     return false;
   }
+
+  // Columns whose values are not (all) the files': never used to skip row groups. The lineage
+  // columns a file stores may be null where the reader assigns them, or absent (all null).
+  private static final java.util.Set<String> METADATA_COLUMNS =
+      java.util.Set.of(
+          LakecatScan.FILE, LakecatScan.POS, LakecatTable.ROW_ID, LakecatTable.LAST_UPDATED);
 
   private static org.apache.spark.sql.classic.SparkSession session() {
     return (org.apache.spark.sql.classic.SparkSession) org.apache.spark.sql.SparkSession.active();
