@@ -491,9 +491,10 @@ class DataFileReads:
         with self._lock:
             found = self._layouts.get(key)
         if found is None:
-            mapped = self.name_mapping is not None and not has_field_ids(file_schema)
-            if self.name_mapping is not None and mapped:
+            mapped = False
+            if self.name_mapping is not None and not has_field_ids(file_schema):
                 file_schema = self.name_mapping.with_ids(file_schema)
+                mapped = True
             # mapped: by the ids the mapping gave, even if it named none of the columns
             found = ColumnLayout(file_schema, leaves, self, by_ids=True if mapped else None)
             with self._lock:

@@ -36,9 +36,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * else the rows are read by the Python data source, asked for exactly these columns and
  * planning with the same filter. The description (what {@code EXPLAIN} prints) names the
  * filters Spark pushed, the lakecat filter they make, the reader ({@code parquet} or {@code
- * lakecat}) and the number of files chosen. A row-level operation's read ({@link RowLevel}) fixes its files, which
- * Spark's runtime group filter narrows to those holding affected rows ({@code _file IN (...)})
- * before anything is read; they are read by the reader the plan chose, as for any read.
+ * lakecat}) and the number of files chosen. A row-level operation's read ({@link RowLevel})
+ * fixes its files, which Spark's runtime group filter narrows to those holding affected rows
+ * ({@code _file IN (...)}) before anything is read; they are read by the reader the plan
+ * chose, as for any read.
  */
 class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
   static final String FILE = "_file";
@@ -175,7 +176,7 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
   public Batch toBatch() {
     List<String> files = filesOption();
     Plan plan = files == null ? plan() : null;
-    if (plan != null && plan.nativeUris != null) {
+    if (plan != null && plan.nativeFiles != null) {
       return plan.nativeBatch(null, readSchema, predicates);
     }
     Map<String, String> read = new HashMap<>(options);
@@ -208,77 +209,22 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
   static final class Plan {
     final List<String> files;
     final String reader;
-    final List<String> nativePaths; // null: the Python data source reads the files
-    final List<String> nativeUris;
-    final List<Long> nativeSizes;
-    final List<long[]> nativeDeletes; // each file's deleted positions (null: none)
-    final List<Long> nativeFirstRowIds; // each file's first row id (row lineage; null: none)
-    final List<Long> nativeSequenceNumbers; // each file's data sequence number (lineage)
+    final List<NativeFile> nativeFiles; // null: the Python data source reads the files
 
     Plan(JsonNode answer) {
       files = Arrays.asList(Names.strings(answer.get("files")));
       reader = answer.get("reader").asText();
       JsonNode fast = answer.get("native");
-      if (fast == null || fast.isNull()) {
-        nativePaths = null;
-        nativeUris = null;
-        nativeSizes = null;
-        nativeDeletes = null;
-        nativeFirstRowIds = null;
-        nativeSequenceNumbers = null;
-      } else {
-        nativePaths = Arrays.asList(Names.strings(fast.get("paths")));
-        nativeUris = Arrays.asList(Names.strings(fast.get("uris")));
-        nativeSizes = new ArrayList<>();
-        fast.get("sizes").forEach(size -> nativeSizes.add(size.asLong()));
-        nativeDeletes = new ArrayList<>();
-        fast.get("deletes").forEach(deleted -> nativeDeletes.add(positions(deleted)));
-        nativeFirstRowIds = longs(fast.get("first_row_ids"));
-        nativeSequenceNumbers = longs(fast.get("sequence_numbers"));
-      }
-    }
-
-    /** A JSON list of longs or nulls. */
-    private static List<Long> longs(JsonNode list) {
-      List<Long> out = new ArrayList<>();
-      list.forEach(value -> out.add(value.isNull() ? null : value.asLong()));
-      return out;
-    }
-
-    /** Positions sent as base64 of little-endian int64s; null for none. */
-    private static long[] positions(JsonNode encoded) {
-      if (encoded == null || encoded.isNull()) {
-        return null;
-      }
-      java.nio.LongBuffer longs =
-          java.nio.ByteBuffer.wrap(java.util.Base64.getDecoder().decode(encoded.asText()))
-              .order(java.nio.ByteOrder.LITTLE_ENDIAN)
-              .asLongBuffer();
-      long[] out = new long[longs.remaining()];
-      longs.get(out);
-      return out;
+      nativeFiles = fast == null || fast.isNull() ? null : NativeFile.parse(fast);
     }
 
     /** Spark's Parquet batch over those of the native files that {@code kept} names (all). */
     ParquetBatch nativeBatch(Set<String> kept, StructType schema, Predicate[] predicates) {
-      List<String> paths = new ArrayList<>();
-      List<String> uris = new ArrayList<>();
-      List<Long> sizes = new ArrayList<>();
-      List<long[]> deletes = new ArrayList<>();
-      List<Long> firstRowIds = new ArrayList<>();
-      List<Long> sequenceNumbers = new ArrayList<>();
-      for (int i = 0; i < nativePaths.size(); i++) {
-        if (kept == null || kept.contains(nativePaths.get(i))) {
-          paths.add(nativePaths.get(i));
-          uris.add(nativeUris.get(i));
-          sizes.add(nativeSizes.get(i));
-          deletes.add(nativeDeletes.get(i));
-          firstRowIds.add(nativeFirstRowIds.get(i));
-          sequenceNumbers.add(nativeSequenceNumbers.get(i));
-        }
+      List<NativeFile> read = nativeFiles;
+      if (kept != null) {
+        read = read.stream().filter(f -> kept.contains(f.path)).collect(Collectors.toList());
       }
-      return new ParquetBatch(
-          paths, uris, sizes, deletes, firstRowIds, sequenceNumbers, schema, predicates);
+      return new ParquetBatch(read, schema, predicates);
     }
   }
 
@@ -313,7 +259,7 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
     @Override
     public Batch toBatch() {
       Plan plan = plan();
-      if (plan.nativeUris == null) {
+      if (plan.nativeFiles == null) {
         return super.toBatch();
       }
       return plan.nativeBatch(new HashSet<>(files()), readSchema(), pushedToFiles());

@@ -88,38 +88,19 @@ final class ParquetBatch implements Batch {
   // Spark's name of the row index column its Parquet reader fills (FileFormat's constant).
   static final String ROW_INDEX = "_tmp_metadata_row_index";
 
-  private final List<String> paths;
-  private final List<String> uris;
-  private final List<Long> sizes;
-  private final List<long[]> deleted; // each file's deleted positions, or null
-  private final List<Long> firstRowIds; // each file's first row id (lineage), or null
-  private final List<Long> sequenceNumbers; // each file's data sequence number, or null
+  private final List<NativeFile> files;
   private final StructType dataSchema; // what the files hold; _pos as Spark's row index
   private final StructType fileSchema; // _file, a constant per file, or nothing
   private final List<String> output; // the scan's columns, _pos named as the row index
   private final Filter[] filters;
 
   /**
-   * The files (lakecat's paths, URIs and sizes) read as {@code schema}: nullable throughout,
-   * since a file may lack a column (read as nulls) whatever the table says of it. The row id
-   * columns, when read, are last ({@code _file} before {@code _pos}), as {@link
-   * LakecatScan#readSchema()} puts them.
+   * The files read as {@code schema}: nullable throughout, since a file may lack a column (read
+   * as nulls) whatever the table says of it. The row id columns, when read, are last ({@code
+   * _file} before {@code _pos}), as {@link LakecatScan#readSchema()} puts them.
    */
-  ParquetBatch(
-      List<String> paths,
-      List<String> uris,
-      List<Long> sizes,
-      List<long[]> deleted,
-      List<Long> firstRowIds,
-      List<Long> sequenceNumbers,
-      StructType schema,
-      Predicate[] predicates) {
-    this.paths = paths;
-    this.uris = uris;
-    this.sizes = sizes;
-    this.deleted = deleted;
-    this.firstRowIds = firstRowIds;
-    this.sequenceNumbers = sequenceNumbers;
+  ParquetBatch(List<NativeFile> files, StructType schema, Predicate[] predicates) {
+    this.files = files;
     List<StructField> data = new ArrayList<>();
     List<StructField> file = new ArrayList<>();
     List<String> names = new ArrayList<>();
@@ -136,7 +117,7 @@ final class ParquetBatch implements Batch {
       names.add(field.name().equals(LakecatScan.POS) ? ROW_INDEX : field.name());
     }
     boolean rowIds = names.contains(LakecatTable.ROW_ID);
-    if (!pos && (rowIds || deleted.stream().anyMatch(d -> d != null))) {
+    if (!pos && (rowIds || files.stream().anyMatch(f -> f.deleted != null))) {
       data.add(rowIndex()); // read to drop deleted rows or number row ids, then left out
     }
     this.dataSchema = new StructType(data.toArray(new StructField[0]));
@@ -227,20 +208,20 @@ final class ParquetBatch implements Batch {
     SQLConf conf = session.sessionState().conf();
     long openCost = conf.filesOpenCostInBytes();
     long total = 0;
-    for (long size : sizes) {
-      total += size + openCost;
+    for (NativeFile file : files) {
+      total += file.size + openCost;
     }
     long maxSplit = maxSplitBytes(session, conf, total);
     List<PartitionedFile> splits = new ArrayList<>();
     scala.collection.immutable.Map<String, Object> noMetadata =
         scala.collection.immutable.Map$.MODULE$.empty();
     boolean withFile = !fileSchema.isEmpty();
-    for (int i = 0; i < uris.size(); i++) {
-      SparkPath path = SparkPath.fromUrlString(uris.get(i));
-      long size = sizes.get(i);
+    for (NativeFile file : files) {
+      SparkPath path = SparkPath.fromUrlString(file.uri);
+      long size = file.size;
       InternalRow values =
           withFile
-              ? new GenericInternalRow(new Object[] {UTF8String.fromString(paths.get(i))})
+              ? new GenericInternalRow(new Object[] {UTF8String.fromString(file.path)})
               : InternalRow.empty();
       for (long start = 0; start < size; start += maxSplit) {
         long length = Math.min(maxSplit, size - start);
@@ -318,12 +299,12 @@ final class ParquetBatch implements Batch {
     int sequenceOut = output.indexOf(LakecatTable.LAST_UPDATED);
     boolean lineage = rowIdOut >= 0 || sequenceOut >= 0;
     Map<String, PerFileReaders.FileRows> byUri = new HashMap<>();
-    for (int i = 0; i < uris.size(); i++) {
-      Long first = lineage ? firstRowIds.get(i) : null;
-      if (deleted.get(i) != null || first != null) {
+    for (NativeFile file : files) {
+      Long first = lineage ? file.firstRowId : null;
+      if (file.deleted != null || first != null) {
         byUri.put(
-            SparkPath.fromUrlString(uris.get(i)).urlEncoded(),
-            new PerFileReaders.FileRows(deleted.get(i), first, sequenceNumbers.get(i)));
+            SparkPath.fromUrlString(file.uri).urlEncoded(),
+            new PerFileReaders.FileRows(file.deleted, first, file.sequenceNumber));
       }
     }
     if (!byUri.isEmpty()) {

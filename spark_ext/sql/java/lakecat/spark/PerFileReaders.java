@@ -2,8 +2,6 @@ package lakecat.spark;
 
 import java.io.IOException;
 import java.io.Serializable;
-import java.util.Collections;
-import java.util.Iterator;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.ProjectingInternalRow;
@@ -204,15 +202,16 @@ final class PerFileReaders implements PartitionReaderFactory {
     }
   }
 
-  /** The rows of one partition's files, one file after the other, deleted rows skipped. */
+  /**
+   * The rows of one partition's files, one file after the other, deleted rows skipped (Spark
+   * asks for rows only when the delegate reads no column batches).
+   */
   private final class Reader implements PartitionReader<InternalRow> {
     private final FilePartition partition;
     private final ProjectingInternalRow row;
     private InternalRow current;
     private int file = -1;
-    private PartitionReader<ColumnarBatch> batches; // the file's, when read as columns
-    private PartitionReader<InternalRow> rows; // the file's, when read as rows
-    private Iterator<InternalRow> batch = Collections.emptyIterator();
+    private PartitionReader<InternalRow> rows; // the open file's
     private FileRows known = NOTHING; // the file's deletes and lineage
     private int cursor; // the first deleted position not below the rows seen
 
@@ -267,16 +266,7 @@ final class PerFileReaders implements PartitionReaderFactory {
 
     /** The current file's next row, or null when it has no more (or no file is open). */
     private InternalRow nextOfFile() throws IOException {
-      if (rows != null) {
-        return rows.next() ? rows.get() : null;
-      }
-      while (!batch.hasNext()) {
-        if (batches == null || !batches.next()) {
-          return null;
-        }
-        batch = batches.get().rowIterator();
-      }
-      return batch.next();
+      return rows != null && rows.next() ? rows.get() : null;
     }
 
     private boolean isDeleted(long position) {
@@ -298,11 +288,7 @@ final class PerFileReaders implements PartitionReaderFactory {
       FilePartition single = new FilePartition(partition.index(), new PartitionedFile[] {one});
       known = rowsOf(one);
       cursor = 0;
-      if (delegate.supportColumnarReads(single)) {
-        batches = delegate.createColumnarReader(single);
-      } else {
-        rows = delegate.createReader(single);
-      }
+      rows = delegate.createReader(single);
       return true;
     }
 
@@ -313,17 +299,10 @@ final class PerFileReaders implements PartitionReaderFactory {
 
     @Override
     public void close() throws IOException {
-      batch = Collections.emptyIterator();
-      try {
-        if (batches != null) {
-          batches.close();
-        }
-        if (rows != null) {
-          rows.close();
-        }
-      } finally {
-        batches = null;
+      if (rows != null) {
+        PartitionReader<InternalRow> open = rows;
         rows = null;
+        open.close();
       }
     }
   }
