@@ -46,7 +46,7 @@ from lakecat.metadata.errors import (
 from lakecat.metadata.expressions import and_, parse
 from lakecat.metadata.io import join
 from lakecat.metadata.schema import arrow_to_schema
-from lakecat.metadata.table import read_metadata
+from lakecat.metadata.table import MAIN_BRANCH, read_metadata
 from lakecat.spark_ext.errors import error_attributes, error_class_name, error_in_traceback
 from lakecat.spark_ext.native.scan import plan_catalog_scan
 from lakecat.spark_ext.native.write import write as native_write
@@ -346,7 +346,11 @@ class CatalogBridge:
 
     # ---- row-level ------------------------------------------------------------------------
     def can_delete(
-        self, namespace: Sequence[str], name: str, predicates: Sequence[Mapping[str, Any]]
+        self,
+        namespace: Sequence[str],
+        name: str,
+        predicates: Sequence[Mapping[str, Any]],
+        branch: str | None = None,
     ) -> bool:
         table = self.catalog.load_table((*namespace, name))
         try:
@@ -356,17 +360,26 @@ class CatalogBridge:
         return True
 
     def delete(
-        self, namespace: Sequence[str], name: str, predicates: Sequence[Mapping[str, Any]]
+        self,
+        namespace: Sequence[str],
+        name: str,
+        predicates: Sequence[Mapping[str, Any]],
+        branch: str | None = None,
     ) -> int | None:
         """DELETE FROM: lakecat's delete (whole files dropped, others rewritten), one commit
-        with the table's delete isolation level; the new snapshot id (None: nothing deleted)."""
+        with the table's delete isolation level, on ``branch`` (``t.branch_<name>``) or main;
+        the new snapshot id (None: nothing deleted)."""
         table = self.catalog.load_table((*namespace, name))
         expression = predicates_expression(predicates, table.schema())
-        result = table.delete(expression)
-        return None if result is None else table.metadata.current_snapshot_id
+        result = table.delete(expression, branch=branch or MAIN_BRANCH)
+        return None if result is None else result.snapshot_id
 
     def overwrite_filter(
-        self, namespace: Sequence[str], name: str, predicates: Sequence[Mapping[str, Any]]
+        self,
+        namespace: Sequence[str],
+        name: str,
+        predicates: Sequence[Mapping[str, Any]],
+        branch: str | None = None,
     ) -> dict[str, Any]:
         """The write options for an overwrite of the rows matching Spark's predicates."""
         table = self.catalog.load_table((*namespace, name))

@@ -21,6 +21,9 @@ writers each deleted or updated row's ``_file`` and ``_pos`` and the new rows;
 :func:`commit_merge_on_read` writes one position delete file per data file with deleted rows
 (format v3: one deletion vector each, replacing the file's previous DV) and commits them with
 the new rows; the files the statement read stay, as read files for the conflict checks.
+
+On ``t.branch_<name>`` both read the branch's head and commit to the branch, validated against
+the commits that landed on it since; the main branch does not move.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from lakecat.metadata import properties as P
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions import Expression
 from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.table import MAIN_BRANCH
 from lakecat.spark_ext.source.planning import ReadView, plan_files
 from lakecat.spark_ext.source.staging import handed_over
 from lakecat.spark_ext.source.write_jobs import check_unchanged, isolation_level
@@ -89,6 +93,7 @@ def commit_copy_on_write(
         head = view.snapshot
         intent = Intent(
             kind=kind,
+            branch=view.options.branch or MAIN_BRANCH,
             starting_snapshot_id=head.snapshot_id if head else None,
             added_files=tuple(added),
             removed_files=tuple(removed),
@@ -146,6 +151,7 @@ def commit_merge_on_read(
         head = view.snapshot
         intent = Intent(
             kind=kind,
+            branch=view.options.branch or MAIN_BRANCH,
             starting_snapshot_id=head.snapshot_id if head else None,
             added_files=(*added, *written),
             removed_files=tuple(replaced_deletes(view.metadata, targets)),

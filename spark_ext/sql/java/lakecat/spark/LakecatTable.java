@@ -167,11 +167,6 @@ final class LakecatTable extends DescribedTable
     if (!writable() || !dataTable()) {
       throw new UnsupportedOperationException(name() + " is read-only");
     }
-    if (branch() != null) {
-      throw new UnsupportedOperationException(
-          "lakecat: UPDATE, MERGE and DELETE on a branch (" + name() + ") are not supported "
-              + "yet; INSERT INTO and INSERT OVERWRITE are");
-    }
     String mode = properties.get(MODE_PROPERTIES.get(info.command()));
     boolean mergeOnRead = "merge-on-read".equals(mode);
     return new RowLevelOperationBuilder() {
@@ -322,9 +317,7 @@ final class LakecatTable extends DescribedTable
   // ---- DELETE FROM -----------------------------------------------------------------------
   @Override
   public boolean canDeleteWhere(Predicate[] predicates) {
-    return writable()
-        && branch() == null
-        && bridge.call("can_delete", predicateArgs(predicates)).asBoolean();
+    return writable() && bridge.call("can_delete", predicateArgs(predicates)).asBoolean();
   }
 
   @Override
@@ -332,9 +325,13 @@ final class LakecatTable extends DescribedTable
     bridge.call("delete", predicateArgs(predicates));
   }
 
+  /** The table's identifier, the predicates and, on {@code t.branch_<name>}, the branch. */
   private ObjectNode predicateArgs(Predicate[] predicates) {
     ObjectNode args = identifierArgs();
     args.set("predicates", SparkJson.expressions(predicates));
+    if (branch() != null) {
+      args.put("branch", branch());
+    }
     return args;
   }
 
