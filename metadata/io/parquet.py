@@ -481,24 +481,28 @@ class DataFileReads:
             used = _referenced_fields(row_filter, self.filter_schema)
             wanted += [f for f in used if f.field_id not in have]
         self.wanted = tuple(wanted)
-        self._layouts: dict[tuple[pa.Schema, int], ColumnLayout] = {}
+        # by schema and leaf count; pa.Schema's == (so a dict's lookup) ignores field metadata,
+        # where the field ids are: each key holds the layouts of schemas that differ in it
+        self._layouts: dict[tuple[pa.Schema, int], list[tuple[pa.Schema, ColumnLayout]]] = {}
         self._lock = threading.Lock()
 
     def layout(self, file_schema: pa.Schema, leaves: int) -> ColumnLayout:
         """How a file of schema ``file_schema`` with ``leaves`` Parquet leaf columns resolves
         (a file without field ids: with the ids the name mapping gives its names)."""
         key = (file_schema, leaves)
+        fields = file_schema.remove_metadata()  # the fields, with their metadata (ids)
         with self._lock:
-            found = self._layouts.get(key)
-        if found is None:
-            mapped = False
-            if self.name_mapping is not None and not has_field_ids(file_schema):
-                file_schema = self.name_mapping.with_ids(file_schema)
-                mapped = True
-            # mapped: by the ids the mapping gave, even if it named none of the columns
-            found = ColumnLayout(file_schema, leaves, self, by_ids=True if mapped else None)
-            with self._lock:
-                found = self._layouts.setdefault(key, found)
+            for known, found in self._layouts.get(key, ()):
+                if known.equals(fields, check_metadata=True):
+                    return found
+        mapped = False
+        if self.name_mapping is not None and not has_field_ids(file_schema):
+            file_schema = self.name_mapping.with_ids(file_schema)
+            mapped = True
+        # mapped: by the ids the mapping gave, even if it named none of the columns
+        found = ColumnLayout(file_schema, leaves, self, by_ids=True if mapped else None)
+        with self._lock:
+            self._layouts.setdefault(key, []).append((fields, found))
         return found
 
     def open(
