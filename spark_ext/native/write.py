@@ -36,6 +36,10 @@ A native write, step by step:
    (:meth:`~lakecat.spark_ext.source.write_jobs.WriteJob.commit`), with the same conflict checks,
    retries, idempotency and cleanup as the data source.
 
+A write with the ``stage-to`` option (the rows of a copy-on-write SQL statement) hands its files
+over there instead of committing, as the data source's staged write does; on tables with row
+lineage it goes through the data source, which keeps the copied rows' lineage.
+
 Failures: a failed Spark job deletes the job folder and re-raises; a failed commit runs the
 job's ``abort`` as Spark does for the data source (files deleted unless the job's snapshot
 landed; after an unknown outcome that cannot be checked, nothing is deleted); empty folders
@@ -92,7 +96,7 @@ from lakecat.spark_ext.settings import (
     CatalogSettings,
     settings_from_session,
 )
-from lakecat.spark_ext.source.staging import STAGE_TO
+from lakecat.spark_ext.source.staging import STAGE_TO, TARGET_FILE_SIZE
 from lakecat.spark_ext.source.write_jobs import (
     FilesMessage,
     WriteJob,
@@ -136,8 +140,11 @@ def plan_native_write(
     :class:`NotNative` when the write does not qualify."""
     if mode is WriteMode.OVERWRITE_BY_FILTER:
         raise NotNative("an overwrite-filter write must check every written row against the filter")
-    if options.get(STAGE_TO):
-        raise NotNative(f"the option {STAGE_TO} hands files to a driver-side operation")
+    if options.get(STAGE_TO) and metadata.format_version >= 3:
+        # a staged write copies rows that keep their lineage, which only the data source writes
+        raise NotNative(f"the option {STAGE_TO} on a table with row lineage")
+    if options.get(TARGET_FILE_SIZE):
+        raise NotNative(f"the option {TARGET_FILE_SIZE} (Spark's writer splits files by rows)")
     require_local(data_dir(metadata), "the table's data location")
     schema = metadata.schema()
     writer_options = parquet_write_options(metadata.properties)

@@ -152,7 +152,8 @@ class CatalogBridge:
             return json.dumps({"error": error_payload(exc, args)})
 
     def insert(self, arguments: str, dataset: Any) -> Any:
-        """One batch write from the JVM (``lakecat.spark.NativeInsert``): ``dataset``, a JVM
+        """One batch write from the JVM (``lakecat.spark.NativeInsert``, and the staged rows of
+        a copy-on-write statement from ``NativeRowLevelWrites``): ``dataset``, a JVM
         ``Dataset<Row>`` holding the statement's rows in the table's columns, written into
         the table named in the JSON arguments' ``options`` as :func:`lakecat.spark_ext.write`
         writes a DataFrame (Spark's own Parquet writer when the write qualifies, else the

@@ -4,7 +4,9 @@ Spark plans these statements itself (its group-based ``ReplaceData`` rewrite) ag
 plugin's row-level operation (``lakecat.spark.LakecatCopyOnWrite``): it reads the data files
 that may hold affected rows at the snapshot the statement loaded, keeps those with affected
 rows (a runtime filter on ``_file``), computes every row those files must hold afterwards and
-writes them through the data source in staging mode. :func:`commit_copy_on_write` then makes
+writes them staged: as a DataFrame through Spark's own Parquet writer in a session with
+lakecat's SQL extension (``lakecat.spark.NativeRowLevelWrites`` and the bridge's ``insert``),
+else through the data source in staging mode. :func:`commit_copy_on_write` then makes
 the one lakecat commit: the staged files replace the files read, validated from the
 statement's snapshot with the table's isolation level for the command
 (``write.delete/update/merge.isolation-level``) and the filter Spark pushed as the read

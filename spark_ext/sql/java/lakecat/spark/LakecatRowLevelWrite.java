@@ -1,12 +1,23 @@
 package lakecat.spark;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
 import org.apache.spark.sql.connector.write.RowLevelOperation.Command;
+import org.apache.spark.sql.connector.write.V1Write;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteSummary;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.sources.InsertableRelation;
 
 /**
  * The write of a copy-on-write row-level operation: the Python data source writes the new
@@ -24,6 +35,7 @@ final class LakecatRowLevelWrite implements Write {
   private final LakecatScan.RowLevel scan;
   private final String stageTo;
   private final ChunkedWriterFactory.Layout layout;
+  private final Map<String, String> options; // the staged write's options
 
   LakecatRowLevelWrite(
       LakecatTable table,
@@ -31,13 +43,74 @@ final class LakecatRowLevelWrite implements Write {
       Command command,
       LakecatScan.RowLevel scan,
       String stageTo,
-      ChunkedWriterFactory.Layout layout) {
+      ChunkedWriterFactory.Layout layout,
+      Map<String, String> options) {
     this.table = table;
     this.layout = layout;
     this.delegate = delegate;
     this.command = command;
     this.scan = scan;
     this.stageTo = stageTo;
+    this.options = options;
+  }
+
+  LakecatTable table() {
+    return table;
+  }
+
+  /**
+   * Whether {@link NativeRowLevelWrites} may write the new rows as a DataFrame: not on tables
+   * with row lineage, whose copied rows keep their ids through the Python writer.
+   */
+  boolean writesNatively() {
+    return !table.rowLineage();
+  }
+
+  LakecatScan.RowLevel scan() {
+    return scan;
+  }
+
+  /**
+   * The same write as Spark's V1 fallback: the bridge's {@code insert} stages the DataFrame's
+   * rows (Spark's Parquet writer when the write qualifies, else the Python data source), then
+   * one bridge call commits the staged files in place of the files the scan read. A failed
+   * write deletes its own files; once the commit call is made it owns the staged files.
+   *
+   * <p>{@code groupFilters} are the queries of Spark's runtime filter on the scan's {@code
+   * _file} (each gives the files holding affected rows), taken out of the rows' plan by {@link
+   * NativeRowLevelWrites}: Spark would drop them when it plans the DataFrame again, so they are
+   * run here first and narrow the scan's files, as Spark's runtime filter would.
+   */
+  V1Write nativeWrite(SparkSession session, List<LogicalPlan> groupFilters) {
+    return new V1Write() {
+      @Override
+      public String description() {
+        return LakecatRowLevelWrite.this.description() + " (Spark's Parquet writer)";
+      }
+
+      @Override
+      public InsertableRelation toInsertableRelation() {
+        return (Dataset<Row> data, boolean ignored) -> {
+          for (LogicalPlan files : groupFilters) { // before Spark plans the rows' read
+            Set<String> chosen = new HashSet<>();
+            for (Row row : org.apache.spark.sql.classic.Dataset.ofRows(session, files).collectAsList()) {
+              chosen.add(row.getString(0));
+            }
+            scan.keep(chosen);
+          }
+          ObjectNode args = table.identifierArgs();
+          args.set("options", Names.object(options));
+          args.put("overwrite", false);
+          table.bridge().insert(args, data);
+          table.bridge().call("commit_row_level", table.rowLevelCommitArgs(command, scan, stageTo));
+        };
+      }
+
+      @Override
+      public String toString() {
+        return description();
+      }
+    };
   }
 
   @Override

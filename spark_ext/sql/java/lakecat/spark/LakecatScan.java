@@ -274,16 +274,21 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
     public synchronized void filter(Predicate[] predicates) {
       for (Predicate predicate : predicates) {
         Set<String> chosen = fileLiterals(predicate);
-        // Spark may filter twice (an UPDATE with a subquery reads the same scan on both sides
-        // of a union): keep the narrower choice.
         if (chosen != null) {
-          List<String> current = files();
-          List<String> kept =
-              current.stream().filter(chosen::contains).collect(Collectors.toList());
-          if (kept.size() < current.size()) {
-            files = kept;
-          }
+          keep(chosen);
         }
+      }
+    }
+
+    /**
+     * Narrow the files read to those in {@code chosen}. Spark may filter twice (an UPDATE with
+     * a subquery reads the same scan on both sides of a union): the narrower choice is kept.
+     */
+    synchronized void keep(Set<String> chosen) {
+      List<String> current = files();
+      List<String> kept = current.stream().filter(chosen::contains).collect(Collectors.toList());
+      if (kept.size() < current.size()) {
+        files = kept;
       }
     }
 

@@ -3,6 +3,7 @@ package lakecat.spark;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.parser.ParserInterface;
+import org.apache.spark.sql.execution.SparkStrategy;
 import scala.runtime.AbstractFunction1;
 import scala.runtime.AbstractFunction2;
 import scala.runtime.BoxedUnit;
@@ -11,7 +12,8 @@ import scala.runtime.BoxedUnit;
  * {@code spark.sql.extensions=lakecat.spark.LakecatSqlExtensions} (set by {@code lk.session}):
  * Iceberg's SQL statements that Spark's parser lacks ({@code ALTER TABLE ... CREATE/DROP
  * BRANCH/TAG}, {@code ADD/DROP PARTITION FIELD}) on lakecat catalogs, through {@link
- * LakecatSqlParser}.
+ * LakecatSqlParser}; and copy-on-write row-level statements written with Spark's own Parquet
+ * writer ({@link NativeRowLevelWrites}).
  */
 public final class LakecatSqlExtensions
     extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
@@ -22,6 +24,13 @@ public final class LakecatSqlExtensions
           @Override
           public ParserInterface apply(SparkSession session, ParserInterface parser) {
             return new LakecatSqlParser(session, parser);
+          }
+        });
+    extensions.injectPlannerStrategy(
+        new AbstractFunction1<SparkSession, SparkStrategy>() {
+          @Override
+          public SparkStrategy apply(SparkSession session) {
+            return new NativeRowLevelWrites(session);
           }
         });
     return BoxedUnit.UNIT;

@@ -195,7 +195,8 @@ final class LakecatTable extends DescribedTable
   Write rowLevelWrite(
       LogicalWriteInfo info, RowLevelOperation.Command command, LakecatScan.RowLevel scan) {
     Staged staged = stagedWrite(info);
-    return new LakecatRowLevelWrite(this, staged.write, command, scan, staged.stageTo, staged.layout);
+    return new LakecatRowLevelWrite(
+        this, staged.write, command, scan, staged.stageTo, staged.layout, staged.options);
   }
 
   /** The delta write of a merge-on-read operation that read through {@code scan}. */
@@ -240,18 +241,25 @@ final class LakecatTable extends DescribedTable
     return new Staged(
         write,
         staging.get("stage_to").asText(),
-        new ChunkedWriterFactory.Layout(written, metadata, lineage));
+        new ChunkedWriterFactory.Layout(written, metadata, lineage),
+        options);
   }
 
   private static final class Staged {
     final Write write;
     final String stageTo;
     final ChunkedWriterFactory.Layout layout;
+    final Map<String, String> options; // the staged write's options
 
-    Staged(Write write, String stageTo, ChunkedWriterFactory.Layout layout) {
+    Staged(
+        Write write,
+        String stageTo,
+        ChunkedWriterFactory.Layout layout,
+        Map<String, String> options) {
       this.write = write;
       this.stageTo = stageTo;
       this.layout = layout;
+      this.options = options;
     }
   }
 

@@ -1,0 +1,144 @@
+package lakecat.spark;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.ProjectingInternalRow;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.DynamicPruningExpression;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.InSubquery;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.ReplaceData;
+import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.SparkStrategy;
+import org.apache.spark.sql.execution.datasources.v2.AppendDataExecV1;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanRelation;
+import scala.collection.Iterator;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractFunction0;
+import scala.runtime.BoxedUnit;
+
+/**
+ * A planner strategy ({@link LakecatSqlExtensions}) that writes the rows of a copy-on-write
+ * {@code UPDATE}, {@code MERGE INTO} or {@code DELETE} with Spark's own Parquet writer.
+ *
+ * <p>Spark plans such a statement as {@code ReplaceData}, whose physical write hands every row
+ * to the table's {@code BatchWrite}: for lakecat, the Python data source's writer. This strategy
+ * plans a {@code ReplaceData} whose write is lakecat's ({@link LakecatRowLevelWrite}) instead as
+ * Spark's V1 write fallback ({@code AppendDataExecV1}) over the statement's new rows (the query
+ * projected to the table's columns, as {@code ReplaceData}'s row projection does): the rows reach
+ * the bridge as a DataFrame, which it writes as {@code lk.write} does, staged, and the staged
+ * files are committed in place of the files the scan read, as before. The scan, and with it
+ * Spark's runtime filter that narrows the files read, are the statement's own.
+ *
+ * <p>Tables with row lineage (format v3) keep the Python writer: their copied rows must keep
+ * their {@code _row_id} and {@code _last_updated_sequence_number}, which the native write does
+ * not carry. Without the extension, every row-level write goes through the Python writer.
+ */
+final class NativeRowLevelWrites extends SparkStrategy {
+  private final org.apache.spark.sql.classic.SparkSession session;
+
+  NativeRowLevelWrites(SparkSession session) {
+    this.session = (org.apache.spark.sql.classic.SparkSession) session;
+  }
+
+  @Override
+  public Seq<SparkPlan> apply(LogicalPlan plan) {
+    if (!(plan instanceof ReplaceData)) {
+      return empty();
+    }
+    ReplaceData replace = (ReplaceData) plan;
+    if (replace.write().isEmpty() || !(replace.write().get() instanceof LakecatRowLevelWrite)) {
+      return empty();
+    }
+    LakecatRowLevelWrite write = (LakecatRowLevelWrite) replace.write().get();
+    if (!write.writesNatively()) {
+      return empty();
+    }
+    List<LogicalPlan> groupFilters = new ArrayList<>();
+    LogicalPlan query = withoutGroupFilters(replace.query(), write.scan(), groupFilters);
+    LogicalPlan rows = rowsOf(replace, query);
+    LogicalPlan original = (LogicalPlan) replace.originalTable();
+    AbstractFunction0<BoxedUnit> refreshCache =
+        new AbstractFunction0<BoxedUnit>() {
+          @Override
+          public BoxedUnit apply() {
+            session.sharedState().cacheManager().recacheByPlan(session, original);
+            return BoxedUnit.UNIT;
+          }
+        };
+    SparkPlan exec =
+        new AppendDataExecV1(
+            write.table(), rows, refreshCache, write.nativeWrite(session, groupFilters));
+    List<SparkPlan> out = new ArrayList<>();
+    out.add(exec);
+    return CollectionConverters.asScala(out).toList();
+  }
+
+  /**
+   * {@code plan} without the filters Spark's runtime group filtering put on {@code scan}'s
+   * relation ({@code _file IN (subquery)}), whose subqueries are added to {@code subqueries}.
+   */
+  private static LogicalPlan withoutGroupFilters(
+      LogicalPlan plan, LakecatScan.RowLevel scan, List<LogicalPlan> subqueries) {
+    if (plan instanceof Filter) {
+      Filter filter = (Filter) plan;
+      LogicalPlan subquery = groupFilterQuery(filter, scan);
+      if (subquery != null) {
+        subqueries.add(subquery);
+        return withoutGroupFilters(filter.child(), scan, subqueries);
+      }
+    }
+    List<LogicalPlan> children = new ArrayList<>();
+    boolean changed = false;
+    Iterator<LogicalPlan> it = plan.children().iterator();
+    while (it.hasNext()) {
+      LogicalPlan child = it.next();
+      LogicalPlan stripped = withoutGroupFilters(child, scan, subqueries);
+      changed |= stripped != child;
+      children.add(stripped);
+    }
+    return changed ? plan.withNewChildren(CollectionConverters.asScala(children).toList()) : plan;
+  }
+
+  /** The subquery of a runtime filter {@code _file IN (subquery)} right on the scan; or null. */
+  private static LogicalPlan groupFilterQuery(Filter filter, LakecatScan.RowLevel scan) {
+    if (!(filter.condition() instanceof DynamicPruningExpression)
+        || !(filter.child() instanceof DataSourceV2ScanRelation)
+        || ((DataSourceV2ScanRelation) filter.child()).scan() != scan) {
+      return null;
+    }
+    Expression pruning = ((DynamicPruningExpression) filter.condition()).child();
+    if (!(pruning instanceof InSubquery)) {
+      return null;
+    }
+    InSubquery in = (InSubquery) pruning;
+    if (in.values().size() != 1
+        || !(in.values().apply(0) instanceof Attribute)
+        || !LakecatScan.FILE.equals(((Attribute) in.values().apply(0)).name())) {
+      return null;
+    }
+    return in.query().plan();
+  }
+
+  /** The statement's query reduced to the new rows' columns (ReplaceData's row projection). */
+  private static LogicalPlan rowsOf(ReplaceData replace, LogicalPlan query) {
+    ProjectingInternalRow projection = replace.projections().rowProjection();
+    Seq<Attribute> output = query.output();
+    List<NamedExpression> columns = new ArrayList<>();
+    Iterator<Object> ordinals = projection.colOrdinals().iterator();
+    while (ordinals.hasNext()) {
+      columns.add(output.apply((Integer) ordinals.next()));
+    }
+    return new Project(CollectionConverters.asScala(columns).toList(), query);
+  }
+
+  private static Seq<SparkPlan> empty() {
+    return CollectionConverters.asScala(new ArrayList<SparkPlan>()).toList();
+  }
+}

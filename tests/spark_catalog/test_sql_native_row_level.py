@@ -1,0 +1,149 @@
+"""Copy-on-write ``UPDATE``/``MERGE``/``DELETE`` written by Spark's own Parquet writer.
+
+With lakecat's SQL extension (``lk.session``; the shared test session sets it), Spark plans the
+new rows of a copy-on-write statement as a DataFrame write (``NativeRowLevelWrites``): the rows
+are staged with Spark's Parquet writer into a job folder, then committed in place of the files
+holding affected rows, which Spark's runtime ``_file`` filter still chooses. Format v3 tables
+keep the Python writer (their copied rows keep their lineage).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lakecat.metadata.io.fileio import local_path
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("amount", pa.float64())])
+JOB_FOLDER = re.compile(r"/data/[0-9a-f]{32}/")
+
+
+def make_sales(lake: Any, format_version: int = 2) -> Any:
+    """db.sales partitioned by region, one file per region: eu 1-3, us 4-5, ap 6."""
+    table = lake.catalog.create_table(
+        "db.sales",
+        SCHEMA,
+        partition_by=["region"],
+        properties={"format-version": str(format_version)},
+    )
+    table.append(
+        pa.Table.from_pylist(
+            [
+                {"id": i, "region": r, "amount": float(i)}
+                for i, r in [(1, "eu"), (2, "eu"), (3, "eu"), (4, "us"), (5, "us"), (6, "ap")]
+            ],
+            SCHEMA,
+        )
+    )
+    return table
+
+
+def source(spark: Any, *rows: tuple[int, str, float]) -> None:
+    df = spark.createDataFrame(list(rows), "id bigint, region string, amount double")
+    df.createOrReplaceTempView("src")
+
+
+def physical_plan(lake: Any, statement: str) -> str:
+    plan: str = lake.sql(f"EXPLAIN {statement}")[0][0]
+    return plan
+
+
+def files_on_disk(table: Any) -> set[str]:
+    root = local_path(table.location)
+    assert root is not None
+    return {str(p) for p in Path(root, "data").rglob("*") if p.is_file()}
+
+
+def test_copy_on_write_rows_are_written_by_sparks_parquet_writer(lake) -> None:
+    sales = make_sales(lake)
+    statement = "UPDATE lake.db.sales SET amount = amount * 10 WHERE id % 2 = 0"
+    assert "AppendDataExecV1" in physical_plan(lake, statement)
+    before = {f.file_path for f in sales.scan().plan_files()}
+
+    lake.sql(statement)
+
+    sales.refresh()
+    snapshot = sales.current_snapshot()
+    assert snapshot.summary["deleted-data-files"] == "3"
+    added = {f.file_path for f in sales.scan().plan_files()} - before
+    assert len(added) == 3 and all(JOB_FOLDER.search(path) for path in added)
+    for path in added:  # Spark's writer, with the table's field ids
+        local = local_path(path)
+        assert local is not None
+        parquet = pq.ParquetFile(local)
+        assert "parquet-mr" in (parquet.metadata.created_by or "")
+        assert parquet.schema_arrow.field("id").metadata[b"PARQUET:field_id"] == b"1"
+    expected = [
+        (1, "eu", 1.0), (2, "eu", 20.0), (3, "eu", 3.0),
+        (4, "us", 40.0), (5, "us", 5.0), (6, "ap", 60.0),
+    ]  # fmt: skip
+    assert lake.rows("db.sales", "id", "region", "amount") == expected
+    assert lake.iceberg_rows("db.sales", "id", "region", "amount") == expected
+
+
+def test_the_runtime_file_filter_still_picks_the_files_to_rewrite(lake, spark) -> None:
+    sales = make_sales(lake)
+    source(spark, (5, "us", 50.0), (7, "ap", 7.0))
+    untouched = {f.file_path for f in sales.scan(row_filter="region = 'eu'").plan_files()}
+
+    lake.sql(
+        "MERGE INTO lake.db.sales t USING src s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET amount = s.amount WHEN NOT MATCHED THEN INSERT *"
+    )
+    lake.sql("DELETE FROM lake.db.sales WHERE id IN (SELECT id FROM src WHERE id = 7)")
+
+    sales.refresh()
+    assert untouched <= {f.file_path for f in sales.scan().plan_files()}  # eu never rewritten
+    assert lake.rows("db.sales", "id", "amount") == [
+        (1, 1.0),
+        (2, 2.0),
+        (3, 3.0),
+        (4, 4.0),
+        (5, 50.0),
+        (6, 6.0),
+    ]
+    before = sales.metadata_location
+    lake.sql("UPDATE lake.db.sales SET amount = 0 WHERE id % 100 = 99")  # matches nothing
+    assert sales.refresh().metadata_location == before
+
+
+def test_a_failed_native_rewrite_commits_nothing_and_leaves_no_files(lake, spark) -> None:
+    sales = make_sales(lake)
+    before, on_disk = sales.metadata_location, files_on_disk(sales)
+    source(spark, (1, "eu", 10.0), (1, "eu", 11.0))
+
+    with pytest.raises(Exception, match=r"MERGE_CARDINALITY_VIOLATION|more than one"):
+        lake.sql(
+            "MERGE INTO lake.db.sales t USING src s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET amount = s.amount"
+        )
+
+    assert sales.refresh().metadata_location == before
+    assert files_on_disk(sales) == on_disk
+
+
+def test_a_sorted_table_gets_sorted_rewrites(lake) -> None:
+    sales = make_sales(lake)
+    lake.sql("ALTER TABLE lake.db.sales WRITE ORDERED BY amount DESC")
+    order_id = sales.refresh().sort_order().order_id
+
+    lake.sql("UPDATE lake.db.sales SET amount = -amount WHERE region = 'eu' AND id % 2 = 1")
+
+    rewritten = [f for f in sales.refresh().scan(row_filter="region = 'eu'").plan_files()]
+    assert len(rewritten) == 1 and rewritten[0].sort_order_id == order_id
+    local = local_path(rewritten[0].file_path)
+    assert local is not None
+    assert pq.read_table(local).column("amount").to_pylist() == [2.0, -1.0, -3.0]
+
+
+def test_format_v3_rewrites_keep_the_python_writer(lake) -> None:
+    make_sales(lake, format_version=3)
+    plan = physical_plan(lake, "UPDATE lake.db.sales SET amount = 0 WHERE id % 2 = 0")
+    assert "AppendDataExecV1" not in plan and "ReplaceData" in plan
