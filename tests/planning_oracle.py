@@ -21,7 +21,13 @@ from lakecat.catalog.read.scan import Scan, to_expression
 from lakecat.metadata.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
 from lakecat.metadata.expressions.expressions import bind
 from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.manifests.avro_decoder import decode_records, split_records
+from lakecat.metadata.manifests.avro_decoder import (
+    DATA_FILE_FIELDS,
+    ENTRY_FIELDS,
+    decode_entries,
+    decode_records,
+    split_records,
+)
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import (
     Content,
@@ -180,4 +186,16 @@ def assert_decoders_agree(data: bytes) -> int:
     ends = [*split.starts[1:], len(split.body)][: len(split.starts)]
     for start, end, record in zip(split.starts, ends, expected, strict=True):
         assert split.decode(split.body[start:end]) == [record]
+    # the entry decoder hands each record's fields to its maker, stats maps as dicts
+    fields = decode_entries(data, lambda _writer_schema: lambda *values: values)
+    assert fields == [_entry_fields(r) for r in expected]
     return len(compiled)
+
+
+def _entry_fields(record: dict[str, Any]) -> tuple[Any, ...]:
+    df = record["data_file"]
+    entry = tuple(record.get(name) for name in ENTRY_FIELDS)
+    return entry + tuple(
+        _map(df.get(name)) if name in STATS_MAPS else df.get(name, 0 if name == "content" else None)
+        for name in DATA_FILE_FIELDS
+    )

@@ -12,9 +12,10 @@ manifest at most once per process. Manifests are read one of two ways
 * a filter on the first partition field decodes only the Avro blocks of a lakecat-written,
   partition-ordered manifest that can match (:mod:`~lakecat.metadata.manifests.blocks`);
 * any other manifest (other engines' manifests above all) is decoded whole, by a decoder
-  compiled from the file's Avro schema (:mod:`~lakecat.metadata.manifests.avro_decoder`), to
-  records that are filtered before entry objects are built, only for the records kept
-  (:mod:`~lakecat.metadata.manifests.scan_entries`); when the filter can rule partitions out,
+  compiled from the file's Avro schema (:mod:`~lakecat.metadata.manifests.avro_decoder`),
+  straight to entries (or, for a file only fastavro reads, to records that are filtered before
+  entry objects are built, only for the records kept:
+  :mod:`~lakecat.metadata.manifests.scan_entries`); when the filter can rule partitions out,
   each record is first decoded only up to its partition, and in full once a scan keeps it.
 
 Plans hold complete data files (every stat) either way, in manifest order.

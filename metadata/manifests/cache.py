@@ -30,12 +30,15 @@ from typing import Any
 
 from lakecat.metadata.expressions.evaluators import PartitionSummaries
 from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.manifests.avro_decoder import SplitRecords
 from lakecat.metadata.manifests.blocks import BlockTest, LiveFiles, ManifestBlocks, open_blocks
 from lakecat.metadata.manifests.datafile import ManifestEntry, ManifestFile
 from lakecat.metadata.manifests.manifest import (
     UNASSIGNED_SEQ,
     KnownRows,
+    ManifestRecords,
     decode_manifest,
+    decode_manifest_entries,
     decode_manifest_records,
     inherited_first_row_ids,
     read_manifest_list,
@@ -205,15 +208,14 @@ class ManifestCache:
                 return blocks.live_files(may_hold)
         if data is None:
             data = io.read(manifest.manifest_path)
-        split = None
+        decoded: SplitRecords | list[ManifestEntry] | ManifestRecords | None = None
         if by_partition and inherited_first_row_ids(manifest, ()) is None:
-            split = split_manifest_records(data)
-        entries = ManifestEntries(
-            manifest,
-            decode_manifest_records(data, manifest.manifest_path) if split is None else split,
-            specs=specs,
-            schema=schema,
-        )
+            decoded = split_manifest_records(data)
+        if decoded is None:
+            decoded = decode_manifest_entries(data, manifest, specs=specs, schema=schema)
+        if decoded is None:
+            decoded = decode_manifest_records(data, manifest.manifest_path)
+        entries = ManifestEntries(manifest, decoded, specs=specs, schema=schema)
         if key is not None:
             self._put(("scan", *key), entries, entries.size)
         return entries

@@ -2,10 +2,13 @@
 entry object is built.
 
 A manifest that lakecat did not write in partition order (other engines' manifests, older
-lakecat ones, and any manifest a scan cannot read block by block) is decoded whole, to Avro
-records (:func:`~lakecat.metadata.manifests.manifest.decode_manifest_records`). Building a
-:class:`~lakecat.metadata.manifests.datafile.ManifestEntry` per record costs about as much
-again as decoding it, and most are thrown away by a selective filter. So
+lakecat ones, and any manifest a scan cannot read block by block) is decoded whole: straight
+to its entries by the compiled decoder
+(:func:`~lakecat.metadata.manifests.manifest.decode_manifest_entries`), each entry's data file
+then being what the filters are evaluated on; or, for a file that decoder leaves to fastavro, to
+Avro records (:func:`~lakecat.metadata.manifests.manifest.decode_manifest_records`). Building a
+:class:`~lakecat.metadata.manifests.datafile.ManifestEntry` from a record costs about as much
+again as decoding it, and most are thrown away by a selective filter. So for records
 :class:`ManifestEntries` keeps the records, evaluates the partition filter once per distinct
 partition tuple, evaluates the metrics filter on each remaining record's counts and bounds
 (:class:`~lakecat.metadata.expressions.evaluators.InclusiveMetricsEvaluator` on a data file
@@ -50,7 +53,8 @@ class ManifestEntries:
     keeps (:meth:`select`). ``size`` is the record count (what a cache charges). Thread-safe:
     two threads may decode a record or build an entry twice, equal, and either is kept.
 
-    Built from a manifest decoded whole (:class:`ManifestRecords`), or from one only split
+    Built from a manifest's entries (decoded straight from its bytes: all built already),
+    from a manifest decoded whole to records (:class:`ManifestRecords`), or from one only split
     into records (:class:`~lakecat.metadata.manifests.avro_decoder.SplitRecords`: each
     record's status and partition decoded, the rest when a scan first needs it), which a scan
     that filters on partitions asks for. Not from a split manifest whose data files inherit
@@ -60,7 +64,7 @@ class ManifestEntries:
     def __init__(
         self,
         manifest: ManifestFile,
-        decoded: ManifestRecords | SplitRecords,
+        decoded: ManifestRecords | SplitRecords | list[ManifestEntry],
         *,
         specs: Mapping[int, PartitionSpec],
         schema: Schema,
@@ -68,6 +72,10 @@ class ManifestEntries:
         self._location = manifest.manifest_path
         self._body = b""
         self._bounds: list[tuple[int, int]] = []
+        self._spec_id = manifest.partition_spec_id
+        if isinstance(decoded, list):
+            self._of_entries(decoded)
+            return
         try:
             if isinstance(decoded, SplitRecords):
                 if inherited_first_row_ids(manifest, ()) is not None:
@@ -111,10 +119,25 @@ class ManifestEntries:
             raise CorruptMetadata(f"cannot read manifest {self._location}: {exc!r}") from exc
         self.partitions = tuple(index)
         self._as_map = stats_map(maps_decoded)
-        self._spec_id = manifest.partition_spec_id
         self._entries: list[ManifestEntry | None] = [None] * len(self._records)
         # what the metrics evaluator reads of each record, kept for the next filtered plan
         self._probes: list[DataFile | None] = [None] * len(self._records)
+
+    def _of_entries(self, entries: list[ManifestEntry]) -> None:
+        """Built from a manifest's entries, decoded straight from its bytes
+        (:func:`~lakecat.metadata.manifests.manifest.decode_manifest_entries`): no records
+        to keep, and each entry's data file is its own probe."""
+        self.size = len(entries)
+        live = [e for e in entries if e.status is not Status.DELETED]
+        index: dict[tuple[Any, ...], int] = {}
+        self.partition_of = [index.setdefault(e.data_file.partition, len(index)) for e in live]
+        self.partitions = tuple(index)
+        self._decode_records = None
+        self._records = []
+        self._row_ids = None
+        self._as_map = stats_map(True)
+        self._entries = list(live)
+        self._probes = [None] * len(live)
 
     def _record(self, i: int) -> dict[str, Any]:
         """Live record ``i``, decoded now if the manifest was only split."""
@@ -140,6 +163,15 @@ class ManifestEntries:
         try:
             for i, p in enumerate(self.partition_of):
                 if not (every_partition or kept[p]):
+                    continue
+                entry = self._entries[i]
+                if entry is not None:  # built already: its data file holds all of it
+                    if no_filter:
+                        if entry.data_file.record_count == 0:  # as the evaluator rules
+                            continue
+                    elif not metrics.eval(entry.data_file):
+                        continue
+                    out.append(entry)
                     continue
                 df = self._record(i)["data_file"]
                 if no_filter:

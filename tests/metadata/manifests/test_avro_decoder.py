@@ -23,7 +23,9 @@ from lakecat.metadata.manifests.avro_decoder import Unsupported, compiled, read_
 from lakecat.metadata.manifests.datafile import DataFile, ManifestEntry, ManifestFile, Status
 from lakecat.metadata.manifests.manifest import (
     decode_manifest,
+    decode_manifest_entries,
     decode_manifest_records,
+    entry_decoder,
     write_manifest,
     write_manifest_list,
 )
@@ -69,6 +71,49 @@ def test_compiled_decoder_reads_what_fastavro_reads(
     data = io.read("mem://m.avro")
     assert assert_decoders_agree(data) == len(entries)
     assert decode_manifest_records(data, "mem://m.avro").maps_decoded
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    entries=_entries(SPEC, PTYPE),
+    codec=st.sampled_from(["deflate", "null"]),
+    format_version=st.sampled_from([2, 3]),
+)
+def test_entries_decoded_straight_from_the_bytes_are_the_entries_built_from_records(
+    entries: list[ManifestEntry], codec: str, format_version: int
+) -> None:
+    io, row = _written(entries, codec=codec, format_version=format_version)
+    data = io.read("mem://m.avro")
+    specs = {SPEC.spec_id: SPEC}
+    records = decode_manifest_records(data, row.manifest_path)
+    decode = entry_decoder(
+        row, records.writer_schema, specs=specs, schema=SCHEMA, maps_decoded=True
+    )
+    straight = decode_manifest_entries(data, row, specs=specs, schema=SCHEMA)
+    # inheritance included: snapshot ids, sequence numbers, v3 first row ids
+    assert straight == [decode(rec) for rec in records.records]
+    assert straight == decode_manifest(data, row, specs=specs, schema=SCHEMA)
+
+
+def test_entries_of_a_file_the_compiled_decoder_declines_are_left_to_records() -> None:
+    partition = tuple(None for _ in SPEC.fields)
+    entries = [
+        ManifestEntry(
+            Status.ADDED,
+            DataFile(f"s3://b/t/{i}.parquet", "PARQUET", partition, 10, 100, SPEC.spec_id),
+            100,
+            None,
+            None,
+        )
+        for i in range(5)
+    ]
+    io, row = _written(entries, codec="bzip2")
+    specs = {SPEC.spec_id: SPEC}
+    data = io.read("mem://m.avro")
+    assert decode_manifest_entries(data, row, specs=specs, schema=SCHEMA) is None
+    assert [
+        e.data_file.file_path for e in decode_manifest(data, row, specs=specs, schema=SCHEMA)
+    ] == [e.data_file.file_path for e in entries]
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
