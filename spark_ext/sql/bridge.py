@@ -624,6 +624,10 @@ def insert_rows(
     session = bridge.spark if bridge.spark is not None else SparkSession.getActiveSession()
     if session is None:
         raise UnsupportedByCatalog("no active Spark session to write the rows in")
+    if not session._jsparkSession.equals(dataset.sparkSession()):
+        # a statement of another session of the application (spark.newSession()): the write
+        # plans in that session, so the settings it needs are set there
+        session = SparkSession(session.sparkContext, dataset.sparkSession())
     opts = dict(options)
     table = table_identifier(opts)  # the data source's error when no table is named
     opts.pop(OPTION_TABLE, None)

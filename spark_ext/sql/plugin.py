@@ -84,7 +84,7 @@ def attach_catalog(
         catalog, name=name, data_format=fmt, metadata_format=f"{fmt}_meta", spark=spark
     )
     _start_callback_server(spark)
-    bridges.register(name, bridge)
+    bridges.register(name, bridge, spark._jsparkSession)
     spark.conf.set(f"spark.sql.catalog.{name}", CATALOG_CLASS)
     return bridge
 

@@ -58,6 +58,7 @@ abstract class DescribedTable implements Table {
    */
   TableProvider provider() {
     String format = descriptor.get("format").asText();
+    Bridges.shareDataSource(format); // in another session of the application
     return DataSource.lookupDataSourceV2(format, SQLConf.get())
         .getOrElse(
             () -> {
