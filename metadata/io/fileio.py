@@ -81,6 +81,10 @@ class FileIO:
         raise NotImplementedError
 
 
+# characters urlparse gives a meaning to (or drops) in a file: URI's path
+_PLAIN = frozenset("?#;\t\r\n")
+
+
 def local_path(location: str) -> str | None:
     """The OS path of a local location, or ``None`` for a remote one.
 
@@ -88,6 +92,8 @@ def local_path(location: str) -> str | None:
     folders are named with URL-escaped values (``region=a%2Fb``), and the file on disk must
     carry that very name for other engines to find it."""
     if location.startswith("file:"):
+        if location.startswith("file:///") and _PLAIN.isdisjoint(location):
+            return location[7:]  # what urlparse returns for it, without its cost per file
         return urlparse(location).path
     if "://" not in location:
         return location

@@ -443,6 +443,10 @@ def _open(source: Any) -> pq.ParquetFile:
     return pq.ParquetFile(source, pre_buffer=False, arrow_extensions_enabled=False)
 
 
+# a footer's leaf column count and key-value metadata (its items, in the file's order)
+_FooterKey = tuple[int, tuple[tuple[bytes, bytes], ...]]
+
+
 def _open_reader(source: Any) -> ParquetReader:
     # What pq.ParquetFile wraps, without the wrapper's per-file walk of the schema in Python
     # (half the cost of opening a small file); the same options as _open.
@@ -484,6 +488,8 @@ class DataFileReads:
         # by schema and leaf count; pa.Schema's == (so a dict's lookup) ignores field metadata,
         # where the field ids are: each key holds the layouts of schemas that differ in it
         self._layouts: dict[tuple[pa.Schema, int], list[tuple[pa.Schema, ColumnLayout]]] = {}
+        # the layouts of the files opened so far, by what their Arrow schema is made from
+        self._by_footer: dict[_FooterKey, list[tuple[pq.ParquetSchema, ColumnLayout]]] = {}
         self._lock = threading.Lock()
 
     def layout(self, file_schema: pa.Schema, leaves: int) -> ColumnLayout:
@@ -503,6 +509,26 @@ class DataFileReads:
         found = ColumnLayout(file_schema, leaves, self, by_ids=True if mapped else None)
         with self._lock:
             self._layouts.setdefault(key, []).append((fields, found))
+        return found
+
+    def footer_layout(self, reader: ParquetReader) -> ColumnLayout:
+        """The layout of the file open in ``reader``, as :meth:`layout` of its Arrow schema.
+
+        Found by what pyarrow makes that schema from, the footer's Parquet schema (field ids
+        included) and key-value metadata (the stored Arrow schema among it), without making
+        it: converting a footer to an Arrow schema and hashing that costs more than the rest
+        of opening a small file, and the files of a scan mostly share a handful of schemas."""
+        footer = reader.metadata
+        parquet_schema = footer.schema
+        kv = footer.metadata
+        key = (footer.num_columns, tuple(kv.items()) if kv else ())
+        with self._lock:
+            for known, found in self._by_footer.get(key, ()):
+                if known.equals(parquet_schema):
+                    return found
+        found = self.layout(reader.schema_arrow, footer.num_columns)
+        with self._lock:
+            self._by_footer.setdefault(key, []).append((parquet_schema, found))
         return found
 
     def open(
@@ -525,9 +551,8 @@ class DataFileReads:
                     with source:
                         source = pa.BufferReader(source.read())
                 reader = _open_reader(source)
-                footer = reader.metadata
-                layout = self.layout(reader.schema_arrow, footer.num_columns)
-                row_groups = layout.row_groups(footer, data_file.file_path)
+                layout = self.footer_layout(reader)
+                row_groups = layout.row_groups(reader.metadata, data_file.file_path)
             except (pa.ArrowException, OSError) as exc:
                 if isinstance(exc, StorageError):
                     raise

@@ -697,3 +697,42 @@ def test_partition_path_escapes_like_java():
     assert path == "cat=a+b%2Fc%7E*%C3%A9/ts_day=2022-01-08/id_bucket=3"
     assert partition_path(SPEC, EVENTS, (None, None, None)) == "cat=null/ts_day=null/id_bucket=null"
     assert partition_path(UNPARTITIONED, EVENTS, ()) == ""
+
+
+def test_files_share_a_layout_only_when_their_footers_make_the_same_arrow_schema(tmp_path):
+    """The scan engine finds a file's column layout by its footer (Parquet schema, key-value
+    metadata) without converting it to an Arrow schema: files that pyarrow reads as different
+    Arrow schemas (string / large_string behind one Parquet schema; other field ids) get their
+    own layouts and read right, files read as the same Arrow schema share one."""
+    from lakecat.metadata.io.parquet import DataFileReads
+
+    def write(name: str, arrow_type: pa.DataType, *, field_id: int = 1, store: bool = True):
+        field = pa.field("s", arrow_type, metadata={b"PARQUET:field_id": str(field_id).encode()})
+        table = pa.table({"s": pa.array(["a", None, name], arrow_type)}, pa.schema([field]))
+        path = str(tmp_path / f"{name}.parquet")
+        pq.write_table(table, path, store_schema=store)
+        return DataFile(path, "PARQUET", (), 3, len(open(path, "rb").read()))
+
+    schema = Schema((NestedField(1, "s", StringType(), required=False),), 0)
+    reads = DataFileReads(projected=schema)
+    files = {
+        "small": write("small", pa.string()),
+        "small_again": write("small_again", pa.string()),
+        "large": write("large", pa.large_string()),
+        "no_arrow_schema": write("no_arrow_schema", pa.string(), store=False),
+        "other_id": write("other_id", pa.string(), field_id=2),
+    }
+    layouts = {}
+    for name, f in files.items():
+        with reads.open(IO, f, None, whole=True) as opened:
+            layouts[name] = opened.layout
+            got = opened.resolve(opened.read_raw().combine_chunks().to_batches()[0])
+        expected = [None] * 3 if name == "other_id" else ["a", None, name]
+        assert got.column(0).to_pylist() == expected
+        assert got.schema == schema_to_arrow(schema)
+    assert layouts["small"] is layouts["small_again"]
+    # found by another footer, and the same Arrow schema: the same layout
+    assert layouts["no_arrow_schema"] is layouts["small"]
+    distinct = {id(layouts[n]) for n in ("small", "large", "other_id")}
+    assert len(distinct) == 3
+    assert layouts["large"].file_schema.field("s").type == pa.large_string()
