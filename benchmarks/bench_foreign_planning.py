@@ -8,10 +8,11 @@ on a SQLite file. Every manifest is pyiceberg's: no lakecat partition order, no 
 
 * ``lakecat``: ``table.scan(filter).plan()``, manifests decoded by the compiled decoder
   (``lakecat.metadata.manifests.avro_decoder``);
-* ``lakecat (fastavro)``: the same, with that decoder (and its splitter) switched off (this
-  script replaces ``manifest.decode_records`` and ``manifest.split_records`` by functions that
-  decline, so every manifest goes to fastavro, as before issue 21; the filtering of records
-  before entries are built stays): what the decoder is worth;
+* ``lakecat (fastavro)``: the same, with that decoder (its splitter and its entry decoder)
+  switched off (this script replaces ``manifest.decode_records``, ``manifest.split_records``
+  and ``manifest.decode_entries`` by functions that decline, so every manifest goes to
+  fastavro, as before issue 21; the filtering of records before entries are built stays):
+  what the decoder is worth;
 * ``pyiceberg``: ``tbl.scan(row_filter=...).plan_files()``.
 
 Cases: no filter, ``part = 42`` (one manifest of 1,000 entries left by the manifest list's
@@ -140,15 +141,15 @@ def fastavro_only() -> Callable[[], None]:
     library has no such switch."""
     from lakecat.metadata.manifests import avro_decoder, manifest
 
-    originals = manifest.decode_records, manifest.split_records
+    originals = manifest.decode_records, manifest.split_records, manifest.decode_entries
 
-    def declined(data: bytes) -> Any:
+    def declined(data: bytes, *args: Any) -> Any:
         raise avro_decoder.Unsupported("switched off by the benchmark")
 
-    manifest.decode_records = manifest.split_records = declined
+    manifest.decode_records = manifest.split_records = manifest.decode_entries = declined
 
     def restore() -> None:
-        manifest.decode_records, manifest.split_records = originals
+        manifest.decode_records, manifest.split_records, manifest.decode_entries = originals
 
     return restore
 
