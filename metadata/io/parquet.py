@@ -541,15 +541,16 @@ class DataFileReads:
     ) -> OpenDataFile:
         """``data_file`` opened (its footer read), ready to read; close it (or use ``with``).
 
-        ``whole``: read the file into memory first, in one read (for small files: one request
-        to an object store instead of one per footer and column chunk, and no reads through a
-        Python file object while pyarrow decodes)."""
-        source = io.open_input(data_file.file_path)
+        ``whole``: read the file into memory first, in one read (``io.read``; for small files:
+        one request to an object store instead of one per footer and column chunk, and no
+        reads through a Python file object while pyarrow decodes)."""
+        source = (
+            pa.BufferReader(io.read(data_file.file_path))
+            if whole
+            else io.open_input(data_file.file_path)
+        )
         try:
             try:
-                if whole:
-                    with source:
-                        source = pa.BufferReader(source.read())
                 reader = _open_reader(source)
                 layout = self.footer_layout(reader)
                 row_groups = layout.row_groups(reader.metadata, data_file.file_path)

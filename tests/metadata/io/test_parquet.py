@@ -736,3 +736,22 @@ def test_files_share_a_layout_only_when_their_footers_make_the_same_arrow_schema
     distinct = {id(layouts[n]) for n in ("small", "large", "other_id")}
     assert len(distinct) == 3
     assert layouts["large"].file_schema.field("s").type == pa.large_string()
+
+
+def test_local_whole_file_reads_return_every_byte(tmp_path, monkeypatch):
+    """LocalFileIO.read (the scan engine's one read of a small data file) returns the whole
+    file: empty, small, and when the OS hands it over in pieces."""
+    import os
+
+    from lakecat.metadata.io import fileio
+
+    sizes = {"empty": 0, "small": 1_000, "larger": 300_000}
+    for name, size in sizes.items():
+        (tmp_path / name).write_bytes(os.urandom(size))
+    for name in sizes:
+        assert IO.read(f"file://{tmp_path / name}") == (tmp_path / name).read_bytes()
+    real_read = os.read
+    monkeypatch.setattr(fileio.os, "read", lambda fd, n: real_read(fd, min(n, 4096)))
+    assert IO.read(str(tmp_path / "larger")) == (tmp_path / "larger").read_bytes()
+    with pytest.raises(FileNotFoundStorageError):
+        IO.read(str(tmp_path / "missing"))
