@@ -147,3 +147,21 @@ def test_format_v3_rewrites_keep_the_python_writer(lake) -> None:
     make_sales(lake, format_version=3)
     plan = physical_plan(lake, "UPDATE lake.db.sales SET amount = 0 WHERE id % 2 = 0")
     assert "AppendDataExecV1" not in plan and "ReplaceData" in plan
+
+
+def test_a_session_setting_turns_the_native_rewrite_off(lake, spark) -> None:
+    make_sales(lake)
+    statement = "UPDATE lake.db.sales SET amount = 0 WHERE id % 2 = 0"
+    spark.conf.set("spark.lakecat.nativeRowLevelWrites", "false")
+    try:
+        assert "AppendDataExecV1" not in physical_plan(lake, statement)
+        lake.sql(statement)
+    finally:
+        spark.conf.unset("spark.lakecat.nativeRowLevelWrites")
+    assert lake.rows("db.sales", "id", "amount") == [
+        (1, 1.0), (2, 0.0), (3, 3.0), (4, 0.0), (5, 5.0), (6, 0.0)
+    ]  # fmt: skip
+    assert not any(
+        JOB_FOLDER.search(f.file_path)
+        for f in lake.catalog.load_table("db.sales").scan().plan_files()
+    )

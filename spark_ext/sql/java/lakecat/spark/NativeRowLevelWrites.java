@@ -38,7 +38,9 @@ import scala.runtime.BoxedUnit;
  *
  * <p>Tables with row lineage (format v3) keep the Python writer: their copied rows must keep
  * their {@code _row_id} and {@code _last_updated_sequence_number}, which the native write does
- * not carry. Without the extension, every row-level write goes through the Python writer.
+ * not carry. Without the extension, or with the session setting {@code
+ * spark.lakecat.nativeRowLevelWrites=false}, every row-level write goes through the Python
+ * writer.
  */
 final class NativeRowLevelWrites extends SparkStrategy {
   private final org.apache.spark.sql.classic.SparkSession session;
@@ -57,7 +59,7 @@ final class NativeRowLevelWrites extends SparkStrategy {
       return empty();
     }
     LakecatRowLevelWrite write = (LakecatRowLevelWrite) replace.write().get();
-    if (!write.writesNatively()) {
+    if (!write.writesNatively() || !enabled()) {
       return empty();
     }
     List<LogicalPlan> groupFilters = new ArrayList<>();
@@ -124,6 +126,13 @@ final class NativeRowLevelWrites extends SparkStrategy {
       return null;
     }
     return in.query().plan();
+  }
+
+  /** {@value #ENABLED}: true (the default) or false (the Python data source writes). */
+  static final String ENABLED = "spark.lakecat.nativeRowLevelWrites";
+
+  private boolean enabled() {
+    return !"false".equalsIgnoreCase(session.conf().get(ENABLED, "true").trim());
   }
 
   /** The statement's query reduced to the new rows' columns (ReplaceData's row projection). */
