@@ -503,8 +503,24 @@ class CatalogBridge:
         )
 
     def call_procedure(self, procedure: str, arguments: Mapping[str, Any]) -> list[list[Any]]:
-        context = ProcedureContext(self.catalog, self.name, self.spark, self.data_format)
+        context = ProcedureContext(
+            self.catalog, self.name, self.calling_session(), self.data_format
+        )
         return call_procedure(context, procedure, arguments)
+
+    def calling_session(self) -> Any:
+        """The Spark session of the statement being served: the active session of the JVM
+        thread that called the bridge (Py4J runs a callback's own JVM calls on that thread),
+        when it is another session of the application than the attaching one."""
+        if self.spark is None:
+            return None
+        jvm = self.spark.sparkContext._jvm
+        active = jvm.org.apache.spark.sql.SparkSession.getActiveSession()
+        if not active.isDefined() or active.get().equals(self.spark._jsparkSession):
+            return self.spark
+        from pyspark.sql import SparkSession
+
+        return SparkSession(self.spark.sparkContext, active.get())
 
     # ---- errors ---------------------------------------------------------------------------
     def python_error(self, text: str) -> dict[str, Any] | None:

@@ -64,3 +64,13 @@ def test_a_native_insert_from_another_session_writes_lakecats_parquet(lake, othe
     assert column.physical_type == "INT64"
     assert parquet.schema_arrow.field("ts").metadata[b"PARQUET:field_id"] == b"2"
     assert lake.rows("db.t", "id", "ts") == [(1, dt.datetime(2024, 5, 2, tzinfo=dt.UTC))]
+
+
+def test_a_procedure_called_in_another_session_runs_in_that_session(lake, other) -> None:
+    table = lake.catalog.create_table("db.t", SCHEMA)
+    table.append(pa.table({"id": [1], "ts": [DAY]}, SCHEMA))
+
+    other.sql("CALL lake.system.create_changelog_view(table => 'db.t', changelog_view => 'cv')")
+
+    assert [r.id for r in other.sql("SELECT id FROM cv").collect()] == [1]
+    assert not lake.spark.catalog.tableExists("cv")  # a temporary view of the caller's session
