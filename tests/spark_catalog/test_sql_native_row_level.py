@@ -165,3 +165,20 @@ def test_a_session_setting_turns_the_native_rewrite_off(lake, spark) -> None:
         JOB_FOLDER.search(f.file_path)
         for f in lake.catalog.load_table("db.sales").scan().plan_files()
     )
+
+
+def test_a_sort_order_the_native_writer_cannot_apply_goes_through_the_data_source(lake) -> None:
+    """A transformed sort field: the bridge stages the rows through the Python data source,
+    which sorts each task's rows by the order."""
+    sales = make_sales(lake)
+    lake.sql("ALTER TABLE lake.db.sales WRITE ORDERED BY truncate(2, region), amount DESC")
+    order_id = sales.refresh().sort_order().order_id
+
+    lake.sql("UPDATE lake.db.sales SET amount = amount + 10 WHERE region = 'eu' AND id = 1")
+
+    (rewritten,) = sales.refresh().scan(row_filter="region = 'eu'").plan_files()
+    assert rewritten.sort_order_id == order_id
+    assert not JOB_FOLDER.search(rewritten.file_path)
+    local = local_path(rewritten.file_path)
+    assert local is not None
+    assert pq.read_table(local).column("amount").to_pylist() == [11.0, 3.0, 2.0]
