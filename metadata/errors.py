@@ -280,3 +280,7 @@ class ConcurrentCreate(ProtocolChanged, TableAlreadyExists):
 
 class ConcurrentTransaction(CommitConflict):
     """The same (application id, version) was already committed."""
+
+
+class BranchRemoved(CommitConflict):
+    """A concurrent commit removed the branch this operation read and commits to."""

@@ -18,8 +18,10 @@ replace (compaction)        never                  removed files it rewrites    
 ==========================  =====================  ==============================  ===========
 
 plus: concurrent schema/spec/sort/property changes fail every operation but a blind append
-(``MetadataChanged``), a format upgrade fails every operation (``ProtocolChanged``), and an
-(application id, version) already committed fails the second commit (``ConcurrentTransaction``).
+(``MetadataChanged``), a format upgrade fails every operation (``ProtocolChanged``), an
+(application id, version) already committed fails the second commit (``ConcurrentTransaction``),
+and an operation whose branch a concurrent commit removed fails, blind appends included
+(``BranchRemoved``: committing would create the branch anew without the rows it had).
 
 Row level (delete files, merge-on-read): "added files" above are data files. Delete files a
 concurrent commit added conflict with an operation that removes (rewrites) a file they apply
@@ -41,6 +43,7 @@ from dataclasses import dataclass
 
 from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.metadata.errors import (
+    BranchRemoved,
     ConcurrentAppend,
     ConcurrentDeleteDelete,
     ConcurrentDeleteRead,
@@ -142,6 +145,21 @@ def check_all(
         check_new_deletes(intent, commit)
         check_row_changes(intent, commit, rows_overlap)
         check_added_files(intent, commit, may_match_read, describe_partition)
+
+
+def check_branch(intent: Intent, branches: Iterable[str]) -> None:
+    """An operation that started from a snapshot of its branch fails when the branch is gone
+    (``branches``: the table's branches now): committing would create the branch anew, from
+    nothing, holding only this operation's files."""
+    if intent.starting_snapshot_id is None or intent.branch in set(branches):
+        return
+    raise BranchRemoved(
+        f"{intent.kind.value}: branch {intent.branch!r}, which this operation read at snapshot "
+        f"{intent.starting_snapshot_id}, was removed by a concurrent commit; nothing was "
+        "committed. Create the branch again (or choose another) and re-run the operation.",
+        snapshot_id=intent.starting_snapshot_id,
+        operation=intent.kind.value,
+    )
 
 
 def check_protocol(intent: Intent, delta: MetadataDelta) -> None:

@@ -86,6 +86,7 @@ from lakecat.catalog.commit.conflicts import (
     app_versions,
     carried,
     check_all,
+    check_branch,
     check_transaction,
 )
 from lakecat.catalog.commit.coordination.group import Batch, Waiter, drain, queue_for
@@ -763,6 +764,7 @@ class _CommitWindow:
 
     def validate(self, start: TableMetadata, base: TableMetadata) -> None:
         intent = self.intent
+        check_branch(intent, (name for name, ref in base.refs.items() if ref.ref_type == "branch"))
         delta = metadata_delta(start, base)
         if intent.kind is OpKind.APPEND:
             return  # blind appends read nothing and never conflict
