@@ -93,7 +93,9 @@ final class LakecatRowLevelWrite implements Write {
         return (Dataset<Row> data, boolean ignored) -> {
           for (LogicalPlan files : groupFilters) { // before Spark plans the rows' read
             Set<String> chosen = new HashSet<>();
-            for (Row row : org.apache.spark.sql.classic.Dataset.ofRows(session, files).collectAsList()) {
+            List<Row> answer =
+                org.apache.spark.sql.classic.Dataset.ofRows(session, files).collectAsList();
+            for (Row row : answer) {
               chosen.add(row.getString(0));
             }
             scan.keep(chosen);
@@ -102,7 +104,9 @@ final class LakecatRowLevelWrite implements Write {
           args.set("options", Names.object(options));
           args.put("overwrite", false);
           table.bridge().insert(args, data);
-          table.bridge().call("commit_row_level", table.rowLevelCommitArgs(command, scan, stageTo));
+          table
+              .bridge()
+              .call("commit_row_level", table.rowLevelCommitArgs(command, scan, stageTo));
         };
       }
 
