@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from operator import itemgetter
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import fastavro
 from fastavro.schema import SchemaParseException
@@ -302,21 +302,28 @@ def entry_decoder(
     as :func:`read_manifest` does (for readers that decode the file's blocks themselves).
     ``maps_decoded``: the records come from :mod:`~lakecat.metadata.manifests.avro_decoder`,
     which decodes the stats maps to ``{field id: value}`` dicts already."""
-    first_row_id = manifest.first_row_id
     plain = record_decoder(
         manifest, writer_schema, specs=specs, schema=schema, maps_decoded=maps_decoded
     )
+    return _inheriting_row_ids(manifest, plain)
+
+
+_Make = TypeVar("_Make", bound=Callable[..., ManifestEntry])
+
+
+def _inheriting_row_ids(manifest: ManifestFile, make: _Make) -> _Make:
+    """``make`` with v3 row lineage applied ("First Row ID Inheritance"): a live data file
+    without a first_row_id gets the manifest's, plus the record counts of the files before it
+    that had none. The entries must be made in file order (manifests with a first_row_id are
+    never decoded block by block)."""
+    first_row_id = manifest.first_row_id
     if first_row_id is None or manifest.content is not ManifestContent.DATA:
-        return plain
-    # v3 row lineage ("First Row ID Inheritance"): a live data file without a first_row_id
-    # gets the manifest's, plus the record counts of the files before it that had none. The
-    # decoder must see every record in file order (manifests with a first_row_id are never
-    # decoded block by block).
+        return make
     next_row_id = first_row_id
 
-    def inheriting(rec: dict[str, Any]) -> ManifestEntry:
+    def inheriting(*args: Any) -> ManifestEntry:
         nonlocal next_row_id
-        entry = plain(rec)
+        entry = make(*args)
         f = entry.data_file
         if entry.status is Status.DELETED or f.first_row_id is not None:
             return entry
@@ -324,7 +331,7 @@ def entry_decoder(
         next_row_id += f.record_count
         return entry
 
-    return inheriting
+    return cast(_Make, inheriting)
 
 
 def entry_maker(
@@ -342,22 +349,7 @@ def entry_maker(
     def make(*fields: Any) -> ManifestEntry:
         return _make_entry(manifest, read_partition, *fields)
 
-    first_row_id = manifest.first_row_id
-    if first_row_id is None or manifest.content is not ManifestContent.DATA:
-        return make
-    next_row_id = first_row_id
-
-    def inheriting(*fields: Any) -> ManifestEntry:  # as entry_decoder's
-        nonlocal next_row_id
-        entry = make(*fields)
-        f = entry.data_file
-        if entry.status is Status.DELETED or f.first_row_id is not None:
-            return entry
-        entry = replace(entry, data_file=replace(f, first_row_id=next_row_id))
-        next_row_id += f.record_count
-        return entry
-
-    return inheriting
+    return _inheriting_row_ids(manifest, make)
 
 
 def record_partition_decoder(
