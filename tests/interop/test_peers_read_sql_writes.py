@@ -1,0 +1,128 @@
+"""Tables written through lakecat's Spark SQL catalog read the same in the three peers.
+
+Each table gets a history of SQL statements only: INSERT (Spark's Parquet writer), UPDATE,
+DELETE with an expression, MERGE with every clause kind, DELETE of whole files. Copy-on-write
+tables rewrite with Spark's Parquet writer (``NativeRowLevelWrites``); merge-on-read tables get
+position delete files (v2) or deletion vectors (v3). Every snapshot is read by lakecat and by
+the peers: pyiceberg and DuckDB must return exactly lakecat's rows, Iceberg Java (through
+Spark, by metadata path) the same count and sum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from peers import canonical_rows, read_batch, read_rows, require_peers
+
+from lakecat.catalog import Catalog, Table
+
+pytestmark = [pytest.mark.interop, pytest.mark.spark]
+
+COLUMNS = ["id", "cat", "note"]
+MODES = {
+    "copy-on-write v2": ("copy-on-write", 2),
+    "merge-on-read v2": ("merge-on-read", 2),
+    "merge-on-read v3": ("merge-on-read", 3),
+}
+
+
+def history(spark: Any, catalog: Catalog, name: str, mode: str, version: int) -> Table:
+    table = f"peersql.db.{name}"
+    spark.sql(
+        f"CREATE TABLE {table} (id bigint, cat string, note string) PARTITIONED BY (cat) "
+        f"TBLPROPERTIES ('format-version' = '{version}', 'write.delete.mode' = '{mode}', "
+        f"'write.update.mode' = '{mode}', 'write.merge.mode' = '{mode}')"
+    )
+    spark.sql(
+        f"INSERT INTO {table} SELECT id, CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 "
+        "THEN 'b' ELSE NULL END, concat('n', id) FROM range(0, 300)"
+    )
+    spark.sql(f"UPDATE {table} SET note = 'updated' WHERE id % 7 = 0")
+    spark.sql(f"DELETE FROM {table} WHERE id % 11 = 0")
+    spark.createDataFrame(
+        [(5, "b", "merged"), (6, "a", "gone"), (1000, "a", "new"), (1001, None, "new")],
+        "id bigint, cat string, note string",
+    ).createOrReplaceTempView("peersql_src")
+    spark.sql(
+        f"MERGE INTO {table} t USING peersql_src s ON t.id = s.id "
+        "WHEN MATCHED AND s.note = 'gone' THEN DELETE "
+        "WHEN MATCHED THEN UPDATE SET note = s.note "
+        "WHEN NOT MATCHED THEN INSERT *"
+    )
+    spark.sql(f"DELETE FROM {table} WHERE cat = 'b' AND id < 100")
+    return catalog.load_table(f"db.{name}")
+
+
+@pytest.fixture(scope="module")
+def tables(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Table]]:
+    require_peers()
+    from lakecat.spark_ext import attach_catalog
+
+    root: Path = tmp_path_factory.mktemp("sql-peers")
+    with Catalog.embedded(root) as catalog:
+        catalog.create_namespace("db")
+        attach_catalog(spark, "peersql", catalog=catalog)
+        yield {
+            key: history(spark, catalog, key.replace(" ", "_").replace("-", "_"), mode, version)
+            for key, (mode, version) in MODES.items()
+        }
+
+
+def jobs(tables: dict[str, Table], **extra: Any) -> list[dict[str, Any]]:
+    return [
+        {"key": [key, s.snapshot_id], "metadata": t.metadata_location, "snapshot": s.snapshot_id}
+        | extra
+        for key, t in tables.items()
+        for s in t.snapshots()
+    ]
+
+
+def lakecat_rows(tables: dict[str, Table], key: list[Any]) -> list[list[Any]]:
+    return canonical_rows(tables[key[0]].to_arrow(snapshot_id=key[1]), COLUMNS)
+
+
+def test_the_histories_hold_the_expected_rows_and_files(tables: dict[str, Table]) -> None:
+    for key, t in tables.items():
+        rows = {r[0]: r for r in lakecat_rows(tables, [key, t.current_snapshot().snapshot_id])}
+        gone = {i for i in range(300) if i % 11 == 0 or (i % 3 == 1 and i < 100)} | {6}
+        assert set(rows) == ({*range(300), 1000, 1001} - gone)
+        assert rows[14][2] == "updated" and rows[1001][1] is None
+        deletes = t.scan().plan().deletes
+        assert bool(deletes) is key.startswith("merge-on-read"), key
+
+
+# DuckDB 1.5.5's iceberg extension misapplies some of these deletion vectors: on some runs
+# (the layout of Spark's files varies) it keeps a row a DV deletes and drops its neighbour in
+# the same file (seen: the DV of a 7-row file holds position 0, id 154, which
+# `DELETE ... WHERE id % 11 = 0` deleted; DuckDB returned 154 and left out 196, at position 2).
+# lakecat, pyiceberg and Iceberg Java agree. DuckDB reads the v2 tables here, and lakecat's own
+# v3 tables in test_peers_read_merge_on_read.py.
+DUCKDB_MISREADS = {"merge-on-read v3"}
+
+
+@pytest.mark.parametrize("peer", ["pyiceberg", "duckdb"])
+def test_pyiceberg_and_duckdb_read_every_snapshot_as_lakecat_does(
+    tables: dict[str, Table], peer: str
+) -> None:
+    if peer == "duckdb":
+        tables = {k: t for k, t in tables.items() if k not in DUCKDB_MISREADS}
+    answers = read_rows(peer, jobs(tables, columns=COLUMNS))
+    wrong = [
+        (a["key"], a.get("error") or "rows differ")
+        for a in answers
+        if a.get("rows") != lakecat_rows(tables, a["key"])
+    ]
+    assert wrong == []
+
+
+def test_iceberg_java_reads_every_snapshot_as_lakecat_does(tables: dict[str, Table]) -> None:
+    answers = read_batch("spark", jobs(tables, column="id"))
+    wrong = []
+    for a in answers:
+        ids = [r[0] for r in lakecat_rows(tables, a["key"])]
+        if (a.get("rows"), a.get("sum")) != (len(ids), sum(ids)):
+            wrong.append((a["key"], a, len(ids), sum(ids)))
+    assert wrong == []
