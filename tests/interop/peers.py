@@ -61,7 +61,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -237,6 +237,47 @@ def local_path(location: str) -> str:
     if location.startswith("file:"):
         return location[len("file:") :]
     return location
+
+
+def snapshot_jobs(tables: Mapping[str, Any], **extra: Any) -> list[dict[str, Any]]:
+    """A read job for every snapshot of each lakecat table, keyed ``[name, snapshot id]``
+    (``extra``: the job's ``columns`` or ``column``)."""
+    return [
+        {"key": [key, s.snapshot_id], "metadata": t.metadata_location, "snapshot": s.snapshot_id}
+        | extra
+        for key, t in tables.items()
+        for s in t.snapshots()
+    ]
+
+
+def lakecat_snapshot_rows(
+    tables: Mapping[str, Any], key: Sequence[Any], columns: Sequence[str]
+) -> list[list[Any]]:
+    """What lakecat reads at the snapshot a :func:`snapshot_jobs` key names, canonical."""
+    return canonical_rows(tables[key[0]].to_arrow(snapshot_id=key[1]), columns)
+
+
+def rows_misread(
+    peer: str, tables: Mapping[str, Any], columns: Sequence[str]
+) -> list[tuple[Any, str]]:
+    """The snapshots whose rows ``peer`` reads otherwise than lakecat: (key, error or "rows
+    differ")."""
+    return [
+        (a["key"], a.get("error") or "rows differ")
+        for a in read_rows(peer, snapshot_jobs(tables, columns=list(columns)))
+        if a.get("rows") != lakecat_snapshot_rows(tables, a["key"], columns)
+    ]
+
+
+def counts_misread(tables: Mapping[str, Any], column: str) -> list[tuple[Any, ...]]:
+    """The snapshots where Iceberg Java's count and sum of ``column`` differ from lakecat's:
+    (key, Java's answer, lakecat's count, lakecat's sum)."""
+    wrong = []
+    for a in read_batch("spark", snapshot_jobs(tables, column=column)):
+        values = [r[0] for r in lakecat_snapshot_rows(tables, a["key"], [column])]
+        if (a.get("rows"), a.get("sum")) != (len(values), sum(values)):
+            wrong.append((a["key"], a, len(values), sum(values)))
+    return wrong
 
 
 def canonical_rows(table: Any, columns: Sequence[str]) -> list[list[Any]]:

@@ -20,7 +20,15 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from peers import canonical_rows, read_batch, read_rows, require_peers
+from peers import (
+    canonical_rows,
+    counts_misread,
+    lakecat_snapshot_rows,
+    read_rows,
+    require_peers,
+    rows_misread,
+    snapshot_jobs,
+)
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.maintenance import rewrite_data_files
@@ -115,24 +123,8 @@ def rewritten(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Ta
         yield {"v3 copy-on-write": cow.refresh(), "upgraded": up.refresh()}
 
 
-def jobs(tables: dict[str, Table], **extra: Any) -> list[dict[str, Any]]:
-    out = []
-    for key, t in tables.items():
-        for s in t.snapshots():
-            out.append(
-                {
-                    "key": [key, s.snapshot_id],
-                    "metadata": t.metadata_location,
-                    "snapshot": s.snapshot_id,
-                    **extra,
-                }
-            )
-    return out
-
-
 def lakecat_rows(tables: dict[str, Table], key: list[Any]) -> list[list[Any]]:
-    t = tables[key[0]]
-    return canonical_rows(t.to_arrow(snapshot_id=key[1]), COLUMNS)
+    return lakecat_snapshot_rows(tables, key, COLUMNS)
 
 
 def test_the_histories_hold_delete_files_and_the_expected_rows(tables: dict[str, Table]) -> None:
@@ -152,23 +144,11 @@ def test_the_histories_hold_delete_files_and_the_expected_rows(tables: dict[str,
 def test_pyiceberg_and_duckdb_read_every_snapshot_as_lakecat_does(
     tables: dict[str, Table], peer: str
 ) -> None:
-    answers = read_rows(peer, jobs(tables, columns=COLUMNS))
-    wrong = [
-        (a["key"], a.get("error") or "rows differ")
-        for a in answers
-        if a.get("rows") != lakecat_rows(tables, a["key"])
-    ]
-    assert wrong == []
+    assert rows_misread(peer, tables, COLUMNS) == []
 
 
 def test_iceberg_java_reads_every_snapshot_as_lakecat_does(tables: dict[str, Table]) -> None:
-    answers = read_batch("spark", jobs(tables, column="id"))
-    wrong = []
-    for a in answers:
-        ids = [r[0] for r in lakecat_rows(tables, a["key"])]
-        if (a.get("rows"), a.get("sum")) != (len(ids), sum(ids)):
-            wrong.append((a["key"], a, len(ids), sum(ids)))
-    assert wrong == []
+    assert counts_misread(tables, "id") == []
 
 
 def lakecat_lineage(tables: dict[str, Table], key: list[Any]) -> list[list[Any]]:
@@ -183,7 +163,7 @@ def test_iceberg_java_reads_the_row_lineage_lakecat_wrote(
     assert len(v3) == 4
     for key, t in rewritten.items():
         assert canonical_rows(t.to_arrow(), COLUMNS), key
-    answers = read_rows("spark", jobs(v3, columns=LINEAGE))
+    answers = read_rows("spark", snapshot_jobs(v3, columns=LINEAGE))
     wrong = [
         (a["key"], a.get("error") or "lineage differs")
         for a in answers
@@ -201,10 +181,4 @@ def test_iceberg_java_reads_the_row_lineage_lakecat_wrote(
 def test_pyiceberg_and_duckdb_read_the_rewritten_v3_tables_as_lakecat_does(
     rewritten: dict[str, Table], peer: str
 ) -> None:
-    answers = read_rows(peer, jobs(rewritten, columns=COLUMNS))
-    wrong = [
-        (a["key"], a.get("error") or "rows differ")
-        for a in answers
-        if a.get("rows") != lakecat_rows(rewritten, a["key"])
-    ]
-    assert wrong == []
+    assert rows_misread(peer, rewritten, COLUMNS) == []

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from peers import canonical_rows, read_batch, read_rows, require_peers
+from peers import counts_misread, lakecat_snapshot_rows, require_peers, rows_misread
 
 from lakecat.catalog import Catalog, Table
 
@@ -71,17 +71,8 @@ def tables(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
         }
 
 
-def jobs(tables: dict[str, Table], **extra: Any) -> list[dict[str, Any]]:
-    return [
-        {"key": [key, s.snapshot_id], "metadata": t.metadata_location, "snapshot": s.snapshot_id}
-        | extra
-        for key, t in tables.items()
-        for s in t.snapshots()
-    ]
-
-
 def lakecat_rows(tables: dict[str, Table], key: list[Any]) -> list[list[Any]]:
-    return canonical_rows(tables[key[0]].to_arrow(snapshot_id=key[1]), COLUMNS)
+    return lakecat_snapshot_rows(tables, key, COLUMNS)
 
 
 def test_the_histories_hold_the_expected_rows_and_files(tables: dict[str, Table]) -> None:
@@ -109,20 +100,8 @@ def test_pyiceberg_and_duckdb_read_every_snapshot_as_lakecat_does(
 ) -> None:
     if peer == "duckdb":
         tables = {k: t for k, t in tables.items() if k not in DUCKDB_MISREADS}
-    answers = read_rows(peer, jobs(tables, columns=COLUMNS))
-    wrong = [
-        (a["key"], a.get("error") or "rows differ")
-        for a in answers
-        if a.get("rows") != lakecat_rows(tables, a["key"])
-    ]
-    assert wrong == []
+    assert rows_misread(peer, tables, COLUMNS) == []
 
 
 def test_iceberg_java_reads_every_snapshot_as_lakecat_does(tables: dict[str, Table]) -> None:
-    answers = read_batch("spark", jobs(tables, column="id"))
-    wrong = []
-    for a in answers:
-        ids = [r[0] for r in lakecat_rows(tables, a["key"])]
-        if (a.get("rows"), a.get("sum")) != (len(ids), sum(ids)):
-            wrong.append((a["key"], a, len(ids), sum(ids)))
-    assert wrong == []
+    assert counts_misread(tables, "id") == []
