@@ -6,7 +6,9 @@ so its cost is finding those positions. :func:`matching_positions` does only tha
 * it reads the filter's columns and no other (resolved by field id, cast and filled in as any
   read of the file would: :class:`~lakecat.metadata.io.parquet.DataFileReads`);
 * it skips the row groups whose statistics show that no row matches (a delete by a clustered
-  key reads one row group of a big file);
+  key reads one row group of a big file), and, in a file with a page index, decodes only the
+  pages that may hold a match (:mod:`lakecat.metadata.io.page_index`: ten keys spread over a
+  ten-million-row file decode ten pages of 20,000 rows, not ten million values);
 * it decodes the other row groups on up to ``threads`` threads, each with its own reader of
   the file, one row group at a time (memory: one row group of the filter's columns per
   thread), and numbers only the rows that match (each row group's positions start where the
@@ -24,8 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecat.metadata.deletes.apply import row_positions
+from lakecat.metadata.errors import StorageError
+from lakecat.metadata.io import page_index
 from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.page_index import PageFilter, read_file_index
 from lakecat.metadata.io.parquet import DataFileReads, OpenDataFile
+from lakecat.metadata.io.row_groups import stats_column
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.name_mapping import NameMapping
@@ -66,14 +72,23 @@ def matching_positions(
         groups = opened.row_groups
         sizes = opened.row_group_sizes
         starts = [0, *accumulate(sizes)]
-        numbers = row_positions(0, max((sizes[i] for i in groups), default=0))
+        pages = (
+            _page_filter(opened, filter_schema, row_group_filter)
+            if sum(sizes[i] for i in groups) >= page_index.MIN_ROWS
+            else None
+        )
+        # positions 0..n-1 for the largest row group, sliced per batch (none needed when
+        # the page index answers: it numbers the rows it reads)
+        numbers = (
+            row_positions(0, max((sizes[i] for i in groups), default=0)) if pages is None else None
+        )
         parts = max(1, min(threads, len(groups)))
         if parts == 1:
-            return _sorted(_positions(opened, groups, starts, numbers, row_filter))
+            return _sorted(_positions(opened, groups, starts, numbers, row_filter, pages))
 
     def read(chunk: Sequence[int]) -> list[pa.Array]:
         with reads.open(io, data_file, spec) as own:
-            return _positions(own, chunk, starts, numbers, row_filter)
+            return _positions(own, chunk, starts, numbers, row_filter, pages)
 
     # interleaved, so that a cluster of matching row groups spreads over the threads
     chunks = [groups[k::parts] for k in range(parts)]
@@ -81,31 +96,80 @@ def matching_positions(
         return _sorted([a for found in pool.map(read, chunks) for a in found])
 
 
+def _page_filter(
+    opened: OpenDataFile,
+    filter_schema: Schema,
+    evaluator: InclusiveMetricsEvaluator | None,
+) -> PageFilter | None:
+    """Page-level pruning for ``opened``, if its page index can serve ``evaluator``."""
+    layout = opened.layout
+    if evaluator is None or layout.columns is None:
+        return None
+    try:
+        index = read_file_index(opened.read_range, opened.size)
+    except StorageError:
+        raise
+    except (OSError, ValueError, AttributeError):
+        return None  # a source without random access: no page index
+    if index is None:
+        return None
+    stats = {}
+    for field_id in evaluator.field_ids:
+        column = stats_column(layout.file_schema, filter_schema, field_id, layout.match)
+        if column is not None:
+            stats[field_id] = (column.index, column.field_type)
+    fields = sorted({i for i in layout.matches if i is not None})
+    found = PageFilter(
+        index,
+        columns=layout.columns,
+        raw_schema=pa.schema([layout.file_schema.field(i) for i in fields]),
+        stats=stats,
+        evaluator=evaluator,
+        path=opened.path,
+    )
+    return found if found.usable else None
+
+
 def _positions(
     opened: OpenDataFile,
     groups: Sequence[int],
     starts: Sequence[int],
-    numbers: pa.Array,
+    numbers: pa.Array | None,
     row_filter: pc.Expression,
+    pages: PageFilter | None,
 ) -> list[pa.Array]:
     """The matching positions of row groups ``groups`` of ``opened``, one array per batch."""
     out: list[pa.Array] = []
+
+    def match(raw: pa.RecordBatch, positions: pa.Array, offset: int) -> None:
+        """Adds the positions (``positions``, plus ``offset``) of the rows of ``raw`` that
+        the filter matches."""
+        batch = opened.resolve(raw, filtered=False)
+        numbered = (
+            batch.append_column(_POSITION, positions)
+            if batch.num_columns  # else a filter that reads no column (``true``)
+            else pa.RecordBatch.from_arrays([positions], names=[_POSITION])
+        )
+        local = numbered.filter(row_filter).column(_POSITION)
+        if len(local):
+            out.append(pc.add(local, pa.scalar(offset, pa.int64())))
+
     for index in groups:
         start = starts[index]
+        paged = None
+        if pages is not None:
+            paged = pages.read_row_group(opened.read_range, index, starts[index + 1] - start)
+        if paged is not None:
+            raw, rows = paged
+            if raw.num_rows:
+                match(raw, pa.array(rows, pa.int64()), start)
+            continue
         for raw in opened.iter_row_group(index):
             n = raw.num_rows
             if n == 0:
                 continue
-            batch = opened.resolve(raw, filtered=False)
-            numbers_n = numbers.slice(0, n)
-            numbered = (
-                batch.append_column(_POSITION, numbers_n)
-                if batch.num_columns  # else a filter that reads no column (``true``)
-                else pa.RecordBatch.from_arrays([numbers_n], names=[_POSITION])
-            )
-            local = numbered.filter(row_filter).column(_POSITION)
-            if len(local):
-                out.append(pc.add(local, pa.scalar(start, pa.int64())))
+            local = row_positions(0, n) if numbers is None else numbers.slice(0, n)
+            match(raw, local, start)
             start += n
     return out
 

@@ -27,6 +27,7 @@ pyarrow errors are translated here: a file that cannot be decoded raises
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import accumulate
@@ -48,6 +49,7 @@ from lakecat.metadata.errors import (
 )
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.metrics import file_metrics
+from lakecat.metadata.io.page_index import read_range
 from lakecat.metadata.io.row_groups import leaf_count, row_groups_to_read
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
@@ -170,6 +172,16 @@ def _writer_options(properties: Mapping[str, str]) -> dict[str, Any]:
         # Iceberg stores decimals of precision <= 18 as INT32/INT64, as Java does.
         "store_decimal_as_integer": True,
         "write_statistics": True,
+        # The page index (each page's offset, first row and bounds), as parquet-java writes
+        # it: what lets a merge-on-read delete decode only the pages its keys can be in
+        # (metadata/io/page_index.py), and other engines skip pages.
+        "write_page_index": True,
+        "max_rows_per_page": max(
+            1,
+            props.get_int(
+                properties, props.PARQUET_PAGE_ROW_LIMIT, props.PARQUET_PAGE_ROW_LIMIT_DEFAULT
+            ),
+        ),
     }
     level = props.get_int(properties, props.PARQUET_COMPRESSION_LEVEL, 0)
     if level and codec != "none":
@@ -662,6 +674,19 @@ class OpenDataFile:
             if isinstance(exc, LakecatError):
                 raise
             raise self._corrupt(exc) from exc
+
+    def read_range(self, offset: int, length: int) -> bytes:
+        """``length`` bytes of the file at ``offset`` (for what pyarrow does not read: the
+        page index, single pages)."""
+        return read_range(self._source, offset, length)
+
+    @property
+    def size(self) -> int:
+        """The file's size in bytes."""
+        size = getattr(self._source, "size", None)  # a pyarrow NativeFile
+        if size is not None:
+            return int(size())
+        return os.fstat(self._source.fileno()).st_size  # a local file
 
     def _corrupt(self, exc: BaseException) -> CorruptMetadata:
         return CorruptMetadata(f"cannot read Parquet file {self.path}: {exc}")
