@@ -18,8 +18,11 @@ Each file is described from its footer and checked before anything is committed:
 * a file already in the table (by path) is refused, unless ``check_duplicates`` is off.
 
 The files stay where they are and become the table's: a later delete, compaction or expiry
-may delete them. Column metrics are not recorded (only counts and sizes), so scans do not
-prune the added files by column bounds until a compaction rewrites them.
+may delete them. Their column metrics (value and null counts, bounds truncated by the table's
+metrics modes) come from the footer's statistics, for each column of the table that the file
+holds in the table's own type outside lists and maps (found by field id as a read finds it),
+so scans prune the added files as any other; where the footer has no statistics, or the file
+stores a column in another type (read with a promotion), that column has none ("may match").
 """
 
 from __future__ import annotations
@@ -27,17 +30,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from urllib.parse import unquote
 
+import pyarrow as pa
+
 from lakecat.metadata.errors import SchemaMismatch, ValidationError
 from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.metrics import leaves, resolved_footer_metrics
 from lakecat.metadata.io.parquet import iter_data_file_batches, partition_and_split, read_data_file
 from lakecat.metadata.io.parquet_footer import read_footer
+from lakecat.metadata.io.row_groups import leaf_count, stats_column
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionField, PartitionSpec
 from lakecat.metadata.schema.arrow import field_id_of
 from lakecat.metadata.schema.conversions import from_python
 from lakecat.metadata.schema.name_mapping import NameMapping, has_field_ids
 from lakecat.metadata.schema.schema import Schema
-from lakecat.metadata.schema.types import PrimitiveType
+from lakecat.metadata.schema.types import NestedField, PrimitiveType
 from lakecat.metadata.table.table_metadata import TableMetadata
 
 __all__ = ["imported_data_files"]
@@ -126,7 +133,32 @@ def _describe(
             for f in spec.fields
         )
     size = _size(io, path)
-    return DataFile(path, "PARQUET", partition, footer.num_rows, size, spec_id=spec.spec_id), by_ids
+    metrics = resolved_footer_metrics(
+        footer, schema, metadata.properties, _metric_columns(resolved, schema, footer.num_columns)
+    )
+    described = metrics.data_file(
+        location=path, size=size, spec_id=spec.spec_id, partition=partition
+    )
+    return described, by_ids
+
+
+def _metric_columns(file_schema: pa.Schema, schema: Schema, num_columns: int) -> dict[int, int]:
+    """The Parquet column of the file (``file_schema``, with field ids) that a read returns
+    unchanged for each leaf of ``schema`` outside lists and maps, by field id."""
+    if sum(leaf_count(f.type) for f in file_schema) != num_columns:
+        return {}  # not the leaf-for-leaf layout pyarrow makes of the files we know
+
+    def by_id(f: NestedField, fields: list[pa.Field]) -> int | None:
+        return next((i for i, c in enumerate(fields) if field_id_of(c) == f.field_id), None)
+
+    out: dict[int, int] = {}
+    for leaf in leaves(schema):
+        if leaf.repeated:
+            continue
+        column = stats_column(file_schema, schema, leaf.field_id, by_id)
+        if column is not None:
+            out[leaf.field_id] = column.index
+    return out
 
 
 def _hive_values(path: str) -> dict[str, str | None]:

@@ -260,6 +260,20 @@ def footer_metrics(
     return _metrics(metadata, None, schema, properties)
 
 
+def resolved_footer_metrics(
+    metadata: pq.FileMetaData,
+    schema: Schema,
+    properties: Mapping[str, str],
+    columns: Mapping[int, int],
+) -> FileMetrics:
+    """Metrics of a Parquet file that another writer laid out (added to a table as it is),
+    from its footer alone as :func:`footer_metrics`: ``columns`` maps the field id of a leaf
+    of ``schema`` to the file's Parquet column that a read of it returns, unchanged (same
+    type: found as the reader finds it); leaves not in ``columns`` get no metrics."""
+    chosen = [(leaf, columns[leaf.field_id]) for leaf in leaves(schema) if leaf.field_id in columns]
+    return _metrics_of(metadata, None, chosen, properties)
+
+
 def _check_columns(metadata: pq.FileMetaData, columns: list[Leaf]) -> None:
     if metadata.num_columns != len(columns):
         raise CorruptMetadata(
@@ -278,12 +292,22 @@ def _metrics(
 ) -> FileMetrics:
     columns = leaves(schema)
     _check_columns(metadata, columns)
+    return _metrics_of(metadata, data, [(leaf, i) for i, leaf in enumerate(columns)], properties)
+
+
+def _metrics_of(
+    metadata: pq.FileMetaData,
+    data: pa.Table | None,
+    columns: list[tuple[Leaf, int]],
+    properties: Mapping[str, str],
+) -> FileMetrics:
+    """Metrics of the leaves in ``columns``, each with the index of its Parquet column."""
     acc = _Accumulator(properties)
     for r in range(metadata.num_row_groups):
         row_group = metadata.row_group(r)
-        for pos, leaf in enumerate(columns):
+        for leaf, pos in columns:
             acc.add_chunk(leaf, row_group.column(pos))
-    for leaf in columns:
+    for leaf, _ in columns:
         acc.finish(leaf, data)
     return FileMetrics(
         record_count=metadata.num_rows,

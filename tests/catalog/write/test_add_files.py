@@ -211,3 +211,97 @@ def test_hive_style_folders_give_identity_partition_values_the_files_lack(
     )
     with pytest.raises(SchemaMismatch, match="folder names a value of column 'region'"):
         nullable.add_files([paths[0]])
+
+
+# ---- column metrics from the footers ---------------------------------------------------
+
+
+def test_added_files_carry_column_metrics_and_scans_prune_them(catalog, tmp_path) -> None:
+    table = catalog.create_table("db.t", SCHEMA)
+    low = plain_file(tmp_path / "src", "low.parquet", list(range(0, 100)), "eu")
+    high = plain_file(tmp_path / "src", "high.parquet", list(range(1000, 1100)), "us")
+    table.add_files([low, high])
+
+    by_path = {f.file_path: f for f in table.scan().plan_files()}
+    f = by_path[to_uri(low)]
+    assert (f.value_counts[1], f.null_value_counts[1]) == (100, 0)
+    assert (f.lower_bounds[1], f.upper_bounds[1]) == (
+        (0).to_bytes(8, "little"),
+        (99).to_bytes(8, "little"),
+    )
+    assert f.lower_bounds[2] == b"eu" and f.column_sizes[1] > 0
+    assert [f.file_path for f in table.scan("id >= 1000").plan_files()] == [to_uri(high)]
+    assert [f.file_path for f in table.scan("region = 'eu'").plan_files()] == [to_uri(low)]
+    assert table.scan("id = 1050").to_arrow().column("id").to_pylist() == [1050]
+
+
+def test_string_bounds_follow_the_tables_metrics_modes(catalog, tmp_path) -> None:
+    table = catalog.create_table(
+        "db.t", SCHEMA, properties={"write.metadata.metrics.column.ts": "none"}
+    )
+    long_region = "r" * 40
+    path = plain_file(tmp_path / "src", "f.parquet", [1, 2], long_region)
+    table.add_files([path])
+    [f] = table.scan().plan_files()
+    assert f.lower_bounds[2] == b"r" * 16  # truncate(16), the default
+    assert f.upper_bounds[2] == b"r" * 15 + b"s"
+    assert 3 not in f.lower_bounds and 3 not in f.value_counts  # mode "none"
+    assert table.scan(f"region = '{long_region}'").to_arrow().num_rows == 2
+
+
+def test_columns_without_statistics_or_read_with_a_promotion_have_no_bounds(
+    catalog, tmp_path
+) -> None:
+    table = catalog.create_table("db.t", SCHEMA)
+    promoted = tmp_path / "src" / "int32.parquet"
+    promoted.parent.mkdir(parents=True)
+    # id stored as int32: a read promotes it to long, so its int32 statistics are not bounds
+    pq.write_table(pa.table({"id": pa.array([5, 6], pa.int32()), "region": ["eu", "eu"]}), promoted)
+    bare = tmp_path / "src" / "nostats.parquet"
+    pq.write_table(
+        pa.table({"id": pa.array([7, 8], pa.int64()), "region": ["us", "us"]}),
+        bare,
+        write_statistics=False,
+    )
+    table.add_files([str(promoted), str(bare)])
+    by_path = {f.file_path: f for f in table.scan().plan_files()}
+    p, b = by_path[to_uri(str(promoted))], by_path[to_uri(str(bare))]
+    assert 1 not in p.lower_bounds and p.lower_bounds[2] == b"eu"
+    assert 1 not in b.lower_bounds and 2 not in b.lower_bounds
+    assert 1 not in b.null_value_counts and b.value_counts[1] == 2
+    # nothing is pruned wrongly: every filter finds the rows a full read filters to
+    everything = table.to_arrow()
+    for text, want in [("id = 5", [5]), ("id > 6", [7, 8]), ("region = 'us'", [7, 8])]:
+        got = sorted(table.scan(text).to_arrow().column("id").to_pylist())
+        assert got == want, text
+    assert everything.num_rows == 4
+
+
+def test_nested_columns_get_metrics_by_field_id_as_a_read_finds_them(catalog, tmp_path) -> None:
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("loc", pa.struct([("lat", pa.float64()), ("city", pa.string())])),
+            pa.field("tags", pa.list_(pa.string())),
+        ]
+    )
+    table = catalog.create_table("db.t", schema)
+    path = tmp_path / "nested.parquet"
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array([1, 2], pa.int64()),
+                "loc": [{"lat": 1.5, "city": "Oslo"}, {"lat": -3.0, "city": "Lima"}],
+                "tags": [["a"], ["b", "c"]],
+            }
+        ),
+        path,
+    )
+    table.add_files([str(path)])
+    [f] = table.scan().plan_files()
+    city = table.schema().find_field("loc.city").field_id
+    tags = table.schema().find_field("tags.element").field_id
+    assert (f.lower_bounds[city], f.upper_bounds[city]) == (b"Lima", b"Oslo")
+    assert tags not in f.lower_bounds  # inside a list: no bounds
+    assert table.scan("loc.city = 'Oslo'").to_arrow().column("id").to_pylist() == [1]
+    assert table.scan("loc.city = 'Rome'").plan_files() == []
