@@ -23,8 +23,9 @@ lies behind them can be reorganized freely.
 * the checks a job runs against the version it started from before it commits:
   ``metadata_delta``, ``check_metadata``, ``check_protocol``, ``app_versions``,
   ``check_transaction``;
-* compaction planning: ``plan_file_groups``, ``FileGroup``, ``CompactionResult``,
-  ``DEFAULT_MAX_GROUP_SIZE_BYTES``;
+* compaction planning and commits: ``plan_file_groups``, ``FileGroup``, ``CompactionResult``,
+  ``DEFAULT_MAX_GROUP_SIZE_BYTES``, ``commit_compaction``; where a compaction moved each row,
+  from the positions it saw its rows come from: ``observed_moves``, ``PositionBlock``;
 * the maintenance jobs an engine exposes as its own commands (Spark's ``CALL`` procedures),
   with their results: ``expire_snapshots``, ``remove_orphan_files``, ``rewrite_manifests``,
   ``rewrite_position_delete_files``, ``rollback_to_snapshot``, ``rollback_to_timestamp``,
@@ -40,6 +41,7 @@ from lakecat.catalog.commit.conflicts import (
     check_transaction,
 )
 from lakecat.catalog.commit.intent import Intent, OpKind, new_snapshot_id
+from lakecat.catalog.commit.moves import PositionBlock, observed_moves
 from lakecat.catalog.commit.pipeline import delete_quietly, metadata_delta
 from lakecat.catalog.commit.producer import data_dir, metadata_dir
 from lakecat.catalog.maintenance import (
@@ -60,7 +62,7 @@ from lakecat.catalog.maintenance import (
     rollback_to_timestamp,
     set_current_snapshot,
 )
-from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES
+from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES, commit_compaction
 from lakecat.catalog.read.deletes import DeleteReader, has_deletes
 from lakecat.catalog.read.incremental import CHANGE_SNAPSHOT_ID, ChangeSet, changes
 from lakecat.catalog.read.scan import RowFilter, Scan, ScanPlan
@@ -88,6 +90,7 @@ __all__ = [
     "ManifestRewriteResult",
     "OpKind",
     "OrphanResult",
+    "PositionBlock",
     "RowFilter",
     "Scan",
     "ScanPlan",
@@ -97,6 +100,7 @@ __all__ = [
     "check_protocol",
     "check_transaction",
     "cherry_pick",
+    "commit_compaction",
     "conform",
     "data_dir",
     "delete_quietly",
@@ -107,6 +111,7 @@ __all__ = [
     "metadata_delta",
     "metadata_dir",
     "new_snapshot_id",
+    "observed_moves",
     "plan_delete",
     "plan_file_groups",
     "remove_orphan_files",

@@ -64,6 +64,11 @@ from lakecat.metadata.schema import (
 FILE_COLUMN = "_file"
 POS_COLUMN = "_pos"
 METADATA_COLUMNS = (FILE_COLUMN, POS_COLUMN)
+# What a compaction's rows carry to its writer instead (one long, not a path per row): the
+# index of the row's file among its read task's files, shifted left by ROW_ADDRESS_SHIFT,
+# plus its position in the file.
+ROW_ADDRESS_COLUMN = "_lakecat_row_address"
+ROW_ADDRESS_SHIFT = 40
 
 _SIMPLE: dict[type[IcebergType], Callable[[], st.DataType]] = {
     BooleanType: st.BooleanType,
@@ -114,11 +119,15 @@ def spark_field(f: NestedField, path: str) -> st.StructField:
 
 
 def spark_schema(
-    schema: Schema, *, metadata_columns: bool = False, row_lineage: bool = False
+    schema: Schema,
+    *,
+    metadata_columns: bool = False,
+    row_lineage: bool = False,
+    row_addresses: bool = False,
 ) -> st.StructType:
     """The Spark schema of an Iceberg schema, with the row lineage columns (``_row_id``,
-    ``_last_updated_sequence_number``; null before format v3) and the metadata columns when
-    asked."""
+    ``_last_updated_sequence_number``; null before format v3), the metadata columns and the
+    row address column (:data:`ROW_ADDRESS_COLUMN`) when asked."""
     fields = [spark_field(f, f.name) for f in schema.fields]
     if row_lineage:
         fields += [
@@ -131,14 +140,16 @@ def spark_schema(
             st.StructField(FILE_COLUMN, st.StringType(), nullable=False),
             st.StructField(POS_COLUMN, st.LongType(), nullable=False),
         ]
+    if row_addresses:
+        fields.append(st.StructField(ROW_ADDRESS_COLUMN, st.LongType(), nullable=False))
     return st.StructType(fields)
 
 
 def project(schema: Schema, requested: st.StructType) -> tuple[Schema, bool]:
     """The table columns a Spark schema asks for (a user-given schema projects), and whether
-    it asks for the metadata columns. The row lineage columns (``_row_id``,
-    ``_last_updated_sequence_number``) resolve to their reserved fields unless the table has a
-    column of that name.
+    it asks for the metadata columns (or the row address, which is made from them). The row
+    lineage columns (``_row_id``, ``_last_updated_sequence_number``) resolve to their reserved
+    fields unless the table has a column of that name.
 
     Names resolve exactly, then case-insensitively. A requested column whose type differs from
     the table column's Spark type raises :class:`SchemaMismatch`.
@@ -147,7 +158,7 @@ def project(schema: Schema, requested: st.StructType) -> tuple[Schema, bool]:
     chosen: list[NestedField] = []
     wants_metadata = False
     for field in requested.fields:
-        if field.name in METADATA_COLUMNS:
+        if field.name in METADATA_COLUMNS or field.name == ROW_ADDRESS_COLUMN:
             wants_metadata = True
             continue
         found = next((f for f in schema.fields if f.name == field.name), None)

@@ -23,12 +23,14 @@ import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakecat.metadata.errors import CorruptMetadata
 from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.manifests.datafile import DataFile
 
 # The snapshot summary property naming a compaction's row-moves file.
 ROW_MOVES_KEY = "lakecat.row-moves"
@@ -90,6 +92,55 @@ class RowMoves:
             name, _count = files[k]
             out.setdefault(name, []).append(row - starts[k])
         return {name: pa.array(sorted(v), pa.int64()) for name, v in out.items()}
+
+
+# One block of rows a rewrite wrote, in the order it wrote them: (the input file's index among
+# the run's inputs, the first row's position in it, how many consecutive positions).
+PositionBlock = tuple[int, int, int]
+
+
+def observed_moves(
+    runs: Sequence[tuple[Sequence[DataFile], Sequence[PositionBlock], Sequence[DataFile]]],
+) -> RowMoves | None:
+    """The :class:`RowMoves` of a rewrite that saw where each row came from as it wrote it
+    (Spark's compaction: its rows carry their file and position to the writer), per run:
+    the input files, the blocks of input positions in the order they were written, and the
+    output files in the order written. ``None`` when the rows do not have the layout a
+    record describes: an input's rows not contiguous or not in position order, outputs in
+    several partitions, or counts that disagree. Positions an input did not write were
+    deleted when it was read."""
+    inputs: dict[str, MovedFile] = {}
+    layout: list[tuple[tuple[str, int], ...]] = []
+    for run, (files, blocks, outputs) in enumerate(runs):
+        if len({(f.spec_id, f.partition) for f in outputs}) > 1:
+            return None
+        if sum(count for _, _, count in blocks) != sum(f.record_count for f in outputs):
+            return None
+        spans: dict[int, list[tuple[int, int]]] = {}
+        offsets: dict[int, int] = {}
+        current, end, stream = -1, 0, 0
+        for index, first, count in blocks:
+            if not 0 <= index < len(files) or count <= 0 or first < 0:
+                return None
+            if index != current:
+                if index in offsets:
+                    return None  # the file's rows are split by another file's
+                offsets[index], current = stream, index
+            elif first < end:
+                return None  # not in position order
+            end = first + count
+            if end > files[index].record_count:
+                return None
+            spans.setdefault(index, []).append((first, count))
+            stream += count
+        for index, f in enumerate(files):
+            live = np.ones(f.record_count, dtype=bool)
+            for first, count in spans.get(index, ()):
+                live[first : first + count] = False
+            deleted = pa.array(np.flatnonzero(live).astype(np.int64), pa.int64())
+            inputs[f.file_path] = MovedFile(run, offsets.get(index, 0), deleted)
+        layout.append(tuple((f.file_path, f.record_count) for f in outputs))
+    return RowMoves(inputs, tuple(layout)) if inputs else None
 
 
 def _count_less(sorted_values: pa.Int64Array, positions: pa.Array) -> pa.Int64Array:

@@ -63,7 +63,7 @@ import pyarrow as pa
 
 from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.commit.moves import ROW_MOVES_KEY, MovedFile, RowMoves, write_row_moves
-from lakecat.catalog.commit.pipeline import delete_quietly
+from lakecat.catalog.commit.pipeline import CommitResult, delete_quietly
 from lakecat.catalog.commit.producer import metadata_dir
 from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.catalog.read.deletes import DeleteReader
@@ -382,40 +382,19 @@ class _Job:
         moves: RowMoves | None = None,
     ) -> None:
         removed = [f for g in groups for f in g.files]
-        record = self._record(moves)
-        intent = Intent(
-            kind=OpKind.REPLACE,
+        result = commit_compaction(
+            self.table,
+            self.start,
             starting_snapshot_id=starting_snapshot_id,
-            added_files=tuple(new_files),
-            removed_files=tuple(removed),
+            removed=removed,
+            added=new_files,
             moves=moves,
-            keeps_row_lineage=True,  # v3: the rows are read and written with their lineage
-            extra_summary=((ROW_MOVES_KEY, record),) if record else (),
         )
-        try:
-            result = self.table.commit_intent(intent)  # on a conflict it deletes new_files
-        except CommitStateUnknown:
-            raise  # it may have landed: the record stays (orphan removal takes it if not)
-        except BaseException:
-            if record:
-                with contextlib.suppress(StorageError):
-                    self.table.io.delete(record)
-            raise
         self.committed += len(groups)
         self.removed.extend(removed)
         self.added.extend(new_files)
         if result.snapshot_id is not None:
             self.snapshot_ids.append(result.snapshot_id)
-
-    def _record(self, moves: RowMoves | None) -> str | None:
-        """On a format v2 table, write where each row went for merge-on-read changes that
-        lose the race to this compaction (they have no row ids to find their rows by; see
-        :mod:`lakecat.catalog.commit.moves`); its location, named in the snapshot summary."""
-        if moves is None or self.start.format_version >= 3:
-            return None
-        location = join(metadata_dir(self.start), f"{uuid.uuid4()}-row-moves.parquet")
-        write_row_moves(self.table.io, location, moves)
-        return location
 
     def _rewrite(self, group: FileGroup) -> tuple[list[DataFile], RowMoves | None]:
         """Write the group's rows as new files; on failure nothing written is left behind.
@@ -571,3 +550,43 @@ def _sort_keys(
         else:
             keys.append(SortField(source.field_id, "identity", "desc", "nulls-last"))
     return keys, None
+
+
+def commit_compaction(
+    table: Table,
+    start: TableMetadata,
+    *,
+    starting_snapshot_id: int,
+    removed: Sequence[DataFile],
+    added: Sequence[DataFile],
+    moves: RowMoves | None = None,
+) -> CommitResult:
+    """Commit a compaction that rewrote ``removed`` as ``added``, planned on ``start``: a
+    ``replace`` that keeps row lineage (the rows were copied with it). ``moves``: where each
+    row went, when the rewrite knows (:mod:`lakecat.catalog.commit.moves`); the commit then
+    carries a concurrent change's deletes over to ``added`` instead of failing, and on a
+    format v2 table it writes the record next to the metadata and names it in its snapshot
+    summary, so that a merge-on-read change that loses the race to it finds its rows (v3
+    changes find them by row id). On a conflict ``added`` and the record are deleted."""
+    record = None
+    if moves is not None and start.format_version < 3:
+        record = join(metadata_dir(start), f"{uuid.uuid4()}-row-moves.parquet")
+        write_row_moves(table.io, record, moves)
+    intent = Intent(
+        kind=OpKind.REPLACE,
+        starting_snapshot_id=starting_snapshot_id,
+        added_files=tuple(added),
+        removed_files=tuple(removed),
+        moves=moves,
+        keeps_row_lineage=True,  # v3: the rows are read and written with their lineage
+        extra_summary=((ROW_MOVES_KEY, record),) if record else (),
+    )
+    try:
+        return table.commit_intent(intent)  # on a conflict it deletes ``added``
+    except CommitStateUnknown:
+        raise  # it may have landed: the record stays (orphan removal takes it if not)
+    except BaseException:
+        if record:
+            with contextlib.suppress(StorageError):
+                table.io.delete(record)
+        raise

@@ -15,6 +15,16 @@ to the planned metadata) and writes its rows again at the target file size (thro
 source's writer in staging mode: only successful attempts count, a failed job's files are
 deleted). Sorting is not done on Spark: compact with ``sort_by`` through the Python job.
 
+Where each row went: the rows carry their address (file and position) to the writer, which
+writes them in the order they come and reports the blocks of input positions it wrote. When
+every input file's rows went, in order, to one stretch of one partition's output files (what
+a bin-pack task does), the commit gets the :class:`~lakecat.catalog.commit.moves.RowMoves`
+the Python compaction records, with the same effects: a merge-on-read change that lands
+first has its deletes carried over to the output files instead of failing the group, and on
+a format v2 table the record is written for merge-on-read changes that lose the race to the
+compaction (``lakecat.row-moves``; v3 changes find their rows by row id). A group whose rows
+did not keep that layout commits without a record, as before.
+
 Delete files (merge-on-read deletes another engine wrote): the data source applies them while
 the tasks read, so the new files hold only live rows, and the commit removes the delete files
 that applied only to the rewritten files.
@@ -30,10 +40,11 @@ from lakecat.catalog.engine import (
     DEFAULT_MAX_GROUP_SIZE_BYTES,
     CompactionResult,
     FileGroup,
-    Intent,
-    OpKind,
+    PositionBlock,
     RowFilter,
+    commit_compaction,
     delete_quietly,
+    observed_moves,
     plan_file_groups,
 )
 from lakecat.metadata import properties as P
@@ -91,38 +102,45 @@ def compact(
             [list(g.files) for g in groups],
             metadata_columns=False,
             row_lineage=target.row_lineage,
+            row_addresses=True,
         )
-        staged = stage_write_by_task(target, rows, target_file_size=target_size)
+        staged = stage_write_by_task(target, rows, target_file_size=target_size, record_moves=True)
         new_files: list[list[DataFile]] = [[] for _ in groups]
-        for task, files in staged:  # one Spark task per group, in order
-            new_files[task].extend(files)
-        return _commit(target, groups, new_files, start.snapshot_id, partial_progress)
+        # a group whose task did not report (none should) has no known moves
+        blocks: list[Sequence[PositionBlock] | None] = [None for _ in groups]
+        for task in staged:  # one Spark task per group, in order
+            new_files[task.task].extend(task.files)
+            blocks[task.task] = task.blocks
+        return _commit(target, groups, new_files, blocks, start.snapshot_id, partial_progress)
 
 
 def _commit(
     target: TargetTable,
     groups: Sequence[FileGroup],
     new_files: Sequence[list[DataFile]],
+    blocks: Sequence[Sequence[PositionBlock] | None],
     starting_snapshot_id: int,
     partial_progress: bool,
 ) -> CompactionResult:
-    batches = (
-        [([g], files) for g, files in zip(groups, new_files, strict=True)]
-        if partial_progress
-        else [(list(groups), [f for files in new_files for f in files])]
-    )
+    runs = list(zip(groups, blocks, new_files, strict=True))
+    batches = [[run] for run in runs] if partial_progress else [runs]
     committed: list[tuple[list[FileGroup], list[DataFile], int | None]] = []
     failed: list[tuple[FileGroup, LakecatError]] = []
-    for index, (batch_groups, added) in enumerate(batches):
-        intent = Intent(
-            kind=OpKind.REPLACE,
-            starting_snapshot_id=starting_snapshot_id,
-            added_files=tuple(added),
-            removed_files=tuple(f for g in batch_groups for f in g.files),
-            keeps_row_lineage=True,  # the rows are copied with their lineage (read_files)
-        )
+    for index, batch in enumerate(batches):
+        batch_groups = [g for g, _, _ in batch]
+        added = [f for _, _, files in batch for f in files]
+        observed = [(g.files, b, files) for g, b, files in batch if b is not None]
+        moves = observed_moves(observed) if len(observed) == len(batch) else None
         try:
-            result = target.table.commit_intent(intent)  # a conflict deletes `added`
+            # the rows are copied with their lineage (read_files); a conflict deletes `added`
+            result = commit_compaction(
+                target.table,
+                target.metadata,
+                starting_snapshot_id=starting_snapshot_id,
+                removed=[f for g in batch_groups for f in g.files],
+                added=added,
+                moves=moves,
+            )
         except (CommitConflict, RetriesExhausted) as exc:
             if not partial_progress:
                 raise
@@ -130,8 +148,8 @@ def _commit(
             continue
         except BaseException:
             # The groups not tried yet leave nothing behind; this one's outcome may be unknown.
-            later = [f.file_path for _, files in batches[index + 1 :] for f in files]
-            delete_quietly(target.io, later)
+            untried = [f.file_path for b in batches[index + 1 :] for _, _, fs in b for f in fs]
+            delete_quietly(target.io, untried)
             raise
         committed.append((batch_groups, added, result.snapshot_id))
     return _result(len(groups), committed, failed)

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.errors import PySparkNotImplementedError
 from pyspark.sql.datasource import (
     DataSource,
@@ -65,6 +66,8 @@ from lakecat.spark_ext.types import (
     FILE_COLUMN,
     METADATA_COLUMNS,
     POS_COLUMN,
+    ROW_ADDRESS_COLUMN,
+    ROW_ADDRESS_SHIFT,
     project,
     spark_schema,
 )
@@ -132,6 +135,7 @@ class LakecatDataSource(DataSource):
             view.schema,
             metadata_columns=view.options.metadata_columns,
             row_lineage=view.options.row_lineage,
+            row_addresses=view.options.row_addresses,
         )
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -213,10 +217,16 @@ class LakecatReader(DataSourceReader):
         if not isinstance(partition, FileGroup):  # Spark's placeholder for "no partitions"
             return iter(())
         wanted = to_arrow_schema(self.spark_schema, timezone="UTC")
-        target = _with_both_metadata_columns(wanted) if self.metadata_columns else wanted
+        read = wanted
+        if ROW_ADDRESS_COLUMN in wanted.names:
+            read = wanted.remove(wanted.get_field_index(ROW_ADDRESS_COLUMN))
+        target = _with_both_metadata_columns(read) if self.metadata_columns else read
         batches = self.file_reader().read(
             partition.files, target, partition.deletes, partition.sequence_numbers
         )
+        if read is not wanted:
+            paths = pa.array([f.file_path for f in partition.files], pa.string())
+            return (_with_row_address(batch, paths).select(wanted.names) for batch in batches)
         if target is wanted:
             return batches
         return (batch.select(wanted.names) for batch in batches)
@@ -234,6 +244,17 @@ class LakecatReader(DataSourceReader):
             row_lineage=self.row_lineage and self.view.metadata.format_version >= 3,
             name_mapping=name_mapping_of(self.view.metadata.properties),
         )
+
+
+def _with_row_address(batch: pa.RecordBatch, paths: pa.Array) -> pa.RecordBatch:
+    """``batch`` (read with ``_file`` and ``_pos``) with each row's address: its file's index
+    among ``paths`` (the task's files) shifted by :data:`ROW_ADDRESS_SHIFT`, plus ``_pos``."""
+    index = pc.cast(pc.index_in(batch.column(FILE_COLUMN), value_set=paths), pa.int64())
+    if index.null_count:
+        raise ValueError("a row of a file outside its read task")  # never: the task's files
+    shifted = pc.shift_left(index, pa.scalar(ROW_ADDRESS_SHIFT, pa.int64()))
+    address = pc.add(shifted, batch.column(POS_COLUMN))
+    return batch.append_column(pa.field(ROW_ADDRESS_COLUMN, pa.int64(), False), address)
 
 
 def _with_both_metadata_columns(schema: pa.Schema) -> pa.Schema:

@@ -70,6 +70,7 @@ PRUNE_FILTER = "prune-filter"
 # Options used by row-level operations and compaction, which plan on the driver first:
 FILES = "files"  # JSON list of data file paths (read only these), or list of lists (the groups)
 METADATA_COLUMNS = "metadata-columns"  # "true": add the columns _file and _pos
+ROW_ADDRESSES = "row-addresses"  # "true": add the column _lakecat_row_address (compaction)
 # "true": add the row lineage columns _row_id and _last_updated_sequence_number (format v3)
 ROW_LINEAGE = "row-lineage"
 METADATA_LOCATION = "metadata-location"  # read this metadata file instead of the catalog's
@@ -99,6 +100,7 @@ class ReadOptions:
     file_groups: tuple[tuple[str, ...], ...] | None = None  # given groups, not packed
     metadata_columns: bool = False
     row_lineage: bool = False
+    row_addresses: bool = False
     metadata_location: str | None = None
 
     @staticmethod
@@ -123,6 +125,7 @@ class ReadOptions:
             file_groups=groups,
             metadata_columns=options.get(METADATA_COLUMNS, "false").strip().lower() == "true",
             row_lineage=options.get(ROW_LINEAGE, "false").strip().lower() == "true",
+            row_addresses=options.get(ROW_ADDRESSES, "false").strip().lower() == "true",
             metadata_location=options.get(METADATA_LOCATION) or None,
         )
         read.validate()

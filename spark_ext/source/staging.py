@@ -6,6 +6,10 @@ source pinned to the planned metadata file, restricted to the planned files, wit
 ``_file``/``_pos`` columns) and write the new rows (:func:`stage_write`: the data source's
 writer in *staging* mode), then commit one intent on the driver.
 
+Compaction also learns where each row went: its rows carry their address (file and position,
+one long: ``row_addresses``) to the writer, which writes them in the order they arrive and
+hands over, per task, the blocks of input positions it wrote (``record_moves``).
+
 A staged write goes through Spark's write protocol like any other: only the files of
 successful task attempts reach the driver, and a failed job's files are deleted by the
 writer's ``abort``. Instead of committing, the writer's ``commit`` (which runs in a Python
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakecat.catalog import Catalog, Table
-from lakecat.catalog.engine import metadata_dir
+from lakecat.catalog.engine import PositionBlock, metadata_dir
 from lakecat.metadata.errors import CorruptMetadata
 from lakecat.metadata.io import FileIO, join
 from lakecat.metadata.manifests import DataFile
@@ -34,11 +38,15 @@ from lakecat.spark_ext.source.planning import (
     FILES,
     METADATA_COLUMNS,
     METADATA_LOCATION,
+    ROW_ADDRESSES,
     ROW_LINEAGE,
 )
 
 STAGE_TO = "stage-to"  # write option: hand the written files over here, do not commit
 TARGET_FILE_SIZE = "target-file-size-bytes"  # write option (Iceberg Spark's name)
+# write option, "true": the rows carry their address last (read with ROW_ADDRESSES); write
+# them in order and hand over the blocks of input positions written
+RECORD_MOVES = "record-moves"
 
 
 def activate(spark: Any) -> None:
@@ -52,7 +60,18 @@ def activate(spark: Any) -> None:
     spark.createDataFrame([], "unused int")
 
 
-Staged = list[tuple[int, tuple[DataFile, ...]]]  # (Spark partition of the task, its files)
+@dataclass(frozen=True)
+class StagedTask:
+    """What one task of a staged write wrote: its Spark partition, its files in the order
+    written and, when it recorded moves, the blocks of input positions it wrote, in order
+    (positions' files by their index among the task's input files)."""
+
+    task: int
+    files: tuple[DataFile, ...]
+    blocks: tuple[PositionBlock, ...] | None = None
+
+
+Staged = list[StagedTask]
 
 
 def write_handoff(io: FileIO, location: str, staged: Staged) -> None:
@@ -66,8 +85,7 @@ def read_handoff(io: FileIO, location: str) -> Staged:
     # Written by this operation's own writer moments ago, at a location it chose at random.
     staged = pickle.loads(data)
     if not isinstance(staged, list) or not all(
-        isinstance(task, int) and all(isinstance(f, DataFile) for f in files)
-        for task, files in staged
+        isinstance(t, StagedTask) and all(isinstance(f, DataFile) for f in t.files) for t in staged
     ):
         raise CorruptMetadata(f"{location} is not a list of staged data files")
     return staged
@@ -77,7 +95,7 @@ def handed_over(io: FileIO, location: str) -> list[DataFile]:
     """The files a staged write handed over at ``location`` (none when no task wrote)."""
     if not io.exists(location):
         return []
-    return [f for _, files in read_handoff(io, location) for f in files]
+    return [f for t in read_handoff(io, location) for f in t.files]
 
 
 @dataclass
@@ -136,11 +154,14 @@ def read_files(
     *,
     metadata_columns: bool = True,
     row_lineage: bool = False,
+    row_addresses: bool = False,
 ) -> Any:
     """The rows of the given data files of the planned snapshot as a DataFrame; a list of
     lists reads each inner list as one Spark partition, a flat list one file per partition.
     ``row_lineage``: with the columns ``_row_id`` and ``_last_updated_sequence_number``
-    (format v3), which :func:`stage_write` writes back with the rows."""
+    (format v3), which :func:`stage_write` writes back with the rows. ``row_addresses``: with
+    the column ``_lakecat_row_address`` last (each row's file, by its index in its inner
+    list, and position), for :func:`stage_write_by_task`'s ``record_moves``."""
     if files and not isinstance(files[0], DataFile):
         groups = [[f.file_path for f in group] for group in files]  # type: ignore[union-attr]
     else:
@@ -150,18 +171,26 @@ def read_files(
         reader = reader.option(METADATA_COLUMNS, "true")
     if row_lineage:
         reader = reader.option(ROW_LINEAGE, "true")
+    if row_addresses:
+        reader = reader.option(ROW_ADDRESSES, "true")
     return reader.load(target.name)
 
 
 def stage_write(target: TargetTable, df: Any) -> list[DataFile]:
     """Write a DataFrame's rows as data files of the planned table state, without a commit."""
-    return [f for _, files in stage_write_by_task(target, df) for f in files]
+    return [f for t in stage_write_by_task(target, df) for f in t.files]
 
 
 def stage_write_by_task(
-    target: TargetTable, df: Any, *, target_file_size: int | None = None
+    target: TargetTable,
+    df: Any,
+    *,
+    target_file_size: int | None = None,
+    record_moves: bool = False,
 ) -> Staged:
-    """:func:`stage_write`, the files grouped by the Spark partition that wrote them."""
+    """:func:`stage_write`, the files grouped by the Spark partition that wrote them;
+    ``record_moves``: ``df`` ends with the row address column (``read_files(...,
+    row_addresses=True)``), written in order and reported as :attr:`StagedTask.blocks`."""
     location = join(metadata_dir(target.metadata), f"spark-stage-{uuid.uuid4()}.pickle")
     activate(df.sparkSession)
     writer = (
@@ -173,6 +202,8 @@ def stage_write_by_task(
     )
     if target_file_size is not None:
         writer = writer.option(TARGET_FILE_SIZE, str(target_file_size))
+    if record_moves:
+        writer = writer.option(RECORD_MOVES, "true")
     writer.save(target.name)
     if not target.io.exists(location):
         return []  # a job without tasks

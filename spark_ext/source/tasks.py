@@ -261,6 +261,7 @@ def write_batches(
     journal: Journal | None = None,
     required_filter: Expression | None = None,
     row_lineage: bool = False,
+    keep_order: bool = False,
 ) -> list[DataFile]:
     """Write Spark's Arrow batches as data files of the table (partitioned by its default
     spec, split at its target file size, with column metrics and field ids).
@@ -273,11 +274,14 @@ def write_batches(
     writes one slice while the next one arrives from Spark (pyarrow encodes and compresses
     without holding the GIL), so receiving and writing overlap.
 
+    ``keep_order``: write the rows in the order they come, even on a table with a sort order
+    (a compaction recording where each row went); the files are returned in that order.
+
     ``required_filter``: every row must match it (an overwrite by filter writes only rows
     inside its filter), else :class:`ValidationError`. On any failure every file this call
     wrote, and its journal entries, are deleted before the error propagates.
     """
-    writer = _SliceWriter(io, metadata, journal, required_filter, row_lineage)
+    writer = _SliceWriter(io, metadata, journal, required_filter, row_lineage, keep_order)
     pending: Future[None] | None = None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakecat-write") as pool:
         try:
@@ -306,8 +310,10 @@ class _SliceWriter:
         journal: Journal | None,
         required_filter: Expression | None,
         row_lineage: bool = False,
+        keep_order: bool = False,
     ) -> None:
         self.io = io
+        self.keep_order = keep_order
         self.metadata = metadata
         self.schema = metadata.schema()
         self.journal = journal
@@ -334,7 +340,7 @@ class _SliceWriter:
             conformed = [pa.Table.from_arrays([*part.columns, *lineage], schema=arrow)]
         if self.check is not None:
             _require_match(conformed, *self.check)
-        new = write_files(self.io, self.metadata, conformed)
+        new = write_files(self.io, self.metadata, conformed, keep_order=self.keep_order)
         self.written.extend(new)
         if self.journal is not None:
             entry = self.journal.record(new)

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+import numpy as np
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import WriterCommitMessage
@@ -44,6 +45,7 @@ from lakecat.catalog import Catalog, CommitResult, Table
 from lakecat.catalog.engine import (
     Intent,
     OpKind,
+    PositionBlock,
     Scan,
     check_metadata,
     check_protocol,
@@ -69,8 +71,15 @@ from lakecat.metadata.schema import Schema, arrow_to_schema
 from lakecat.metadata.table import MAIN_BRANCH, Snapshot, TableMetadata, read_metadata
 from lakecat.spark_ext.settings import CatalogSettings
 from lakecat.spark_ext.source.planning import METADATA_LOCATION
-from lakecat.spark_ext.source.staging import STAGE_TO, TARGET_FILE_SIZE, write_handoff
+from lakecat.spark_ext.source.staging import (
+    RECORD_MOVES,
+    STAGE_TO,
+    TARGET_FILE_SIZE,
+    StagedTask,
+    write_handoff,
+)
 from lakecat.spark_ext.source.tasks import Journal, write_batches
+from lakecat.spark_ext.types import ROW_ADDRESS_COLUMN, ROW_ADDRESS_SHIFT
 
 log = logging.getLogger("lakecat.spark")
 
@@ -100,6 +109,7 @@ class FilesMessage(WriterCommitMessage):
     files: tuple[DataFile, ...]
     started_from: str  # metadata location the task's writer was planned with
     task: int = -1  # the Spark partition the task wrote (-1: unknown)
+    blocks: tuple[PositionBlock, ...] | None = None  # with record_moves: the rows written
 
 
 def files_of(messages: Iterable[WriterCommitMessage | None]) -> list[DataFile]:
@@ -124,6 +134,7 @@ class WriteJob:
     snapshot_id: int = field(default_factory=new_snapshot_id)
     stage_to: str | None = None  # hand the files over here instead of committing
     target_file_size: int | None = None  # overrides write.target-file-size-bytes
+    record_moves: bool = False  # staged compaction: rows carry their address (see write)
     job_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
@@ -136,6 +147,13 @@ class WriteJob:
 
     # ---- executors --------------------------------------------------------------------
     def write(self, batches: Iterable[pa.RecordBatch]) -> FilesMessage:
+        """Write one task's rows. With ``record_moves`` each batch ends with the row address
+        column (``_lakecat_row_address``: input file index and position): it is not
+        written; the rows are written in the order they come, and the message reports the
+        blocks of consecutive input positions in that order."""
+        recorder = _BlockRecorder() if self.record_moves else None
+        if recorder is not None:
+            batches = recorder.strip(batches)
         required = parse(self.overwrite_filter) if self.overwrite_filter else None
         metadata = self.metadata
         if self.target_file_size is not None:  # only for the files: commits plan with the real one
@@ -152,10 +170,12 @@ class WriteJob:
             required_filter=required,
             # only a driver-side operation's staged rows are copies that keep their lineage
             row_lineage=self.stage_to is not None and metadata.format_version >= 3,
+            keep_order=recorder is not None,
         )
         context = TaskContext.get()
         task = context.partitionId() if context is not None else -1
-        return FilesMessage(tuple(files), self.metadata_location, task)
+        blocks = None if recorder is None else tuple(recorder.blocks)
+        return FilesMessage(tuple(files), self.metadata_location, task, blocks)
 
     # ---- driver -----------------------------------------------------------------------
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> CommitResult | None:
@@ -164,7 +184,8 @@ class WriteJob:
         paths = [f.file_path for f in files]
         if self.stage_to is not None:
             ours = [m for m in messages if isinstance(m, FilesMessage)]
-            write_handoff(self.io, self.stage_to, [(m.task, m.files) for m in ours])
+            handoff = [StagedTask(m.task, m.files, m.blocks) for m in ours]
+            write_handoff(self.io, self.stage_to, handoff)
             self.journal.clean(keep=paths)
             return None
         with self.settings.open() as catalog:
@@ -272,6 +293,7 @@ def plan_write(
             location,
             stage_to=stage_to,
             target_file_size=_target_file_size(options),
+            record_moves=options.get(RECORD_MOVES, "false").strip().lower() == "true",
         )
     with settings.open() as catalog:
         table = load_or_create(catalog, table_name, options, spark_schema)
@@ -296,6 +318,39 @@ def plan_write(
             snapshot_properties=snapshot_properties(options),
             target_file_size=_target_file_size(options),
         )
+
+
+class _BlockRecorder:
+    """Takes the row address column off a task's batches and notes, in order, the blocks of
+    consecutive positions of one input file that the rows are."""
+
+    def __init__(self) -> None:
+        self.blocks: list[PositionBlock] = []
+
+    def strip(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_columns == 0 or batch.schema.names[-1] != ROW_ADDRESS_COLUMN:
+                raise ValidationError(f"{RECORD_MOVES} needs rows ending with {ROW_ADDRESS_COLUMN}")
+            if batch.num_rows:
+                self._note(batch.column(batch.num_columns - 1).to_numpy())
+            yield batch.drop_columns([ROW_ADDRESS_COLUMN])
+
+    def _note(self, addresses: np.ndarray) -> None:
+        # a block ends where the next address is not this one plus one (another file, or a
+        # gap of deleted positions)
+        breaks = np.flatnonzero(np.diff(addresses) != 1) + 1
+        starts = np.concatenate(([0], breaks))
+        ends = np.concatenate((breaks, [len(addresses)]))
+        mask = (1 << ROW_ADDRESS_SHIFT) - 1
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            first = int(addresses[start])
+            index, position, count = first >> ROW_ADDRESS_SHIFT, first & mask, end - start
+            if self.blocks:
+                last_index, last_position, last_count = self.blocks[-1]
+                if last_index == index and last_position + last_count == position:
+                    self.blocks[-1] = (index, last_position, last_count + count)
+                    continue
+            self.blocks.append((index, position, count))
 
 
 def _target_file_size(options: Mapping[str, str]) -> int | None:

@@ -6,9 +6,8 @@ before a concurrent ``INSERT INTO`` into the same partition committed follows th
 ``write.delete.isolation-level``: ``serializable`` refuses it (the insert added rows the delete
 should have seen), ``snapshot`` commits it and the inserted rows stay. On merge-on-read tables
 (v2 and v3), an UPDATE and a MERGE of different rows of one file both commit, two updates of
-the same row do not (a lost update), and a DELETE that loses to a compaction re-targets its
-deletes (v3, by row id) or fails cleanly (v2 after Spark's compaction, which records no row
-moves).
+the same row do not (a lost update), and a DELETE that loses to Spark's compaction re-targets
+its deletes onto the compacted file (v3 by row id, v2 by the compaction's row-moves record).
 
 The workers start their own JVMs, so the ``workers`` fixture first passes the suite's Java check
 (``spark_java`` in ``tests/conftest.py``: without Java the tests skip with its reason). Each
@@ -334,13 +333,15 @@ def test_merge_on_read_updates_of_the_same_row_one_gets_a_conflict(
     assert _ids(table) == [1, 2, 4, 5, 6, 300]
 
 
-def test_a_merge_on_read_delete_that_loses_to_a_compaction_still_commits_on_v3(
-    workers, catalog
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_merge_on_read_delete_that_loses_to_a_spark_compaction_still_commits(
+    workers, catalog, version
 ) -> None:
-    # v3: the delete finds its rows again by _row_id in the compacted file
+    # v3: the delete finds its rows again by _row_id in the compacted file; v2: through the
+    # row-moves record Spark's compaction commits (its rows carry their file and position)
     deleter, compactor = workers
-    name = "db.mor_compact_v3"
-    table = _one_file(catalog, name, 3)
+    name = f"db.mor_compact_v{version}"
+    table = _one_file(catalog, name, version)
     table.append(pa.table({"id": [7, 8], "region": ["eu"] * 2}, SCHEMA))  # a second file
 
     deleter.send(f"DELETE FROM lake.{name} WHERE id % 2 = 0", pause_before_commit=True)
@@ -349,35 +350,9 @@ def test_a_merge_on_read_delete_that_loses_to_a_compaction_still_commits_on_v3(
     assert compactor.answer() == {"ok": True}
     compacted = table.refresh().current_snapshot()
     assert compacted.operation == "replace"
+    assert ("lakecat.row-moves" in compacted.summary) == (version == 2)
     deleter.go()
 
     assert deleter.answer() == {"ok": True}
     assert _ids(table) == [1, 3, 5, 7]
     assert table.refresh().current_snapshot().parent_snapshot_id == compacted.snapshot_id
-
-
-def test_a_merge_on_read_delete_that_loses_to_a_spark_compaction_on_v2_fails_cleanly(
-    workers, catalog
-) -> None:
-    # v2 has no row ids, and Spark's compaction records no row moves (docs/concurrency.md):
-    # the delete fails with a typed conflict, the compaction stays, a re-run deletes the rows
-    deleter, compactor = workers
-    name = "db.mor_compact_v2"
-    table = _one_file(catalog, name, 2)
-    table.append(pa.table({"id": [7, 8], "region": ["eu"] * 2}, SCHEMA))
-
-    deleter.send(f"DELETE FROM lake.{name} WHERE id % 2 = 0", pause_before_commit=True)
-    assert deleter.answer() == {"paused": True}
-    compactor.send(f"CALL lake.system.rewrite_data_files(table => '{name}')")
-    assert compactor.answer() == {"ok": True}
-    compacted = table.refresh().current_snapshot()
-    deleter.go()
-    failed = deleter.answer()
-
-    assert failed["ok"] is False
-    assert failed["error"].splitlines()[0].startswith("lakecat ConcurrentDeleteRead: ")
-    assert table.refresh().current_snapshot().snapshot_id == compacted.snapshot_id
-    assert _ids(table) == [1, 2, 3, 4, 5, 6, 7, 8]
-    deleter.send(f"DELETE FROM lake.{name} WHERE id % 2 = 0")
-    assert deleter.answer() == {"ok": True}
-    assert _ids(table) == [1, 3, 5, 7]
