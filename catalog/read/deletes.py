@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import accumulate
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -38,9 +39,11 @@ from lakecat.metadata.expressions.expressions import (
     BoundExpression,
     referenced_field_ids,
 )
+from lakecat.metadata.io import page_index
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.matching import matching_positions
 from lakecat.metadata.io.parquet import (
+    DataFileReads,
     iter_data_file_batches,
     read_data_file,
 )
@@ -49,6 +52,7 @@ from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.manifests.delete_index import delete_manifests
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.arrow import schema_to_arrow
+from lakecat.metadata.schema.lineage import LINEAGE_COLUMNS
 from lakecat.metadata.schema.name_mapping import NameMapping
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import NestedField
@@ -111,29 +115,51 @@ class DeleteReader:
         spec: PartitionSpec | None = None,
         batch_size: int | None = None,
         position_column: str | None = None,
+        prune: bool = True,
     ) -> Iterator[pa.RecordBatch]:
         """The rows of ``data_file`` that ``deletes`` leave and ``row_filter`` (bound to the
         reader's schema) matches, as batches of ``projected``'s top-level columns; with
         ``position_column``, one more int64 column of that name holds each row's position in
         the file (counted over every row, deleted ones included).
 
-        Every row of the file is read in order (positions count from its first row), with
-        the columns the equality deletes and the filter need, then the deleted rows are
-        dropped, then the filter applied, then the extra columns dropped."""
+        The file is read in order with the columns the equality deletes and the filter need,
+        each row numbered with its position; then the deleted rows are dropped, then the
+        filter applied, then the extra columns dropped. With a filter (and ``prune``), the
+        row groups whose statistics rule it out are skipped and, in a file with a page
+        index, only the pages that may match of a row group are decoded
+        (:meth:`_read_pruned`); a filter on the row lineage columns does not prune (their
+        stored values are not all of what a read returns)."""
         extra = self.equality_field_ids(deletes)
         arrow_filter = None
+        referenced: set[int] = set()
         if row_filter is not None and not isinstance(row_filter, AlwaysTrue):
-            extra |= {self._schema.top_level_id(i) for i in referenced_field_ids(row_filter)}
+            referenced = set(referenced_field_ids(row_filter))
+            extra |= {self._schema.top_level_id(i) for i in referenced}
             arrow_filter = to_arrow_filter(row_filter)
         have = {f.field_id for f in projected.fields}
         fields = [
             *projected.fields,
             *(f for f in self._schema.fields if f.field_id in extra and f.field_id not in have),
         ]
+        read_schema = Schema(tuple(fields), self._schema.schema_id)
+        lineage_filter = bool(referenced & _LINEAGE_IDS)
+        if prune and row_filter is not None and arrow_filter is not None and not lineage_filter:
+            yield from self._read_pruned(
+                data_file,
+                deletes,
+                read_schema,
+                row_filter,
+                arrow_filter,
+                spec=spec,
+                batch_size=batch_size or _BATCH_ROWS,
+                keep=[f.name for f in projected.fields],
+                position_column=position_column,
+            )
+            return
         batches = iter_data_file_batches(
             self._io,
             data_file,
-            projected=Schema(tuple(fields), self._schema.schema_id),
+            projected=read_schema,
             batch_size=batch_size,
             spec=spec,
             name_mapping=self._name_mapping,
@@ -179,6 +205,64 @@ class DeleteReader:
             return found
         live: pa.Int64Array = found.filter(pc.invert(pc.is_in(found, value_set=index.positions)))
         return live
+
+    def _read_pruned(
+        self,
+        data_file: DataFile,
+        deletes: Sequence[DataFile],
+        read_schema: Schema,
+        row_filter: BoundExpression,
+        arrow_filter: pc.Expression,
+        *,
+        spec: PartitionSpec | None,
+        batch_size: int,
+        keep: list[str],
+        position_column: str | None,
+    ) -> Iterator[pa.RecordBatch]:
+        """:meth:`read` of the rows a filter may match: the row groups its metrics evaluator
+        cannot rule out, and of those, only the pages the page index cannot rule out when
+        that narrows a row group to at most a batch. Rows keep their positions in the file,
+        so deletes apply as on a whole read."""
+        reads = DataFileReads(
+            projected=read_schema,
+            row_group_filter=InclusiveMetricsEvaluator(self._schema, row_filter),
+            name_mapping=self._name_mapping,
+        )
+        position = position_column or _PRUNED_POSITION
+        index = self.position_index(data_file, deletes)
+        eq = [self._equality_deletes(d) for d in deletes if d.content is Content.EQUALITY_DELETES]
+        out = [*keep, position] if position_column is not None else keep
+        with reads.open(self._io, data_file, spec) as opened:
+            starts = [0, *accumulate(opened.row_group_sizes)]
+            pages = opened.page_filter() if opened.num_rows >= page_index.MIN_ROWS else None
+            for r in opened.row_groups:
+                found = None
+                if pages is not None:
+                    rows = starts[r + 1] - starts[r]
+                    found = pages.read_row_group(opened.read_range, r, rows, max_rows=batch_size)
+                numbered: Iterable[tuple[pa.RecordBatch, pa.Array, int | None]]
+                if found is not None:
+                    raw, at = found
+                    positions = pa.array(at + starts[r], pa.int64())
+                    numbered = [(raw, positions, None)] if raw.num_rows else []
+                else:
+                    numbered = _contiguous(opened.iter_row_group(r, batch_size), starts[r])
+                for raw, positions, start in numbered:
+                    batch = opened.resolve(raw).append_column(position, positions)
+                    if index is None:
+                        parts: Sequence[pa.RecordBatch] = (batch,)
+                    elif start is not None:
+                        parts = drop_positions(index, batch, start, slices=not eq)
+                    else:
+                        dropped = pc.is_in(positions, value_set=index.positions)
+                        parts = (batch.filter(pc.invert(dropped)),)
+                    for part in parts:
+                        if eq and part.num_rows:
+                            part = drop_equality_deleted(part, eq)
+                        if part.num_rows:
+                            part = part.filter(arrow_filter)
+                        if part.num_rows:
+                            yield part.select(out)
 
     def read_table(
         self,
@@ -386,3 +470,17 @@ def _read_delete_file(io: FileIO, f: DataFile, read: Callable[[Any], T]) -> T:
         raise CorruptMetadata(
             f"delete file {f.file_path} cannot be read ({type(exc).__name__}: {exc})"
         ) from exc
+
+
+_BATCH_ROWS = 131_072  # rows per batch of a pruned read without a batch size
+_PRUNED_POSITION = "__lakecat_pruned_position"
+_LINEAGE_IDS = frozenset(f.field_id for f in LINEAGE_COLUMNS.values())
+
+
+def _contiguous(
+    batches: Iterable[pa.RecordBatch], start: int
+) -> Iterator[tuple[pa.RecordBatch, pa.Array, int | None]]:
+    """Batches of consecutive rows from position ``start``, each with its rows' positions."""
+    for batch in batches:
+        yield batch, row_positions(start, batch.num_rows), start
+        start += batch.num_rows

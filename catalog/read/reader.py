@@ -10,7 +10,10 @@ appends until compaction runs), so files are not read one by one:
   schema for the whole scan (:class:`~lakecat.metadata.io.parquet.DataFileReads`). The raw
   columns of consecutive files of one schema (and the same fill values for fields they lack)
   are concatenated and then resolved, cast and filtered once, as one batch.
-* **Large files** are streamed: one batch per task, never the whole file first.
+* **Large files** are streamed: one batch per task, never the whole file first. With a filter,
+  a row group whose page index (:mod:`lakecat.metadata.io.page_index`) narrows the rows
+  that may match to at most a batch decodes only those pages (a lookup by a clustered key:
+  one page of 20,000 rows, not the row group's million).
 * **Files that differ** go the per-file way: a file with delete files to apply, or any file
   when the v3 row lineage columns are read (both need each row's position in its file), runs
   through the caller's reader for it (``Scan``'s: :class:`DeleteReader`, one batch per task).
@@ -27,7 +30,9 @@ from typing import Any
 import pyarrow as pa
 
 from lakecat.catalog.read.read_ahead import Unit
+from lakecat.metadata.io import page_index
 from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.page_index import PageFilter
 from lakecat.metadata.io.parquet import ARROW_TO_PARQUET_RATIO, DataFileReads, OpenDataFile
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
@@ -110,10 +115,32 @@ class ScanReader:
 
     def _stream(self, f: DataFile) -> Iterator[pa.RecordBatch]:
         with self._open(f) as opened:
-            for raw in opened.iter_raw(self.batch_size):
+            pages = (
+                opened.page_filter()
+                if self.reads.row_filter is not None and opened.num_rows >= page_index.MIN_ROWS
+                else None
+            )
+            if pages is None:
+                raws: Iterable[pa.RecordBatch] = opened.iter_raw(self.batch_size)
+            else:
+                raws = self._paged(opened, pages)
+            for raw in raws:
                 out = opened.resolve(raw)
                 if out.num_rows:
                     yield out
+
+    def _paged(self, opened: OpenDataFile, pages: PageFilter) -> Iterator[pa.RecordBatch]:
+        """The raw batches of ``opened``'s row groups to read: of a row group, the pages that
+        may hold a match when the page index narrows it to a batch, else all of it."""
+        sizes = opened.row_group_sizes
+        for index in opened.row_groups:
+            found = pages.read_row_group(
+                opened.read_range, index, sizes[index], max_rows=self.batch_size
+            )
+            if found is not None:
+                yield found[0]
+            else:
+                yield from opened.iter_row_group(index, self.batch_size, use_threads=True)
 
     def _read_run(self, files: Iterable[DataFile]) -> Iterator[pa.RecordBatch]:
         """The files' rows: each file's raw columns read, then each run of files of one

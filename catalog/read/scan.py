@@ -154,6 +154,7 @@ class Scan:
                 row_filter=self.bound,
                 spec=self._specs.get(f.spec_id),
                 position_column=_POSITION if self.lineage else None,
+                prune=False,  # the reference reads every row
             )
             if self.lineage:
                 kept = (

@@ -26,12 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecat.metadata.deletes.apply import row_positions
-from lakecat.metadata.errors import StorageError
 from lakecat.metadata.io import page_index
 from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.page_index import PageFilter, read_file_index
+from lakecat.metadata.io.page_index import PageFilter
 from lakecat.metadata.io.parquet import DataFileReads, OpenDataFile
-from lakecat.metadata.io.row_groups import stats_column
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.schema.name_mapping import NameMapping
@@ -73,9 +71,7 @@ def matching_positions(
         sizes = opened.row_group_sizes
         starts = [0, *accumulate(sizes)]
         pages = (
-            _page_filter(opened, filter_schema, row_group_filter)
-            if sum(sizes[i] for i in groups) >= page_index.MIN_ROWS
-            else None
+            opened.page_filter() if sum(sizes[i] for i in groups) >= page_index.MIN_ROWS else None
         )
         # positions 0..n-1 for the largest row group, sliced per batch (none needed when
         # the page index answers: it numbers the rows it reads)
@@ -94,40 +90,6 @@ def matching_positions(
     chunks = [groups[k::parts] for k in range(parts)]
     with ThreadPoolExecutor(parts, thread_name_prefix="lakecat-positions") as pool:
         return _sorted([a for found in pool.map(read, chunks) for a in found])
-
-
-def _page_filter(
-    opened: OpenDataFile,
-    filter_schema: Schema,
-    evaluator: InclusiveMetricsEvaluator | None,
-) -> PageFilter | None:
-    """Page-level pruning for ``opened``, if its page index can serve ``evaluator``."""
-    layout = opened.layout
-    if evaluator is None or layout.columns is None:
-        return None
-    try:
-        index = read_file_index(opened.read_range, opened.size)
-    except StorageError:
-        raise
-    except (OSError, ValueError, AttributeError):
-        return None  # a source without random access: no page index
-    if index is None:
-        return None
-    stats = {}
-    for field_id in evaluator.field_ids:
-        column = stats_column(layout.file_schema, filter_schema, field_id, layout.match)
-        if column is not None:
-            stats[field_id] = (column.index, column.field_type)
-    fields = sorted({i for i in layout.matches if i is not None})
-    found = PageFilter(
-        index,
-        columns=layout.columns,
-        raw_schema=pa.schema([layout.file_schema.field(i) for i in fields]),
-        stats=stats,
-        evaluator=evaluator,
-        path=opened.path,
-    )
-    return found if found.usable else None
 
 
 def _positions(

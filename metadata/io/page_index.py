@@ -221,12 +221,13 @@ class PageFilter:
         self.usable = bool(self.stats) and all(index.leaves[c].top_level for c in self.columns)
 
     def read_row_group(
-        self, read: ReadRange, row_group: int, num_rows: int
+        self, read: ReadRange, row_group: int, num_rows: int, *, max_rows: int | None = None
     ) -> tuple[pa.RecordBatch, np.ndarray] | None:
         """The rows of ``row_group`` (``num_rows`` rows) that the filter may match by the page
         index: their raw columns (``raw_schema``) and their positions in the row group; an
         empty batch when no page may match; ``None`` when the page index does not help (or
-        is missing), so that the caller reads the row group whole."""
+        is missing), or would return more than ``max_rows`` rows, so that the caller reads
+        the row group whole."""
         if not self.usable:
             return None
         try:
@@ -239,7 +240,9 @@ class PageFilter:
             bounds = {fid: self._bounds(read, row_group, c) for fid, (c, _) in self.stats.items()}
             kept = self._kept_segments(pages, bounds, num_rows)
             selected = sum(end - start for start, end in kept)
-            if selected > num_rows * MAX_SELECTED_SHARE:
+            if selected > num_rows * MAX_SELECTED_SHARE or (
+                max_rows is not None and selected > max_rows
+            ):
                 return None
             rows = _ranges_to_rows(kept)
             if not selected:

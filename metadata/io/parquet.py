@@ -49,8 +49,8 @@ from lakecat.metadata.errors import (
 )
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.metrics import file_metrics
-from lakecat.metadata.io.page_index import read_range
-from lakecat.metadata.io.row_groups import leaf_count, row_groups_to_read
+from lakecat.metadata.io.page_index import PageFilter, read_file_index, read_range
+from lakecat.metadata.io.row_groups import leaf_count, row_groups_to_read, stats_column
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.partitioning.transforms import parse_transform
@@ -648,12 +648,15 @@ class OpenDataFile:
         footer = self._reader.metadata
         return [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
 
-    def iter_row_group(self, index: int) -> Iterator[pa.RecordBatch]:
+    def iter_row_group(
+        self, index: int, batch_size: int | None = None, *, use_threads: bool = False
+    ) -> Iterator[pa.RecordBatch]:
         """Row group ``index`` of the file (any of them, read or not by :attr:`row_groups`),
-        the columns that the layout reads, as stored, decoded on the calling thread."""
-        rows = max(1, self._reader.metadata.row_group(index).num_rows)
+        the columns that the layout reads, as stored, in batches of ``batch_size`` rows (one
+        batch: the whole row group), decoded on the calling thread unless ``use_threads``."""
+        rows = max(1, batch_size or self._reader.metadata.row_group(index).num_rows)
         batches = self._reader.iter_batches(
-            rows, [index], column_indices=self.layout.columns, use_threads=False
+            rows, [index], column_indices=self.layout.columns, use_threads=use_threads
         )
         try:
             yield from batches
@@ -674,6 +677,40 @@ class OpenDataFile:
             if isinstance(exc, LakecatError):
                 raise
             raise self._corrupt(exc) from exc
+
+    def page_filter(self) -> PageFilter | None:
+        """Page-level pruning of this file's row groups by its page index
+        (:mod:`lakecat.metadata.io.page_index`), for the reads' filter; ``None`` when the
+        reads have no filter, or the file no page index that can serve it."""
+        layout = self.layout
+        evaluator = layout.reads.row_group_filter
+        if evaluator is None or layout.columns is None:
+            return None
+        try:
+            index = read_file_index(self.read_range, self.size)
+        except StorageError:
+            raise
+        except (OSError, ValueError, AttributeError):
+            return None  # a source without random access: no page index
+        if index is None:
+            return None
+        stats = {}
+        for field_id in evaluator.field_ids:
+            column = stats_column(
+                layout.file_schema, layout.reads.filter_schema, field_id, layout.match
+            )
+            if column is not None:
+                stats[field_id] = (column.index, column.field_type)
+        fields = sorted({i for i in layout.matches if i is not None})
+        found = PageFilter(
+            index,
+            columns=layout.columns,
+            raw_schema=pa.schema([layout.file_schema.field(i) for i in fields]),
+            stats=stats,
+            evaluator=evaluator,
+            path=self.path,
+        )
+        return found if found.usable else None
 
     def read_range(self, offset: int, length: int) -> bytes:
         """``length`` bytes of the file at ``offset`` (for what pyarrow does not read: the
@@ -717,7 +754,7 @@ class ColumnLayout:
         self.by_ids = (
             any(field_id_of(f) is not None for f in file_schema) if by_ids is None else by_ids
         )
-        self._reads = reads
+        self.reads = reads
         file_fields = list(file_schema)
         self.matches = [self.match(f, file_fields) for f in reads.wanted]
         self.columns, self._position = self._columns(
@@ -767,13 +804,13 @@ class ColumnLayout:
 
     def row_groups(self, footer: pq.FileMetaData, path: str) -> list[int]:
         """The row groups to read: those whose statistics may match the filter."""
-        evaluator = self._reads.row_group_filter
+        evaluator = self.reads.row_group_filter
         if evaluator is None or footer.num_row_groups < 2:
             return list(range(footer.num_row_groups))  # planning decided on the whole file
         return row_groups_to_read(
             footer,
             self.file_schema,
-            self._reads.filter_schema,
+            self.reads.filter_schema,
             evaluator,
             match=self.match,
             path=path,
@@ -783,11 +820,11 @@ class ColumnLayout:
         self, raw: pa.RecordBatch, *, path: str, fill_values: Mapping[int, Any]
     ) -> pa.RecordBatch:
         """``raw`` (read with :attr:`columns`) resolved, cast and filtered."""
-        target = self._reads.target
+        target = self.reads.target
         if self._full is None:
             return pa.RecordBatch.from_arrays(self._arrays(raw, path, fill_values), schema=target)
         full = self.resolve_all(raw, path=path, fill_values=fill_values)
-        filtered = full.filter(self._reads.row_filter)
+        filtered = full.filter(self.reads.row_filter)
         return pa.RecordBatch.from_arrays(filtered.columns[: len(target)], schema=target)
 
     def resolve_all(
@@ -795,7 +832,7 @@ class ColumnLayout:
     ) -> pa.RecordBatch:
         """``raw`` resolved and cast, unfiltered: the projection's columns, then the other
         columns the filter reads."""
-        schema = self._full or self._reads.target
+        schema = self._full or self.reads.target
         return pa.RecordBatch.from_arrays(self._arrays(raw, path, fill_values), schema=schema)
 
     def _arrays(
@@ -812,7 +849,7 @@ class ColumnLayout:
                 f.name,
                 n,
             )
-            for f, i in zip(self._reads.wanted, self.matches, strict=True)
+            for f, i in zip(self.reads.wanted, self.matches, strict=True)
         ]
 
 
