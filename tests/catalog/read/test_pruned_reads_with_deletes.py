@@ -34,6 +34,20 @@ def always_paged(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(page_index, "MIN_ROWS", 0)
 
 
+@pytest.fixture
+def framed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The row count of each run of pages decoded on its own (framed as a file)."""
+    counts: list[int] = []
+    real = page_index._frame
+
+    def counting(*args):  # type: ignore[no-untyped-def]
+        counts.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(page_index, "_frame", counting)
+    return counts
+
+
 @pytest.fixture(params=["2", "3"])
 def table(request: pytest.FixtureRequest, tmp_path: Path) -> Table:
     lake = Catalog.embedded(tmp_path / "lake")
@@ -85,16 +99,8 @@ def test_a_filtered_read_of_files_with_deletes_gives_the_rows_a_whole_read_gives
 
 
 def test_a_lookup_decodes_one_page_of_one_row_group(
-    always_paged: None, table: Table, monkeypatch: pytest.MonkeyPatch
+    always_paged: None, table: Table, framed: list[int]
 ) -> None:
-    framed: list[int] = []
-    real = page_index._frame
-
-    def counting(*args):  # type: ignore[no-untyped-def]
-        framed.append(args[-1])
-        return real(*args)
-
-    monkeypatch.setattr(page_index, "_frame", counting)
     assert table.scan("id = 3333").to_arrow().column("id").to_pylist() == [3333]
     # the data file's one page of 50 rows, per column read (id, k, s)
     assert framed and set(framed) == {50} and len(framed) == 3
@@ -124,7 +130,7 @@ def test_positions_of_a_pruned_read_are_the_rows_positions_in_the_file(
 
 @pytest.mark.parametrize("text", FILTERS)
 def test_a_streamed_file_without_deletes_reads_only_the_pages_that_may_match(
-    always_paged: None, tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch
+    always_paged: None, tmp_path: Path, text: str, framed: list[int]
 ) -> None:
     lake = Catalog.embedded(tmp_path / "lake")
     lake.create_namespace("db")
@@ -143,14 +149,6 @@ def test_a_streamed_file_without_deletes_reads_only_the_pages_that_may_match(
             }
         )
     )
-    framed: list[int] = []
-    real = page_index._frame
-
-    def counting(*args):  # type: ignore[no-untyped-def]
-        framed.append(args[-1])
-        return real(*args)
-
-    monkeypatch.setattr(page_index, "_frame", counting)
     # batches of 200 rows: the 5,000-row file is streamed, not read whole with others
     got = t.scan(text).to_arrow_batch_reader(batch_size=200).read_all()
     assert sorted(got.to_pylist(), key=lambda r: r["id"]) == reference(t, text)
