@@ -9,7 +9,7 @@ interleaved:
 
 * ``pages``: lakecat as it is: row groups pruned by their statistics, then only the pages the
   page index cannot rule out are decoded;
-* ``row groups``: the page index not used (``page_index.MIN_ROWS`` above the file's rows);
+* ``row groups``: the page index not used (``page_index.worth_reading`` says no);
 * ``whole file``: a file with deletes read without any pruning, as before pruned reads with
   deletes existed (``DeleteReader.read(prune=False)``; the ``plain`` table has no such mode).
 
@@ -38,15 +38,15 @@ MODES = ("pages", "row groups", "whole file")
 
 @contextmanager
 def mode(name: str) -> Iterator[None]:
-    saved_min, saved_read = page_index.MIN_ROWS, DeleteReader.read
+    saved_worth, saved_read = page_index.worth_reading, DeleteReader.read
     try:
         if name != "pages":
-            page_index.MIN_ROWS = 1 << 62
+            page_index.worth_reading = lambda footer_bytes, rows: False
         if name == "whole file":
             DeleteReader.read = functools.partialmethod(saved_read, prune=False)  # type: ignore[method-assign]
         yield
     finally:
-        page_index.MIN_ROWS, DeleteReader.read = saved_min, saved_read  # type: ignore[method-assign]
+        page_index.worth_reading, DeleteReader.read = saved_worth, saved_read  # type: ignore[method-assign]
 
 
 def timed_read(table: Table, text: str, expected: int) -> float:

@@ -39,7 +39,6 @@ from lakecat.metadata.expressions.expressions import (
     BoundExpression,
     referenced_field_ids,
 )
-from lakecat.metadata.io import page_index
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.matching import matching_positions
 from lakecat.metadata.io.parquet import (
@@ -234,7 +233,7 @@ class DeleteReader:
         out = [*keep, position] if position_column is not None else keep
         with reads.open(self._io, data_file, spec) as opened:
             starts = [0, *accumulate(opened.row_group_sizes)]
-            pages = opened.page_filter() if opened.num_rows >= page_index.MIN_ROWS else None
+            pages = opened.page_filter()
             for r in opened.row_groups:
                 found = None
                 if pages is not None:

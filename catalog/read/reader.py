@@ -30,7 +30,6 @@ from typing import Any
 import pyarrow as pa
 
 from lakecat.catalog.read.read_ahead import Unit
-from lakecat.metadata.io import page_index
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.page_index import PageFilter
 from lakecat.metadata.io.parquet import ARROW_TO_PARQUET_RATIO, DataFileReads, OpenDataFile
@@ -115,11 +114,7 @@ class ScanReader:
 
     def _stream(self, f: DataFile) -> Iterator[pa.RecordBatch]:
         with self._open(f) as opened:
-            pages = (
-                opened.page_filter()
-                if self.reads.row_filter is not None and opened.num_rows >= page_index.MIN_ROWS
-                else None
-            )
+            pages = opened.page_filter() if self.reads.row_filter is not None else None
             if pages is None:
                 raws: Iterable[pa.RecordBatch] = opened.iter_raw(self.batch_size)
             else:

@@ -26,7 +26,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecat.metadata.deletes.apply import row_positions
-from lakecat.metadata.io import page_index
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.page_index import PageFilter
 from lakecat.metadata.io.parquet import DataFileReads, OpenDataFile
@@ -70,9 +69,7 @@ def matching_positions(
         groups = opened.row_groups
         sizes = opened.row_group_sizes
         starts = [0, *accumulate(sizes)]
-        pages = (
-            opened.page_filter() if sum(sizes[i] for i in groups) >= page_index.MIN_ROWS else None
-        )
+        pages = opened.page_filter() if groups else None
         # positions 0..n-1 for the largest row group, sliced per batch (none needed when
         # the page index answers: it numbers the rows it reads)
         numbers = (

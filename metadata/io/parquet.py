@@ -47,6 +47,7 @@ from lakecat.metadata.errors import (
     StorageError,
     ValidationError,
 )
+from lakecat.metadata.io import page_index
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.metrics import file_metrics
 from lakecat.metadata.io.page_index import PageFilter, read_file_index, read_range
@@ -681,10 +682,13 @@ class OpenDataFile:
     def page_filter(self) -> PageFilter | None:
         """Page-level pruning of this file's row groups by its page index
         (:mod:`lakecat.metadata.io.page_index`), for the reads' filter; ``None`` when the
-        reads have no filter, or the file no page index that can serve it."""
+        reads have no filter, the file no page index that can serve it, or too few rows to
+        read for its footer's size (:func:`~lakecat.metadata.io.page_index.worth_reading`)."""
         layout = self.layout
         evaluator = layout.reads.row_group_filter
         if evaluator is None or layout.columns is None:
+            return None
+        if not page_index.worth_reading(self._reader.metadata.serialized_size, self.num_rows):
             return None
         try:
             index = read_file_index(self.read_range, self.size)

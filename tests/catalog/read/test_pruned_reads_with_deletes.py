@@ -31,7 +31,7 @@ COLUMNS = ["id", "k", "s", "_row_id"]
 
 @pytest.fixture
 def always_paged(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(page_index, "MIN_ROWS", 0)
+    monkeypatch.setattr(page_index, "worth_reading", lambda footer_bytes, rows: True)
 
 
 @pytest.fixture

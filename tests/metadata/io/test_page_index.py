@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_matching_positions import FILTERS, SCHEMA, expected, positions, rows
 
-from lakecat.metadata.expressions import bind, parse, to_arrow_filter
+from lakecat.metadata.expressions import InclusiveMetricsEvaluator, bind, parse, to_arrow_filter
 from lakecat.metadata.io import page_index
 from lakecat.metadata.io.fileio import LocalFileIO
+from lakecat.metadata.io.matching import matching_positions
 from lakecat.metadata.io.parquet import write_data_file
 from lakecat.metadata.io.thrift_compact import (
     BINARY,
@@ -31,6 +32,7 @@ from lakecat.metadata.io.thrift_compact import (
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import UNPARTITIONED
 from lakecat.metadata.schema.arrow import conform_to_schema, schema_to_arrow
+from lakecat.metadata.schema.name_mapping import NameMapping
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import LongType, NestedField, StringType
 
@@ -40,7 +42,7 @@ PAGE_ROWS = 16
 @pytest.fixture
 def always_paged(monkeypatch):
     """The page index used for files of any size (the tests' files are small)."""
-    monkeypatch.setattr(page_index, "MIN_ROWS", 0)
+    monkeypatch.setattr(page_index, "worth_reading", lambda footer_bytes, rows: True)
 
 
 @pytest.fixture
@@ -135,7 +137,7 @@ def test_only_the_pages_that_may_hold_a_key_are_read(always_paged, paged_file, m
     io = CountingIO()
     assert positions(io, paged_file, SCHEMA, "id IN (600, 601)") == [600, 601]
     paged = io.counter[0]
-    monkeypatch.setattr(page_index, "MIN_ROWS", 10**9)
+    monkeypatch.setattr(page_index, "worth_reading", lambda footer_bytes, rows: False)
     io = CountingIO()
     assert positions(io, paged_file, SCHEMA, "id IN (600, 601)") == [600, 601]
     whole_row_group = io.counter[0]
@@ -146,7 +148,7 @@ def test_only_the_pages_that_may_hold_a_key_are_read(always_paged, paged_file, m
         decoded.append(rows)
         return real(element, meta, dictionary, pages, rows)
 
-    monkeypatch.setattr(page_index, "MIN_ROWS", 0)
+    monkeypatch.setattr(page_index, "worth_reading", lambda footer_bytes, rows: True)
     monkeypatch.setattr(page_index, "_frame", counting_frame)
     assert positions(LocalFileIO(), paged_file, SCHEMA, "id IN (600, 601)") == [600, 601]
     assert decoded == [PAGE_ROWS]  # one page of one row group
@@ -214,3 +216,32 @@ def test_nulls_dictionaries_and_data_page_versions_read_by_pages(
     numbered = data.append_column("pos", pa.array(range(n), pa.int64()))
     want = numbered.filter(to_arrow_filter(bind(NULLABLE, parse(text)))).column("pos")
     assert got == want.to_pylist()
+
+
+def test_the_page_index_is_read_only_where_the_rows_repay_the_footer(tmp_path, monkeypatch):
+    assert page_index.worth_reading(6_000, 10_000_000)  # a big file, a small footer
+    assert not page_index.worth_reading(2_000, 1_000)  # a small file
+    assert not page_index.worth_reading(264_000, 200_000)  # 100 columns in 20 row groups
+    # a wide file of small row groups: its footer is never decoded again
+    n = 200_000
+    wide = pa.table({f"c{i}": pa.array(range(i, n + i), pa.int64()) for i in range(100)})
+    path = str(tmp_path / "wide.parquet")
+    pq.write_table(wide, path, row_group_size=10_000, write_page_index=True)
+    schema = Schema.of(*(NestedField(i + 1, f"c{i}", LongType()) for i in range(100)))
+    f = DataFile(path, "PARQUET", (), n, 0)
+
+    def never(*args):  # type: ignore[no-untyped-def]
+        raise AssertionError("the footer was decoded")
+
+    monkeypatch.setattr(page_index, "read_file_index", never)
+    monkeypatch.setattr("lakecat.metadata.io.parquet.read_file_index", never)
+    bound = bind(schema, parse("c0 = 123456"))
+    found = matching_positions(
+        LocalFileIO(),
+        f,
+        filter_schema=schema,
+        row_filter=to_arrow_filter(bound),
+        row_group_filter=InclusiveMetricsEvaluator(schema, bound),
+        name_mapping=NameMapping.of_schema(schema),
+    )
+    assert found.to_pylist() == [123456]
