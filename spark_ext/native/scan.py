@@ -9,11 +9,14 @@ Python data source must (``reader=lakecat``, the reason logged). The conditions 
 history, no promoted types, no initial defaults, local Parquet files, ...), checked for the
 columns the query reads, and:
 
-* no equality delete file applies to a planned file (the data source applies those).
-  Position deletes and deletion vectors keep a read native: lakecat reads them here, on the
-  driver, into each data file's sorted deleted positions, which travel with the plan
-  (``deletes``: little-endian int64s, base64) to the JVM, whose reader drops the rows whose
-  row index (Spark's reader numbers every row of a file) is one of them;
+* deletes are turned into positions here, on the driver: each data file's sorted deleted
+  positions travel with the plan (``deletes``: little-endian int64s, base64) to the JVM,
+  whose reader drops the rows whose row index (Spark's reader numbers every row of a file)
+  is one of them. Position deletes and deletion vectors are read as they are; where an
+  equality delete applies, the driver reads the data file's equality columns, applies every
+  delete of the file to them and takes the positions of the rows that go. That read is
+  bounded (:data:`MAX_EQUALITY_DELETE_ROWS` rows of such files per scan), and past it, or
+  past :data:`MAX_NATIVE_DELETED_POSITIONS` positions, the data source reads the files;
 * the read has no ``filter`` option (which the data source applies to the rows). The row id
   columns ``_file`` and ``_pos`` keep a read native: the JVM gives each file's rows its path
   (the ``file_path`` lakecat records, as a constant column) and Spark's reader numbers every
@@ -37,11 +40,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from lakecat.catalog.engine import DeleteReader
 from lakecat.metadata.expressions import Expression
 from lakecat.metadata.io import FileIO, local_path
 from lakecat.metadata.manifests import Content, DataFile
-from lakecat.metadata.schema import LINEAGE_COLUMNS
+from lakecat.metadata.partitioning import PartitionSpec
+from lakecat.metadata.schema import LINEAGE_COLUMNS, Schema, name_mapping_of
 from lakecat.spark_ext.native.read import (
     check_native_files,
     check_native_options,
@@ -58,6 +64,9 @@ METADATA_COLUMNS = frozenset({"_file", "_pos", *LINEAGE_COLUMNS})
 # A native read ships the deleted positions of every planned file with the scan (8 bytes
 # each); past this many (64 MiB) the data source reads the delete files in its own tasks.
 MAX_NATIVE_DELETED_POSITIONS = 8 << 20
+# Equality deletes become positions on the driver by reading the equality columns of the data
+# files they apply to: at most this many rows of such files per scan (a few seconds' read).
+MAX_EQUALITY_DELETE_ROWS = 20_000_000
 PARQUET_READER = "parquet"
 LAKECAT_READER = "lakecat"
 
@@ -161,29 +170,78 @@ def _native_files(
 
 
 def _deleted_positions(view: ReadView, io: FileIO, plan: FilePlan) -> dict[str, bytes]:
-    """The positions the plan's position deletes and deletion vectors delete, by data file
-    path, as little-endian int64s; :class:`NotNative` when an equality delete applies."""
+    """The positions the plan's deletes delete, by data file path, as little-endian int64s
+    (see the module docstring); :class:`NotNative` past the bounds."""
     if not plan.deletes:
         return {}
-    for path, deletes in plan.deletes.items():
-        if any(d.content is Content.EQUALITY_DELETES for d in deletes):
-            raise NotNative(f"equality deletes apply to {path}")
-    reader = DeleteReader(io, view.schema, view.metadata.schemas)
     by_path = {f.file_path: f for f in plan.files}
+    equality = {
+        path
+        for path, deletes in plan.deletes.items()
+        if any(d.content is Content.EQUALITY_DELETES for d in deletes)
+    }
+    rows = sum(by_path[p].record_count for p in equality)
+    if rows > MAX_EQUALITY_DELETE_ROWS:
+        raise NotNative(
+            f"equality deletes apply to {rows:,} rows, more than the driver resolves "
+            f"({MAX_EQUALITY_DELETE_ROWS:,}; the data source applies them in its tasks)"
+        )
+    reader = DeleteReader(
+        io, view.schema, view.metadata.schemas, name_mapping_of(view.metadata.properties)
+    )
+    specs = view.metadata.specs_by_id()
+    empty = Schema((), view.schema.schema_id)  # a read of no column: the positions it keeps
     out: dict[str, bytes] = {}
     total = 0
     for path, deletes in plan.deletes.items():
-        index = reader.position_index(by_path[path], deletes)
-        if index is not None and len(index):
-            total += len(index)
-            if total > MAX_NATIVE_DELETED_POSITIONS:
-                raise NotNative(
-                    f"more than {MAX_NATIVE_DELETED_POSITIONS:,} deleted positions to ship to "
-                    "the executors (the data source reads the delete files in its tasks)"
-                )
+        data_file = by_path[path]
+        if path in equality:
+            spec = specs.get(data_file.spec_id)
+            positions = _equality_deleted(reader, data_file, deletes, spec, empty)
+        else:
+            index = reader.position_index(data_file, deletes)
+            if index is None:
+                continue
             positions = index.positions.to_numpy(zero_copy_only=False)
-            out[path] = positions.astype("<i8", copy=False).tobytes()
+        if not len(positions):
+            continue
+        total += len(positions)
+        if total > MAX_NATIVE_DELETED_POSITIONS:
+            raise NotNative(
+                f"more than {MAX_NATIVE_DELETED_POSITIONS:,} deleted positions to ship to "
+                "the executors (the data source reads the delete files in its tasks)"
+            )
+        out[path] = positions.astype("<i8", copy=False).tobytes()
     return out
+
+
+_KEPT = "__lakecat_kept_position"
+
+
+def _equality_deleted(
+    reader: DeleteReader,
+    data_file: DataFile,
+    deletes: Sequence[DataFile],
+    spec: PartitionSpec | None,
+    empty: Schema,
+) -> np.ndarray:
+    """The sorted positions of ``data_file`` that ``deletes`` (equality deletes among them)
+    delete: every position but those of the rows a read with the deletes applied keeps (the
+    read takes the equality columns only)."""
+    kept = reader.read(
+        data_file,
+        deletes,
+        projected=empty,
+        spec=spec,
+        position_column=_KEPT,
+    )
+    deleted = np.ones(max(data_file.record_count, 0), dtype=bool)
+    for batch in kept:
+        positions = batch.column(_KEPT).to_numpy()
+        if len(positions) and positions[-1] >= len(deleted):
+            raise NotNative(f"{data_file.file_path} holds more rows than its manifest counts")
+        deleted[positions] = False
+    return np.flatnonzero(deleted).astype(np.int64)
 
 
 def spark_uri(location: str) -> str:

@@ -162,10 +162,10 @@ def test_the_sql_catalog_reads_deletes_as_java_does_with_time_travel(
         query = f"SELECT * FROM peersql.db.{name}"
         current = spark.sql(query)
         assert spark_rows(current) == snaps[-1]["rows"], name
-        # Spark's reader applies position deletes and DVs; equality deletes need lakecat's
+        # Spark's reader applies every delete: position deletes and DVs as they are, equality
+        # deletes as the positions the driver found them to delete
         plan = spark.sql(f"EXPLAIN {query}").collect()[0][0]
-        reader = "reader=lakecat" if name in EQUALITY else "reader=parquet"
-        assert reader in plan, (name, plan)
+        assert "reader=parquet" in plan, (name, plan)
         if name in POSITIONAL:  # each row's file and position, deleted positions skipped
             last = snaps[-1]
             got = spark.sql(f"SELECT _file, _pos FROM peersql.db.{name}").collect()
@@ -181,3 +181,21 @@ def test_the_sql_catalog_reads_deletes_as_java_does_with_time_travel(
             assert spark_rows(old) == snap["rows"], f"{name} at {snap['snapshot_id']}"
         counted = spark.sql(f"SELECT count(*) AS n FROM peersql.db.{name}").collect()
         assert counted[0]["n"] == len(snaps[-1]["rows"])
+
+
+def test_equality_deletes_past_the_drivers_bound_go_to_the_data_source(
+    spark: Any, lake: Catalog, java_expected: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lakecat.spark_ext import SparkCatalogError, attach_catalog
+    from lakecat.spark_ext.native import scan as native_scan
+
+    try:
+        attach_catalog(spark, "peersql", catalog=lake)
+    except SparkCatalogError as exc:
+        pytest.skip(f"the Spark catalog plugin is not available: {exc}")
+    monkeypatch.setattr(native_scan, "MAX_EQUALITY_DELETE_ROWS", 10)
+    for name in EQUALITY:
+        query = f"SELECT * FROM peersql.db.{name}"
+        plan = spark.sql(f"EXPLAIN {query}").collect()[0][0]
+        assert "reader=lakecat" in plan, (name, plan)
+        assert spark_rows(spark.sql(query)) == snapshots(java_expected, name)[-1]["rows"], name
