@@ -396,6 +396,8 @@ class PageFilter:
         dictionary = b""
         if 11 in meta and any(_dictionary_encoded(b) for b in blobs):
             start = meta[11][1]
+            if not 0 < start < pages.offsets[0]:
+                return None  # no dictionary page where the chunk starts: not framed
             dictionary = read(start, pages.offsets[0] - start)
         rows_in = [pages.rows(p, num_rows) for p in chosen]
         count = sum(end - start for start, end in rows_in)
