@@ -241,3 +241,30 @@ def test_merge_on_read_tables_get_delete_files_and_keep_their_data_files(
         assert after[7] == lineage[7]  # untouched
         assert after[9][0] is not None
         assert after[9][0] not in {rid for rid, _ in lineage.values()}
+
+
+def test_a_merge_on_read_statement_filters_its_files_at_run_time_only_past_one_task_wave(
+    lake, sales, spark
+) -> None:
+    """Spark's runtime ``_file`` filter costs a job of its own; a merge-on-read statement's
+    commit does not depend on the files it reads, so on no more files than the session's cores
+    (one wave of tasks either way) the statement plans without it."""
+    sales.set_properties(MERGE_ON_READ)
+    source(spark, (5, "us", 50.0))
+    cores = spark.sparkContext.defaultParallelism
+    assert len(data_files(sales)) > cores  # eu, us, ap; the test session runs local[2]
+    whole = "MERGE INTO lake.db.sales t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *"
+    one_region = (
+        "MERGE INTO lake.db.sales t USING src s ON t.id = s.id AND t.region = 'us' "
+        "WHEN MATCHED THEN UPDATE SET *"
+    )
+    assert "dynamicpruning" in lake.sql(f"EXPLAIN {whole}")[0][0].lower()
+    assert "dynamicpruning" not in lake.sql(f"EXPLAIN {one_region}")[0][0].lower()
+
+    lake.sql(one_region)
+
+    assert both_views(lake, "db.sales") == [
+        (1, "eu", 1.0), (2, "eu", 2.0), (3, "eu", 3.0),
+        (4, "us", 4.0), (5, "us", 50.0), (6, "ap", 6.0),
+    ]  # fmt: skip
+    assert "deleted-data-files" not in sales.refresh().current_snapshot().summary

@@ -29,6 +29,11 @@ final class LakecatMergeOnRead extends LakecatRowLevelOperation implements Suppo
   }
 
   @Override
+  boolean delta() {
+    return true;
+  }
+
+  @Override
   public DeltaWriteBuilder newWriteBuilder(LogicalWriteInfo info) {
     return new DeltaWriteBuilder() {
       @Override

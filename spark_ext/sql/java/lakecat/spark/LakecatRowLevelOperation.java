@@ -30,9 +30,22 @@ abstract class LakecatRowLevelOperation implements RowLevelOperation {
   public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
     if (scanBuilder == null) {
       scanBuilder =
-          new LakecatScanBuilder(table, table.readOptions(options), built -> scan = built);
+          new LakecatScanBuilder(
+              table,
+              table.readOptions(options),
+              built -> {
+                if (delta()) {
+                  built.readForDelta();
+                }
+                scan = built;
+              });
     }
     return scanBuilder;
+  }
+
+  /** Whether this is a merge-on-read (delta) operation. */
+  boolean delta() {
+    return false;
   }
 
   /** The scan Spark planned for this operation (its write is built after it). */

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.expressions.Expression;
 import org.apache.spark.sql.connector.expressions.Expressions;
 import org.apache.spark.sql.connector.expressions.Literal;
@@ -229,12 +230,13 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
   }
 
   /**
-   * The read of a copy-on-write row-level operation: the data files the pushed filters chose at
-   * the operation's snapshot, narrowed by Spark's runtime filter on {@code _file}. The files it
-   * finally reads are the files the operation's commit replaces.
+   * The read of a row-level operation: the data files the pushed filters chose at the
+   * operation's snapshot, narrowed by Spark's runtime filter on {@code _file}. For copy-on-write
+   * the files it finally reads are the files the operation's commit replaces.
    */
   static final class RowLevel extends LakecatScan implements SupportsRuntimeV2Filtering {
     private List<String> files; // null: all the plan's
+    private volatile boolean delta; // a merge-on-read operation's read
 
     RowLevel(
         LakecatTable table,
@@ -265,8 +267,26 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
       return plan.nativeBatch(new HashSet<>(files()), readSchema(), pushedToFiles());
     }
 
+    /** Marks this as a merge-on-read operation's read ({@link #filterAttributes}). */
+    void readForDelta() {
+      delta = true;
+    }
+
+    /**
+     * {@code _file}, for Spark's runtime filter: a job that reads the join keys of the planned
+     * files and keeps the files holding a match. A merge-on-read operation's commit does not
+     * depend on the files read, so the filter only saves reading: none when its planned files
+     * are no more than one task each for the application's cores (one wave of tasks reads them
+     * all, filtered or not, and the filter's own job would come on top).
+     */
     @Override
     public NamedReference[] filterAttributes() {
+      if (delta) {
+        int cores = SparkSession.active().sparkContext().defaultParallelism();
+        if (plan().files.size() <= cores) {
+          return new NamedReference[0];
+        }
+      }
       return new NamedReference[] {Expressions.column(FILE)};
     }
 
