@@ -11,7 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakecat.catalog.commit.moves import MovedFile, RowMoves, observed_moves
+from lakecat.catalog.commit.moves import (
+    MovedFile,
+    RowMoves,
+    observed_moves,
+    row_moves_of,
+    row_moves_table,
+)
 from lakecat.metadata.manifests.datafile import DataFile
 
 
@@ -148,3 +154,19 @@ def test_outputs_in_two_partitions_give_no_moves() -> None:
     outputs = data_files("a", [3], partition=("eu",)) + data_files("b", [4], partition=("us",))
     runs = [(data_files("in", [4, 3]), [(0, 0, 4), (1, 0, 3)], outputs)]
     assert observed_moves(runs) is None
+
+
+def test_a_record_of_a_run_whose_rows_were_all_deleted_reads_back() -> None:
+    # run 0: one input, every row deleted before the rewrite, no output file
+    # run 1: one input, two of three rows written
+    moves = RowMoves(
+        {
+            "gone": MovedFile(0, 0, pa.array([0, 1], pa.int64())),
+            "kept": MovedFile(1, 0, pa.array([1], pa.int64())),
+        },
+        ((), (("out", 2),)),
+    )
+    again = row_moves_of(row_moves_table(moves))
+    assert again.runs == ((), (("out", 2),))
+    assert again.moved("gone", pa.array([0, 1], pa.int64())) == {}
+    assert again.moved("kept", pa.array([2], pa.int64())) == {"out": pa.array([1], pa.int64())}
