@@ -37,7 +37,7 @@ from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.metrics import leaves, resolved_footer_metrics
 from lakecat.metadata.io.parquet import iter_data_file_batches, partition_and_split, read_data_file
 from lakecat.metadata.io.parquet_footer import read_footer
-from lakecat.metadata.io.row_groups import leaf_count, stats_column
+from lakecat.metadata.io.row_groups import stats_columns
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionField, PartitionSpec
 from lakecat.metadata.schema.arrow import field_id_of
@@ -145,20 +145,13 @@ def _describe(
 def _metric_columns(file_schema: pa.Schema, schema: Schema, num_columns: int) -> dict[int, int]:
     """The Parquet column of the file (``file_schema``, with field ids) that a read returns
     unchanged for each leaf of ``schema`` outside lists and maps, by field id."""
-    if sum(leaf_count(f.type) for f in file_schema) != num_columns:
-        return {}  # not the leaf-for-leaf layout pyarrow makes of the files we know
 
     def by_id(f: NestedField, fields: list[pa.Field]) -> int | None:
         return next((i for i, c in enumerate(fields) if field_id_of(c) == f.field_id), None)
 
-    out: dict[int, int] = {}
-    for leaf in leaves(schema):
-        if leaf.repeated:
-            continue
-        column = stats_column(file_schema, schema, leaf.field_id, by_id)
-        if column is not None:
-            out[leaf.field_id] = column.index
-    return out
+    ids = [leaf.field_id for leaf in leaves(schema) if not leaf.repeated]
+    found = stats_columns(file_schema, schema, ids, by_id, num_columns)
+    return {field_id: column.index for field_id, column in found.items()}
 
 
 def _hive_values(path: str) -> dict[str, str | None]:

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 from pyarrow._parquet import ParquetReader
 
+from lakecat.metadata.io.row_groups import StatsColumn
 from lakecat.metadata.io.thrift_compact import (
     BINARY,
     I32,
@@ -213,7 +214,7 @@ class _Bounds:
 class PageFilter:
     """Page-level pruning and reading for one file: its decoded footer, the Parquet leaf
     columns a read takes (``columns``, in order; one per top-level field) and the filter's
-    columns whose page bounds may prune (``stats``: field id -> (leaf column, Iceberg type))."""
+    columns whose page bounds may prune (``stats``, by field id)."""
 
     def __init__(
         self,
@@ -221,7 +222,7 @@ class PageFilter:
         *,
         columns: Sequence[int],
         raw_schema: pa.Schema,
-        stats: Mapping[int, tuple[int, PrimitiveType]],
+        stats: Mapping[int, StatsColumn],
         evaluator: InclusiveMetricsEvaluator,
         path: str,
     ) -> None:
@@ -231,9 +232,9 @@ class PageFilter:
         self.evaluator = evaluator
         self.path = path
         self.stats = {
-            fid: (column, t)
-            for fid, (column, t) in stats.items()
-            if column in self.columns and _bounds_usable(index.leaves[column], t)
+            fid: (s.index, s.field_type)
+            for fid, s in stats.items()
+            if s.index in self.columns and _bounds_usable(index.leaves[s.index], s.field_type)
         }
         self.usable = bool(self.stats) and all(index.leaves[c].top_level for c in self.columns)
 

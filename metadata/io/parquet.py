@@ -51,7 +51,7 @@ from lakecat.metadata.io import page_index
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.metrics import file_metrics
 from lakecat.metadata.io.page_index import PageFilter, read_file_index, read_range
-from lakecat.metadata.io.row_groups import leaf_count, row_groups_to_read, stats_column
+from lakecat.metadata.io.row_groups import leaf_count, row_groups_to_read, stats_columns
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.partitioning.transforms import parse_transform
@@ -698,13 +698,13 @@ class OpenDataFile:
             return None  # a source without random access: no page index
         if index is None:
             return None
-        stats = {}
-        for field_id in evaluator.field_ids:
-            column = stats_column(
-                layout.file_schema, layout.reads.filter_schema, field_id, layout.match
-            )
-            if column is not None:
-                stats[field_id] = (column.index, column.field_type)
+        stats = stats_columns(
+            layout.file_schema,
+            layout.reads.filter_schema,
+            evaluator.field_ids,
+            layout.match,
+            self._reader.metadata.num_columns,
+        )
         fields = sorted({i for i in layout.matches if i is not None})
         found = PageFilter(
             index,

@@ -15,7 +15,7 @@ reader (:mod:`lakecat.metadata.io.parquet`) finds it, by field id.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,7 @@ __all__ = [
     "row_group_metrics",
     "row_groups_to_read",
     "stats_column",
+    "stats_columns",
 ]
 
 # The index of the file field a table field resolves to among sibling file fields, if any.
@@ -82,13 +83,7 @@ def row_groups_to_read(
     over ``schema``, in file order. ``match`` resolves a field among file fields, as the
     reader does (by field id, or by name in a file without ids)."""
     every = list(range(footer.num_row_groups))
-    if sum(leaf_count(f.type) for f in file_schema) != footer.num_columns:
-        return every  # an Arrow schema pyarrow did not map leaf for leaf: no pruning
-    columns = {}
-    for field_id in evaluator.field_ids:
-        column = stats_column(file_schema, schema, field_id, match)
-        if column is not None:
-            columns[field_id] = column
+    columns = stats_columns(file_schema, schema, evaluator.field_ids, match, footer.num_columns)
     if not columns:
         return every
     return [
@@ -96,6 +91,26 @@ def row_groups_to_read(
         for r in every
         if evaluator.eval(row_group_metrics(footer.row_group(r), columns, path=path))
     ]
+
+
+def stats_columns(
+    file_schema: pa.Schema,
+    schema: Schema,
+    field_ids: Iterable[int],
+    match: FieldMatcher,
+    num_columns: int,
+) -> dict[int, StatsColumn]:
+    """:func:`stats_column` of each of ``field_ids`` that has one, in a file of
+    ``num_columns`` Parquet leaf columns; none when pyarrow did not map ``file_schema`` leaf
+    for leaf onto them."""
+    if sum(leaf_count(f.type) for f in file_schema) != num_columns:
+        return {}
+    found = {}
+    for field_id in field_ids:
+        column = stats_column(file_schema, schema, field_id, match)
+        if column is not None:
+            found[field_id] = column
+    return found
 
 
 def stats_column(
