@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import accumulate
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -232,36 +231,27 @@ class DeleteReader:
         eq = [self._equality_deletes(d) for d in deletes if d.content is Content.EQUALITY_DELETES]
         out = [*keep, position] if position_column is not None else keep
         with reads.open(self._io, data_file, spec) as opened:
-            starts = [0, *accumulate(opened.row_group_sizes)]
             pages = opened.page_filter()
-            for r in opened.row_groups:
-                found = None
-                if pages is not None:
-                    rows = starts[r + 1] - starts[r]
-                    found = pages.read_row_group(opened.read_range, r, rows, max_rows=batch_size)
-                numbered: Iterable[tuple[pa.RecordBatch, pa.Array, int | None]]
-                if found is not None:
-                    raw, at = found
-                    positions = pa.array(at + starts[r], pa.int64())
-                    numbered = [(raw, positions, None)] if raw.num_rows else []
+            for raw, start, rows in opened.pruned_batches(opened.row_groups, pages, batch_size):
+                if rows is None:  # consecutive rows from ``start``
+                    positions = row_positions(start, raw.num_rows)
                 else:
-                    numbered = _contiguous(opened.iter_row_group(r, batch_size), starts[r])
-                for raw, positions, start in numbered:
-                    batch = opened.resolve(raw).append_column(position, positions)
-                    if index is None:
-                        parts: Sequence[pa.RecordBatch] = (batch,)
-                    elif start is not None:
-                        parts = drop_positions(index, batch, start, slices=not eq)
-                    else:
-                        dropped = pc.is_in(positions, value_set=index.positions)
-                        parts = (batch.filter(pc.invert(dropped)),)
-                    for part in parts:
-                        if eq and part.num_rows:
-                            part = drop_equality_deleted(part, eq)
-                        if part.num_rows:
-                            part = part.filter(arrow_filter)
-                        if part.num_rows:
-                            yield part.select(out)
+                    positions = pa.array(rows + start, pa.int64())
+                batch = opened.resolve(raw).append_column(position, positions)
+                if index is None:
+                    parts: Sequence[pa.RecordBatch] = (batch,)
+                elif rows is None:
+                    parts = drop_positions(index, batch, start, slices=not eq)
+                else:
+                    dropped = pc.is_in(positions, value_set=index.positions)
+                    parts = (batch.filter(pc.invert(dropped)),)
+                for part in parts:
+                    if eq and part.num_rows:
+                        part = drop_equality_deleted(part, eq)
+                    if part.num_rows:
+                        part = part.filter(arrow_filter)
+                    if part.num_rows:
+                        yield part.select(out)
 
     def read_table(
         self,
@@ -474,12 +464,3 @@ def _read_delete_file(io: FileIO, f: DataFile, read: Callable[[Any], T]) -> T:
 _BATCH_ROWS = 131_072  # rows per batch of a pruned read without a batch size
 _PRUNED_POSITION = "__lakecat_pruned_position"
 _LINEAGE_IDS = frozenset(f.field_id for f in LINEAGE_COLUMNS.values())
-
-
-def _contiguous(
-    batches: Iterable[pa.RecordBatch], start: int
-) -> Iterator[tuple[pa.RecordBatch, pa.Array, int | None]]:
-    """Batches of consecutive rows from position ``start``, each with its rows' positions."""
-    for batch in batches:
-        yield batch, row_positions(start, batch.num_rows), start
-        start += batch.num_rows

@@ -31,7 +31,6 @@ import pyarrow as pa
 
 from lakecat.catalog.read.read_ahead import Unit
 from lakecat.metadata.io.fileio import FileIO
-from lakecat.metadata.io.page_index import PageFilter
 from lakecat.metadata.io.parquet import ARROW_TO_PARQUET_RATIO, DataFileReads, OpenDataFile
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
@@ -117,25 +116,15 @@ class ScanReader:
             pages = opened.page_filter() if self.reads.row_filter is not None else None
             if pages is None:
                 raws: Iterable[pa.RecordBatch] = opened.iter_raw(self.batch_size)
-            else:
-                raws = self._paged(opened, pages)
+            else:  # a row group the page index narrows to a batch: only the pages kept
+                batches = opened.pruned_batches(
+                    opened.row_groups, pages, self.batch_size, use_threads=True
+                )
+                raws = (raw for raw, _, _ in batches)
             for raw in raws:
                 out = opened.resolve(raw)
                 if out.num_rows:
                     yield out
-
-    def _paged(self, opened: OpenDataFile, pages: PageFilter) -> Iterator[pa.RecordBatch]:
-        """The raw batches of ``opened``'s row groups to read: of a row group, the pages that
-        may hold a match when the page index narrows it to a batch, else all of it."""
-        sizes = opened.row_group_sizes
-        for index in opened.row_groups:
-            found = pages.read_row_group(
-                opened.read_range, index, sizes[index], max_rows=self.batch_size
-            )
-            if found is not None:
-                yield found[0]
-            else:
-                yield from opened.iter_row_group(index, self.batch_size, use_threads=True)
 
     def _read_run(self, files: Iterable[DataFile]) -> Iterator[pa.RecordBatch]:
         """The files' rows: each file's raw columns read, then each run of files of one

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from itertools import accumulate
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -68,7 +67,6 @@ def matching_positions(
     with reads.open(io, data_file, spec) as opened:
         groups = opened.row_groups
         sizes = opened.row_group_sizes
-        starts = [0, *accumulate(sizes)]
         pages = opened.page_filter() if groups else None
         # positions 0..n-1 for the largest row group, sliced per batch (none needed when
         # the page index answers: it numbers the rows it reads)
@@ -77,11 +75,11 @@ def matching_positions(
         )
         parts = max(1, min(threads, len(groups)))
         if parts == 1:
-            return _sorted(_positions(opened, groups, starts, numbers, row_filter, pages))
+            return _sorted(_positions(opened, groups, numbers, row_filter, pages))
 
     def read(chunk: Sequence[int]) -> list[pa.Array]:
         with reads.open(io, data_file, spec) as own:
-            return _positions(own, chunk, starts, numbers, row_filter, pages)
+            return _positions(own, chunk, numbers, row_filter, pages)
 
     # interleaved, so that a cluster of matching row groups spreads over the threads
     chunks = [groups[k::parts] for k in range(parts)]
@@ -92,44 +90,28 @@ def matching_positions(
 def _positions(
     opened: OpenDataFile,
     groups: Sequence[int],
-    starts: Sequence[int],
     numbers: pa.Array | None,
     row_filter: pc.Expression,
     pages: PageFilter | None,
 ) -> list[pa.Array]:
     """The matching positions of row groups ``groups`` of ``opened``, one array per batch."""
     out: list[pa.Array] = []
-
-    def match(raw: pa.RecordBatch, positions: pa.Array, offset: int) -> None:
-        """Adds the positions (``positions``, plus ``offset``) of the rows of ``raw`` that
-        the filter matches."""
+    for raw, start, rows in opened.pruned_batches(groups, pages):
+        if rows is not None:  # the page index's rows, numbered from the row group's start
+            local = pa.array(rows, pa.int64())
+        elif numbers is None:
+            local = row_positions(0, raw.num_rows)
+        else:
+            local = numbers.slice(0, raw.num_rows)
         batch = opened.resolve(raw, filtered=False)
         numbered = (
-            batch.append_column(_POSITION, positions)
+            batch.append_column(_POSITION, local)
             if batch.num_columns  # else a filter that reads no column (``true``)
-            else pa.RecordBatch.from_arrays([positions], names=[_POSITION])
+            else pa.RecordBatch.from_arrays([local], names=[_POSITION])
         )
-        local = numbered.filter(row_filter).column(_POSITION)
-        if len(local):
-            out.append(pc.add(local, pa.scalar(offset, pa.int64())))
-
-    for index in groups:
-        start = starts[index]
-        paged = None
-        if pages is not None:
-            paged = pages.read_row_group(opened.read_range, index, starts[index + 1] - start)
-        if paged is not None:
-            raw, rows = paged
-            if raw.num_rows:
-                match(raw, pa.array(rows, pa.int64()), start)
-            continue
-        for raw in opened.iter_row_group(index):
-            n = raw.num_rows
-            if n == 0:
-                continue
-            local = row_positions(0, n) if numbers is None else numbers.slice(0, n)
-            match(raw, local, start)
-            start += n
+        found = numbered.filter(row_filter).column(_POSITION)
+        if len(found):
+            out.append(pc.add(found, pa.scalar(start, pa.int64())))
     return out
 
 

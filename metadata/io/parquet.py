@@ -34,6 +34,7 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -678,6 +679,36 @@ class OpenDataFile:
             if isinstance(exc, LakecatError):
                 raise
             raise self._corrupt(exc) from exc
+
+    def pruned_batches(
+        self,
+        row_groups: Sequence[int],
+        pages: PageFilter | None,
+        batch_size: int | None = None,
+        *,
+        use_threads: bool = False,
+    ) -> Iterator[tuple[pa.RecordBatch, int, np.ndarray | None]]:
+        """The raw batches of ``row_groups`` (as :meth:`iter_row_group`, none empty), in file
+        order, each as ``(raw, start, rows)``. Where ``pages`` (:meth:`page_filter`) narrows
+        a row group to at most ``batch_size`` rows, one batch of only those rows: ``start``
+        is the row group's first position in the file and ``rows`` the rows' positions
+        relative to it. Else consecutive rows from position ``start``, and ``rows`` None."""
+        sizes = self.row_group_sizes
+        starts = [0, *accumulate(sizes)]
+        for r in row_groups:
+            found = None
+            if pages is not None:
+                found = pages.read_row_group(self.read_range, r, sizes[r], max_rows=batch_size)
+            if found is not None:
+                raw, rows = found
+                if raw.num_rows:
+                    yield raw, starts[r], rows
+                continue
+            start = starts[r]
+            for raw in self.iter_row_group(r, batch_size, use_threads=use_threads):
+                if raw.num_rows:
+                    yield raw, start, None
+                start += raw.num_rows
 
     def page_filter(self) -> PageFilter | None:
         """Page-level pruning of this file's row groups by its page index
