@@ -114,6 +114,8 @@ class CatalogScan:
             }
         return {
             "files": [f.file_path for f in self.files],
+            "rows": sum(f.record_count for f in self.files),
+            "bytes": sum(f.file_size_in_bytes for f in self.files),
             "reader": self.reader,
             "reason": self.reason,
             "native": native,

@@ -243,12 +243,13 @@ def test_merge_on_read_tables_get_delete_files_and_keep_their_data_files(
         assert after[9][0] not in {rid for rid, _ in lineage.values()}
 
 
-def test_a_merge_on_read_statement_filters_its_files_at_run_time_only_past_one_task_wave(
+def test_a_merge_on_read_statement_filters_its_files_at_run_time_only_where_it_pays(
     lake, sales, spark
 ) -> None:
     """Spark's runtime ``_file`` filter costs a job of its own; a merge-on-read statement's
-    commit does not depend on the files it reads, so on no more files than the session's cores
-    (one wave of tasks either way) the statement plans without it."""
+    commit does not depend on the files it reads, so the filter is offered only where it can
+    save reading: on more files than the session's cores (one wave of tasks either way) whose
+    rows are wide (these tiny files are, per row)."""
     sales.set_properties(MERGE_ON_READ)
     source(spark, (5, "us", 50.0))
     cores = spark.sparkContext.defaultParallelism
@@ -268,3 +269,37 @@ def test_a_merge_on_read_statement_filters_its_files_at_run_time_only_past_one_t
         (4, "us", 4.0), (5, "us", 50.0), (6, "ap", 6.0),
     ]  # fmt: skip
     assert "deleted-data-files" not in sales.refresh().current_snapshot().summary
+
+
+def test_a_merge_on_read_merge_of_narrow_rows_reads_its_files_once(lake, spark) -> None:
+    """Rows of a few bytes each on disk: the runtime filter's job would read nearly what the
+    statement's scan reads, so a merge-on-read MERGE on many files plans without it."""
+    table = lake.catalog.create_table("db.narrow", SCHEMA, partition_by=["region"])
+    table.set_properties(MERGE_ON_READ)
+    count = 20_000
+    for region in ("eu", "us", "ap"):
+        table.refresh().append(
+            pa.table(
+                {
+                    "id": pa.array(range(count), pa.int64()),
+                    "region": pa.array([region] * count),
+                    "amount": pa.array([1.0] * count),
+                },
+                schema=SCHEMA,
+            )
+        )
+    files = table.refresh().scan().plan_files()
+    assert len(files) > spark.sparkContext.defaultParallelism
+    assert sum(f.file_size_in_bytes for f in files) < 32 * sum(f.record_count for f in files)
+    source(spark, (7, "us", 70.0))
+    merge = (
+        "MERGE INTO lake.db.narrow t USING src s ON t.id = s.id AND t.region = s.region "
+        "WHEN MATCHED THEN UPDATE SET *"
+    )
+    assert "dynamicpruning" not in lake.sql(f"EXPLAIN {merge}")[0][0].lower()
+
+    lake.sql(merge)
+
+    sevens = [r for r in lake.rows("db.narrow", "id", "region", "amount") if r[0] == 7]
+    assert sevens == [(7, "ap", 1.0), (7, "eu", 1.0), (7, "us", 70.0)]
+    assert "deleted-data-files" not in table.refresh().current_snapshot().summary

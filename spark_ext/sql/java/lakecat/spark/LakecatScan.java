@@ -209,23 +209,41 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
   /** lakecat's plan of a read, as the bridge's {@code plan_scan} answers. */
   static final class Plan {
     final List<String> files;
+    final long rows; // the files' rows and bytes, as their manifests record them
+    final long bytes;
     final String reader;
     final List<NativeFile> nativeFiles; // null: the Python data source reads the files
 
     Plan(JsonNode answer) {
       files = Arrays.asList(Names.strings(answer.get("files")));
+      rows = answer.get("rows").asLong();
+      bytes = answer.get("bytes").asLong();
       reader = answer.get("reader").asText();
       JsonNode fast = answer.get("native");
       nativeFiles = fast == null || fast.isNull() ? null : NativeFile.parse(fast);
     }
 
-    /** Spark's Parquet batch over those of the native files that {@code kept} names (all). */
-    ParquetBatch nativeBatch(Set<String> kept, StructType schema, Predicate[] predicates) {
+    private ParquetBatch batch; // the last batch made, and the files it keeps
+    private Set<String> batchKept;
+
+    /**
+     * Spark's Parquet batch over those of the native files that {@code kept} names (all), as
+     * the scan reads them ({@code schema}, {@code predicates}: one scan's, the same each time).
+     * Spark asks each copy of its scan node for the batch, so the batch last made for the same
+     * files is answered again, with the reader factory it already made ({@link ParquetBatch}).
+     */
+    synchronized ParquetBatch nativeBatch(
+        Set<String> kept, StructType schema, Predicate[] predicates) {
+      if (batch != null && java.util.Objects.equals(kept, batchKept)) {
+        return batch;
+      }
       List<NativeFile> read = nativeFiles;
       if (kept != null) {
         read = read.stream().filter(f -> kept.contains(f.path)).collect(Collectors.toList());
       }
-      return new ParquetBatch(read, schema, predicates);
+      batch = new ParquetBatch(read, schema, predicates);
+      batchKept = kept;
+      return batch;
     }
   }
 
@@ -267,27 +285,44 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
       return plan.nativeBatch(new HashSet<>(files()), readSchema(), pushedToFiles());
     }
 
-    /** Marks this as a merge-on-read operation's read ({@link #filterAttributes}). */
+    /** Marks this as the read of a merge-on-read operation ({@link #filterAttributes}). */
     void readForDelta() {
       delta = true;
     }
 
     /**
      * {@code _file}, for Spark's runtime filter: a job that reads the join keys of the planned
-     * files and keeps the files holding a match. A merge-on-read operation's commit does not
-     * depend on the files read, so the filter only saves reading: none when its planned files
-     * are no more than one task each for the application's cores (one wave of tasks reads them
-     * all, filtered or not, and the filter's own job would come on top).
+     * files and keeps the files holding a match. Copy-on-write needs it to choose the files it
+     * rewrites. A merge-on-read operation's commit does not depend on the files read, so there
+     * the filter only saves reading, and is offered only where it can ({@link #filterPays}).
      */
     @Override
     public NamedReference[] filterAttributes() {
-      if (delta) {
-        int cores = SparkSession.active().sparkContext().defaultParallelism();
-        if (plan().files.size() <= cores) {
-          return new NamedReference[0];
-        }
+      if (delta && !filterPays()) {
+        return new NamedReference[0];
       }
       return new NamedReference[] {Expressions.column(FILE)};
+    }
+
+    /**
+     * Rows of at least this many bytes on disk, on average over the planned files, for the
+     * runtime filter to pay off in a merge-on-read statement (docs/spark-sql.md).
+     */
+    static final long FILTER_MIN_BYTES_PER_ROW = 32;
+
+    /**
+     * Whether Spark's runtime filter can save a merge-on-read statement more than it costs. Its
+     * job reads and matches the condition's columns of every planned row, and the statement's
+     * own scan then reads the chosen files again: all it saves is the rest of the columns of
+     * the files without a match, which an UPDATE or MERGE reads whole. So it pays only on more
+     * planned files than the application's cores (one wave of tasks reads those, filtered or
+     * not) whose rows are wide next to their keys, taken as at least {@link
+     * #FILTER_MIN_BYTES_PER_ROW} bytes on disk per row.
+     */
+    private boolean filterPays() {
+      Plan plan = plan();
+      int cores = SparkSession.active().sparkContext().defaultParallelism();
+      return plan.files.size() > cores && plan.bytes >= FILTER_MIN_BYTES_PER_ROW * plan.rows;
     }
 
     @Override

@@ -248,8 +248,22 @@ final class ParquetBatch implements Batch {
     return Math.min(conf.filesMaxPartitionBytes(), Math.max(conf.filesOpenCostInBytes(), perCore));
   }
 
+  private PartitionReaderFactory readerFactory;
+
+  /**
+   * The reader factory, made once per batch: making it broadcasts the reader's Hadoop
+   * configuration (serialized and gzipped, ~10 ms), and Spark asks every copy of its scan node
+   * for it while it plans (whether the reads are columnar).
+   */
   @Override
-  public PartitionReaderFactory createReaderFactory() {
+  public synchronized PartitionReaderFactory createReaderFactory() {
+    if (readerFactory == null) {
+      readerFactory = newReaderFactory();
+    }
+    return readerFactory;
+  }
+
+  private PartitionReaderFactory newReaderFactory() {
     org.apache.spark.sql.classic.SparkSession session = session();
     SQLConf conf = session.sessionState().conf();
     Configuration hadoop = session.sessionState().newHadoopConf();
