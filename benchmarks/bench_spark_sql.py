@@ -29,6 +29,12 @@ merge-on-read``: the MERGE then rewrites no data file and writes position delete
 After the MERGE both lakecat scans run again (through those delete files, in that mode), against
 the same scans before it.
 
+``--iceberg-java`` then times the same INSERT, MERGEs and INSERT of the updated rows on
+Iceberg Java 1.10.2's own Spark runtime (the peers' Spark 3.5, ``../shared/peers``, set up by
+its ``setup.sh``; ``java_merge.py``), with the same number of repeats, after lakecat's session
+has stopped: its MERGE / INSERT ratios are the reference implementation's for the same
+statements on the same machine (its absolute seconds are Spark 3.5's).
+
 Each repeat writes fresh copies (a new path, a new table) and runs every measurement in the
 same order (interleaved); a first round warms the JVM and the Python workers up and is not
 counted. The tables show medians, the ratios their per-repeat medians and spread (min-max).
@@ -40,18 +46,24 @@ same rows.
 
     python benchmarks/bench_spark_sql.py
     python benchmarks/bench_spark_sql.py --quick
+    python benchmarks/bench_spark_sql.py --merge-mode merge-on-read --iceberg-java
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from common import Report, base_parser, local_path, median, ratio, timed, workdir
 
 AGGREGATE = "sum(id) AS ids, count(name) AS names, sum(value) AS total"
 COLUMNS = "id bigint, part int, name string, value double"
+PEERS_HOME = Path(os.environ.get("PEERS_HOME") or Path.home() / ".cache" / "lakecat-peers")
+JAVA_MERGE = Path(__file__).with_name("java_merge.py")
 
 
 def spark_session(cores: int, catalog: Any) -> Any:
@@ -98,6 +110,11 @@ def main() -> None:
         choices=("2", "3"),
         default="2",
         help="the lakecat tables' format version (3: row lineage, deletion vectors)",
+    )
+    parser.add_argument(
+        "--iceberg-java",
+        action="store_true",
+        help="also time the INSERT and MERGEs on Iceberg Java's Spark runtime (the peers')",
     )
     args = parser.parse_args()
     if args.quick:
@@ -355,7 +372,53 @@ def main() -> None:
             spread(ratios["merge_part"]),
         )
         spark.stop()
+        if args.iceberg_java:
+            iceberg_java(report, args, folder / "iceberg-java", m["merge"], m["merge_part"])
     report.write()
+
+
+def iceberg_java(report: Report, args: Any, folder: Path, merge: float, merge_part: float) -> None:
+    """Iceberg Java's figures for the same statements (``java_merge.py``), next to lakecat's."""
+    folder.mkdir()
+    python = PEERS_HOME / "spark35" / "bin" / "python"
+    env = {**os.environ, "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
+    command = [str(python), str(JAVA_MERGE), str(folder), str(args.rows), str(args.repeats)]
+    ran = subprocess.run(
+        [*command, args.merge_mode, args.format_version],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    if ran.returncode != 0:
+        raise SystemExit(f"Iceberg Java's MERGE run failed:\n{ran.stderr[-3000:]}")
+    times = json.loads(ran.stdout.strip().splitlines()[-1])
+    m = {key: median(values) for key, values in times.items()}
+    merge_ratios = [ratio(a, b) for a, b in zip(times["merge"], times["insert"], strict=True)]
+    part_ratios = [ratio(a, b) for a, b in zip(times["merge_part"], times["insert"], strict=True)]
+    report.table(
+        f"Iceberg Java 1.10.2 (Spark 3.5, local[2]) on the same statements, {args.merge_mode}, "
+        f"format v{args.format_version}, median of {args.repeats} (seconds); lakecat's MERGEs "
+        "from the table above",
+        [
+            "MERGE condition",
+            "Iceberg Java MERGE",
+            "its INSERT of the same rows",
+            "MERGE / INSERT, median (min-max)",
+            "lakecat MERGE",
+        ],
+        [
+            ["t.id = upd.id", m["merge"], m["insert"], spread(merge_ratios), merge],
+            [
+                "t.id = upd.id AND t.part = 3",
+                m["merge_part"],
+                m["insert"],
+                spread(part_ratios),
+                merge_part,
+            ],
+        ],
+    )
+    report.note(f"Iceberg Java's INSERT of every row: {m['write']:.2f} s (median)")
 
 
 if __name__ == "__main__":

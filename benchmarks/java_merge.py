@@ -1,0 +1,100 @@
+"""Time ``bench_spark_sql.py``'s MERGE on Iceberg Java (run by the peers' spark35 python).
+
+    python java_merge.py OUT_DIR ROWS REPEATS MERGE_MODE FORMAT_VERSION
+
+The reference implementation's own figures for the statements ``bench_spark_sql.py`` times
+on lakecat, on the same data (``id`` long, ``part`` int = ``id % 8``, ``name``, ``value``;
+the updates are 1% of partition 3's rows) and a ``local[2]`` session: an ``INSERT`` of all
+rows into a fresh table ``PARTITIONED BY (part)`` (a HadoopCatalog in ``OUT_DIR``), the MERGE
+(``ON t.id = upd.id``), the same MERGE with ``AND t.part = 3`` on a second fresh table, and
+an ``INSERT`` of the updated rows into an empty table. A first round warms up and is not
+counted. Prints one JSON object: each measurement's seconds per counted round.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+PEERS = os.environ.get("PEERS_SCRIPTS") or str(
+    Path(__file__).resolve().parents[2] / "shared" / "peers"
+)
+
+
+def main() -> None:
+    out, rows, repeats = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    mode, version = sys.argv[4], sys.argv[5]
+    sys.path.insert(0, PEERS)
+    import peer_spark
+
+    p = "spark.sql.catalog.ice"
+    spark = peer_spark.session(
+        {
+            p: "org.apache.iceberg.spark.SparkCatalog",
+            f"{p}.type": "hadoop",
+            f"{p}.warehouse": f"file://{os.path.join(out, 'warehouse')}",
+            "spark.driver.memory": "4g",
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.sql.parquet.compression.codec": "zstd",
+        }
+    )
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.bench")
+    src = spark.range(rows, numPartitions=2).selectExpr(
+        "id",
+        "cast(id % 8 as int) AS part",
+        "concat('name-', cast(id % 1000 as string)) AS name",
+        "cast(id as double) * 0.5 AS value",
+    )
+    src = src.persist()
+    src.count()
+    src.createOrReplaceTempView("src")
+    upd = src.where("part = 3 AND id % 800 = 3").selectExpr("id", "part", "name", "-value AS value")
+    upd = upd.persist()
+    upd.count()
+    upd.createOrReplaceTempView("upd")
+    props = (
+        f"'write.merge.mode' = '{mode}', 'write.update.mode' = '{mode}', "
+        f"'write.delete.mode' = '{mode}', 'format-version' = '{version}'"
+    )
+
+    def create(name: str) -> str:
+        spark.sql(
+            f"CREATE TABLE ice.bench.{name} (id bigint, part int, name string, value double) "
+            f"USING iceberg PARTITIONED BY (part) TBLPROPERTIES ({props})"
+        )
+        return f"ice.bench.{name}"
+
+    def timed(sql: str) -> float:
+        start = time.perf_counter()
+        spark.sql(sql)
+        return time.perf_counter() - start
+
+    times: dict[str, list[float]] = {"write": [], "merge": [], "merge_part": [], "insert": []}
+    for r in range(repeats + 1):
+        table, keyed, same_rows = create(f"t_{r}"), create(f"k_{r}"), create(f"i_{r}")
+        t = {"write": timed(f"INSERT INTO {table} SELECT * FROM src")}
+        spark.sql(f"INSERT INTO {keyed} SELECT * FROM src")
+        t["merge"] = timed(
+            f"MERGE INTO {table} t USING upd ON t.id = upd.id "
+            "WHEN MATCHED THEN UPDATE SET value = upd.value"
+        )
+        t["insert"] = timed(f"INSERT INTO {same_rows} SELECT * FROM upd")
+        t["merge_part"] = timed(
+            f"MERGE INTO {keyed} t USING upd ON t.id = upd.id AND t.part = 3 "
+            "WHEN MATCHED THEN UPDATE SET value = upd.value"
+        )
+        changed = spark.sql(f"SELECT count(*) FROM {table} WHERE value < 0").collect()[0][0]
+        if changed != upd.count():
+            raise SystemExit(f"Iceberg Java's MERGE updated {changed} rows")
+        if r:  # round 0 warms up
+            for key, seconds in t.items():
+                times[key].append(seconds)
+    print(json.dumps(times))
+
+
+if __name__ == "__main__":
+    main()
