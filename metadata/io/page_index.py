@@ -141,19 +141,32 @@ class FileIndex:
         return chunk
 
 
-def read_file_index(read: ReadRange, size: int) -> FileIndex | None:
+def read_file_index(
+    read: ReadRange, size: int, footer_length: int | None = None
+) -> FileIndex | None:
     """The footer of the Parquet file of ``size`` bytes read through ``read``, decoded;
-    ``None`` when it is encrypted, too large or not decodable here."""
+    ``None`` when it is encrypted, too large or not decodable here. With the footer's length
+    known (what pyarrow's metadata calls ``serialized_size``), the footer and the file's last
+    8 bytes come in one read (one request on an object store) instead of two."""
     if size < 12:
         return None
-    tail = read(size - 8, 8)
+    body: bytes | None = None
+    if footer_length is None:
+        tail = read(size - 8, 8)
+    elif footer_length > MAX_FOOTER_BYTES or footer_length + 12 > size:
+        return None
+    else:
+        data = read(size - 8 - footer_length, footer_length + 8)
+        tail, body = data[-8:], data[:-8]
+    length = int.from_bytes(tail[:4], "little")
     if tail[4:] != b"PAR1":
         return None  # "PARE": an encrypted footer
-    length = int.from_bytes(tail[:4], "little")
     if length > MAX_FOOTER_BYTES or length + 12 > size:
         return None
+    if body is not None and length != len(body):
+        return None  # not the footer pyarrow read
     try:
-        footer, _ = decode_struct(read(size - 8 - length, length))
+        footer, _ = decode_struct(body if body is not None else read(size - 8 - length, length))
         if 8 in footer:  # encryption_algorithm: columns may be encrypted
             return None
         schema: list[Struct] = footer[2][1].items

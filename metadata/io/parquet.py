@@ -719,10 +719,11 @@ class OpenDataFile:
         evaluator = layout.reads.row_group_filter
         if evaluator is None or layout.columns is None:
             return None
-        if not page_index.worth_reading(self._reader.metadata.serialized_size, self.num_rows):
+        footer_length = self._reader.metadata.serialized_size
+        if not page_index.worth_reading(footer_length, self.num_rows):
             return None
         try:
-            index = read_file_index(self.read_range, self.size)
+            index = read_file_index(self.read_range, self.size, footer_length)
         except StorageError:
             raise
         except (OSError, ValueError, AttributeError):

@@ -3,6 +3,8 @@ that may hold a match, and find exactly the rows the whole-row-group read finds.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -153,6 +155,28 @@ def test_only_the_pages_that_may_hold_a_key_are_read(always_paged, paged_file, m
     assert positions(LocalFileIO(), paged_file, SCHEMA, "id IN (600, 601)") == [600, 601]
     assert decoded == [PAGE_ROWS]  # one page of one row group
     assert paged < whole_row_group * 3  # the footer and the index read again: small
+
+
+def test_a_known_footer_length_reads_the_footer_in_one_request(paged_file):
+    path = paged_file.file_path
+    size = os.path.getsize(path)
+    reads: list[tuple[int, int]] = []
+
+    def read(offset: int, length: int) -> bytes:
+        reads.append((offset, length))
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(length)
+
+    two_reads = page_index.read_file_index(read, size)
+    assert len(reads) == 2
+    reads.clear()
+    length = pq.ParquetFile(path).metadata.serialized_size
+    one_read = page_index.read_file_index(read, size, length)
+
+    assert reads == [(size - 8 - length, length + 8)]
+    assert one_read == two_reads and one_read is not None
+    assert page_index.read_file_index(read, size, length - 1) is None  # not this file's footer
 
 
 def test_a_file_without_a_page_index_reads_its_row_groups_whole(always_paged, tmp_path):
