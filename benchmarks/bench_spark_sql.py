@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from common import Report, base_parser, local_path, median, ratio, timed, workdir
+from java_merge import source_views
 
 AGGREGATE = "sum(id) AS ids, count(name) AS names, sum(value) AS total"
 COLUMNS = "id bigint, part int, name string, value double"
@@ -127,21 +128,7 @@ def main() -> None:
         catalog = Catalog.embedded(folder / "lake")
         catalog.create_namespace("bench")
         spark = spark_session(args.cores, catalog)
-        src = spark.range(args.rows, numPartitions=args.cores).selectExpr(
-            "id",
-            "cast(id % 8 as int) AS part",
-            "concat('name-', cast(id % 1000 as string)) AS name",
-            "cast(id as double) * 0.5 AS value",
-        )
-        src = src.persist()
-        src.count()
-        src.createOrReplaceTempView("src")
-        upd = src.where("part = 3 AND id % 800 = 3").selectExpr(
-            "id", "part", "name", "-value AS value"
-        )
-        upd = upd.persist()
-        updated_rows = upd.count()
-        upd.createOrReplaceTempView("upd")
+        src, updated_rows = source_views(spark, args.rows, args.cores)
 
         def create(name: str) -> str:
             spark.sql(

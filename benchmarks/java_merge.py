@@ -18,10 +18,30 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 PEERS = os.environ.get("PEERS_SCRIPTS") or str(
     Path(__file__).resolve().parents[2] / "shared" / "peers"
 )
+
+
+def source_views(spark: Any, rows: int, partitions: int) -> tuple[Any, int]:
+    """The temporary views ``src`` (``rows`` rows: ``id`` long, ``part`` int = ``id % 8``,
+    ``name``, ``value``) and ``upd`` (1% of partition 3's rows, ``value`` negated), cached, as
+    both engines' runs make them; ``src``'s DataFrame and the number of rows in ``upd``."""
+    src = spark.range(rows, numPartitions=partitions).selectExpr(
+        "id",
+        "cast(id % 8 as int) AS part",
+        "concat('name-', cast(id % 1000 as string)) AS name",
+        "cast(id as double) * 0.5 AS value",
+    )
+    src = src.persist()
+    src.count()
+    src.createOrReplaceTempView("src")
+    upd = src.where("part = 3 AND id % 800 = 3").selectExpr("id", "part", "name", "-value AS value")
+    upd = upd.persist()
+    upd.createOrReplaceTempView("upd")
+    return src, upd.count()
 
 
 def main() -> None:
@@ -43,19 +63,7 @@ def main() -> None:
         }
     )
     spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.bench")
-    src = spark.range(rows, numPartitions=2).selectExpr(
-        "id",
-        "cast(id % 8 as int) AS part",
-        "concat('name-', cast(id % 1000 as string)) AS name",
-        "cast(id as double) * 0.5 AS value",
-    )
-    src = src.persist()
-    src.count()
-    src.createOrReplaceTempView("src")
-    upd = src.where("part = 3 AND id % 800 = 3").selectExpr("id", "part", "name", "-value AS value")
-    upd = upd.persist()
-    upd.count()
-    upd.createOrReplaceTempView("upd")
+    _, updated = source_views(spark, rows, 2)
     props = (
         f"'write.merge.mode' = '{mode}', 'write.update.mode' = '{mode}', "
         f"'write.delete.mode' = '{mode}', 'format-version' = '{version}'"
@@ -88,7 +96,7 @@ def main() -> None:
             "WHEN MATCHED THEN UPDATE SET value = upd.value"
         )
         changed = spark.sql(f"SELECT count(*) FROM {table} WHERE value < 0").collect()[0][0]
-        if changed != upd.count():
+        if changed != updated:
             raise SystemExit(f"Iceberg Java's MERGE updated {changed} rows")
         if r:  # round 0 warms up
             for key, seconds in t.items():
