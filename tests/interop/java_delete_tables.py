@@ -30,6 +30,8 @@ Commands (the answer of a failed command is ``{"error": "<type>: <message>"}``):
 ``{"op": "sql", "statement": "..."}``
     runs a Spark SQL statement (``{t:<name>}`` is not expanded: give full names,
     ``peers.db.<name>``): ``{"done": true}``.
+``{"op": "query", "statement": "SELECT ..."}``
+    runs a query and answers its rows, in order, as lists of JSON values: ``{"rows": [...]}``.
 ``{"op": "quit"}``
     stops the session.
 
@@ -219,6 +221,8 @@ class Tables(Fixtures):
         if op == "sql":
             self.spark.sql(command["statement"]).collect()
             return {"done": True}
+        if op == "query":
+            return {"rows": [list(r) for r in self.spark.sql(command["statement"]).collect()]}
         raise ValueError(f"unknown command {op!r}")
 
 

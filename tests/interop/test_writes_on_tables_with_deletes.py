@@ -20,10 +20,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import queue
-import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +28,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from peers import PEER_PYTHON, PEERS_HOME, PEERS_SCRIPTS, canonical_rows, local_path, require_peers
+from java_session import JavaTables, java_session, lakecat_on
+from peers import canonical_rows, local_path
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.cli.entry import main as lakecat_main
@@ -57,111 +54,19 @@ from lakecat.metadata.schema import IntegerType
 
 pytestmark = pytest.mark.interop
 
-SCRIPT = Path(__file__).resolve().parent / "java_delete_tables.py"
 COLUMNS = ["id", "cat", "note"]
 FEATURE = "delete files"
 GUARDED = ["pos_guarded", "eq_guarded"]  # never changed: every refusal runs on them
-START_TIMEOUT_S = 300
-COMMAND_TIMEOUT_S = 300
-
-
-# ---- Iceberg Java, one session for the module ---------------------------------------------------
-class JavaTables:
-    """The ``java_delete_tables.py`` process: one command at a time, one answer each."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.log = root / "java.log"
-        self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self._log = self.log.open("wb")
-        self._proc = subprocess.Popen(
-            [str(PEER_PYTHON["spark"]), str(SCRIPT), str(root)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            env={**os.environ, "PEERS_HOME": str(PEERS_HOME), "PEERS_SCRIPTS": str(PEERS_SCRIPTS)},
-            cwd=root,
-        )
-        threading.Thread(target=self._read, daemon=True).start()
-        self._next(START_TIMEOUT_S)  # {"ready": true}
-        self.tables: dict[str, dict[str, Any]] = self.call({"op": "create"})["tables"]
-
-    def _read(self) -> None:
-        assert self._proc.stdout is not None
-        for line in self._proc.stdout:
-            if line.startswith("@@ "):
-                self._answers.put(json.loads(line[3:]))
-        self._answers.put(None)  # the process ended
-
-    def _next(self, timeout_s: float) -> dict[str, Any]:
-        try:
-            answer = self._answers.get(timeout=timeout_s)
-        except queue.Empty:
-            answer = None
-        if answer is None:
-            tail = self.log.read_text(errors="replace")[-3000:]
-            pytest.fail(f"java_delete_tables.py gave no answer; {self.log}:\n{tail}")
-        return answer
-
-    def call(self, command: dict[str, Any]) -> dict[str, Any]:
-        assert self._proc.stdin is not None
-        self._proc.stdin.write(json.dumps(command) + "\n")
-        self._proc.stdin.flush()
-        answer = self._next(COMMAND_TIMEOUT_S)
-        if "error" in answer:
-            pytest.fail(f"Iceberg Java: {answer['error']} (command {command})")
-        return answer
-
-    def make(self, table: str, recipe: str) -> None:
-        """A new table ``table`` made as the ``recipe`` table (``pos_guarded``/``eq_guarded``)."""
-        self.tables.update(self.call({"op": "make", "table": table, "recipe": recipe})["tables"])
-
-    def rows(self, table: str, **options: Any) -> list[list[Any]]:
-        rows: list[list[Any]] = self.call({"op": "rows", "table": table, "options": options})[
-            "rows"
-        ]
-        return rows
-
-    def sql(self, statement: str) -> None:
-        self.call({"op": "sql", "statement": statement})
-
-    def snapshots(self, table: str) -> list[int]:
-        ids: list[int] = self.tables[table]["snapshots"]
-        return ids
-
-    def close(self) -> None:
-        try:
-            if self._proc.poll() is None and self._proc.stdin is not None:
-                self._proc.stdin.write('{"op": "quit"}\n')
-                self._proc.stdin.flush()
-                self._proc.wait(timeout=120)
-        except (OSError, subprocess.TimeoutExpired):
-            self._proc.kill()
-            self._proc.wait()
-        finally:
-            self._log.close()
 
 
 @pytest.fixture(scope="module")
 def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaTables]:
-    require_peers(("spark",))
-    tables = JavaTables(tmp_path_factory.mktemp("java-delete-tables"))
-    try:
-        yield tables
-    finally:
-        tables.close()
+    yield from java_session(tmp_path_factory.mktemp("java-delete-tables"))
 
 
 @pytest.fixture(scope="module")
 def lake(java: JavaTables) -> Iterator[Catalog]:
-    catalog = Catalog(
-        f"sqlite:///{java.root / 'catalog.db'}",
-        warehouse=str(java.root / "warehouse"),
-        name="peers",
-    )
-    yield catalog
-    catalog.close()
+    yield from lakecat_on(java)
 
 
 # ---- helpers ------------------------------------------------------------------------------------
