@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 # --- commit retry (Iceberg TableProperties) ---------------------------------------------
 COMMIT_NUM_RETRIES = "commit.retry.num-retries"
@@ -60,6 +60,9 @@ WRITE_METADATA_PATH = "write.metadata.path"
 METRICS_MODE_DEFAULT = "write.metadata.metrics.default"
 METRICS_MODE_DEFAULT_DEFAULT = "truncate(16)"
 METRICS_MODE_COLUMN_PREFIX = "write.metadata.metrics.column."
+# lakecat writes no bloom filters; a schema change keeps the property on the right column
+PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX = "write.parquet.bloom-filter-enabled.column."
+COLUMN_PROPERTY_PREFIXES = (METRICS_MODE_COLUMN_PREFIX, PARQUET_BLOOM_FILTER_COLUMN_ENABLED_PREFIX)
 
 # --- isolation ----------------------------------------------------------------------------
 DELETE_ISOLATION_LEVEL = "write.delete.isolation-level"
@@ -124,3 +127,21 @@ def get_bool(props: Mapping[str, str], key: str, default: bool) -> bool:
     if value is None:
         return default
     return value.strip().lower() == "true"
+
+
+def column_properties_after(
+    props: Mapping[str, str], renamed: Mapping[str, str], deleted: Collection[str]
+) -> dict[str, str]:
+    """``props`` after a schema change, as Iceberg Java's ``PropertyUtil.applySchemaChanges``
+    moves them: a per-column property (:data:`COLUMN_PROPERTY_PREFIXES` then the column's
+    dotted name) of a renamed column (``renamed``: old name to new) is renamed, one of a
+    deleted column dropped; every other property is kept."""
+    out: dict[str, str] = {}
+    for key, value in props.items():
+        prefix = next((p for p in COLUMN_PROPERTY_PREFIXES if key.startswith(p)), "")
+        column = key[len(prefix) :]
+        if prefix and column in renamed:
+            out[prefix + renamed[column]] = value
+        elif not prefix or column not in deleted:
+            out.setdefault(key, value)
+    return out

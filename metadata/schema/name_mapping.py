@@ -109,6 +109,21 @@ class NameMapping:
         without ids are first added to it)."""
         return NameMapping(tuple(_mapped(f) for f in schema.fields))
 
+    def updated(
+        self,
+        updates: Mapping[int, NestedField],
+        adds: Mapping[int, Sequence[NestedField]],
+    ) -> NameMapping:
+        """The mapping after a schema change, as Iceberg Java's ``MappingUtil.update`` makes
+        it (a schema change commits it with the new schema): a field in ``updates`` (changed
+        fields by id) gains its new name and keeps its old ones; the fields in ``adds`` (new
+        fields by the id of the field they were added to: a struct, a list's element, a
+        map's value, or -1 for the top level) are mapped by their names, where the mapping
+        holds their parent; a name the change gives to one field is taken from the other
+        fields of its struct. Deleted fields stay mapped (their ids are read by no schema).
+        """
+        return NameMapping(_updated_level(self.fields, -1, updates, adds))
+
     def with_ids(self, file_schema: pa.Schema) -> pa.Schema:
         """``file_schema`` (a file's, without field ids) with the ids its names map to, at
         every level; a field the mapping does not name keeps no id (it is not read)."""
@@ -125,6 +140,62 @@ def name_mapping_of(properties: Mapping[str, str]) -> NameMapping | None:
 
 def has_field_ids(file_schema: pa.Schema) -> bool:
     return any(field_id_of(f) is not None for f in file_schema)
+
+
+def _updated_level(
+    fields: Sequence[MappedField],
+    parent_id: int,
+    updates: Mapping[int, NestedField],
+    adds: Mapping[int, Sequence[NestedField]],
+) -> tuple[MappedField, ...]:
+    """One struct level of :meth:`NameMapping.updated`: its fields renamed and their children
+    updated, names given to other fields taken away, then the fields added here appended."""
+    level: list[MappedField] = []
+    for f in fields:
+        names = f.names
+        update = updates.get(f.field_id) if f.field_id is not None else None
+        if update is not None and update.name not in names:
+            names = (*names, update.name)
+        children = f.fields
+        if f.field_id is not None:
+            children = _updated_level(children, f.field_id, updates, adds)
+        level.append(MappedField(names, f.field_id, children))
+    assigned: dict[str, int | None] = {
+        updates[f.field_id].name: f.field_id
+        for f in level
+        if f.field_id is not None and f.field_id in updates
+    }
+    level = [_without_names_of_others(f, assigned) for f in level]
+    added = [_mapped(f) for f in adds.get(parent_id, ())]
+    if not added:
+        return tuple(level)
+    assigned = {f.names[0]: f.field_id for f in added}
+    added_by_id = {f.field_id: f for f in added}
+    merged: set[int | None] = set()
+    out: list[MappedField] = []
+    for f in level:
+        f = _without_names_of_others(f, assigned)
+        addition = added_by_id.get(f.field_id)
+        if addition is not None:  # an id mapped already (a stale mapping): one field, all names
+            merged.add(f.field_id)
+            f = _merged(f, addition)
+        out.append(f)
+    out.extend(f for f in added if f.field_id not in merged)
+    return tuple(out)
+
+
+def _without_names_of_others(f: MappedField, assigned: Mapping[str, int | None]) -> MappedField:
+    kept = tuple(n for n in f.names if assigned.get(n, f.field_id) == f.field_id)
+    return f if len(kept) == len(f.names) else MappedField(kept, f.field_id, f.fields)
+
+
+def _merged(stale: MappedField, added: MappedField) -> MappedField:
+    names = stale.names + tuple(n for n in added.names if n not in stale.names)
+    by_id = {c.field_id: c for c in added.fields}
+    children = [_merged(c, by_id[c.field_id]) if c.field_id in by_id else c for c in stale.fields]
+    known = {c.field_id for c in stale.fields}
+    children.extend(c for c in added.fields if c.field_id not in known)
+    return MappedField(names, added.field_id, tuple(children))
 
 
 def _find(fields: Sequence[MappedField], name: str) -> MappedField | None:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from lakecat.metadata.errors import InvalidUpdate, UnknownColumn
+from lakecat.metadata.properties import column_properties_after
+from lakecat.metadata.schema.name_mapping import NAME_MAPPING_PROPERTY, name_mapping_of
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import (
     DoubleType,
@@ -36,7 +38,14 @@ from lakecat.metadata.schema.types import (
     can_promote,
 )
 from lakecat.metadata.table.table_metadata import TableMetadata
-from lakecat.metadata.table.updates import LAST_ADDED, AddSchema, SetCurrentSchema, TableUpdate
+from lakecat.metadata.table.updates import (
+    LAST_ADDED,
+    AddSchema,
+    RemoveProperties,
+    SetCurrentSchema,
+    SetProperties,
+    TableUpdate,
+)
 
 TABLE_ROOT_ID = -1
 """Parent id of top-level columns in the bookkeeping below."""
@@ -356,11 +365,36 @@ class SchemaUpdate:
         return replace(candidate, schema_id=self._schema_id_for(candidate))
 
     def updates(self) -> list[TableUpdate]:
-        """``[AddSchema, SetCurrentSchema(-1)]``, or ``[]`` when nothing changes."""
+        """``[AddSchema, SetCurrentSchema(-1)]``, or ``[]`` when nothing changes; followed,
+        as Iceberg Java's ``SchemaUpdate`` commits them, by the table properties the change
+        moves: the name mapping (``schema.name-mapping.default``) gains the new names and
+        columns, and the per-column metrics and bloom filter properties of a renamed column
+        are renamed, those of a deleted column removed."""
         schema = self.apply()
         if schema.same_structure(self._schema):
             return []
-        return [AddSchema(schema, self._last_column_id), SetCurrentSchema(LAST_ADDED)]
+        changes: list[TableUpdate] = [
+            AddSchema(schema, self._last_column_id),
+            SetCurrentSchema(LAST_ADDED),
+        ]
+        properties = dict(self._metadata.properties)
+        mapping = name_mapping_of(properties)
+        if mapping is not None:
+            properties[NAME_MAPPING_PROPERTY] = mapping.updated(self._updates, self._adds).to_json()
+        renamed = {
+            self._schema.column_name(i): schema.column_name(i)
+            for i in self._updates
+            if self._schema.column_name(i) != schema.column_name(i)
+        }
+        deleted = [self._schema.column_name(i) for i in self._deletes]
+        properties = column_properties_after(properties, renamed, deleted)
+        removed = tuple(k for k in self._metadata.properties if k not in properties)
+        if removed:
+            changes.append(RemoveProperties(removed))
+        changed = {k: v for k, v in properties.items() if self._metadata.properties.get(k) != v}
+        if changed:
+            changes.append(SetProperties(changed))
+        return changes
 
     @property
     def last_column_id(self) -> int:
