@@ -40,6 +40,7 @@ opens with the error's class and message (:func:`~lakecat.spark_ext.errors.error
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -90,6 +91,8 @@ SKIP_OVERWRITE = "streaming-skip-overwrite-snapshots"
 MAX_FILES = "streaming-max-files-per-micro-batch"
 MAX_ROWS = "streaming-max-rows-per-micro-batch"
 BEFORE_FIRST = -1
+# The most data files a stream reader remembers of the snapshots it planned
+CACHED_FILES = 100_000
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,29 @@ class LakecatStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.from_ms = to_timestamp_ms(int(raw) if raw.isdigit() else raw) if raw else None
         # Trigger.AvailableNow: the snapshot the query reads up to (the head when it started).
         self.available_now: int | None = None
+        # The files each append snapshot added (immutable), by table uuid and snapshot id:
+        # every micro-batch asks for its snapshots' files twice (its end offset, then its
+        # partitions), and a batch that ends inside a snapshot leaves it to the next one.
+        self._added: OrderedDict[tuple[str, int], tuple[DataFile, ...]] = OrderedDict()
+        self._added_count = 0
+
+    def _added_files(
+        self, metadata: TableMetadata, location: str, snapshot: Snapshot
+    ) -> tuple[DataFile, ...]:
+        """:func:`snapshot_files`, remembered for the stream's snapshots (the most recently
+        used, up to :data:`CACHED_FILES` files in all)."""
+        key = (str(metadata.table_uuid), snapshot.snapshot_id)
+        added = self._added.get(key)
+        if added is not None:
+            self._added.move_to_end(key)
+            return added
+        added = snapshot_files(self.settings, metadata, location, snapshot)
+        self._added[key] = added
+        self._added_count += len(added)
+        while self._added_count > CACHED_FILES and len(self._added) > 1:
+            _, dropped = self._added.popitem(last=False)
+            self._added_count -= len(dropped)
+        return added
 
     def _metadata(self) -> tuple[TableMetadata, str]:
         with self.settings.open() as catalog:
@@ -263,7 +289,7 @@ class LakecatStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for snapshot in snapshots:
             sid = snapshot.snapshot_id
             if self._reads(snapshot):
-                added = snapshot_files(self.settings, metadata, location, snapshot)
+                added = self._added_files(metadata, location, snapshot)
                 first = start.first_file(sid)
                 for index in range(first, len(added)):
                     if max_files is not None and files + 1 > max_files:
@@ -318,7 +344,7 @@ class LakecatStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for snapshot in snapshots:
             if not self._reads(snapshot):
                 continue
-            added = snapshot_files(self.settings, metadata, location, snapshot)
+            added = self._added_files(metadata, location, snapshot)
             total += len(added)
             sid = snapshot.snapshot_id
             files.extend(added[start.first_file(sid) : end.end_file(sid, len(added))])

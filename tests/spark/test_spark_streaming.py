@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import itertools
 import json
 import os
@@ -19,6 +21,7 @@ import lakecat.spark_ext as lk
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.maintenance import rewrite_data_files
 from lakecat.metadata.errors import ConcurrentTransaction, ValidationError
+from lakecat.metadata.io.fileio import LocalFileIO
 from lakecat.spark_ext.errors import error_class_name
 from lakecat.spark_ext.settings import CatalogSettings
 from lakecat.spark_ext.source.stream_read import LakecatStreamReader, StreamOffset
@@ -342,6 +345,52 @@ def test_offsets_step_through_snapshots_and_plan_the_same_files_again(catalog: C
     assert len(paths({"snapshot_id": first}, {"snapshot_id": third})) == 4
     # all available: one batch to the head
     assert reader.latestOffset({"snapshot_id": first}, ReadAllAvailable()) == {"snapshot_id": third}
+
+
+class ManifestReadsIO(LocalFileIO):
+    """Local files; counts the reads of each manifest and manifest list (Avro) path."""
+
+    def __init__(self) -> None:
+        self.reads: collections.Counter[str] = collections.Counter()
+
+    def read(self, location: str) -> bytes:
+        if location.endswith(".avro"):
+            self.reads[location] += 1
+        return super().read(location)
+
+    def open_input(self, location: str) -> Any:
+        if location.endswith(".avro"):
+            self.reads[location] += 1
+        return super().open_input(location)
+
+
+def test_each_snapshots_manifests_are_read_once_for_all_its_batches(catalog: Catalog) -> None:
+    """Batches of one file over appends of two files each: every batch ends inside or at the
+    end of a snapshot, and each offset is planned twice (its end, then its partitions); the
+    reader decodes each snapshot's manifest list and manifests once for all of it."""
+    table = parted_table(catalog, appends=3)
+    io = ManifestReadsIO()
+    settings = dataclasses.replace(CatalogSettings.of_catalog(catalog), io=io)
+    options = {"path": "db.events", "streaming-max-files-per-micro-batch": "1"}
+    spark_schema = StructType([StructField("id", LongType()), StructField("part", LongType())])
+    reader = LakecatStreamReader(settings, options, spark_schema)
+
+    offsets = [reader.initialOffset()]
+    while (end := reader.latestOffset(offsets[-1], reader.getDefaultReadLimit())) != offsets[-1]:
+        offsets.append(end)
+    batches = [
+        sorted(f.file_path for p in reader.partitions(a, b) for f in p.files)
+        for a, b in itertools.pairwise(offsets)
+    ]
+
+    assert len(batches) == 6 and all(len(b) == 1 for b in batches)
+    assert len({b[0] for b in batches}) == 6
+    manifest_reads = {k: n for k, n in io.reads.items() if "/metadata/" in k}
+    assert manifest_reads  # the snapshots' manifest lists and manifests were read ...
+    assert set(manifest_reads.values()) == {1}  # ... once each
+    assert [s.snapshot_id for s in table.refresh().snapshots()] == [
+        StreamOffset.parse(o).snapshot_id for o in offsets[2::2]
+    ]
 
 
 def test_the_rate_limit_options_must_be_positive_integers(catalog: Catalog) -> None:
