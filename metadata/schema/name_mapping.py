@@ -18,6 +18,7 @@ A list's element maps by the name ``element``, a map's key and value by ``key`` 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -133,9 +134,15 @@ class NameMapping:
 
 
 def name_mapping_of(properties: Mapping[str, str]) -> NameMapping | None:
-    """The table's name mapping (``schema.name-mapping.default``), if it has one."""
+    """The table's name mapping (``schema.name-mapping.default``), if it has one (parsed once
+    per distinct text: every scan, delete reader and conflict check asks for it)."""
     text = properties.get(NAME_MAPPING_PROPERTY)
-    return None if text is None else NameMapping.parse(text)
+    return None if text is None else _parsed(text)
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(text: str) -> NameMapping:
+    return NameMapping.parse(text)  # immutable: one object serves every caller
 
 
 def has_field_ids(file_schema: pa.Schema) -> bool:

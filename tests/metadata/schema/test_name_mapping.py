@@ -173,3 +173,11 @@ def test_a_mapping_that_names_none_of_a_files_columns_reads_nothing_by_name(tmp_
     # without a mapping, a file without ids is read by name
     by_name = read_data_file(LocalFileIO(), plain, projected=TABLE.select(["label"]))
     assert by_name.column("label").to_pylist() == ["x", "y"]
+
+
+def test_the_same_mapping_text_is_parsed_once() -> None:
+    props = {"schema.name-mapping.default": json.dumps(MAPPING)}
+    first = name_mapping_of(props)
+    assert first is not None and name_mapping_of(dict(props)) is first
+    other = name_mapping_of({"schema.name-mapping.default": json.dumps(MAPPING[:1])})
+    assert other is not None and other is not first and len(other.fields) == 1
