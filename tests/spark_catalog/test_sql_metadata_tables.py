@@ -575,3 +575,42 @@ def test_a_position_delete_file_that_stores_rows_shows_them_as_text(tmp_path: Pa
         ("a.parquet", 1, {"id": "7", "region": "eu"}),
         ("a.parquet", 4, {"id": "9", "region": None}),
     ]
+
+
+PER_MANIFEST_TABLES = [
+    "entries",
+    "all_entries",
+    "files",
+    "data_files",
+    "delete_files",
+    "all_files",
+    "all_data_files",
+    "all_delete_files",
+    "position_deletes",
+]
+
+
+def test_tables_of_entries_and_files_are_read_a_group_of_manifests_per_task(lake: Lake) -> None:
+    """Manifests are read by the tasks, in groups of at most read.split.metadata-target-size
+    bytes (Iceberg's property): a task per manifest at 1 byte, one task for this small table
+    by default, the same rows either way."""
+    table = build(lake.catalog, "db.split", "2")
+
+    def read(kind: str) -> tuple[int, list[str]]:
+        frame = lake.spark.table(f"lake.db.split.{kind}")
+        return frame.rdd.getNumPartitions(), sorted(str(r) for r in frame.collect())
+
+    whole = {kind: read(kind) for kind in PER_MANIFEST_TABLES}
+    assert {tasks for tasks, _ in whole.values()} == {1}
+    table.set_properties({"read.split.metadata-target-size": "1"})
+    split = {kind: read(kind) for kind in PER_MANIFEST_TABLES}
+    current = manifests(table)
+    reachable = {
+        m.manifest_path for s in table.snapshots() for m in manifests(table, s.snapshot_id)
+    }
+    assert split["files"][0] == len(current) > 1
+    assert split["all_files"][0] == len(reachable) > len(current)
+    assert split["delete_files"][0] == sum(int(m.content) == 1 for m in current)
+    for kind in PER_MANIFEST_TABLES:
+        assert split[kind][1] == whole[kind][1], kind
+        assert whole[kind][1], kind  # every table has rows here

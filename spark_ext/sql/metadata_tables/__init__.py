@@ -2,9 +2,13 @@
 
 The Spark catalog answers ``lake.db.t.<kind>`` with a read-only table served by this Python
 data source (registered next to the table data source by
-:func:`lakecat.spark_ext.attach_catalog`). The rows are made on the driver when Spark plans the
-read (a Python worker loads the table from the catalog) and handed to one task; executors
-never open the catalog. Every table has Iceberg's columns, names and order (Iceberg 1.10,
+:func:`lakecat.spark_ext.attach_catalog`). When Spark plans the read, the driver (a Python
+worker) loads the table from the catalog and plans its rows (:func:`plan_rows`): the tables
+of manifest entries, files and deleted positions, which grow with the table, are read a group
+of manifests per task (up to ``read.split.metadata-target-size``, 32 MiB, of manifests each,
+as Iceberg Java groups them), by the tasks; the others (snapshots, history, refs, metadata
+log, manifests, partitions) are made on the driver and handed to one task. Executors never
+open the catalog. Every table has Iceberg's columns, names and order (Iceberg 1.10,
 ``core/.../*Table.java``), read from the table's metadata, manifest lists and manifests:
 
 * ``snapshots``, ``history``, ``refs``, ``metadata_log_entries`` (the metadata log plus the
@@ -49,18 +53,27 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.manifests import ManifestFile
 from lakecat.spark_ext.settings import CatalogSettings, settings_from_options, table_identifier
-from lakecat.spark_ext.sql.metadata_tables.rows import deleted_positions, rows
+from lakecat.spark_ext.sql.metadata_tables.rows import (
+    RowsPlan,
+    deleted_positions,
+    plan_rows,
+    rows,
+)
 from lakecat.spark_ext.sql.metadata_tables.schemas import METADATA_TABLE, METADATA_TABLES, SCHEMAS
 
 __all__ = [
     "METADATA_TABLE",
     "METADATA_TABLES",
     "SCHEMAS",
+    "ManifestGroup",
     "MetadataReader",
     "MetadataTableSource",
+    "RowsPlan",
     "deleted_positions",
     "metadata_source",
+    "plan_rows",
     "rows",
 ]
 
@@ -90,20 +103,38 @@ class MetadataTableSource(DataSource):
         settings = settings_from_options(type(self).settings, self.options)
         with settings.open() as catalog:
             table = catalog.load_table(table_identifier(self.options))
-            return MetadataReader(rows(table, self._kind()))
+            return MetadataReader(plan_rows(table, self._kind()), settings, table.location)
+
+
+class ManifestGroup(InputPartition):
+    """One task of a metadata table made a manifest at a time: its manifests."""
+
+    def __init__(self, manifests: tuple[ManifestFile, ...]) -> None:
+        self.manifests = manifests
 
 
 class MetadataReader(DataSourceReader):
-    """Made on the driver with the rows; one task hands them to Spark."""
+    """Made on the driver with the table's plan: the rows, handed over by one task, or the
+    groups of manifests, a task each, whose rows the tasks make (with the catalog's FileIO,
+    never opening the catalog)."""
 
-    def __init__(self, table_rows: list[tuple[Any, ...]]) -> None:
-        self.table_rows = table_rows
+    def __init__(self, plan: RowsPlan, settings: CatalogSettings, location: str) -> None:
+        self.plan = plan
+        self.settings = settings
+        self.location = location
 
     def partitions(self) -> list[InputPartition]:
-        return [InputPartition(0)]
+        if self.plan.rows is not None or not self.plan.groups:
+            return [InputPartition(0)]
+        return [ManifestGroup(group) for group in self.plan.groups]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        return iter(self.table_rows)
+        if self.plan.rows is not None:
+            return iter(self.plan.rows)
+        if not isinstance(partition, ManifestGroup):
+            return iter(())
+        io = self.settings.file_io(self.location)
+        return iter(self.plan.rows_of(io, partition.manifests))
 
 
 def metadata_source(settings: CatalogSettings, format_name: str) -> type[MetadataTableSource]:

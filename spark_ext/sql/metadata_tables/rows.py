@@ -1,4 +1,7 @@
-"""The rows of each metadata table, from the table's metadata, manifest lists and manifests."""
+"""The rows of each metadata table, from the table's metadata, manifest lists and manifests:
+made on the driver for the tables of snapshots, refs, manifest lists and partitions, a group of
+manifests at a time (:class:`RowsPlan`, a Spark task each) for the tables that list manifest
+entries, files and deleted positions, which grow with the table."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakecat.catalog import Table
+from lakecat.metadata import properties as P
 from lakecat.metadata.deletes import positions_array, read_deletion_vector
 from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.manifests import (
@@ -32,17 +36,66 @@ from lakecat.metadata.partitioning import (
     parse_transform,
 )
 from lakecat.metadata.schema import IcebergType, PrimitiveType, Schema, from_bytes
+from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.sql.metadata_tables.schemas import METADATA_TABLES
 
 
 def rows(table: Table, kind: str) -> list[tuple[Any, ...]]:
-    """The rows of one metadata table of ``table``."""
+    """The rows of one metadata table of ``table``, all made here."""
+    plan = plan_rows(table, kind)
+    if plan.rows is not None:
+        return plan.rows
+    return [r for group in plan.groups for r in plan.rows_of(table.io, group)]
+
+
+@dataclass(frozen=True)
+class RowsPlan:
+    """How one metadata table's rows are made: ``rows``, made on the driver (the tables
+    of snapshots, refs, manifest lists, partitions), or ``groups`` of manifests whose rows
+    :meth:`rows_of` makes from each group apart (the tables of manifest entries and files,
+    and of the positions delete files hold, which grow with the table: a task per group)."""
+
+    kind: str
+    decoder: _Decoder
+    rows: list[tuple[Any, ...]] | None = None
+    groups: tuple[tuple[ManifestFile, ...], ...] = ()
+
+    def rows_of(self, io: Any, manifests: Iterable[ManifestFile]) -> list[tuple[Any, ...]]:
+        per_manifest = _PER_MANIFEST[self.kind][1]
+        return [r for m in manifests for r in per_manifest(self.decoder, io, m)]
+
+
+def plan_rows(table: Table, kind: str) -> RowsPlan:
+    """The plan of one metadata table of ``table``: its rows, or its manifests in groups of
+    at most the table's ``read.split.metadata-target-size`` bytes of manifest files each
+    (Iceberg's property and default, 32 MiB; a larger manifest is a group of its own)."""
+    t = _Tables(table)
+    per_manifest = _PER_MANIFEST.get(kind)
+    if per_manifest is not None:
+        size = P.get_int(
+            t.metadata.properties, P.METADATA_SPLIT_SIZE, P.METADATA_SPLIT_SIZE_DEFAULT
+        )
+        return RowsPlan(kind, t.decoder, groups=_grouped(per_manifest[0](t), max(1, size)))
     make = _ROWS.get(kind)
     if make is None:
         raise ValidationError(
             f"no metadata table {kind!r}: use one of {', '.join(METADATA_TABLES)}"
         )
-    return make(_Tables(table))
+    return RowsPlan(kind, t.decoder, rows=make(t))
+
+
+def _grouped(
+    manifests: list[ManifestFile], group_bytes: int
+) -> tuple[tuple[ManifestFile, ...], ...]:
+    groups: list[list[ManifestFile]] = []
+    size = 0
+    for m in manifests:
+        if not groups or size + m.manifest_length > group_bytes:
+            groups.append([])
+            size = 0
+        groups[-1].append(m)
+        size += m.manifest_length
+    return tuple(tuple(g) for g in groups)
 
 
 def _time(ms: int) -> dt.datetime:
@@ -70,51 +123,34 @@ class _PartitionField:
         return None if value is None else self.transform.to_human_string(self.result_type, value)
 
 
-class _Tables:
-    """What the metadata tables of one table read: its metadata, manifest lists, manifests
-    (each decoded once per read)."""
+@dataclass(frozen=True)
+class _Decoder:
+    """What turns a table's manifests into rows, without the table (sent to the tasks):
+    its specs and current schema, and the partition fields their values are shown by."""
 
-    def __init__(self, table: Table) -> None:
-        self.table = table
-        self.metadata = table.metadata
-        self.schema = self.metadata.schema()
-        self.specs = self.metadata.specs_by_id()
-        self.union = _union_fields(self.metadata.partition_specs, self.metadata.schemas)
-        self._fields = {
-            s.spec_id: [_PartitionField.of(p, self.metadata.schemas) for p in s.fields]
-            for s in self.metadata.partition_specs
-        }
-        self._manifests: dict[str, list[ManifestEntry]] = {}
+    specs: Mapping[int, PartitionSpec]
+    schema: Schema
+    union: tuple[_PartitionField, ...]
+    fields: Mapping[int, tuple[_PartitionField, ...]]
+
+    @staticmethod
+    def of(metadata: TableMetadata) -> _Decoder:
+        return _Decoder(
+            metadata.specs_by_id(),
+            metadata.schema(),
+            tuple(_union_fields(metadata.partition_specs, metadata.schemas)),
+            {
+                s.spec_id: tuple(_PartitionField.of(p, metadata.schemas) for p in s.fields)
+                for s in metadata.partition_specs
+            },
+        )
 
     # ---- reading ------------------------------------------------------------------------
-    def manifest_list(self, manifest_list: str | None) -> list[ManifestFile]:
-        if manifest_list is None:
-            return []
-        return read_manifest_list(self.table.io, manifest_list)
+    def entries(self, io: Any, manifest: ManifestFile) -> list[ManifestEntry]:
+        return read_manifest(io, manifest, specs=self.specs, schema=self.schema)
 
-    def current_manifests(self) -> list[ManifestFile]:
-        snapshot = self.metadata.current_snapshot
-        return self.manifest_list(None if snapshot is None else snapshot.manifest_list)
-
-    def reachable_manifests(self) -> list[ManifestFile]:
-        """Every manifest any snapshot lists, once (Iceberg: a set of manifests by path)."""
-        seen: dict[str, ManifestFile] = {}
-        for snapshot in self.table.snapshots():
-            for m in self.manifest_list(snapshot.manifest_list):
-                seen.setdefault(m.manifest_path, m)
-        return list(seen.values())
-
-    def entries(self, manifest: ManifestFile) -> list[ManifestEntry]:
-        path = manifest.manifest_path
-        if path not in self._manifests:
-            self._manifests[path] = read_manifest(
-                self.table.io, manifest, specs=self.specs, schema=self.schema
-            )
-        return self._manifests[path]
-
-    def live_entries(self, manifests: Iterable[ManifestFile]) -> Iterator[ManifestEntry]:
-        for m in manifests:
-            yield from (e for e in self.entries(m) if e.status is not Status.DELETED)
+    def live_entries(self, io: Any, manifest: ManifestFile) -> Iterator[ManifestEntry]:
+        return (e for e in self.entries(io, manifest) if e.status is not Status.DELETED)
 
     # ---- values -------------------------------------------------------------------------
     def partition(self, f: DataFile) -> dict[str, str | None]:
@@ -166,7 +202,7 @@ class _Tables:
         if m.partitions is None:
             return None
         out = []
-        for p, summary in zip(self._fields[m.partition_spec_id], m.partitions, strict=True):
+        for p, summary in zip(self.fields[m.partition_spec_id], m.partitions, strict=True):
             lower, upper = (
                 None if b is None else p.human(_bound(p.result_type, b))
                 for b in (summary.lower_bound, summary.upper_bound)
@@ -182,6 +218,33 @@ class _Tables:
             e.file_sequence_number,
             self.content_file(e.data_file),
         )
+
+
+class _Tables:
+    """What the driver reads of one table for its metadata tables: its metadata and
+    manifest lists (and, for the tables it makes whole, its manifests)."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.metadata = table.metadata
+        self.decoder = _Decoder.of(self.metadata)
+
+    def manifest_list(self, manifest_list: str | None) -> list[ManifestFile]:
+        if manifest_list is None:
+            return []
+        return read_manifest_list(self.table.io, manifest_list)
+
+    def current_manifests(self) -> list[ManifestFile]:
+        snapshot = self.metadata.current_snapshot
+        return self.manifest_list(None if snapshot is None else snapshot.manifest_list)
+
+    def reachable_manifests(self) -> list[ManifestFile]:
+        """Every manifest any snapshot lists, once (Iceberg: a set of manifests by path)."""
+        seen: dict[str, ManifestFile] = {}
+        for snapshot in self.table.snapshots():
+            for m in self.manifest_list(snapshot.manifest_list):
+                seen.setdefault(m.manifest_path, m)
+        return list(seen.values())
 
 
 def _union_fields(
@@ -286,32 +349,32 @@ def _metadata_log_entries(t: _Tables) -> list[tuple[Any, ...]]:
 
 
 def _manifests(t: _Tables) -> list[tuple[Any, ...]]:
-    return [t.manifest(m) for m in t.current_manifests()]
+    return [t.decoder.manifest(m) for m in t.current_manifests()]
 
 
 def _all_manifests(t: _Tables) -> list[tuple[Any, ...]]:
     return [
-        (*t.manifest(m), snapshot.snapshot_id, m.key_metadata)
+        (*t.decoder.manifest(m), snapshot.snapshot_id, m.key_metadata)
         for snapshot in t.table.snapshots()
         for m in t.manifest_list(snapshot.manifest_list)
     ]
 
 
-def _entries_of(manifests: Callable[[_Tables], list[ManifestFile]]) -> _Rows:
-    def make(t: _Tables) -> list[tuple[Any, ...]]:
-        return [t.entry(e) for m in manifests(t) for e in t.entries(m)]
-
-    return make
+# The tables made a manifest at a time: which manifests, and the rows of one
+_Manifests = Callable[[_Tables], list[ManifestFile]]
+_ManifestRows = Callable[[_Decoder, Any, ManifestFile], list[tuple[Any, ...]]]
 
 
-def _files_of(
-    manifests: Callable[[_Tables], list[ManifestFile]], content: ManifestContent | None
-) -> _Rows:
-    def make(t: _Tables) -> list[tuple[Any, ...]]:
-        chosen = [m for m in manifests(t) if content is None or m.content is content]
-        return [t.content_file(e.data_file) for e in t.live_entries(chosen)]
+def _entries(d: _Decoder, io: Any, m: ManifestFile) -> list[tuple[Any, ...]]:
+    return [d.entry(e) for e in d.entries(io, m)]
 
-    return make
+
+def _files(d: _Decoder, io: Any, m: ManifestFile) -> list[tuple[Any, ...]]:
+    return [d.content_file(e.data_file) for e in d.live_entries(io, m)]
+
+
+def _of_content(manifests: _Manifests, content: ManifestContent) -> _Manifests:
+    return lambda t: [m for m in manifests(t) if m.content is content]
 
 
 @dataclass
@@ -349,8 +412,9 @@ class _Partition:
 
 def _partitions(t: _Tables) -> list[tuple[Any, ...]]:
     partitions: dict[tuple[tuple[str, str | None], ...], _Partition] = {}
-    for e in t.live_entries(t.current_manifests()):
-        key = tuple(t.partition(e.data_file).items())
+    live = (e for m in t.current_manifests() for e in t.decoder.live_entries(t.table.io, m))
+    for e in live:
+        key = tuple(t.decoder.partition(e.data_file).items())
         snapshot = (
             t.metadata.snapshot_by_id(e.snapshot_id)
             if e.snapshot_id is not None and t.metadata.has_snapshot(e.snapshot_id)
@@ -379,15 +443,14 @@ def _partitions(t: _Tables) -> list[tuple[Any, ...]]:
     ]
 
 
-def _position_deletes(t: _Tables) -> list[tuple[Any, ...]]:
-    deletes = [m for m in t.current_manifests() if m.content is ManifestContent.DELETES]
+def _position_deletes(d: _Decoder, io: Any, m: ManifestFile) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
-    for e in t.live_entries(deletes):
+    for e in d.live_entries(io, m):
         f = e.data_file
         if f.content is not Content.POSITION_DELETES:
             continue
-        tail = (t.partition(f), f.spec_id, f.file_path, f.content_offset, f.content_size_in_bytes)
-        for path, pos, row in deleted_positions(t.table.io, f):
+        tail = (d.partition(f), f.spec_id, f.file_path, f.content_offset, f.content_size_in_bytes)
+        for path, pos, row in deleted_positions(io, f):
             out.append((path, pos, row, *tail))
     return out
 
@@ -436,14 +499,18 @@ _ROWS: dict[str, _Rows] = {
     "metadata_log_entries": _metadata_log_entries,
     "manifests": _manifests,
     "all_manifests": _all_manifests,
-    "entries": _entries_of(_Tables.current_manifests),
-    "all_entries": _entries_of(_Tables.reachable_manifests),
-    "files": _files_of(_Tables.current_manifests, None),
-    "data_files": _files_of(_Tables.current_manifests, ManifestContent.DATA),
-    "delete_files": _files_of(_Tables.current_manifests, ManifestContent.DELETES),
-    "all_files": _files_of(_Tables.reachable_manifests, None),
-    "all_data_files": _files_of(_Tables.reachable_manifests, ManifestContent.DATA),
-    "all_delete_files": _files_of(_Tables.reachable_manifests, ManifestContent.DELETES),
     "partitions": _partitions,
-    "position_deletes": _position_deletes,
+}
+_CURRENT, _REACHABLE = _Tables.current_manifests, _Tables.reachable_manifests
+_DATA, _DELETES = ManifestContent.DATA, ManifestContent.DELETES
+_PER_MANIFEST: dict[str, tuple[_Manifests, _ManifestRows]] = {
+    "entries": (_CURRENT, _entries),
+    "all_entries": (_REACHABLE, _entries),
+    "files": (_CURRENT, _files),
+    "data_files": (_of_content(_CURRENT, _DATA), _files),
+    "delete_files": (_of_content(_CURRENT, _DELETES), _files),
+    "all_files": (_REACHABLE, _files),
+    "all_data_files": (_of_content(_REACHABLE, _DATA), _files),
+    "all_delete_files": (_of_content(_REACHABLE, _DELETES), _files),
+    "position_deletes": (_of_content(_CURRENT, _DELETES), _position_deletes),
 }
