@@ -73,6 +73,25 @@ _TEST_DATABASE = "lakecat_tests"
 # -- backends ------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="session", autouse=True)
+def python_sigint_handler() -> Iterator[None]:
+    """SIGINT handled as in a foreground Python (``KeyboardInterrupt``) even when the suite
+    runs in the background (``nohup``, ``cmd &`` in a shell without job control), which starts
+    it ignored: the Ctrl-C tests interrupt this process and the writers it starts (which
+    inherit an ignored signal, but not a handled one)."""
+    import signal
+
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     """A SQLAlchemy URL to a new SQLite file."""
