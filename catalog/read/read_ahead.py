@@ -22,7 +22,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import pyarrow as pa
 
-__all__ = ["Unit", "read_ahead", "read_threads"]
+__all__ = ["Unit", "read_ahead", "read_ahead_sized", "read_threads", "unsized"]
+
+# a batch read and its size in bytes (``nbytes``: measured once, on the thread that read it)
+Sized = tuple[pa.RecordBatch, int]
 
 
 def read_threads() -> int:
@@ -44,13 +47,15 @@ class Unit:
     def __init__(self, batches: Iterator[pa.RecordBatch], estimate: int) -> None:
         self.batches = batches
         self.estimate = max(1, estimate)
-        self.ready: deque[pa.RecordBatch] = deque()
-        self.future: Future[pa.RecordBatch | None] | None = None
+        self.ready: deque[Sized] = deque()
+        self.future: Future[Sized | None] | None = None
         self.done = False
 
-    def step(self) -> pa.RecordBatch | None:
-        """The next batch, ``None`` at the end (runs on a worker thread)."""
-        return next(self.batches, None)
+    def step(self) -> Sized | None:
+        """The next batch and its size, ``None`` at the end (runs on a worker thread: pyarrow
+        measures a batch's referenced bytes outside the GIL, but not for free)."""
+        batch = next(self.batches, None)
+        return None if batch is None else (batch, batch.nbytes)
 
 
 class _Window:
@@ -96,14 +101,14 @@ class _Window:
         future, unit.future = unit.future, None
         self.running -= 1
         self.held -= unit.estimate
-        batch = future.result()
-        if batch is None:
+        sized = future.result()
+        if sized is None:
             unit.done = True
         else:
-            unit.ready.append(batch)
-            self.held += batch.nbytes
+            unit.ready.append(sized)
+            self.held += sized[1]
 
-    def in_flight(self, head: Unit) -> list[Future[pa.RecordBatch | None]]:
+    def in_flight(self, head: Unit) -> list[Future[Sized | None]]:
         if head.future is not None:
             return [head.future]
         return [u.future for u in self.active if u.future is not None]
@@ -117,6 +122,22 @@ class _Window:
 def read_ahead(units: Iterable[Unit], *, threads: int, max_bytes: int) -> Iterator[pa.RecordBatch]:
     """Every batch of every unit, unit after unit, read ahead on ``threads`` threads within
     ``max_bytes`` (see the module docstring)."""
+    yield from unsized(read_ahead_sized(units, threads=threads, max_bytes=max_bytes))
+
+
+def unsized(sized: Iterator[Sized]) -> Iterator[pa.RecordBatch]:
+    """The batches alone; closing this closes ``sized`` (the pool stops) at once."""
+    try:
+        for batch, _ in sized:
+            yield batch
+    finally:
+        close = getattr(sized, "close", None)
+        if close is not None:
+            close()
+
+
+def read_ahead_sized(units: Iterable[Unit], *, threads: int, max_bytes: int) -> Iterator[Sized]:
+    """:func:`read_ahead`, each batch with its size in bytes (``nbytes``)."""
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lakecat-read")
     window = _Window(units, pool, threads, max_bytes)
     try:
@@ -126,9 +147,9 @@ def read_ahead(units: Iterable[Unit], *, threads: int, max_bytes: int) -> Iterat
                 return
             head = window.active[0]
             if head.ready:
-                batch = head.ready.popleft()
-                window.held -= batch.nbytes
-                yield batch
+                sized = head.ready.popleft()
+                window.held -= sized[1]
+                yield sized
                 continue
             if head.done:
                 window.active.popleft()

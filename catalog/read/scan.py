@@ -24,7 +24,7 @@ from lakecat.catalog.read.outputs import (
 )
 from lakecat.catalog.read.planning import ScanPlan as ScanPlan
 from lakecat.catalog.read.planning import plan_scan
-from lakecat.catalog.read.read_ahead import read_ahead, read_threads
+from lakecat.catalog.read.read_ahead import read_ahead_sized, read_threads, unsized
 from lakecat.catalog.read.reader import ScanReader
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions.evaluators import (
@@ -52,6 +52,10 @@ from lakecat.metadata.table.table_metadata import TableMetadata
 
 RowFilter = Expression | str | None
 _BATCH_ROWS = 131_072  # rows per batch when the caller names no batch size
+# rows per batch read for to_arrow without a limit (its batches are its chunks): a row group
+# of lakecat's files (write.parquet.row-group-limit) decoded at once, its columns in parallel,
+# instead of one sync with pyarrow's threads per 131,072 rows (~10% of a large read)
+_MATERIALISE_BATCH_ROWS = 1 << 20
 _READ_AHEAD_BYTES = 256 << 20  # batches read ahead of the consumer when the caller names no cap
 _POSITION = "__lakecat_pos"  # a row's position in its file, while row lineage is filled in
 # a merge-on-read delete reads only the filter's columns: big batches, few filter calls
@@ -299,6 +303,12 @@ class Scan:
     def _batches(
         self, batch_rows: int, cap: int, projected: Schema, plan: ScanPlan | None = None
     ) -> Iterator[pa.RecordBatch]:
+        return unsized(self._sized_batches(batch_rows, cap, projected, plan))
+
+    def _sized_batches(
+        self, batch_rows: int, cap: int, projected: Schema, plan: ScanPlan | None = None
+    ) -> Iterator[tuple[pa.RecordBatch, int]]:
+        """The batches of :meth:`to_batches`, each with its size in bytes (``nbytes``)."""
         plan = plan if plan is not None else self.plan()
         filtered = not isinstance(self.expression, AlwaysTrue)
         reads = DataFileReads(
@@ -321,7 +331,7 @@ class Scan:
             separately=lambda f: bool(self.lineage or plan.deletes.get(f.file_path)),
             read_separately=lambda f, n: self._read_separately(f, plan, projected, n),
         )
-        yield from read_ahead(reader.units(plan.files), threads=threads, max_bytes=cap)
+        yield from read_ahead_sized(reader.units(plan.files), threads=threads, max_bytes=cap)
 
     def _read_separately(
         self, f: DataFile, plan: ScanPlan, projected: Schema, batch_rows: int
@@ -372,10 +382,12 @@ class Scan:
         batches: list[pa.RecordBatch] = []
         rows = held = 0
         if limit != 0:
-            for b in self.to_batches():
+            rows_per_batch = _BATCH_ROWS if limit is not None else _MATERIALISE_BATCH_ROWS
+            sized = self._sized_batches(rows_per_batch, _READ_AHEAD_BYTES, self.projected)
+            for b, size in sized:
                 batches.append(b)
                 rows += b.num_rows
-                held += b.nbytes
+                held += size
                 if limit is not None and rows >= limit:
                     break
                 if budget is not None and held > budget:

@@ -18,7 +18,7 @@ import pytest
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.read.memory import ResultTooLarge, available_memory, materialise_budget
-from lakecat.catalog.read.read_ahead import Unit, read_ahead
+from lakecat.catalog.read.read_ahead import Unit, read_ahead, read_ahead_sized
 from lakecat.metadata.errors import LakecatError, ValidationError
 from lakecat.metadata.io import local_path, parquet
 from lakecat.metadata.io.parquet import read_data_file
@@ -112,6 +112,18 @@ def test_read_ahead_never_holds_more_than_the_cap() -> None:
             consumed += batch.nbytes
     assert consumed == produced > 0
     assert peak <= 4 * mib + 64, peak
+
+
+def test_read_ahead_gives_each_batch_with_its_size_in_order() -> None:
+    """The sizes the window counted each batch with (measured once, on the reading thread)
+    come with the batches, in the units' order."""
+    units = [
+        Unit(iter([pa.record_batch({"v": pa.array(range(n * k), pa.int64())}) for k in (1, 2)]), 1)
+        for n in (3, 5, 7)
+    ]
+    got = list(read_ahead_sized(units, threads=3, max_bytes=1 << 20))
+    assert [b.num_rows for b, _ in got] == [3, 6, 5, 10, 7, 14]
+    assert [size for _, size in got] == [b.nbytes for b, _ in got]
 
 
 def test_a_consumer_that_stops_early_leaves_no_reading_thread(big_file: Table):
