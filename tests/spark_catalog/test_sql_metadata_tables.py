@@ -70,6 +70,14 @@ MANIFEST_COLUMNS = [
     "deleted_delete_files_count",
     "partition_summaries",
 ]
+FILE_TABLES = (
+    "files",
+    "data_files",
+    "delete_files",
+    "all_files",
+    "all_data_files",
+    "all_delete_files",
+)
 ICEBERG_COLUMNS = {
     "manifests": MANIFEST_COLUMNS,
     "all_manifests": [*MANIFEST_COLUMNS, "reference_snapshot_id", "key_metadata"],
@@ -81,17 +89,7 @@ ICEBERG_COLUMNS = {
         "file_sequence_number",
         "data_file",
     ],
-    **dict.fromkeys(
-        (
-            "files",
-            "data_files",
-            "delete_files",
-            "all_files",
-            "all_data_files",
-            "all_delete_files",
-        ),
-        FILE_COLUMNS,
-    ),
+    **dict.fromkeys(FILE_TABLES, FILE_COLUMNS),
     "partitions": [
         "partition",
         "spec_id",
@@ -577,17 +575,7 @@ def test_a_position_delete_file_that_stores_rows_shows_them_as_text(tmp_path: Pa
     ]
 
 
-PER_MANIFEST_TABLES = [
-    "entries",
-    "all_entries",
-    "files",
-    "data_files",
-    "delete_files",
-    "all_files",
-    "all_data_files",
-    "all_delete_files",
-    "position_deletes",
-]
+PER_MANIFEST_TABLES = ["entries", "all_entries", *FILE_TABLES, "position_deletes"]
 
 
 def test_tables_of_entries_and_files_are_read_a_group_of_manifests_per_task(lake: Lake) -> None:
