@@ -5,7 +5,8 @@ per-column metrics and bloom filter properties, then changes its schema with Spa
 statement (one ``SchemaUpdate`` commit) at a time. lakecat starts from Java's metadata before
 the changes and makes the same changes with its own ``SchemaUpdate``; the name mapping (ids
 and their names, at every level) and the per-column properties must come out as Java's.
-Then files without field ids imported after the changes read the same through both engines.
+Then files without field ids imported after lakecat's changes read the same in lakecat,
+Iceberg Java, pyiceberg and DuckDB.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from java_session import JavaTables, java_session, lakecat_on
+from peers import local_path, read_rows
 
 from lakecat.catalog import Catalog
 from lakecat.metadata.schema import NameMapping, name_mapping_of
@@ -162,3 +164,7 @@ def test_files_imported_after_the_changes_read_by_their_new_names_in_both_engine
     assert [[r[c] for c in columns] for r in ours] == [[1, "a", 0.5, "x"], [2, "b", 1.5, "y"]]
     got = java.query(f"SELECT {', '.join(columns)} FROM peers.{name} ORDER BY category")
     assert got == [[1, "a", 0.5, "x"], [2, "b", 1.5, "y"]]
+    job = {"key": name, "metadata": local_path(table.metadata_location), "columns": columns}
+    for peer in ("pyiceberg", "duckdb"):
+        (answer,) = read_rows(peer, [{**job, "snapshot": None}])
+        assert answer.get("rows") == [[1, "a", 0.5, "x"], [2, "b", 1.5, "y"]], (peer, answer)
