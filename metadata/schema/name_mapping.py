@@ -151,29 +151,30 @@ def has_field_ids(file_schema: pa.Schema) -> bool:
 
 def _updated_level(
     fields: Sequence[MappedField],
-    parent_id: int,
+    parent_id: int | None,
     updates: Mapping[int, NestedField],
     adds: Mapping[int, Sequence[NestedField]],
 ) -> tuple[MappedField, ...]:
-    """One struct level of :meth:`NameMapping.updated`: its fields renamed and their children
-    updated, names given to other fields taken away, then the fields added here appended."""
+    """One struct level of :meth:`NameMapping.updated` (``parent_id``: the id of the field
+    that holds it; None, a field the mapping gives no id, takes no added fields): its fields
+    renamed and their children updated, names given to other fields taken away, then the
+    fields added here appended."""
     level: list[MappedField] = []
     for f in fields:
         names = f.names
         update = updates.get(f.field_id) if f.field_id is not None else None
         if update is not None and update.name not in names:
             names = (*names, update.name)
-        children = f.fields
-        if f.field_id is not None:
-            children = _updated_level(children, f.field_id, updates, adds)
-        level.append(MappedField(names, f.field_id, children))
+        level.append(
+            MappedField(names, f.field_id, _updated_level(f.fields, f.field_id, updates, adds))
+        )
     assigned: dict[str, int | None] = {
         updates[f.field_id].name: f.field_id
         for f in level
         if f.field_id is not None and f.field_id in updates
     }
     level = [_without_names_of_others(f, assigned) for f in level]
-    added = [_mapped(f) for f in adds.get(parent_id, ())]
+    added = [_mapped(f) for f in adds.get(parent_id, ())] if parent_id is not None else []
     if not added:
         return tuple(level)
     assigned = {f.names[0]: f.field_id for f in added}

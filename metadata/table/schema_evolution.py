@@ -380,11 +380,14 @@ class SchemaUpdate:
         properties = dict(self._metadata.properties)
         mapping = name_mapping_of(properties)
         if mapping is not None:
-            properties[NAME_MAPPING_PROPERTY] = mapping.updated(self._updates, self._adds).to_json()
+            updated = mapping.updated(self._updates, self._adds)
+            if updated != mapping:
+                properties[NAME_MAPPING_PROPERTY] = updated.to_json()
         renamed = {
             self._schema.column_name(i): schema.column_name(i)
             for i in self._updates
-            if self._schema.column_name(i) != schema.column_name(i)
+            if schema.has_field(i)  # not under a struct this change deletes
+            and self._schema.column_name(i) != schema.column_name(i)
         }
         deleted = [self._schema.column_name(i) for i in self._deletes]
         properties = column_properties_after(properties, renamed, deleted)

@@ -211,3 +211,33 @@ def test_a_change_that_keeps_the_names_leaves_mapping_and_properties_alone() -> 
     assert after.schema().find_field("cat").doc == "the category"
     assert json.loads(after.properties[MAPPING_KEY]) == json.loads(base.properties[MAPPING_KEY])
     assert after.properties[METRICS + "cat"] == "none"
+
+
+def test_a_renamed_field_whose_struct_the_same_change_deletes_has_no_property_to_move() -> None:
+    mapped = _mapped(_table({}))
+    base = _table({**mapped.properties, METRICS + "loc.lat": "none", METRICS + "cat": "full"})
+    update = SchemaUpdate(base).rename_column("loc.lat", "latitude").delete_column("loc")
+    after = _commit(base, update)
+    assert not after.schema().has_field("loc")
+    assert METRICS + "loc.latitude" not in after.properties
+    assert after.properties[METRICS + "loc.lat"] == "none"  # only loc's own key would go
+    assert after.properties[METRICS + "cat"] == "full"
+
+
+def test_fields_under_a_mapped_name_without_an_id_are_still_renamed() -> None:
+    mapping = [
+        {"field-id": 1, "names": ["id"]},
+        {"names": ["legacy"], "fields": [{"field-id": 2, "names": ["cat"]}]},
+    ]
+    base = _table({MAPPING_KEY: json.dumps(mapping)})
+    after = _commit(base, SchemaUpdate(base).rename_column("cat", "kind"))
+    got = json.loads(after.properties[MAPPING_KEY])
+    assert got[1]["fields"][0] == {"field-id": 2, "names": ["cat", "kind"]}
+    assert "field-id" not in got[1]
+
+
+def test_an_unchanged_mapping_keeps_its_text() -> None:
+    text = '[ {"names": ["id"], "field-id": 1}, {"field-id": 2, "names": ["cat"]} ]'
+    base = _table({MAPPING_KEY: text})
+    after = _commit(base, SchemaUpdate(base).update_column("note", doc="free text"))
+    assert after.properties[MAPPING_KEY] == text
