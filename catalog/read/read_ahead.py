@@ -52,8 +52,8 @@ class Unit:
         self.done = False
 
     def step(self) -> Sized | None:
-        """The next batch and its size, ``None`` at the end (runs on a worker thread: pyarrow
-        measures a batch's referenced bytes outside the GIL, but not for free)."""
+        """The next batch and its size, ``None`` at the end (runs on a worker thread, so the
+        consumer does not measure it: ``nbytes`` walks every buffer's referenced range)."""
         batch = next(self.batches, None)
         return None if batch is None else (batch, batch.nbytes)
 
