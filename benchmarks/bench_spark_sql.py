@@ -33,7 +33,10 @@ the same scans before it.
 Iceberg Java 1.10.2's own Spark runtime (the peers' Spark 3.5, ``../shared/peers``, set up by
 its ``setup.sh``; ``java_merge.py``), with the same number of repeats, after lakecat's session
 has stopped: its MERGE / INSERT ratios are the reference implementation's for the same
-statements on the same machine (its absolute seconds are Spark 3.5's).
+statements on the same machine (its absolute seconds are Spark 3.5's). In the same session it
+also writes the rows as plain Parquet and times the full scan and the one-partition aggregate on
+both, so the reference's INSERT and scans against plain Parquet (Spark 3.5's) stand next to
+lakecat's.
 
 Each repeat writes fresh copies (a new path, a new table) and runs every measurement in the
 same order (interleaved); a first round warms the JVM and the Python workers up and is not
@@ -115,7 +118,7 @@ def main() -> None:
     parser.add_argument(
         "--iceberg-java",
         action="store_true",
-        help="also time the INSERT and MERGEs on Iceberg Java's Spark runtime (the peers')",
+        help="also time the INSERT, scans and MERGEs on Iceberg Java's Spark runtime (the peers')",
     )
     args = parser.parse_args()
     if args.quick:
@@ -406,6 +409,21 @@ def iceberg_java(report: Report, args: Any, folder: Path, merge: float, merge_pa
         ],
     )
     report.note(f"Iceberg Java's INSERT of every row: {m['write']:.2f} s (median)")
+    rows = []
+    for label, key in (
+        ("INSERT (write every row)", "write"),
+        ("full scan (aggregate every column)", "scan"),
+        ("one partition (WHERE part = 3)", "part"),
+    ):
+        plain = times[f"{key}_plain"]
+        ratios = [ratio(a, b) for a, b in zip(times[key], plain, strict=True)]
+        rows.append([label, median(plain), m[key], spread(ratios)])
+    report.table(
+        "Iceberg Java 1.10.2 against Spark 3.5's plain Parquet in its session (the reference "
+        f"for lakecat's targets against plain Parquet), median of {args.repeats} (seconds)",
+        ["", "plain Parquet", "Iceberg Java", "Iceberg Java / Parquet, median (min-max)"],
+        rows,
+    )
 
 
 if __name__ == "__main__":

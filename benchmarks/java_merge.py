@@ -7,8 +7,11 @@ on lakecat, on the same data (``id`` long, ``part`` int = ``id % 8``, ``name``, 
 the updates are 1% of partition 3's rows) and a ``local[2]`` session: an ``INSERT`` of all
 rows into a fresh table ``PARTITIONED BY (part)`` (a HadoopCatalog in ``OUT_DIR``), the MERGE
 (``ON t.id = upd.id``), the same MERGE with ``AND t.part = 3`` on a second fresh table, and
-an ``INSERT`` of the updated rows into an empty table. A first round warms up and is not
-counted. Prints one JSON object: each measurement's seconds per counted round.
+an ``INSERT`` of the updated rows into an empty table; and, as ``bench_spark_sql.py`` compares
+lakecat with plain Parquet, the same rows written with ``df.write.partitionBy("part").parquet``
+and the full scan and one-partition aggregate on both, in the same session (Spark 3.5's plain
+Parquet, so the ratios compare within one engine). A first round warms up and is not counted.
+Prints one JSON object: each measurement's seconds per counted round.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ def main() -> None:
         }
     )
     spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.bench")
-    _, updated = source_views(spark, rows, 2)
+    src, updated = source_views(spark, rows, 2)
     props = (
         f"'write.merge.mode' = '{mode}', 'write.update.mode' = '{mode}', "
         f"'write.delete.mode' = '{mode}', 'format-version' = '{version}'"
@@ -81,10 +84,36 @@ def main() -> None:
         spark.sql(sql)
         return time.perf_counter() - start
 
-    times: dict[str, list[float]] = {"write": [], "merge": [], "merge_part": [], "insert": []}
+    aggregate = "SELECT sum(id) AS ids, count(name) AS names, sum(value) AS total FROM {}"
+
+    def timed_query(sql: str) -> float:
+        start = time.perf_counter()
+        spark.sql(sql).collect()
+        return time.perf_counter() - start
+
+    times: dict[str, list[float]] = {
+        "write": [],
+        "merge": [],
+        "merge_part": [],
+        "insert": [],
+        "write_plain": [],
+        "scan": [],
+        "scan_plain": [],
+        "part": [],
+        "part_plain": [],
+    }
     for r in range(repeats + 1):
         table, keyed, same_rows = create(f"t_{r}"), create(f"k_{r}"), create(f"i_{r}")
-        t = {"write": timed(f"INSERT INTO {table} SELECT * FROM src")}
+        plain = os.path.join(out, f"plain_{r}")
+        start = time.perf_counter()
+        src.write.partitionBy("part").parquet(plain)
+        t = {"write_plain": time.perf_counter() - start}
+        t["write"] = timed(f"INSERT INTO {table} SELECT * FROM src")
+        spark.read.parquet(plain).createOrReplaceTempView("plain")
+        for key, source in (("scan", table), ("scan_plain", "plain")):
+            t[key] = timed_query(aggregate.format(source))
+        for key, source in (("part", table), ("part_plain", "plain")):
+            t[key] = timed_query(aggregate.format(source) + " WHERE part = 3")
         spark.sql(f"INSERT INTO {keyed} SELECT * FROM src")
         t["merge"] = timed(
             f"MERGE INTO {table} t USING upd ON t.id = upd.id "
