@@ -58,3 +58,28 @@ def test_spark_writes_and_reads_an_s3_table_without_secrets_in_its_configuration
         assert secret not in shown
         assert secret not in plan
     assert not any(key.endswith("/") for key in s3_warehouse.stored_keys())
+
+
+def test_metadata_tables_read_on_s3_by_the_tasks(spark: Any, s3_lake: Catalog) -> None:
+    """The tables of files and deleted positions are read by Spark's tasks, a manifest each
+    here, with the catalog's FileIO on the S3 warehouse."""
+    from lakecat.spark_ext import attach_catalog
+
+    try:
+        attach_catalog(spark, "s3lake", catalog=s3_lake)
+    except lk.SparkCatalogError as exc:
+        pytest.skip(f"the Spark catalog plugin is not available: {exc}")
+    table = s3_lake.create_table(
+        "db.meta",
+        pa.schema([("id", pa.int64()), ("r", pa.string())]),
+        properties={"write.delete.mode": "merge-on-read", "read.split.metadata-target-size": "1"},
+    )
+    for ids in ([1, 2, 3], [4, 5, 6]):
+        table.append(pa.table({"id": pa.array(ids, pa.int64()), "r": ["eu", "us", "eu"]}))
+    table.refresh().delete("id = 2 OR id = 5")
+    files = spark.table("s3lake.db.meta.files")
+    assert files.rdd.getNumPartitions() > 1
+    paths = {f.file_path for f in table.refresh().scan().plan().files}
+    assert {r.file_path for r in files.collect() if r.content == 0} == paths
+    deleted = spark.sql("SELECT file_path, pos FROM s3lake.db.meta.position_deletes").collect()
+    assert len(deleted) == 2 and {r.file_path for r in deleted} == paths
