@@ -139,11 +139,8 @@ def commit_merge_on_read(
                 f"the statement read files its snapshot does not plan: {', '.join(missing[:3])}"
             )
         targets = [
-            FileDeletes(
-                planned[path],
-                pa.array(sorted(set(positions)), pa.int64()),
-                plan.deletes.get(path, ()),
-            )
+            # (unsorted, maybe repeated: the writers sort and deduplicate in Arrow)
+            FileDeletes(planned[path], pa.array(positions, pa.int64()), plan.deletes.get(path, ()))
             for path, positions in deletes.items()
             if positions
         ]
