@@ -80,16 +80,12 @@ def main() -> None:
         return f"ice.bench.{name}"
 
     def timed(sql: str) -> float:
-        start = time.perf_counter()
-        spark.sql(sql)
-        return time.perf_counter() - start
-
-    aggregate = "SELECT sum(id) AS ids, count(name) AS names, sum(value) AS total FROM {}"
-
-    def timed_query(sql: str) -> float:
+        """Seconds to run a statement (DML runs in spark.sql; a query in its collect)."""
         start = time.perf_counter()
         spark.sql(sql).collect()
         return time.perf_counter() - start
+
+    aggregate = "SELECT sum(id) AS ids, count(name) AS names, sum(value) AS total FROM {}"
 
     times: dict[str, list[float]] = {
         "write": [],
@@ -111,9 +107,9 @@ def main() -> None:
         t["write"] = timed(f"INSERT INTO {table} SELECT * FROM src")
         spark.read.parquet(plain).createOrReplaceTempView("plain")
         for key, source in (("scan", table), ("scan_plain", "plain")):
-            t[key] = timed_query(aggregate.format(source))
+            t[key] = timed(aggregate.format(source))
         for key, source in (("part", table), ("part_plain", "plain")):
-            t[key] = timed_query(aggregate.format(source) + " WHERE part = 3")
+            t[key] = timed(aggregate.format(source) + " WHERE part = 3")
         spark.sql(f"INSERT INTO {keyed} SELECT * FROM src")
         t["merge"] = timed(
             f"MERGE INTO {table} t USING upd ON t.id = upd.id "
