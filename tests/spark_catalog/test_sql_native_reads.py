@@ -636,3 +636,38 @@ def test_a_join_prunes_the_partitions_at_run_time(lake) -> None:
     scan = next(line for line in executed.splitlines() if "BatchScan lake.db.fact" in line)
     assert "dynamicpruningexpression" in scan.lower()
     assert "files=2]" in scan  # of the table's 4: planned again with part IN (1, 3)
+
+
+def test_repeated_queries_share_the_readers_broadcast_configuration(lake) -> None:
+    # Spark's Parquet reader takes the Hadoop configuration as a broadcast, which costs about
+    # a quarter of the JVM's planning of a small query; scans whose configurations hold the
+    # same entries share one, and any change of them (a setting, the columns read) makes another
+    table = lake.catalog.create_table("db.k", KINDS)
+    table.append(kinds(range(0, 20)))
+    sc = lake.spark.sparkContext
+
+    def broadcasts_made(query: str) -> int:
+        """The broadcasts planning ``query`` made (ids are given out in order)."""
+        before = sc.broadcast(0)
+        lake.spark.sql(query)._jdf.queryExecution().executedPlan()
+        after = sc.broadcast(0)
+        made = after._jbroadcast.id() - before._jbroadcast.id() - 1
+        before.destroy()
+        after.destroy()
+        return int(made)
+
+    query = "SELECT id, name FROM lake.db.k WHERE id > 3"
+    assert "reader=parquet" in scan_line(lake, query)
+    broadcasts_made(query)  # the first planning of these columns with this session's settings
+    assert broadcasts_made(query) == 0
+    assert broadcasts_made("SELECT id, name FROM lake.db.k WHERE id < 5") == 0
+    assert broadcasts_made("SELECT id, value FROM lake.db.k") == 1  # another read schema
+    assert broadcasts_made("SELECT id, value FROM lake.db.k") == 0
+    lake.spark.conf.set("spark.lakecat.test.probe", "1")  # a session setting: in the reader's
+    try:
+        assert broadcasts_made(query) == 1
+        assert broadcasts_made(query) == 0
+        rows = lake.sql(query)
+    finally:
+        lake.spark.conf.unset("spark.lakecat.test.probe")
+    assert sorted(r.id for r in rows) == list(range(4, 20))

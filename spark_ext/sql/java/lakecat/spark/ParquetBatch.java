@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.paths.SparkPath;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -251,9 +250,10 @@ final class ParquetBatch implements Batch {
   private PartitionReaderFactory readerFactory;
 
   /**
-   * The reader factory, made once per batch: making it broadcasts the reader's Hadoop
-   * configuration (serialized and gzipped, ~10 ms), and Spark asks every copy of its scan node
-   * for it while it plans (whether the reads are columnar).
+   * The reader factory, made once per batch: Spark asks every copy of its scan node for it
+   * while it plans (whether the reads are columnar). It reads with the reader's Hadoop
+   * configuration broadcast, shared with earlier scans of the same configuration ({@link
+   * ConfBroadcasts}).
    */
   @Override
   public synchronized PartitionReaderFactory createReaderFactory() {
@@ -280,8 +280,7 @@ final class ParquetBatch implements Batch {
       }
     }
     Broadcast<SerializableConfiguration> broadcast =
-        JavaSparkContext.fromSparkContext(session.sparkContext())
-            .broadcast(new SerializableConfiguration(hadoop));
+        ConfBroadcasts.of(session.sparkContext(), hadoop);
     scala.collection.immutable.Map<String, String> options =
         scala.collection.immutable.Map$.MODULE$.empty();
     for (Map.Entry<String, String> entry : new HashMap<>(READ_OPTIONS).entrySet()) {
