@@ -18,6 +18,7 @@ returns a builder that puts the jar on the classpath and attaches the catalog in
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from lakecat.catalog import Catalog
@@ -64,8 +65,9 @@ def attach_catalog(
     The catalog plugin's jar must be on the driver's classpath (:func:`session` does that;
     else ``spark.driver.extraClassPath`` = :func:`lakecat.spark_ext.catalog_jar`). Sets
     ``spark.sql.catalog.<name>``, registers the data sources the catalog's tables read and
-    write through, and hands the JVM the Python bridge. Attaching again (another catalog under
-    the same name) replaces the bridge. ``filter_pushdown`` is :func:`register`'s.
+    write through, ships the jar to the executors (:func:`ship_jar_to_executors`) and hands the
+    JVM the Python bridge. Attaching again (another catalog under the same name) replaces the
+    bridge. ``filter_pushdown`` is :func:`register`'s.
     """
     if not name or not name.replace("_", "").isalnum():
         raise ValidationError(f"a Spark catalog name is letters, digits and _, not {name!r}")
@@ -83,6 +85,7 @@ def attach_catalog(
     bridge = CatalogBridge(
         catalog, name=name, data_format=fmt, metadata_format=f"{fmt}_meta", spark=spark
     )
+    ship_jar_to_executors(spark)
     _start_callback_server(spark)
     bridges.register(name, bridge, spark._jsparkSession)
     spark.conf.set(f"spark.sql.catalog.{name}", CATALOG_CLASS)
@@ -103,6 +106,25 @@ def _bridges_class(jvm: Any) -> Any:
             "of the process"
         )
     return bridges
+
+
+def ship_jar_to_executors(spark: Any) -> None:
+    """Add the plugin's jar to the jars the application's executors load, once.
+
+    The executors run some of the plugin's classes: the wrappers of Spark's Parquet reader
+    (columns reordered, deleted positions dropped, row lineage assigned) and the writers of
+    merge-on-read row-level statements. On ``local`` masters the executors share the driver's
+    classpath; on a cluster they fetch the jar from the driver (``SparkContext.addJar``, as
+    ``spark.jars`` does), before the tasks that need it. Spark keeps one jar per file name,
+    so a jar of that name already added is left as it is.
+    """
+    jar = catalog_jar()
+    context = spark.sparkContext._jsc.sc()
+    name = os.path.basename(jar)
+    added = str(context.listJars().mkString("\n")).split("\n")  # a Scala Seq of URLs
+    if any(url.rsplit("/", 1)[-1] == name for url in added if url):
+        return
+    context.addJar(jar)
 
 
 def _start_callback_server(spark: Any) -> None:
@@ -169,8 +191,8 @@ def session(
 
         builder = SparkSession.builder
     jar = catalog_jar()
-    # Driver only: the plugin's classes never run on executors (they run Spark's own Python
-    # data source classes).
+    # On the driver's classpath from the start (the catalog class is loaded by name); the
+    # executors get it when the catalog is attached (ship_jar_to_executors)
     configured = (
         builder.config("spark.driver.extraClassPath", jar)
         .config(f"spark.sql.catalog.{name}", CATALOG_CLASS)

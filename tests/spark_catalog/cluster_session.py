@@ -1,0 +1,81 @@
+"""SQL statements through the lakecat catalog on a Spark cluster whose executors are JVMs of
+their own (``local-cluster``: one worker, one executor, started by Spark), so that every class
+of the plugin's the tasks run must reach the executor as a cluster's would (a ``local`` master
+shares the driver's classpath and would hide a missing jar).
+
+``python cluster_session.py <embedded catalog folder> <result.json>`` runs the statements and
+writes the rows of each query into ``result.json`` (a JSON object, query name -> rows as
+lists). Everything binds to 127.0.0.1 (``SPARK_LOCAL_IP``, set by the test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+MOR = ", ".join(f"'write.{kind}.mode' = 'merge-on-read'" for kind in ("delete", "update", "merge"))
+
+
+def session(root: str) -> Any:
+    import lakecat.spark_ext as lk
+    from lakecat.catalog import Catalog
+
+    return (
+        lk.session("lake", catalog=Catalog.embedded(root))
+        .master("local-cluster[1,1,1024]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "1g")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "1")
+        .getOrCreate()
+    )
+
+
+def main(root: str, out: str) -> None:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    spark = session(root)
+    spark.sparkContext.setLogLevel("ERROR")
+    results: dict[str, list[list[Any]]] = {}
+
+    def query(name: str, sql: str) -> None:
+        results[name] = [list(row) for row in spark.sql(sql).collect()]
+
+    sql = spark.sql
+    sql("CREATE NAMESPACE IF NOT EXISTS lake.db")
+    # merge-on-read, format v2: position delete files, and rows read through them
+    sql(
+        "CREATE TABLE lake.db.mor (id bigint, name string, part int) PARTITIONED BY (part) "
+        f"TBLPROPERTIES ({MOR})"
+    )
+    sql("INSERT INTO lake.db.mor SELECT id, concat('n', id), cast(id % 2 AS int) FROM range(0, 40)")
+    query("row_ids", "SELECT _pos, id, _file FROM lake.db.mor WHERE id < 6 ORDER BY id")
+    sql("DELETE FROM lake.db.mor WHERE id % 10 = 0")
+    sql("UPDATE lake.db.mor SET name = 'updated' WHERE id % 10 = 1")
+    spark.createDataFrame(
+        [(2, "merged", 0), (100, "inserted", 0)], "id bigint, name string, part int"
+    ).createOrReplaceTempView("changes")
+    sql(
+        "MERGE INTO lake.db.mor t USING changes c ON t.id = c.id "
+        "WHEN MATCHED THEN UPDATE SET name = c.name WHEN NOT MATCHED THEN INSERT *"
+    )
+    query("mor", "SELECT id, name, part FROM lake.db.mor ORDER BY id")
+    # format v3, copy-on-write: rows rewritten with their lineage, lineage columns read
+    sql("CREATE TABLE lake.db.v3 (id bigint, name string) TBLPROPERTIES ('format-version' = '3')")
+    sql("INSERT INTO lake.db.v3 SELECT id, concat('n', id) FROM range(0, 10)")
+    sql("UPDATE lake.db.v3 SET name = 'updated' WHERE id = 3")
+    query(
+        "v3",
+        "SELECT id, name, _row_id, _last_updated_sequence_number FROM lake.db.v3 ORDER BY id",
+    )
+    spark.stop()
+    with open(out, "w") as f:
+        json.dump(results, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,110 @@
+"""The plugin's classes that Spark's tasks run reach executors that are JVMs of their own.
+
+A ``local`` master runs its tasks in the driver's JVM, which has the plugin's jar on its
+classpath: a jar missing on a cluster's executors shows only on a cluster. ``local-cluster``
+starts a worker and an executor JVM of their own (``cluster_session.py``), where the reads
+through Spark's Parquet reader (row ids, deletes applied, row lineage) and the writes of
+merge-on-read and row-lineage statements run as they would on a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from lakecat.catalog import Catalog
+from lakecat.metadata.io import local_path
+from lakecat.spark_ext import catalog_jar
+
+pytestmark = pytest.mark.spark
+
+SESSION = Path(__file__).with_name("cluster_session.py")
+
+
+@pytest.fixture(scope="module")
+def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list]]:
+    root = tmp_path_factory.mktemp("cluster") / "lake"
+    out = root.parent / "result.json"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(SESSION.parent)}
+    done = subprocess.run(
+        [sys.executable, str(SESSION), str(root), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0 or not out.exists():
+        errors = [
+            line for line in done.stderr.splitlines() if "Exception" in line or "Error" in line
+        ]
+        pytest.fail(
+            "the cluster session failed:\n" + "\n".join(errors[:20] or [done.stderr[-3000:]])
+        )
+    return root, json.loads(out.read_text())
+
+
+def test_row_ids_are_read_on_an_executor_of_its_own(cluster_run) -> None:
+    root, results = cluster_run
+    with Catalog.embedded(root) as catalog:
+        first = catalog.load_table("db.mor").history()[0][1]  # the INSERT's snapshot
+        files = catalog.load_table("db.mor").scan(snapshot_id=first).plan_files()
+        where = {}
+        for data_file in files:
+            path = local_path(data_file.file_path)
+            assert path is not None
+            for pos, id_ in enumerate(pq.read_table(path, columns=["id"])["id"].to_pylist()):
+                where[id_] = (pos, data_file.file_path)
+    assert results["row_ids"] == [[where[i][0], i, where[i][1]] for i in range(6)]
+
+
+def test_merge_on_read_statements_run_on_an_executor_of_their_own(cluster_run) -> None:
+    root, results = cluster_run
+    expected = {}
+    for i in range(40):
+        if i % 10 == 0:
+            continue
+        expected[i] = ["updated" if i % 10 == 1 else f"n{i}", i % 2]
+    expected[2] = ["merged", 0]
+    expected[100] = ["inserted", 0]
+    rows = [[i, *expected[i]] for i in sorted(expected)]
+    assert results["mor"] == rows
+    with Catalog.embedded(root) as catalog:
+        table = catalog.load_table("db.mor")
+        snapshot = table.current_snapshot()
+        assert snapshot is not None
+        assert int(snapshot.summary["total-delete-files"]) > 0  # merge-on-read it was
+        arrow = table.to_arrow(columns=["id", "name", "part"]).sort_by("id")
+    assert [list(r.values()) for r in arrow.to_pylist()] == rows
+
+
+def test_row_lineage_is_kept_and_read_on_an_executor_of_its_own(cluster_run) -> None:
+    root, results = cluster_run
+    columns = ["id", "name", "_row_id", "_last_updated_sequence_number"]
+    with Catalog.embedded(root) as catalog:
+        arrow = catalog.load_table("db.v3").to_arrow(columns=columns).sort_by("id")
+    lakecat_rows = [list(r.values()) for r in arrow.select(columns).to_pylist()]
+    assert results["v3"] == lakecat_rows
+    # the copy-on-write UPDATE (sequence number 2) kept every row's id and gave the updated
+    # row its sequence number; the INSERT's rows keep theirs (1)
+    assert [r[1] for r in lakecat_rows] == ["updated" if i == 3 else f"n{i}" for i in range(10)]
+    assert sorted(r[2] for r in lakecat_rows) == list(range(10))
+    assert [r[3] for r in lakecat_rows] == [2 if i == 3 else 1 for i in range(10)]
+
+
+def test_attaching_a_catalog_ships_the_plugins_jar_once(lake) -> None:
+    from lakecat.spark_ext.sql.plugin import attach_catalog
+
+    def shipped() -> list[str]:
+        jars = str(lake.spark.sparkContext._jsc.sc().listJars().mkString("\n")).split("\n")
+        return [jar for jar in jars if jar.endswith("/" + Path(catalog_jar()).name)]
+
+    assert len(shipped()) == 1  # the fixture attached the catalog
+    attach_catalog(lake.spark, "lake", catalog=lake.catalog)
+    attach_catalog(lake.spark, "lake_again", catalog=lake.catalog)
+    assert len(shipped()) == 1
