@@ -72,6 +72,53 @@ def main(root: str, out: str) -> None:
         "v3",
         "SELECT id, name, _row_id, _last_updated_sequence_number FROM lake.db.v3 ORDER BY id",
     )
+    # format v3, merge-on-read: deletion vectors
+    sql(f"CREATE TABLE lake.db.dv (id bigint) TBLPROPERTIES ('format-version' = '3', {MOR})")
+    sql("INSERT INTO lake.db.dv SELECT id FROM range(0, 20)")
+    sql("DELETE FROM lake.db.dv WHERE id % 3 = 0")
+    query("dv", "SELECT id FROM lake.db.dv ORDER BY id")
+    # copy-on-write MERGE (Spark's writer), a dynamic overwrite (the Python data source's
+    # writer), compaction by procedure, a metadata table read by tasks, time travel
+    sql("CREATE TABLE lake.db.cow (id bigint, part int) PARTITIONED BY (part)")
+    sql("INSERT INTO lake.db.cow SELECT id, cast(id % 2 AS int) FROM range(0, 10)")
+    sql("INSERT INTO lake.db.cow SELECT id, cast(id % 2 AS int) FROM range(10, 20)")
+    sql(
+        "MERGE INTO lake.db.cow t USING (SELECT 4L AS id, 0 AS part) s ON t.id = s.id "
+        "WHEN MATCHED THEN DELETE"
+    )
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    sql("INSERT OVERWRITE lake.db.cow SELECT id, 1 FROM range(100, 103)")
+    query("cow", "SELECT id, part FROM lake.db.cow ORDER BY id")
+    query(
+        "compacted",
+        "CALL lake.system.rewrite_data_files(table => 'db.cow', "
+        "options => map('min-input-files', '1'))",
+    )
+    query("files", "SELECT file_path, record_count FROM lake.db.cow.files ORDER BY file_path")
+    query("cow_after", "SELECT id, part FROM lake.db.cow ORDER BY id")
+    # a streaming write into a table (exactly once per batch), then a streaming read of it
+    stream_rows = spark.createDataFrame([(i,) for i in range(5)], "id bigint")
+    folder = os.path.join(os.path.dirname(out), "stream-source")
+    stream_rows.write.parquet(folder)
+    sql("CREATE TABLE lake.db.streamed (id bigint)")
+    written = (
+        spark.readStream.schema("id long")
+        .parquet(folder)
+        .writeStream.option("checkpointLocation", folder + "-checkpoint")
+        .trigger(availableNow=True)
+        .toTable("lake.db.streamed")
+    )
+    written.awaitTermination(300)
+    read: list[int] = []
+    stream = (
+        spark.readStream.table("lake.db.streamed")
+        .writeStream.option("checkpointLocation", folder + "-read-checkpoint")
+        .foreachBatch(lambda batch, _: read.extend(r.id for r in batch.collect()))
+        .trigger(availableNow=True)
+        .start()
+    )
+    stream.awaitTermination(300)
+    results["streamed"] = [[i] for i in sorted(read)]
     spark.stop()
     with open(out, "w") as f:
         json.dump(results, f)

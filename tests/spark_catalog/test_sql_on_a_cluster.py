@@ -108,3 +108,36 @@ def test_attaching_a_catalog_ships_the_plugins_jar_once(lake) -> None:
     attach_catalog(lake.spark, "lake", catalog=lake.catalog)
     attach_catalog(lake.spark, "lake_again", catalog=lake.catalog)
     assert len(shipped()) == 1
+
+
+def test_deletion_vectors_are_written_and_applied_on_an_executor_of_its_own(cluster_run) -> None:
+    root, results = cluster_run
+    assert results["dv"] == [[i] for i in range(20) if i % 3]
+    with Catalog.embedded(root) as catalog:
+        arrow = catalog.load_table("db.dv").to_arrow(columns=["id"]).sort_by("id")
+    assert arrow["id"].to_pylist() == [i for i in range(20) if i % 3]
+
+
+def test_copy_on_write_overwrite_and_compaction_run_on_a_cluster(cluster_run) -> None:
+    root, results = cluster_run
+    # the MERGE deleted id 4; the dynamic overwrite replaced partition 1 (odd ids) only
+    rows = [[i, 0] for i in range(0, 20, 2) if i != 4] + [[i, 1] for i in range(100, 103)]
+    assert results["cow"] == rows
+    assert results["cow_after"] == rows
+    [[rewritten, added, _, failed, _]] = results["compacted"]
+    assert (added, failed) == (2, 0) and rewritten > added
+    with Catalog.embedded(root) as catalog:
+        table = catalog.load_table("db.cow")
+        files = sorted((f.file_path, f.record_count) for f in table.scan().plan_files())
+        arrow = table.to_arrow(columns=["id", "part"]).sort_by("id")
+    assert [list(r) for r in files] == results["files"]
+    assert [list(r.values()) for r in arrow.to_pylist()] == rows
+
+
+def test_a_stream_writes_and_reads_a_table_on_a_cluster(cluster_run) -> None:
+    root, results = cluster_run
+    assert results["streamed"] == [[i] for i in range(5)]
+    with Catalog.embedded(root) as catalog:
+        table = catalog.load_table("db.streamed")
+        assert sorted(table.to_arrow(columns=["id"])["id"].to_pylist()) == list(range(5))
+        assert len(table.snapshots()) == 1  # one micro-batch, one commit
