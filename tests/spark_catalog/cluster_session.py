@@ -18,27 +18,12 @@ from typing import Any
 MOR = ", ".join(f"'write.{kind}.mode' = 'merge-on-read'" for kind in ("delete", "update", "merge"))
 
 
-def session(root: str) -> Any:
-    import lakecat.spark_ext as lk
-    from lakecat.catalog import Catalog
-
-    return (
-        lk.session("lake", catalog=Catalog.embedded(root))
-        .master("local-cluster[1,1,1024]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "1g")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "1")
-        .getOrCreate()
-    )
-
-
 def main(root: str, out: str) -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    spark = session(root)
+    from sql_worker import small_session  # beside this file (PYTHONPATH, set by the test)
+
+    spark = small_session(root, master="local-cluster[1,1,1024]", driver_memory="1g")
     spark.sparkContext.setLogLevel("ERROR")
     results: dict[str, list[list[Any]]] = {}
 

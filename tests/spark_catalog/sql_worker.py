@@ -22,17 +22,18 @@ def say(message: dict[str, Any]) -> None:
     print("@@" + json.dumps(message), flush=True)
 
 
-def small_session(root: str) -> Any:
+def small_session(root: str, master: str = "local[1]", driver_memory: str = "512m") -> Any:
     """A one-core SparkSession bound to 127.0.0.1 with the lakecat catalog of the embedded
-    catalog folder ``root`` attached as ``lake`` (also used by ``jre_session.py``)."""
+    catalog folder ``root`` attached as ``lake`` (also used by ``jre_session.py`` and, on a
+    ``local-cluster`` master, ``cluster_session.py``)."""
     import lakecat.spark_ext as lk
     from lakecat.catalog import Catalog
 
     return (
         lk.session("lake", catalog=Catalog.embedded(root))
-        .master("local[1]")
+        .master(master)
         .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "512m")
+        .config("spark.driver.memory", driver_memory)
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
