@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -473,9 +474,12 @@ class CatalogBridge:
         files: Sequence[str],
         read_options: Mapping[str, str],
         deletes: Mapping[str, Sequence[int]],
+        positions_file: str | None = None,
     ) -> int | None:
         """Commit a merge-on-read DELETE/UPDATE/MERGE: position deletes (v3: deletion vectors)
-        for the rows Spark deleted or updated, and the staged new rows."""
+        for the rows Spark deleted or updated, and the staged new rows. ``deletes`` maps each
+        data file to its deleted positions or, with ``positions_file`` (the plugin's), to the
+        [first index, count] of its run of positions in that file (:func:`read_positions`)."""
         view = self._view(read_options)
         table = self.catalog.load_table((*namespace, name))
         return commit_merge_on_read(
@@ -485,7 +489,7 @@ class CatalogBridge:
             filter=parse(filter),
             read=files,
             stage_to=stage_to,
-            deletes=deletes,
+            deletes=deletes if positions_file is None else read_positions(positions_file, deletes),
         )
 
     # ---- procedures -----------------------------------------------------------------------
@@ -656,6 +660,23 @@ def insert_rows(
         format_name=bridge.data_format,
         **opts,
     )
+
+
+def read_positions(path: str, runs: Mapping[str, Sequence[int]]) -> dict[str, pa.Array]:
+    """The deleted positions of each data file from the plugin's positions file (little-endian
+    64-bit integers, a run per data file; ``runs``: data file -> [first index, count]), as
+    Arrow arrays over the file's bytes (read once, not copied again)."""
+    with open(path, "rb") as f:
+        data = pa.py_buffer(f.read())
+    total = len(data) // 8
+    out: dict[str, pa.Array] = {}
+    for file, (first, count) in runs.items():
+        if first < 0 or count < 0 or first + count > total:
+            raise ValidationError(f"the positions of {file} lie outside the commit's positions")
+        out[file] = pa.Array.from_buffers(
+            pa.int64(), count, [None, data.slice(first * 8, count * 8)]
+        )
+    return out
 
 
 def error_payload(exc: LakecatError, args: Mapping[str, Any]) -> dict[str, Any]:

@@ -120,7 +120,7 @@ def commit_merge_on_read(
     filter: Expression,
     read: Sequence[str],
     stage_to: str,
-    deletes: Mapping[str, Sequence[int]],
+    deletes: Mapping[str, Sequence[int] | pa.Array],
 ) -> int | None:
     """Commit a merge-on-read DELETE/UPDATE/MERGE: position deletes (v3: deletion vectors) for
     ``deletes`` (data file path -> positions, counted over every row of the file) and the

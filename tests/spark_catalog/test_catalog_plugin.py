@@ -137,3 +137,22 @@ def test_literals_arrive_in_catalysts_internal_form() -> None:
     assert literal(lit("12.50", "decimal")) == Decimal("12.50")
     assert literal(lit("true", "boolean")) is True
     assert literal({"literal": None, "type": "string"}) is None
+
+
+def test_the_plugins_positions_file_is_read_as_one_run_per_data_file(tmp_path) -> None:
+    import struct
+
+    from lakecat.metadata.errors import ValidationError
+    from lakecat.spark_ext.sql.bridge import read_positions
+
+    path = tmp_path / "positions.bin"
+    path.write_bytes(struct.pack("<6q", 7, 3, 9, 0, 1 << 40, 5))
+    runs = {"a.parquet": [0, 3], "b.parquet": [3, 3], "empty.parquet": [6, 0]}
+    positions = read_positions(str(path), runs)
+    assert {k: v.to_pylist() for k, v in positions.items()} == {
+        "a.parquet": [7, 3, 9],
+        "b.parquet": [0, 1 << 40, 5],
+        "empty.parquet": [],
+    }
+    with pytest.raises(ValidationError, match="outside"):
+        read_positions(str(path), {"a.parquet": [4, 3]})

@@ -7,6 +7,7 @@ lakecat's Python API and through pyiceberg, and what the commit replaced.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -302,4 +303,42 @@ def test_a_merge_on_read_merge_of_narrow_rows_reads_its_files_once(lake, spark) 
 
     sevens = [r for r in lake.rows("db.narrow", "id", "region", "amount") if r[0] == 7]
     assert sevens == [(7, "ap", 1.0), (7, "eu", 1.0), (7, "us", 70.0)]
+    assert "deleted-data-files" not in table.refresh().current_snapshot().summary
+
+
+def test_a_merge_on_read_commit_gets_every_position_and_leaves_no_temporary_file(
+    lake, spark
+) -> None:
+    """The deleted positions reach the commit through a temporary file of the JVM's (not
+    JSON), one run per data file, and the file is gone once the commit call returns."""
+    table = lake.catalog.create_table("db.many", SCHEMA, partition_by=["region"])
+    table.set_properties(MERGE_ON_READ)
+    count = 30_000
+    for region in ("eu", "us"):
+        table.refresh().append(
+            pa.table(
+                {
+                    "id": pa.array(range(count), pa.int64()),
+                    "region": pa.array([region] * count),
+                    "amount": pa.array([float(i) for i in range(count)]),
+                },
+                schema=SCHEMA,
+            )
+        )
+    temporary = Path(spark._jvm.java.lang.System.getProperty("java.io.tmpdir"))
+    before = set(temporary.glob("lakecat-positions-*"))
+
+    lake.sql("DELETE FROM lake.db.many WHERE id % 3 = 0 OR (region = 'us' AND id >= 29990)")
+    lake.sql("UPDATE lake.db.many SET amount = -amount WHERE region = 'eu' AND id % 3 = 1")
+
+    assert set(temporary.glob("lakecat-positions-*")) == before
+    rows = lake.rows("db.many", "id", "region", "amount")
+    kept = [
+        (i, r, -float(i) if r == "eu" and i % 3 == 1 else float(i))
+        for r in ("eu", "us")
+        for i in range(count)
+        if i % 3 and not (r == "us" and i >= 29990)
+    ]
+    assert sorted(rows) == sorted(kept)
+    assert lake.iceberg_rows("db.many", "id", "region", "amount") == sorted(rows)
     assert "deleted-data-files" not in table.refresh().current_snapshot().summary

@@ -3,6 +3,13 @@ package lakecat.spark;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -120,8 +127,18 @@ final class LakecatDeltaWrite implements DeltaWrite {
     @Override
     public void commit(WriterCommitMessage[] messages) {
       super.commit(rowMessages(messages)); // stages the new rows: no commit yet
-      committing = true;
-      table.bridge().call("commit_merge_on_read", commitArgs(messages));
+      Path positions = positionsFile();
+      try {
+        ObjectNode args = commitArgs(messages, positions);
+        committing = true; // from here the call owns the staged files
+        table.bridge().call("commit_merge_on_read", args);
+      } finally {
+        try {
+          Files.deleteIfExists(positions);
+        } catch (IOException e) {
+          // a temporary file left in the JVM's temporary folder: nothing of the table's
+        }
+      }
     }
 
     @Override
@@ -132,26 +149,63 @@ final class LakecatDeltaWrite implements DeltaWrite {
     }
   }
 
-  private ObjectNode commitArgs(WriterCommitMessage[] messages) {
+  /** A new temporary file for the deleted positions (the commit call's, deleted after it). */
+  private static Path positionsFile() {
+    try {
+      return Files.createTempFile("lakecat-positions-", ".bin");
+    } catch (IOException e) {
+      throw new UncheckedIOException("lakecat: no temporary file for a commit's positions", e);
+    }
+  }
+
+  /**
+   * The commit call's arguments. The deleted positions, which can be millions, do not travel
+   * as JSON: they are written to {@code positions} as little-endian 64-bit integers, one run
+   * per data file, and the arguments name the file ({@code positions_file}) and each data
+   * file's run ({@code deletes}: path -> [first index, count]).
+   */
+  private ObjectNode commitArgs(WriterCommitMessage[] messages, Path positions) {
     Map<String, List<long[]>> byFile = new HashMap<>();
     for (WriterCommitMessage message : messages) {
       if (message instanceof Deltas) {
         ((Deltas) message)
-            .deletes.forEach((file, positions) -> byFile.computeIfAbsent(file, f -> new ArrayList<>()).add(positions));
+            .deletes.forEach((file, chunk) -> byFile.computeIfAbsent(file, f -> new ArrayList<>()).add(chunk));
       }
     }
     ObjectNode args = table.rowLevelCommitArgs(command, scan, stageTo);
+    args.put("positions_file", positions.toString());
     ObjectNode deletes = args.putObject("deletes");
-    byFile.forEach(
-        (file, chunks) -> {
-          ArrayNode positions = deletes.putArray(file);
-          for (long[] chunk : chunks) {
-            for (long position : chunk) {
-              positions.add(position);
+    try (FileChannel out = FileChannel.open(positions, StandardOpenOption.WRITE)) {
+      ByteBuffer buffer = ByteBuffer.allocate(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
+      long written = 0;
+      for (Map.Entry<String, List<long[]>> entry : byFile.entrySet()) {
+        long first = written;
+        for (long[] chunk : entry.getValue()) {
+          for (long position : chunk) {
+            if (!buffer.hasRemaining()) {
+              drain(buffer, out);
             }
+            buffer.putLong(position);
+            written++;
           }
-        });
+        }
+        ArrayNode run = deletes.putArray(entry.getKey());
+        run.add(first);
+        run.add(written - first);
+      }
+      drain(buffer, out);
+    } catch (IOException e) {
+      throw new UncheckedIOException("lakecat: writing a commit's positions failed", e);
+    }
     return args;
+  }
+
+  private static void drain(ByteBuffer buffer, FileChannel out) throws IOException {
+    buffer.flip();
+    while (buffer.hasRemaining()) {
+      out.write(buffer);
+    }
+    buffer.clear();
   }
 
   private static final class Factory implements DeltaWriterFactory {
