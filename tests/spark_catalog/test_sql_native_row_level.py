@@ -64,7 +64,16 @@ def files_on_disk(table: Any) -> set[str]:
 def test_copy_on_write_rows_are_written_by_sparks_parquet_writer(lake) -> None:
     sales = make_sales(lake)
     statement = "UPDATE lake.db.sales SET amount = amount * 10 WHERE id % 2 = 0"
-    assert "AppendDataExecV1" in physical_plan(lake, statement)
+    plan = physical_plan(lake, statement)
+    assert "AppendDataExecV1" in plan
+    # EXPLAIN names the write and the read under it (Spark plans that read when it runs)
+    assert (
+        "lakecat copy-on-write UPDATE of lake.db.sales (Spark's Parquet writer), reading " in plan
+    )
+    assert (
+        "reading lakecat lake.db.sales [filters=[], lakecat-filter=true, reader=parquet, files=3]"
+        in plan
+    )
     before = {f.file_path for f in sales.scan().plan_files()}
 
     lake.sql(statement)
@@ -92,11 +101,13 @@ def test_the_runtime_file_filter_still_picks_the_files_to_rewrite(lake, spark) -
     sales = make_sales(lake)
     source(spark, (5, "us", 50.0), (7, "ap", 7.0))
     untouched = {f.file_path for f in sales.scan(row_filter="region = 'eu'").plan_files()}
-
-    lake.sql(
+    merge = (
         "MERGE INTO lake.db.sales t USING src s ON t.id = s.id "
         "WHEN MATCHED THEN UPDATE SET amount = s.amount WHEN NOT MATCHED THEN INSERT *"
     )
+    assert "narrowed at run time by Spark's _file filter" in physical_plan(lake, merge)
+
+    lake.sql(merge)
     lake.sql("DELETE FROM lake.db.sales WHERE id IN (SELECT id FROM src WHERE id = 7)")
 
     sales.refresh()

@@ -110,9 +110,12 @@ final class LakecatRowLevelWrite implements Write {
         };
       }
 
+      /** What EXPLAIN shows: the write, and the read Spark plans under it when it runs. */
       @Override
       public String toString() {
-        return description();
+        String narrowed =
+            groupFilters.isEmpty() ? "" : ", its files narrowed at run time by Spark's _file filter";
+        return description() + ", reading " + scan.description() + narrowed;
       }
     };
   }
