@@ -473,13 +473,13 @@ class CatalogBridge:
         stage_to: str,
         files: Sequence[str],
         read_options: Mapping[str, str],
-        deletes: Mapping[str, Sequence[int]],
-        positions_file: str | None = None,
+        positions_file: str,
+        runs: Mapping[str, Sequence[int]],
     ) -> int | None:
         """Commit a merge-on-read DELETE/UPDATE/MERGE: position deletes (v3: deletion vectors)
-        for the rows Spark deleted or updated, and the staged new rows. ``deletes`` maps each
-        data file to its deleted positions or, with ``positions_file`` (the plugin's), to the
-        [first index, count] of its run of positions in that file (:func:`read_positions`)."""
+        for the rows Spark deleted or updated, and the staged new rows. The deleted positions
+        are in the plugin's ``positions_file``; ``runs`` maps each data file to the [first
+        index, count] of its run of positions there (:func:`read_positions`)."""
         view = self._view(read_options)
         table = self.catalog.load_table((*namespace, name))
         return commit_merge_on_read(
@@ -489,7 +489,7 @@ class CatalogBridge:
             filter=parse(filter),
             read=files,
             stage_to=stage_to,
-            deletes=deletes if positions_file is None else read_positions(positions_file, deletes),
+            deletes=read_positions(positions_file, runs),
         )
 
     # ---- procedures -----------------------------------------------------------------------

@@ -162,7 +162,7 @@ final class LakecatDeltaWrite implements DeltaWrite {
    * The commit call's arguments. The deleted positions, which can be millions, do not travel
    * as JSON: they are written to {@code positions} as little-endian 64-bit integers, one run
    * per data file, and the arguments name the file ({@code positions_file}) and each data
-   * file's run ({@code deletes}: path -> [first index, count]).
+   * file's run ({@code runs}: path -> [first index, count]).
    */
   private ObjectNode commitArgs(WriterCommitMessage[] messages, Path positions) {
     Map<String, List<long[]>> byFile = new HashMap<>();
@@ -174,7 +174,7 @@ final class LakecatDeltaWrite implements DeltaWrite {
     }
     ObjectNode args = table.rowLevelCommitArgs(command, scan, stageTo);
     args.put("positions_file", positions.toString());
-    ObjectNode deletes = args.putObject("deletes");
+    ObjectNode runs = args.putObject("runs");
     try (FileChannel out = FileChannel.open(positions, StandardOpenOption.WRITE)) {
       ByteBuffer buffer = ByteBuffer.allocate(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
       long written = 0;
@@ -189,7 +189,7 @@ final class LakecatDeltaWrite implements DeltaWrite {
             written++;
           }
         }
-        ArrayNode run = deletes.putArray(entry.getKey());
+        ArrayNode run = runs.putArray(entry.getKey());
         run.add(first);
         run.add(written - first);
       }
