@@ -79,7 +79,11 @@ from lakecat.spark_ext.sql.procedures import (
     call_procedure,
     find_procedure,
 )
-from lakecat.spark_ext.sql.row_level import commit_copy_on_write, commit_merge_on_read
+from lakecat.spark_ext.sql.row_level import (
+    commit_copy_on_write,
+    commit_merge_on_read,
+    staged_owned,
+)
 from lakecat.spark_ext.sql.staging import StagedTables
 from lakecat.spark_ext.types import spark_schema
 
@@ -458,11 +462,12 @@ class CatalogBridge:
     ) -> int | None:
         """Commit a copy-on-write DELETE/UPDATE/MERGE: the staged files replace the files
         the operation read; the new snapshot id (None: nothing changed)."""
-        view = self._view(read_options)
-        table = self.catalog.load_table((*namespace, name))
-        return commit_copy_on_write(
-            table, view, command=command, filter=parse(filter), read=files, stage_to=stage_to
-        )
+        with staged_owned(self.catalog.io, stage_to):
+            view = self._view(read_options)
+            table = self.catalog.load_table((*namespace, name))
+            return commit_copy_on_write(
+                table, view, command=command, filter=parse(filter), read=files, stage_to=stage_to
+            )
 
     def commit_merge_on_read(
         self,
@@ -480,17 +485,18 @@ class CatalogBridge:
         for the rows Spark deleted or updated, and the staged new rows. The deleted positions
         are in the plugin's ``positions_file``; ``runs`` maps each data file to the [first
         index, count] of its run of positions there (:func:`read_positions`)."""
-        view = self._view(read_options)
-        table = self.catalog.load_table((*namespace, name))
-        return commit_merge_on_read(
-            table,
-            view,
-            command=command,
-            filter=parse(filter),
-            read=files,
-            stage_to=stage_to,
-            deletes=read_positions(positions_file, runs),
-        )
+        with staged_owned(self.catalog.io, stage_to):
+            view = self._view(read_options)
+            table = self.catalog.load_table((*namespace, name))
+            return commit_merge_on_read(
+                table,
+                view,
+                command=command,
+                filter=parse(filter),
+                read=files,
+                stage_to=stage_to,
+                deletes=read_positions(positions_file, runs),
+            )
 
     # ---- procedures -----------------------------------------------------------------------
     def list_procedures(self, namespace: Sequence[str]) -> list[list[str]]:

@@ -30,7 +30,8 @@ the commits that landed on it since; the main branch does not move.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 
 import pyarrow as pa
 
@@ -46,6 +47,7 @@ from lakecat.catalog.engine import (
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions import Expression
+from lakecat.metadata.io import FileIO
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.table import MAIN_BRANCH
 from lakecat.spark_ext.source.planning import ReadView, plan_files
@@ -64,6 +66,20 @@ def _command(command: str) -> tuple[OpKind, str]:
     if command not in _COMMANDS:
         raise ValidationError(f"not a row-level command: {command!r}")
     return _COMMANDS[command]
+
+
+@contextmanager
+def staged_owned(io: FileIO, stage_to: str) -> Iterator[None]:
+    """Own the files a statement's staged write handed over at ``stage_to`` while the block
+    runs: when it raises before a commit took them over (read the hand-over, which deletes it),
+    they are deleted, so that a failure in preparing the commit (loading the table, reading
+    the deleted positions) leaves no file behind."""
+    try:
+        yield
+    except BaseException:
+        with suppress(Exception):  # the error being raised is the one to report
+            delete_quietly(io, [f.file_path for f in handed_over(io, stage_to)])
+        raise
 
 
 def commit_copy_on_write(

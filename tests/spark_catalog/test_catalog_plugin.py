@@ -156,3 +156,53 @@ def test_the_plugins_positions_file_is_read_as_one_run_per_data_file(tmp_path) -
     }
     with pytest.raises(ValidationError, match="outside"):
         read_positions(str(path), {"a.parquet": [4, 3]})
+
+
+@pytest.mark.parametrize(
+    ("mode", "failure"),
+    [
+        ("copy-on-write", "table dropped"),
+        ("merge-on-read", "table dropped"),
+        ("merge-on-read", "positions file missing"),
+    ],
+)
+def test_a_row_level_commit_failing_before_it_commits_deletes_the_staged_files(
+    tmp_path, mode: str, failure: str
+) -> None:
+    """The plugin hands the staged files to the commit call: whatever fails in that call,
+    even before the commit itself starts, deletes them (and the hand-over)."""
+    import os
+
+    import pyarrow as pa
+
+    from lakecat.catalog import Catalog
+    from lakecat.catalog.write.writer import conform, write_files
+    from lakecat.metadata.errors import LakecatError
+    from lakecat.spark_ext.source.planning import METADATA_LOCATION
+    from lakecat.spark_ext.source.staging import StagedTask, write_handoff
+    from lakecat.spark_ext.sql.bridge import CatalogBridge
+
+    catalog = Catalog.embedded(tmp_path / "lake")
+    try:
+        catalog.create_namespace("db")
+        table = catalog.create_table("db.t", pa.schema([("id", pa.int64())]))
+        table.append(pa.table({"id": [1, 2, 3]}))
+        table = catalog.load_table("db.t")
+        bridge = CatalogBridge(catalog, name="lake", data_format="lakecat", metadata_format="x")
+        options = {METADATA_LOCATION: table.metadata_location}
+        stage_to = bridge.begin_row_level(["db"], "t", options)["stage_to"]
+        rows = conform(table.metadata, pa.table({"id": [4, 5]}))
+        staged = write_files(table.io, table.metadata, rows)
+        write_handoff(table.io, stage_to, [StagedTask(0, tuple(staged))])
+        name = "gone" if failure == "table dropped" else "t"
+        args = (["db"], name, "update", "true", stage_to, [], options)
+        with pytest.raises((LakecatError, OSError)):
+            if mode == "copy-on-write":
+                bridge.commit_row_level(*args)
+            else:
+                bridge.commit_merge_on_read(*args, str(tmp_path / "no-such.bin"), {"x": [0, 1]})
+        assert [os.path.exists(f.file_path.removeprefix("file://")) for f in staged] == [False]
+        assert not table.io.exists(stage_to)
+        assert catalog.load_table("db.t").metadata_location == table.metadata_location
+    finally:
+        catalog.close()
