@@ -22,6 +22,7 @@ Procedures (``CALL lake.system.<name>(...)``) are described and run by
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -49,7 +50,10 @@ from lakecat.metadata.io import join
 from lakecat.metadata.schema import arrow_to_schema
 from lakecat.metadata.table import MAIN_BRANCH, read_metadata
 from lakecat.spark_ext.errors import error_attributes, error_class_name, error_in_traceback
+from lakecat.spark_ext.native.delta_rows import describe_delta_rows, plan_delta_rows
 from lakecat.spark_ext.native.scan import plan_catalog_scan
+from lakecat.spark_ext.native.support import NotNative
+from lakecat.spark_ext.native.write import remove_empty_folders
 from lakecat.spark_ext.native.write import write as native_write
 from lakecat.spark_ext.settings import OPTION_TABLE, table_identifier
 from lakecat.spark_ext.source.planning import (
@@ -82,6 +86,7 @@ from lakecat.spark_ext.sql.procedures import (
 from lakecat.spark_ext.sql.row_level import (
     commit_copy_on_write,
     commit_merge_on_read,
+    folder_owned,
     staged_owned,
 )
 from lakecat.spark_ext.sql.staging import StagedTables
@@ -91,6 +96,8 @@ from lakecat.spark_ext.types import spark_schema
 _PROVIDER, _LOCATION = "provider", "location"
 _NOT_STORED = frozenset({_PROVIDER, _LOCATION, "external", "is_managed_location"})
 _PROVIDERS = frozenset({"lakecat", "iceberg"})
+
+log = logging.getLogger("lakecat.spark")
 
 Handler = Callable[..., Any]
 
@@ -439,16 +446,36 @@ class CatalogBridge:
         return scan.to_json()
 
     def begin_row_level(
-        self, namespace: Sequence[str], name: str, read_options: Mapping[str, str]
+        self,
+        namespace: Sequence[str],
+        name: str,
+        read_options: Mapping[str, str],
+        delta_schema: str | None = None,
     ) -> dict[str, Any]:
         """Where a row-level operation's staged write hands its files over, and its write
-        options (staging against the version the operation read)."""
+        options (staging against the version the operation read). For a merge-on-read
+        statement whose new rows have the Spark schema ``delta_schema`` (JSON), also how its
+        tasks write them with Spark's Parquet writer (``native_rows``,
+        :mod:`lakecat.spark_ext.native.delta_rows`), or why they do not (``native_reason``:
+        the rows go through the staged write)."""
         view = self._view(read_options)
         stage_to = join(metadata_dir(view.metadata), f"spark-stage-{uuid.uuid4()}.pickle")
-        return {
+        answer: dict[str, Any] = {
             "stage_to": stage_to,
             "write_options": {METADATA_LOCATION: view.metadata_location, STAGE_TO: stage_to},
         }
+        if delta_schema is not None:
+            rows = StructType.fromJson(json.loads(delta_schema))
+            try:
+                answer["native_rows"] = plan_delta_rows(view.metadata, rows).to_json()
+            except NotNative as exc:
+                log.info(
+                    "lakecat: staging the new rows on %s: %s",
+                    ".".join((*namespace, name)),
+                    exc.reason,
+                )
+                answer["native_reason"] = exc.reason
+        return answer
 
     def commit_row_level(
         self,
@@ -480,23 +507,41 @@ class CatalogBridge:
         read_options: Mapping[str, str],
         positions_file: str,
         runs: Mapping[str, Sequence[int]],
+        rows_folder: str | None = None,
+        rows_files: Sequence[str] = (),
     ) -> int | None:
         """Commit a merge-on-read DELETE/UPDATE/MERGE: position deletes (v3: deletion vectors)
-        for the rows Spark deleted or updated, and the staged new rows. The deleted positions
-        are in the plugin's ``positions_file``; ``runs`` maps each data file to the [first
-        index, count] of its run of positions there (:func:`read_positions`)."""
-        with staged_owned(self.catalog.io, stage_to):
-            view = self._view(read_options)
-            table = self.catalog.load_table((*namespace, name))
-            return commit_merge_on_read(
-                table,
-                view,
-                command=command,
-                filter=parse(filter),
-                read=files,
-                stage_to=stage_to,
-                deletes=read_positions(positions_file, runs),
-            )
+        for the rows Spark deleted or updated, and the new rows: staged, or written by the
+        tasks in ``rows_folder`` (``native_rows`` of :meth:`begin_row_level`), of which the
+        committed tasks wrote ``rows_files``. The deleted positions are in the plugin's
+        ``positions_file``; ``runs`` maps each data file to the [first index, count] of its
+        run of positions there (:func:`read_positions`)."""
+        io = self.catalog.io
+        try:
+            with staged_owned(io, stage_to):
+                with folder_owned(io, rows_folder):
+                    view = self._view(read_options)
+                    table = self.catalog.load_table((*namespace, name))
+                    deletes = read_positions(positions_file, runs)
+                    written = (
+                        describe_delta_rows(io, view.metadata, rows_folder, rows_files)
+                        if rows_folder is not None
+                        else []
+                    )
+                # from here the commit owns the files (and deletes them unless it may have landed)
+                return commit_merge_on_read(
+                    table,
+                    view,
+                    command=command,
+                    filter=parse(filter),
+                    read=files,
+                    stage_to=stage_to,
+                    deletes=deletes,
+                    written=written,
+                )
+        finally:
+            if rows_folder is not None:
+                remove_empty_folders(rows_folder)
 
     # ---- procedures -----------------------------------------------------------------------
     def list_procedures(self, namespace: Sequence[str]) -> list[list[str]]:

@@ -82,6 +82,19 @@ def staged_owned(io: FileIO, stage_to: str) -> Iterator[None]:
         raise
 
 
+@contextmanager
+def folder_owned(io: FileIO, folder: str | None) -> Iterator[None]:
+    """Own every file under ``folder`` (the job folder of rows the tasks wrote; None: none)
+    while the block runs: when it raises, they are deleted."""
+    try:
+        yield
+    except BaseException:
+        if folder is not None:
+            with suppress(Exception):  # the error being raised is the one to report
+                delete_quietly(io, [info.location for info in io.list_prefix(folder)])
+        raise
+
+
 def commit_copy_on_write(
     table: Table,
     view: ReadView,
@@ -137,15 +150,18 @@ def commit_merge_on_read(
     read: Sequence[str],
     stage_to: str,
     deletes: Mapping[str, Sequence[int] | pa.Array],
+    written: Sequence[DataFile] = (),
 ) -> int | None:
     """Commit a merge-on-read DELETE/UPDATE/MERGE: position deletes (v3: deletion vectors) for
-    ``deletes`` (data file path -> positions, counted over every row of the file) and the
-    staged files (the updated and inserted rows); the new snapshot id, None when nothing
-    changed. A failure before the commit deletes every file written."""
+    ``deletes`` (data file path -> positions, counted over every row of the file) and the new
+    rows (the updated and inserted ones): the staged files, and the data files ``written``
+    by the tasks; the new snapshot id, None when nothing changed. A failure before the commit
+    deletes every file written."""
     io = table.io
-    added = handed_over(io, stage_to)
-    written: list[DataFile] = []
+    added: list[DataFile] = list(written)
+    delete_files: list[DataFile] = []
     try:
+        added += handed_over(io, stage_to)
         kind, isolation_key = _command(command)
         plan = plan_files(io, view, [filter])
         planned = {f.file_path: f for f in plan.files}
@@ -162,13 +178,13 @@ def commit_merge_on_read(
         ]
         if not targets and not added:
             return None
-        written = write_position_deletes(io, view.metadata, targets) if targets else []
+        delete_files = write_position_deletes(io, view.metadata, targets) if targets else []
         head = view.snapshot
         intent = Intent(
             kind=kind,
             branch=view.options.branch or MAIN_BRANCH,
             starting_snapshot_id=head.snapshot_id if head else None,
-            added_files=(*added, *written),
+            added_files=(*added, *delete_files),
             removed_files=tuple(replaced_deletes(view.metadata, targets)),
             read_files=tuple(dict.fromkeys(read)),
             read_filter=filter,
@@ -177,6 +193,6 @@ def commit_merge_on_read(
         )
         check_unchanged(view.metadata, table.metadata, intent)
     except BaseException:
-        delete_quietly(io, [f.file_path for f in (*added, *written)])
+        delete_quietly(io, [f.file_path for f in (*added, *delete_files)])
         raise
     return table.commit_intent(intent).snapshot_id

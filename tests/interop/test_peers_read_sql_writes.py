@@ -3,7 +3,8 @@
 Each table gets a history of SQL statements only: INSERT (Spark's Parquet writer), UPDATE,
 DELETE with an expression, MERGE with every clause kind, DELETE of whole files. Copy-on-write
 tables rewrite with Spark's Parquet writer (``NativeRowLevelWrites``); merge-on-read tables get
-position delete files (v2) or deletion vectors (v3). Every snapshot is read by lakecat and by
+position delete files (v2, whose new rows Spark's Parquet writer writes in the statement's
+tasks: ``NativeRows``) or deletion vectors (v3). Every snapshot is read by lakecat and by
 the peers: pyiceberg and DuckDB must return exactly lakecat's rows, Iceberg Java (through
 Spark, by metadata path) the same count and sum.
 """
@@ -83,6 +84,9 @@ def test_the_histories_hold_the_expected_rows_and_files(tables: dict[str, Table]
         assert rows[14][2] == "updated" and rows[1001][1] is None
         deletes = t.scan().plan().deletes
         assert bool(deletes) is key.startswith("merge-on-read"), key
+        # merge-on-read v2: the new rows written by Spark's Parquet writer in the tasks
+        in_tasks = any("/data/delta-" in f.file_path for f in t.scan().plan_files())
+        assert in_tasks is (key == "merge-on-read v2"), key
 
 
 # DuckDB 1.5.5's iceberg extension misapplies some of these deletion vectors: on some runs

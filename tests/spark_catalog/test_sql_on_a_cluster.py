@@ -79,6 +79,8 @@ def test_merge_on_read_statements_run_on_an_executor_of_their_own(cluster_run) -
         snapshot = table.current_snapshot()
         assert snapshot is not None
         assert int(snapshot.summary["total-delete-files"]) > 0  # merge-on-read it was
+        # the new rows were written by the executor's tasks (NativeRows), not staged
+        assert any("/data/delta-" in f.file_path for f in table.scan().plan_files())
         arrow = table.to_arrow(columns=["id", "name", "part"]).sort_by("id")
     assert [list(r.values()) for r in arrow.to_pylist()] == rows
 

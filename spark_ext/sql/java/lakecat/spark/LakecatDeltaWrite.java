@@ -31,16 +31,18 @@ import org.apache.spark.sql.connector.write.WriteSummary;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
 /**
- * The write of a merge-on-read operation ({@link LakecatMergeOnRead}): each task writes its new
- * rows (updated and inserted) through the Python data source in staging mode, in chunks ({@link
- * ChunkedWriterFactory}), and collects the positions of the rows it deletes or updates, by data
- * file; the driver hands the staged files and every task's positions to one bridge call, which
- * writes the position delete files (v3: deletion vectors) and commits. As for {@link
- * LakecatRowLevelWrite}, once that call is made the job's files belong to it.
+ * The write of a merge-on-read operation ({@link LakecatMergeOnRead}): each task collects the
+ * positions of the rows it deletes or updates, by data file, and writes its new rows (updated
+ * and inserted): with Spark's own Parquet writer when the bridge planned it ({@link
+ * NativeRows}), else through the Python data source in staging mode, in chunks ({@link
+ * ChunkedWriterFactory}). The driver hands the new files and every task's positions to one
+ * bridge call, which writes the position delete files (v3: deletion vectors) and commits. As for
+ * {@link LakecatRowLevelWrite}, once that call is made the job's files belong to it.
  */
 final class LakecatDeltaWrite implements DeltaWrite {
   private final LakecatTable table;
-  private final Write delegate;
+  private final Write staged; // the Python data source's staged write; null: native rows
+  private final NativeRows nativeRows; // null: staged rows
   private final Command command;
   private final LakecatScan.RowLevel scan;
   private final String stageTo;
@@ -50,7 +52,8 @@ final class LakecatDeltaWrite implements DeltaWrite {
 
   LakecatDeltaWrite(
       LakecatTable table,
-      Write delegate,
+      Write staged,
+      NativeRows nativeRows,
       Command command,
       LakecatScan.RowLevel scan,
       String stageTo,
@@ -58,7 +61,8 @@ final class LakecatDeltaWrite implements DeltaWrite {
       int fileOrdinal,
       int posOrdinal) {
     this.table = table;
-    this.delegate = delegate;
+    this.staged = staged;
+    this.nativeRows = nativeRows;
     this.command = command;
     this.scan = scan;
     this.stageTo = stageTo;
@@ -69,15 +73,25 @@ final class LakecatDeltaWrite implements DeltaWrite {
 
   @Override
   public String description() {
-    return "lakecat merge-on-read " + command + " of " + table.name();
+    return "lakecat merge-on-read "
+        + command
+        + " of "
+        + table.name()
+        + (nativeRows != null ? " [rows written by Spark's Parquet writer]" : "");
+  }
+
+  @Override
+  public String toString() {
+    return description();
   }
 
   @Override
   public DeltaBatchWrite toBatch() {
-    return new Batch(table.batchOf(delegate));
+    return new Batch(
+        staged == null ? null : new TranslatingBatch(table.bridge(), table.batchOf(staged)));
   }
 
-  /** One task's staged rows (their chunks' messages) and deleted positions by data file. */
+  /** One task's new rows (their chunks' messages, or its native files) and deleted positions. */
   static final class Deltas implements WriterCommitMessage {
     final WriterCommitMessage rows;
     final HashMap<String, long[]> deletes;
@@ -98,24 +112,34 @@ final class LakecatDeltaWrite implements DeltaWrite {
     return ChunkedWriterFactory.Messages.unpack(rows.toArray(new WriterCommitMessage[0]));
   }
 
-  private final class Batch extends TranslatingBatch implements DeltaBatchWrite {
+  private final class Batch implements DeltaBatchWrite {
+    private final TranslatingBatch rows; // null: the tasks write their rows natively
     private boolean committing;
 
-    Batch(BatchWrite batch) {
-      super(table.bridge(), batch);
+    Batch(TranslatingBatch rows) {
+      this.rows = rows;
     }
 
     @Override
     public DeltaWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
-      DataWriterFactory rows =
-          new ChunkedWriterFactory(super.createBatchWriterFactory(info), layout);
-      return new Factory(rows, layout, fileOrdinal, posOrdinal);
+      DataWriterFactory staging =
+          rows == null
+              ? null
+              : new ChunkedWriterFactory(rows.createBatchWriterFactory(info), layout);
+      return new Factory(staging, nativeRows, layout, fileOrdinal, posOrdinal);
+    }
+
+    @Override
+    public boolean useCommitCoordinator() {
+      return rows == null || rows.useCommitCoordinator();
     }
 
     @Override
     public void onDataWriterCommit(WriterCommitMessage message) {
-      for (WriterCommitMessage inner : rowMessages(new WriterCommitMessage[] {message})) {
-        super.onDataWriterCommit(inner);
+      if (rows != null) {
+        for (WriterCommitMessage inner : rowMessages(new WriterCommitMessage[] {message})) {
+          rows.onDataWriterCommit(inner);
+        }
       }
     }
 
@@ -126,11 +150,22 @@ final class LakecatDeltaWrite implements DeltaWrite {
 
     @Override
     public void commit(WriterCommitMessage[] messages) {
-      super.commit(rowMessages(messages)); // stages the new rows: no commit yet
+      if (rows != null) {
+        rows.commit(rowMessages(messages)); // stages the new rows: no commit yet
+      }
       Path positions = positionsFile();
       try {
         ObjectNode args = commitArgs(messages, positions);
-        committing = true; // from here the call owns the staged files
+        if (nativeRows != null) {
+          args.put("rows_folder", nativeRows.location);
+          ArrayNode files = args.putArray("rows_files");
+          for (WriterCommitMessage message : rowMessages(messages)) {
+            for (String path : ((NativeRows.Files) message).paths) {
+              files.add(path);
+            }
+          }
+        }
+        committing = true; // from here the call owns the new files
         table.bridge().call("commit_merge_on_read", args);
       } finally {
         try {
@@ -143,8 +178,13 @@ final class LakecatDeltaWrite implements DeltaWrite {
 
     @Override
     public void abort(WriterCommitMessage[] messages) {
-      if (!committing) { // else the commit call owns the files
-        super.abort(rowMessages(messages));
+      if (committing) {
+        return; // the commit call owns the files
+      }
+      if (rows != null) {
+        rows.abort(rowMessages(messages));
+      } else {
+        nativeRows.deleteJobFolder();
       }
     }
   }
@@ -209,14 +249,20 @@ final class LakecatDeltaWrite implements DeltaWrite {
   }
 
   private static final class Factory implements DeltaWriterFactory {
-    private final DataWriterFactory rows;
+    private final DataWriterFactory staging; // null: native rows
+    private final NativeRows nativeRows; // null: staged rows
     private final ChunkedWriterFactory.Layout layout;
     private final int fileOrdinal;
     private final int posOrdinal;
 
     Factory(
-        DataWriterFactory rows, ChunkedWriterFactory.Layout layout, int fileOrdinal, int posOrdinal) {
-      this.rows = rows;
+        DataWriterFactory staging,
+        NativeRows nativeRows,
+        ChunkedWriterFactory.Layout layout,
+        int fileOrdinal,
+        int posOrdinal) {
+      this.staging = staging;
+      this.nativeRows = nativeRows;
       this.layout = layout;
       this.fileOrdinal = fileOrdinal;
       this.posOrdinal = posOrdinal;
@@ -224,8 +270,86 @@ final class LakecatDeltaWrite implements DeltaWrite {
 
     @Override
     public DeltaWriter<InternalRow> createWriter(int partitionId, long taskId) {
-      return new Writer(rows.createWriter(partitionId, taskId), layout, fileOrdinal, posOrdinal);
+      if (nativeRows != null) {
+        return new Writer(
+            new NativeSink(nativeRows.writer(partitionId, taskId)), null, fileOrdinal, posOrdinal);
+      }
+      return new Writer(
+          new StagedSink(staging.createWriter(partitionId, taskId)),
+          layout,
+          fileOrdinal,
+          posOrdinal);
     }
+  }
+
+  /** Where a task's new rows go. */
+  private interface Sink {
+    /** A new row; {@code lineage}, when not null, joins it (the staged write's layout). */
+    void write(InternalRow lineage, InternalRow row) throws IOException;
+
+    WriterCommitMessage commit() throws IOException;
+
+    void abort() throws IOException;
+
+    void close() throws IOException;
+  }
+
+  private static final class StagedSink implements Sink {
+    private final DataWriter<InternalRow> rows;
+
+    StagedSink(DataWriter<InternalRow> rows) {
+      this.rows = rows;
+    }
+
+    @Override
+    public void write(InternalRow lineage, InternalRow row) throws IOException {
+      if (lineage == null) {
+        rows.write(row);
+      } else {
+        rows.write(lineage, row);
+      }
+    }
+
+    @Override
+    public WriterCommitMessage commit() throws IOException {
+      return rows.commit();
+    }
+
+    @Override
+    public void abort() throws IOException {
+      rows.abort();
+    }
+
+    @Override
+    public void close() throws IOException {
+      rows.close();
+    }
+  }
+
+  private static final class NativeSink implements Sink {
+    private final NativeRows.Writer rows;
+
+    NativeSink(NativeRows.Writer rows) {
+      this.rows = rows;
+    }
+
+    @Override
+    public void write(InternalRow lineage, InternalRow row) {
+      rows.write(row); // native rows have no lineage (format v2)
+    }
+
+    @Override
+    public WriterCommitMessage commit() {
+      return rows.commit();
+    }
+
+    @Override
+    public void abort() {
+      rows.abort();
+    }
+
+    @Override
+    public void close() {}
   }
 
   /** Positions deleted in one task, by data file (grown as Spark hands them over). */
@@ -242,23 +366,19 @@ final class LakecatDeltaWrite implements DeltaWrite {
   }
 
   private static final class Writer implements DeltaWriter<InternalRow> {
-    private final DataWriter<InternalRow> rows;
-    private final ChunkedWriterFactory.Layout layout;
+    private final Sink rows;
+    private final ChunkedWriterFactory.Layout layout; // null: no lineage to join
     private final int fileOrdinal;
     private final int posOrdinal;
     private final Map<String, Positions> deletes = new HashMap<>();
     private final GenericInternalRow updated;
 
-    Writer(
-        DataWriter<InternalRow> rows,
-        ChunkedWriterFactory.Layout layout,
-        int fileOrdinal,
-        int posOrdinal) {
+    Writer(Sink rows, ChunkedWriterFactory.Layout layout, int fileOrdinal, int posOrdinal) {
       this.rows = rows;
       this.layout = layout;
       this.fileOrdinal = fileOrdinal;
       this.posOrdinal = posOrdinal;
-      this.updated = new GenericInternalRow(layout.metadata.size());
+      this.updated = layout == null ? null : new GenericInternalRow(layout.metadata.size());
     }
 
     private void deleted(InternalRow id) {
@@ -266,9 +386,12 @@ final class LakecatDeltaWrite implements DeltaWrite {
       deletes.computeIfAbsent(file, f -> new Positions()).add(id.getLong(posOrdinal));
     }
 
-    /** An updated row's lineage: its {@code _row_id} kept, its sequence number the commit's. */
+    /**
+     * An updated row's lineage (for the staged write, which always takes one): its {@code
+     * _row_id} kept, its sequence number the commit's; null without lineage.
+     */
     private InternalRow lineageOfUpdate(InternalRow metadata) {
-      if (layout.lineage.length == 0 || metadata == null) {
+      if (layout == null || layout.lineage.length == 0 || metadata == null) {
         return null;
       }
       int rowId = layout.lineage[0];
@@ -295,7 +418,7 @@ final class LakecatDeltaWrite implements DeltaWrite {
 
     @Override
     public void insert(InternalRow row) throws IOException {
-      rows.write(row);
+      rows.write(null, row);
     }
 
     @Override

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.catalog.MetadataColumn;
 import org.apache.spark.sql.connector.catalog.SupportsDeleteV2;
 import org.apache.spark.sql.connector.catalog.SupportsMetadataColumns;
@@ -194,7 +195,7 @@ final class LakecatTable extends DescribedTable
    */
   Write rowLevelWrite(
       LogicalWriteInfo info, RowLevelOperation.Command command, LakecatScan.RowLevel scan) {
-    Staged staged = stagedWrite(info);
+    Staged staged = stagedWrite(info, beginRowLevel(null));
     return new LakecatRowLevelWrite(
         this, staged.write, command, scan, staged.stageTo, staged.layout, staged.options);
   }
@@ -202,24 +203,42 @@ final class LakecatTable extends DescribedTable
   /** The delta write of a merge-on-read operation that read through {@code scan}. */
   LakecatDeltaWrite deltaWrite(
       LogicalWriteInfo info, RowLevelOperation.Command command, LakecatScan.RowLevel scan) {
-    Staged staged = stagedWrite(info);
+    SparkSession session = (SparkSession) org.apache.spark.sql.SparkSession.active();
+    boolean nativeRows =
+        !rowLineage()
+            && !"false"
+                .equalsIgnoreCase(
+                    session.conf().get(NativeRowLevelWrites.ENABLED, "true").trim());
+    JsonNode staging = beginRowLevel(nativeRows ? info.schema() : null);
     StructType rowId = info.rowIdSchema().orElse(new StructType());
+    int file = rowId.fieldIndex(LakecatScan.FILE);
+    int pos = rowId.fieldIndex(LakecatScan.POS);
+    String stageTo = staging.get("stage_to").asText();
+    if (staging.hasNonNull("native_rows")) {
+      NativeRows rows = NativeRows.plan(staging.get("native_rows"), session);
+      return new LakecatDeltaWrite(this, null, rows, command, scan, stageTo, null, file, pos);
+    }
+    Staged staged = stagedWrite(info, staging);
     return new LakecatDeltaWrite(
-        this,
-        staged.write,
-        command,
-        scan,
-        staged.stageTo,
-        staged.layout,
-        rowId.fieldIndex(LakecatScan.FILE),
-        rowId.fieldIndex(LakecatScan.POS));
+        this, staged.write, null, command, scan, stageTo, staged.layout, file, pos);
+  }
+
+  /**
+   * The bridge's {@code begin_row_level}: where the staged write hands its files over and its
+   * options; with the Spark schema of a merge-on-read statement's new rows, also whether the
+   * tasks write them natively ({@code native_rows}, {@link NativeRows}).
+   */
+  private JsonNode beginRowLevel(StructType deltaRows) {
+    ObjectNode args = identifierArgs();
+    args.set("read_options", Names.object(descriptorReadOptions()));
+    if (deltaRows != null) {
+      args.put("delta_schema", deltaRows.json());
+    }
+    return bridge.call("begin_row_level", args);
   }
 
   /** The Python data source's write in staging mode, and how rows reach it. */
-  private Staged stagedWrite(LogicalWriteInfo info) {
-    ObjectNode args = identifierArgs();
-    args.set("read_options", Names.object(descriptorReadOptions()));
-    JsonNode staging = bridge.call("begin_row_level", args);
+  private Staged stagedWrite(LogicalWriteInfo info, JsonNode staging) {
     Map<String, String> options = new HashMap<>(Names.map(descriptor.get("write_options")));
     options.putAll(Names.map(staging.get("write_options")));
     StructType written = info.schema();

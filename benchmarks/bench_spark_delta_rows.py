@@ -1,0 +1,143 @@
+"""Merge-on-read SQL statements: new rows written in the tasks vs staged through Python.
+
+A merge-on-read ``UPDATE``/``MERGE`` through lakecat's SQL catalog writes its new rows either
+with Spark's Parquet writer inside the statement's tasks (``NativeRows``, the default where the
+table qualifies) or through the Python data source in staging mode (the session setting
+``spark.lakecat.nativeRowLevelWrites=false``, and every table that does not qualify). This
+times both on the same data, in one run, interleaved.
+
+Each round makes two copies of a table of 10 million rows by default (``src`` of
+``java_merge.source_views``: ``id``, ``part`` = ``id % 8``, ``name``, ``value``), ``PARTITIONED
+BY (part)``, format v2, every ``write.*.mode`` merge-on-read, and runs on each, with the
+setting on for one copy and off for the other (which goes first alternates by round):
+
+* ``UPDATE ... SET value = -value WHERE part = 3``: 1/8 of the rows (1.25M by default) deleted
+  by position and written again;
+* ``MERGE`` of ``upd`` (1% of partition 3's rows) ``ON t.id = upd.id AND t.part = 3 WHEN
+  MATCHED THEN UPDATE``: the issue's small MERGE;
+* ``MERGE`` of 200,000 new rows spread over all 8 partitions (``WHEN NOT MATCHED THEN INSERT``):
+  each task meets every partition, so the native writer keeps a file open per partition.
+
+After each statement both copies must hold the same rows (an aggregate over every column).
+A first round warms up and is not counted; the table shows medians, the ratio (in the tasks /
+staged) its per-round median and spread.
+
+    python benchmarks/bench_spark_delta_rows.py
+    python benchmarks/bench_spark_delta_rows.py --quick
+"""
+
+from __future__ import annotations
+
+from bench_spark_sql import COLUMNS, spark_session
+from common import Report, base_parser, median, ratio, timed, workdir
+from java_merge import source_views
+
+SETTING = "spark.lakecat.nativeRowLevelWrites"
+CHECK = "count(*), sum(id), sum(part), count(name), sum(value)"
+MODES = ("tasks", "staged")
+
+
+def main() -> None:
+    parser = base_parser(__doc__ or "")
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args()
+    if args.quick:
+        args.rows, args.repeats = 400_000, 1
+    report = Report("spark-delta-rows", vars(args))
+
+    from lakecat.catalog import Catalog
+
+    with workdir(args, "bench-spark-delta-rows") as folder:
+        catalog = Catalog.embedded(folder / "lake")
+        catalog.create_namespace("bench")
+        spark = spark_session(args.cores, catalog)
+        source_views(spark, args.rows, args.cores)
+        new = spark.range(args.rows, args.rows + 200_000, numPartitions=args.cores).selectExpr(
+            "id", "cast(id % 8 as int) AS part", "'new' AS name", "cast(id as double) AS value"
+        )
+        new.persist().count()
+        new.createOrReplaceTempView("new_rows")
+        statements = {
+            "update": "UPDATE {t} SET value = -value WHERE part = 3",
+            "merge": (
+                "MERGE INTO {t} t USING upd ON t.id = upd.id AND t.part = 3 "
+                "WHEN MATCHED THEN UPDATE SET value = upd.value"
+            ),
+            "insert_merge": (
+                "MERGE INTO {t} t USING new_rows s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"
+            ),
+        }
+        times: dict[tuple[str, str], list[float]] = {(s, m): [] for s in statements for m in MODES}
+        ratios: dict[str, list[float]] = {s: [] for s in statements}
+
+        def create(name: str) -> str:
+            modes = ", ".join(
+                f"'write.{kind}.mode' = 'merge-on-read'" for kind in ("delete", "update", "merge")
+            )
+            spark.sql(
+                f"CREATE TABLE lake.bench.{name} ({COLUMNS}) PARTITIONED BY (part) "
+                f"TBLPROPERTIES ('format-version' = '2', {modes})"
+            )
+            spark.sql(f"INSERT INTO lake.bench.{name} SELECT * FROM src")
+            return f"lake.bench.{name}"
+
+        for r in range(args.repeats + 1):  # round 0 warms up and is not counted
+            tables = {m: create(f"{m}_{r}") for m in MODES}
+            order = MODES if r % 2 == 0 else MODES[::-1]
+            round_times: dict[tuple[str, str], float] = {}
+            for name, statement in statements.items():
+                for mode in order:
+                    spark.conf.set(SETTING, "true" if mode == "tasks" else "false")
+                    with timed() as w:
+                        spark.sql(statement.format(t=tables[mode]))
+                    round_times[(name, mode)] = w.wall_s
+                spark.conf.unset(SETTING)
+                checks = {
+                    tuple(spark.sql(f"SELECT {CHECK} FROM {t}").first()) for t in tables.values()
+                }
+                if len(checks) != 1:
+                    raise SystemExit(f"the copies disagree after the {name}: {checks}")
+            for m in MODES:
+                files = catalog.load_table(tables[m].removeprefix("lake.")).scan().plan_files()
+                in_tasks = sum("/data/delta-" in f.file_path for f in files)
+                if (m == "tasks") != (in_tasks > 0):
+                    raise SystemExit(f"the {m} copy has {in_tasks} files written in the tasks")
+            print(
+                f"  round {r}{' (warm-up)' if r == 0 else ''}: "
+                + ", ".join(f"{s} {m} {v:.2f}s" for (s, m), v in round_times.items())
+            )
+            if r == 0:
+                continue
+            for key, value in round_times.items():
+                times[key].append(value)
+            for name in statements:
+                tasks, staged = round_times[(name, "tasks")], round_times[(name, "staged")]
+                ratios[name].append(ratio(tasks, staged))
+        spark.stop()
+
+    rows = []
+    for name in statements:
+        tasks, staged = times[(name, "tasks")], times[(name, "staged")]
+        values = ratios[name]
+        rows.append(
+            [
+                name,
+                f"{median(tasks):.2f} ({min(tasks):.2f}-{max(tasks):.2f})",
+                f"{median(staged):.2f} ({min(staged):.2f}-{max(staged):.2f})",
+                f"{median(values):.2f}x ({min(values):.2f}-{max(values):.2f}x)",
+            ]
+        )
+    report.table(
+        f"merge-on-read statements at {args.rows:,} rows, seconds (median, min-max of "
+        f"{args.repeats} rounds)",
+        ["statement", "rows written in the tasks", "rows staged through Python", "ratio"],
+        rows,
+    )
+    report.data = {"times": {f"{s}/{m}": v for (s, m), v in times.items()}, "ratios": ratios}
+    report.write()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""The new rows of a merge-on-read SQL statement, written by Spark's Parquet writer in its tasks.
+
+A merge-on-read ``DELETE``/``UPDATE``/``MERGE`` through the catalog plugin hands each Spark
+task the statement's new rows (updated and inserted) one at a time (the plugin's
+``LakecatDeltaWrite``). When the table qualifies (:func:`plan_delta_rows`), the task writes
+them itself with Spark's Parquet writer (the plugin's ``NativeRows``), as :mod:`.write` has
+Spark write a DataFrame: the table's columns with their field ids, the session settings of
+:data:`~lakecat.spark_ext.native.write.WRITE_CONFS`, the codec and sizes of the table
+properties, each file in the ``<hidden column>=<value>`` folders of its partition
+(:mod:`.partitions`' names and encodings, computed in the task) under a fresh job folder in
+the table's data location. A task rolls to a new file when the rows it wrote to one reach the
+target file size uncompressed (Spark's writer does not tell the compressed size), so files stay
+under ``write.target-file-size-bytes``.
+
+The commit call then describes the files the tasks reported (:func:`describe_delta_rows`:
+partition from the folders, cross-checked against the footer's ranges, metrics from the
+footer) and commits them with the position deletes. Files in the job folder that no committed
+task reported (a failed or speculative attempt's) are deleted.
+
+What qualifies, otherwise the rows go through the Python data source in staging mode
+(:class:`~lakecat.spark_ext.native.support.NotNative` says why):
+
+* format v2: on v3 the rows keep their lineage, which the data source writes;
+* a local data location and a codec Spark writes as lakecat does
+  (:mod:`.support`);
+* no sort order: a task gets its rows one at a time and would have to sort them;
+* the rows Spark hands over are the table's columns, in order, with the table's Spark types,
+  and no required column is nullable there; no list, map, uuid, fixed or time column
+  (:func:`~lakecat.spark_ext.native.columns.check_writable`);
+* partition fields that are identity, year, month, day, hour or void transforms of top-level
+  columns (bucket and truncate are not computed in the task).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pyspark.sql import types as st
+
+from lakecat.catalog.engine import data_dir, delete_quietly
+from lakecat.metadata import properties as P
+from lakecat.metadata.errors import CorruptMetadata
+from lakecat.metadata.io import FileInfo, FileIO, join, to_uri
+from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.partitioning import IdentityTransform
+from lakecat.metadata.schema import NestedField
+from lakecat.metadata.table import TableMetadata
+from lakecat.spark_ext.native.columns import FIELD_ID_KEY, check_writable, id_type
+from lakecat.spark_ext.native.partitions import HiddenPartition, plan_partitions
+from lakecat.spark_ext.native.support import NotNative, parquet_write_options, require_local
+from lakecat.spark_ext.native.write import WRITE_CONFS, describe_file, relative
+from lakecat.spark_ext.types import spark_type
+
+
+@dataclass(frozen=True)
+class DeltaRowsPlan:
+    """What the plugin's tasks need to write a statement's new rows."""
+
+    folder: str  # the job folder, under the table's data location
+    schema: st.StructType  # the table's columns, with field ids
+    partitions: tuple[HiddenPartition, ...]
+    writer_options: dict[str, str]
+    target_file_size: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as the plugin reads it (``NativeRows.plan``)."""
+        ordinals = {f.name: i for i, f in enumerate(self.schema.fields)}
+        return {
+            "folder": to_uri(self.folder),  # for Spark's writer
+            "location": self.folder,  # for the commit call, in the table's form
+            "schema": self.schema.json(),
+            "options": self.writer_options,
+            "confs": dict(WRITE_CONFS),
+            "target_file_size": self.target_file_size,
+            "partitions": [
+                {
+                    "column": p.column,
+                    "ordinal": ordinals[p.source_path[0]],
+                    "transform": str(p.transform),
+                    "encoding": p.encoding.value,
+                }
+                for p in self.partitions
+                if p.column is not None
+            ],
+        }
+
+
+def plan_delta_rows(metadata: TableMetadata, rows: st.StructType) -> DeltaRowsPlan:
+    """How the tasks write the new rows (Spark schema ``rows``) of a merge-on-read statement
+    on the table version ``metadata``; :class:`NotNative` when they do not qualify."""
+    if metadata.format_version >= 3:
+        raise NotNative("the rows of a table with row lineage keep it (the data source writes it)")
+    location = data_dir(metadata)
+    require_local(location, "the table's data location")
+    writer_options = parquet_write_options(metadata.properties)
+    if not metadata.sort_order().is_unsorted:
+        raise NotNative("the table has a sort order (rows reach a task one at a time)")
+    schema = metadata.schema()
+    check_writable(schema)
+    written = st.StructType([_written_field(f, rows, i) for i, f in enumerate(schema.fields)])
+    if len(rows.fields) != len(schema.fields):
+        raise NotNative(f"the statement's rows have {len(rows.fields)} columns, not the table's")
+    partitions = plan_delta_partitions(metadata)
+    return DeltaRowsPlan(
+        folder=join(location, f"delta-{uuid.uuid4().hex}"),
+        schema=written,
+        partitions=partitions,
+        writer_options=writer_options,
+        target_file_size=P.get_int(
+            metadata.properties,
+            P.WRITE_TARGET_FILE_SIZE_BYTES,
+            P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
+        ),
+    )
+
+
+def plan_delta_partitions(metadata: TableMetadata) -> tuple[HiddenPartition, ...]:
+    """The hidden partition columns the tasks compute (:class:`NotNative` for a transform
+    or source they do not)."""
+    schema = metadata.schema()
+    partitions = plan_partitions(metadata.spec(), schema, taken=[f.name for f in schema.fields])
+    for p in partitions:
+        if p.column is None:
+            continue
+        name = str(p.transform)
+        if len(p.source_path) != 1:
+            raise NotNative(f"partition field {p.field.name!r} has a nested source column")
+        if not isinstance(p.transform, IdentityTransform) and name not in _TIME_TRANSFORMS:
+            raise NotNative(f"partition field {p.field.name!r} ({name}) is not computed in tasks")
+    return partitions
+
+
+_TIME_TRANSFORMS = frozenset({"year", "month", "day", "hour"})
+
+
+def _written_field(f: NestedField, rows: st.StructType, index: int) -> st.StructField:
+    if index >= len(rows.fields) or rows.fields[index].name != f.name:
+        raise NotNative(f"the statement's rows do not have the table's column {f.name!r} there")
+    found = rows.fields[index]
+    if not _same_type(found.dataType, spark_type(f.field_type, f.name)):
+        raise NotNative(
+            f"column {f.name!r} reaches the write as {found.dataType.simpleString()}, not as "
+            "the table's type"
+        )
+    if f.required and found.nullable:
+        raise NotNative(f"the required column {f.name!r} is nullable in the statement's rows")
+    return st.StructField(
+        f.name, id_type(f.field_type), not f.required, metadata={FIELD_ID_KEY: f.field_id}
+    )
+
+
+def _same_type(a: st.DataType, b: st.DataType) -> bool:
+    """Equal Spark types, field names included, nullability and metadata left aside."""
+    if isinstance(a, st.StructType) and isinstance(b, st.StructType):
+        return len(a.fields) == len(b.fields) and all(
+            x.name == y.name and _same_type(x.dataType, y.dataType)
+            for x, y in zip(a.fields, b.fields, strict=True)
+        )
+    return not isinstance(a, st.StructType) and a == b
+
+
+def describe_delta_rows(
+    io: FileIO, metadata: TableMetadata, folder: str, reported: Sequence[str]
+) -> list[DataFile]:
+    """The data files the statement's committed tasks reported in ``folder``, described; any
+    other file there (a failed or speculative task attempt's) is deleted. Raises
+    :class:`CorruptMetadata` for a reported file outside the folder or missing."""
+    partitions = plan_delta_partitions(metadata)
+    prefix = folder.rstrip("/") + "/"
+    listed: dict[str, FileInfo] = {}
+    for info in io.list_prefix(folder):
+        key = relative(info.location, folder)  # named in the folder's form
+        listed[key] = replace(info, location=prefix + key)
+    wanted = set()
+    for path in reported:
+        key = relative(path, folder)
+        if key not in listed:
+            raise CorruptMetadata(f"{path}: a task reported a file its job folder does not hold")
+        wanted.add(key)
+    delete_quietly(io, [info.location for key, info in listed.items() if key not in wanted])
+    described = []
+    for key in sorted(wanted):
+        f = describe_file(io, listed[key], key.split("/")[:-1], metadata, partitions, None)
+        if f is not None:
+            described.append(f)
+    return described

@@ -1,0 +1,391 @@
+package lakecat.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.io.Serializable;
+import java.io.UncheckedIOException;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.JobID;
+import org.apache.hadoop.mapreduce.TaskAttemptContext;
+import org.apache.hadoop.mapreduce.TaskAttemptID;
+import org.apache.hadoop.mapreduce.TaskID;
+import org.apache.hadoop.mapreduce.TaskType;
+import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl;
+import org.apache.spark.TaskContext;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.execution.datasources.OutputWriter;
+import org.apache.spark.sql.execution.datasources.OutputWriterFactory;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+import org.apache.spark.util.SerializableConfiguration;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The new rows (updated and inserted) of a merge-on-read statement, written inside Spark's tasks
+ * by Spark's own Parquet writer, as planned by the bridge ({@code
+ * lakecat.spark_ext.native.delta_rows}): the table's columns with their field ids, each file in
+ * the {@code <hidden column>=<value>} folders of its partition under the statement's job folder.
+ * A task keeps one open file per partition it meets, rolls to a new file when the rows written
+ * to one reach the table's target file size uncompressed, and reports the files it wrote in its
+ * commit message ({@link Files}); an aborted task deletes its files. The driver's commit call
+ * describes the reported files from their folders and footers and deletes any other file of the
+ * job folder.
+ */
+final class NativeRows implements Serializable {
+  static final String DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__";
+  private static final long MICROS_PER_DAY = 86_400_000_000L;
+  private static final long MICROS_PER_HOUR = 3_600_000_000L;
+  /** Files a task keeps open at once; the least recently written is closed first. */
+  static final int MAX_OPEN = 16;
+
+  final String folder; // the job folder, as Spark's writer names it
+  final String location; // the same, as the table names it (for the commit call)
+  private final StructType schema;
+  private final Partition[] partitions;
+  private final long targetFileSize;
+  private final OutputWriterFactory factory;
+  private final Broadcast<SerializableConfiguration> conf;
+
+  private NativeRows(
+      String folder,
+      String location,
+      StructType schema,
+      Partition[] partitions,
+      long targetFileSize,
+      OutputWriterFactory factory,
+      Broadcast<SerializableConfiguration> conf) {
+    this.folder = folder;
+    this.location = location;
+    this.schema = schema;
+    this.partitions = partitions;
+    this.targetFileSize = targetFileSize;
+    this.factory = factory;
+    this.conf = conf;
+  }
+
+  /** The bridge's plan ({@code native_rows}) made ready for the tasks. */
+  static NativeRows plan(JsonNode plan, SparkSession session) {
+    StructType schema = (StructType) DataType.fromJson(plan.get("schema").asText());
+    Map<String, String> options = Names.map(plan.get("options"));
+    Configuration hadoop = session.sessionState().newHadoopConf();
+    options.forEach(hadoop::set);
+    Job job;
+    try {
+      job = Job.getInstance(hadoop);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    OutputWriterFactory factory =
+        new ParquetFileFormat()
+            .prepareWrite(
+                session,
+                job,
+                scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(options)),
+                schema);
+    // what prepareWrite copied from the session's settings, set as lakecat writes Parquet
+    Configuration written = job.getConfiguration();
+    Names.map(plan.get("confs")).forEach(written::set);
+    List<Partition> partitions = new ArrayList<>();
+    for (JsonNode p : plan.get("partitions")) {
+      int ordinal = p.get("ordinal").asInt();
+      partitions.add(
+          new Partition(
+              p.get("column").asText(),
+              ordinal,
+              p.get("transform").asText(),
+              schema.fields()[ordinal].dataType()));
+    }
+    return new NativeRows(
+        plan.get("folder").asText(),
+        plan.get("location").asText(),
+        schema,
+        partitions.toArray(new Partition[0]),
+        plan.get("target_file_size").asLong(),
+        factory,
+        ConfBroadcasts.of(session.sparkContext(), written));
+  }
+
+  /** One hidden partition column: a transform of a top-level column, as a folder value. */
+  static final class Partition implements Serializable {
+    final String column;
+    final int ordinal;
+    final String transform;
+    final DataType type;
+
+    Partition(String column, int ordinal, String transform, DataType type) {
+      this.column = column;
+      this.ordinal = ordinal;
+      this.transform = transform;
+      this.type = type;
+    }
+
+    /** Whether a row's source value is {@code value} (from {@link #source}), without copying. */
+    boolean holds(InternalRow row, Object value) {
+      if (row.isNullAt(ordinal)) {
+        return value == null;
+      }
+      if (value == null) {
+        return false;
+      }
+      if (type instanceof StringType) {
+        return row.getUTF8String(ordinal).equals(value);
+      }
+      if (type instanceof IntegerType || type instanceof DateType) {
+        return row.getInt(ordinal) == (Long) value;
+      }
+      if (type instanceof BooleanType) {
+        return row.getBoolean(ordinal) == (Boolean) value;
+      }
+      if (type instanceof DecimalType) {
+        return value.equals(source(row));
+      }
+      return row.getLong(ordinal) == (Long) value; // long, timestamp and timestamp_ntz
+    }
+
+    /** The source value of a row, copied (a row's buffers are reused); null for null. */
+    Object source(InternalRow row) {
+      if (row.isNullAt(ordinal)) {
+        return null;
+      }
+      if (type instanceof StringType) {
+        return row.getUTF8String(ordinal).clone();
+      }
+      if (type instanceof DecimalType) {
+        DecimalType d = (DecimalType) type;
+        return row.getDecimal(ordinal, d.precision(), d.scale()).toJavaBigDecimal();
+      }
+      if (type instanceof BooleanType) {
+        return row.getBoolean(ordinal);
+      }
+      if (type instanceof IntegerType || type instanceof DateType) {
+        return (long) row.getInt(ordinal);
+      }
+      return row.getLong(ordinal); // long, timestamp and timestamp_ntz (microseconds)
+    }
+
+    /** The folder value of a source value (lakecat.spark_ext.native.partitions' encoding). */
+    String folderValue(Object value) {
+      if (value == null) {
+        return DEFAULT_PARTITION;
+      }
+      if ("identity".equals(transform)) {
+        if (value instanceof UTF8String) {
+          return encode(value.toString());
+        }
+        if (value instanceof java.math.BigDecimal) {
+          return ((java.math.BigDecimal) value).toPlainString();
+        }
+        return value.toString();
+      }
+      long days;
+      if (type instanceof DateType) {
+        days = (Long) value;
+      } else if ("hour".equals(transform)) {
+        return Long.toString(Math.floorDiv((Long) value, MICROS_PER_HOUR));
+      } else {
+        days = Math.floorDiv((Long) value, MICROS_PER_DAY);
+      }
+      if ("day".equals(transform)) {
+        return Long.toString(days);
+      }
+      LocalDate date = LocalDate.ofEpochDay(days);
+      long years = date.getYear() - 1970L;
+      if ("year".equals(transform)) {
+        return Long.toString(years);
+      }
+      if ("month".equals(transform)) {
+        return Long.toString(years * 12 + date.getMonthValue() - 1);
+      }
+      throw new IllegalStateException("lakecat: no partition transform " + transform);
+    }
+
+    /** A string as a folder name: URL-encoded, "~" for "%" and "~2A" for "*". */
+    private static String encode(String text) {
+      if (text.isEmpty()) {
+        return "~";
+      }
+      if (text.equals(DEFAULT_PARTITION)) {
+        return "~" + DEFAULT_PARTITION;
+      }
+      return URLEncoder.encode(text, StandardCharsets.UTF_8).replace("%", "~").replace("*", "~2A");
+    }
+  }
+
+  /** The files one task wrote (paths under the job folder). */
+  static final class Files implements WriterCommitMessage {
+    final String[] paths;
+
+    Files(String[] paths) {
+      this.paths = paths;
+    }
+  }
+
+  Writer writer(int partitionId, long taskId) {
+    return new Writer(partitionId, taskId);
+  }
+
+  /** One task's writer: an open file per partition met, rolled at the target size. */
+  final class Writer {
+    private final int partitionId;
+    private final long taskId;
+    private final String prefix = UUID.randomUUID().toString();
+    private final TaskAttemptContext context;
+    // the open files by partition, least recently written first
+    private final LinkedHashMap<List<Object>, Open> open = new LinkedHashMap<>(16, 0.75f, true);
+    private final List<String> written = new ArrayList<>();
+    private final Object[] lastKey;
+    private Open last;
+    private int files;
+
+    Writer(int partitionId, long taskId) {
+      this.partitionId = partitionId;
+      this.taskId = taskId;
+      this.lastKey = new Object[partitions.length];
+      Configuration configuration = new Configuration(conf.value().value());
+      TaskContext task = TaskContext.get();
+      int stage = task == null ? 0 : task.stageId();
+      int attempt = task == null ? 0 : task.attemptNumber();
+      TaskAttemptID id =
+          new TaskAttemptID(
+              new TaskID(new JobID("lakecat", stage), TaskType.MAP, partitionId), attempt);
+      this.context = new TaskAttemptContextImpl(configuration, id);
+    }
+
+    void write(InternalRow row) {
+      Open target = last;
+      if (target == null || !sameKey(row)) {
+        target = openFor(row);
+      }
+      target.writer.write(row);
+      target.bytes +=
+          row instanceof UnsafeRow ? ((UnsafeRow) row).getSizeInBytes() : 8L * schema.size();
+      if (target.bytes >= targetFileSize) {
+        close(target);
+      }
+    }
+
+    private boolean sameKey(InternalRow row) {
+      for (int i = 0; i < partitions.length; i++) {
+        if (!partitions[i].holds(row, lastKey[i])) {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    private Open openFor(InternalRow row) {
+      List<Object> key = new ArrayList<>(partitions.length);
+      for (int i = 0; i < partitions.length; i++) {
+        lastKey[i] = partitions[i].source(row);
+        key.add(partitions[i].folderValue(lastKey[i]));
+      }
+      Open found = open.get(key);
+      if (found == null) {
+        StringBuilder path = new StringBuilder(folder);
+        for (int i = 0; i < partitions.length; i++) {
+          path.append('/').append(partitions[i].column).append('=').append(key.get(i));
+        }
+        path.append('/')
+            .append(String.format("%05d-%d-%s-%05d", partitionId, taskId, prefix, ++files))
+            .append(factory.getFileExtension(context));
+        if (open.size() >= MAX_OPEN) { // bounded memory: each open file buffers a row group
+          close(open.values().iterator().next());
+        }
+        String location = path.toString();
+        written.add(location); // before it exists: an abort deletes it whatever happens next
+        found = new Open(key, factory.newInstance(location, schema, context));
+        open.put(key, found);
+      }
+      last = found;
+      return found;
+    }
+
+    private void close(Open target) {
+      open.remove(target.key);
+      if (last == target) {
+        last = null;
+      }
+      target.writer.close();
+    }
+
+    Files commit() {
+      closeAll();
+      return new Files(written.toArray(new String[0]));
+    }
+
+    void abort() {
+      try {
+        closeAll();
+      } catch (RuntimeException e) {
+        // the files are deleted below whatever state they are in
+      }
+      for (String location : written) {
+        try {
+          Path path = new Path(location);
+          FileSystem fs = path.getFileSystem(context.getConfiguration());
+          fs.delete(path, false);
+        } catch (IOException | RuntimeException e) {
+          // left for orphan removal: the job never reports it
+        }
+      }
+    }
+
+    void closeAll() {
+      RuntimeException failure = null;
+      for (Iterator<Open> it = new ArrayList<>(open.values()).iterator(); it.hasNext(); ) {
+        try {
+          close(it.next());
+        } catch (RuntimeException e) {
+          failure = failure == null ? e : failure;
+        }
+      }
+      if (failure != null) {
+        throw failure;
+      }
+    }
+  }
+
+  private static final class Open {
+    final List<Object> key;
+    final OutputWriter writer;
+    long bytes;
+
+    Open(List<Object> key, OutputWriter writer) {
+      this.key = key;
+      this.writer = writer;
+    }
+  }
+
+  /** Delete the job folder and all in it: an aborted statement's files (on the driver). */
+  void deleteJobFolder() {
+    try {
+      Path path = new Path(folder);
+      path.getFileSystem(conf.value().value()).delete(path, true);
+    } catch (IOException | RuntimeException e) {
+      // left for orphan removal: no commit names them
+    }
+  }
+}
