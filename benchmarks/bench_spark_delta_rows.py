@@ -15,8 +15,13 @@ setting on for one copy and off for the other (which goes first alternates by ro
   by position and written again;
 * ``MERGE`` of ``upd`` (1% of partition 3's rows) ``ON t.id = upd.id AND t.part = 3 WHEN
   MATCHED THEN UPDATE``: the issue's small MERGE;
-* ``MERGE`` of 200,000 new rows spread over all 8 partitions (``WHEN NOT MATCHED THEN INSERT``):
-  each task meets every partition, so the native writer keeps a file open per partition.
+* ``MERGE`` of 200,000 new rows spread over all 8 partitions (``WHEN MATCHED THEN UPDATE ...
+  WHEN NOT MATCHED THEN INSERT *``; the matched clause, which matches nothing, keeps it a
+  row-level statement: a MERGE that only inserts is planned as an append): each task meets
+  every partition, so the native writer keeps a file open per partition;
+* ``DELETE`` of 1% of partition 5's rows, and of all of partition 6's rows but one (a
+  condition on ``id``, so that it is not a metadata-only delete): no new rows, so with the
+  setting on the statement plans no Python data source write at all.
 
 After each statement both copies must hold the same rows (an aggregate over every column).
 A first round warms up and is not counted; the table shows medians, the ratio (in the tasks /
@@ -66,8 +71,11 @@ def main() -> None:
                 "WHEN MATCHED THEN UPDATE SET value = upd.value"
             ),
             "insert_merge": (
-                "MERGE INTO {t} t USING new_rows s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"
+                "MERGE INTO {t} t USING new_rows s ON t.id = s.id "
+                "WHEN MATCHED THEN UPDATE SET value = s.value WHEN NOT MATCHED THEN INSERT *"
             ),
+            "delete": "DELETE FROM {t} WHERE part = 5 AND id % 800 = 5",
+            "delete_partition": "DELETE FROM {t} WHERE part = 6 AND id > 6",
         }
         times: dict[tuple[str, str], list[float]] = {(s, m): [] for s in statements for m in MODES}
         ratios: dict[str, list[float]] = {s: [] for s in statements}

@@ -8,7 +8,10 @@ Spark write a DataFrame: the table's columns with their field ids, the session s
 :data:`~lakecat.spark_ext.native.write.WRITE_CONFS`, the codec and sizes of the table
 properties, each file in the ``<hidden column>=<value>`` folders of its partition
 (:mod:`.partitions`' names and encodings, computed in the task) under a fresh job folder in
-the table's data location. A task rolls to a new file when the rows it wrote to one reach the
+the table's data location; on format v3 each row carries ``_row_id`` and
+``_last_updated_sequence_number`` last (an updated row keeps its id, and its sequence number
+is null: the commit's applies; an inserted row has neither, so both are inherited), as the
+staged write writes them. A task rolls to a new file when the rows it wrote to one reach the
 target file size uncompressed (Spark's writer does not tell the compressed size), so files stay
 under ``write.target-file-size-bytes``.
 
@@ -20,7 +23,6 @@ task reported (a failed or speculative attempt's) are deleted.
 What qualifies, otherwise the rows go through the Python data source in staging mode
 (:class:`~lakecat.spark_ext.native.support.NotNative` says why):
 
-* format v2: on v3 the rows keep their lineage, which the data source writes;
 * a local data location and a codec Spark writes as lakecat does
   (:mod:`.support`);
 * no sort order: a task gets its rows one at a time and would have to sort them;
@@ -47,6 +49,7 @@ from lakecat.metadata.io import FileInfo, FileIO, join, to_uri
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.partitioning import IdentityTransform
 from lakecat.metadata.schema import NestedField
+from lakecat.metadata.schema.lineage import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, with_lineage
 from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.native.columns import FIELD_ID_KEY, check_writable, id_type
 from lakecat.spark_ext.native.partitions import HiddenPartition, plan_partitions
@@ -65,6 +68,11 @@ class DeltaRowsPlan:
     writer_options: dict[str, str]
     target_file_size: int
 
+    @property
+    def lineage(self) -> bool:
+        """Whether the rows carry ``_row_id`` and ``_last_updated_sequence_number`` last."""
+        return ROW_ID.name in self.schema.fieldNames()
+
     def to_json(self) -> dict[str, Any]:
         """The plan as the plugin reads it (``NativeRows.plan``)."""
         ordinals = {f.name: i for i, f in enumerate(self.schema.fields)}
@@ -75,6 +83,7 @@ class DeltaRowsPlan:
             "options": self.writer_options,
             "confs": dict(WRITE_CONFS),
             "target_file_size": self.target_file_size,
+            "lineage": self.lineage,
             "partitions": [
                 {
                     "column": p.column,
@@ -90,24 +99,27 @@ class DeltaRowsPlan:
 
 def plan_delta_rows(metadata: TableMetadata, rows: st.StructType) -> DeltaRowsPlan:
     """How the tasks write the new rows (Spark schema ``rows``) of a merge-on-read statement
-    on the table version ``metadata``; :class:`NotNative` when they do not qualify."""
-    if metadata.format_version >= 3:
-        raise NotNative("the rows of a table with row lineage keep it (the data source writes it)")
+    on the table version ``metadata``; :class:`NotNative` when they do not qualify. A
+    ``DELETE``, whose tasks write no rows (``rows`` has no columns), always qualifies: it then
+    needs no Python data source write at all."""
     location = data_dir(metadata)
+    folder = join(location, f"delta-{uuid.uuid4().hex}")
+    schema = metadata.schema()
+    if not rows.fields:
+        fields = [_field(f) for f in schema.fields]
+        return DeltaRowsPlan(folder, _written_schema(metadata, fields), (), {}, 0)
     require_local(location, "the table's data location")
     writer_options = parquet_write_options(metadata.properties)
     if not metadata.sort_order().is_unsorted:
         raise NotNative("the table has a sort order (rows reach a task one at a time)")
-    schema = metadata.schema()
     check_writable(schema)
-    written = st.StructType([_written_field(f, rows, i) for i, f in enumerate(schema.fields)])
+    fields = [_written_field(f, rows, i) for i, f in enumerate(schema.fields)]
     if len(rows.fields) != len(schema.fields):
         raise NotNative(f"the statement's rows have {len(rows.fields)} columns, not the table's")
-    partitions = plan_delta_partitions(metadata)
     return DeltaRowsPlan(
-        folder=join(location, f"delta-{uuid.uuid4().hex}"),
-        schema=written,
-        partitions=partitions,
+        folder=folder,
+        schema=_written_schema(metadata, fields),
+        partitions=plan_delta_partitions(metadata),
         writer_options=writer_options,
         target_file_size=P.get_int(
             metadata.properties,
@@ -115,6 +127,16 @@ def plan_delta_rows(metadata: TableMetadata, rows: st.StructType) -> DeltaRowsPl
             P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
         ),
     )
+
+
+def _written_schema(metadata: TableMetadata, fields: list[st.StructField]) -> st.StructType:
+    """The columns the tasks write: the table's, then on format v3 the row lineage columns."""
+    if metadata.format_version >= 3:
+        fields = fields + [
+            st.StructField(f.name, st.LongType(), True, {FIELD_ID_KEY: f.field_id})
+            for f in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
+        ]
+    return st.StructType(fields)
 
 
 def plan_delta_partitions(metadata: TableMetadata) -> tuple[HiddenPartition, ...]:
@@ -147,6 +169,11 @@ def _written_field(f: NestedField, rows: st.StructType, index: int) -> st.Struct
         )
     if f.required and found.nullable:
         raise NotNative(f"the required column {f.name!r} is nullable in the statement's rows")
+    return _field(f)
+
+
+def _field(f: NestedField) -> st.StructField:
+    """A table column as the tasks write it, with its field id (nested ones too)."""
     return st.StructField(
         f.name, id_type(f.field_type), not f.required, metadata={FIELD_ID_KEY: f.field_id}
     )
@@ -168,12 +195,17 @@ def describe_delta_rows(
     """The data files the statement's committed tasks reported in ``folder``, described; any
     other file there (a failed or speculative task attempt's) is deleted. Raises
     :class:`CorruptMetadata` for a reported file outside the folder or missing."""
-    partitions = plan_delta_partitions(metadata)
     prefix = folder.rstrip("/") + "/"
     listed: dict[str, FileInfo] = {}
     for info in io.list_prefix(folder):
         key = relative(info.location, folder)  # named in the folder's form
         listed[key] = replace(info, location=prefix + key)
+    if not listed and not reported:
+        return []  # no task wrote a row (a DELETE's tasks never do)
+    partitions = plan_delta_partitions(metadata)
+    schema = metadata.schema()
+    if metadata.format_version >= 3:
+        schema = with_lineage(schema)
     wanted = set()
     for path in reported:
         key = relative(path, folder)
@@ -183,7 +215,9 @@ def describe_delta_rows(
     delete_quietly(io, [info.location for key, info in listed.items() if key not in wanted])
     described = []
     for key in sorted(wanted):
-        f = describe_file(io, listed[key], key.split("/")[:-1], metadata, partitions, None)
+        f = describe_file(
+            io, listed[key], key.split("/")[:-1], metadata, partitions, None, schema=schema
+        )
         if f is not None:
             described.append(f)
     return described

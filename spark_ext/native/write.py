@@ -74,6 +74,7 @@ from lakecat.metadata.io import (
     to_uri,
 )
 from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.schema import Schema
 from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.native.columns import FieldPlan, build_columns, plan_columns, quoted
 from lakecat.spark_ext.native.partitions import (
@@ -347,11 +348,14 @@ def describe_file(
     metadata: TableMetadata,
     partitions: Sequence[HiddenPartition],
     sort_order_id: int | None,
+    *,
+    schema: Schema | None = None,
 ) -> DataFile | None:
     """A data file Spark wrote in the ``<hidden column>=<value>`` ``folders`` of its
     partition, described from its footer (None when it holds no rows); the partition read from
-    the folders must agree with the footer's ranges (:func:`check_partition`)."""
-    schema, spec = metadata.schema(), metadata.spec()
+    the folders must agree with the footer's ranges (:func:`check_partition`). Its columns are
+    ``schema``'s (default: the table's)."""
+    schema, spec = schema or metadata.schema(), metadata.spec()
     partition = parse_partition(folders, partitions, path=info.location)
     footer = read_footer(io, info.location)
     if footer.num_rows == 0:

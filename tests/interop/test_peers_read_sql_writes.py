@@ -3,10 +3,11 @@
 Each table gets a history of SQL statements only: INSERT (Spark's Parquet writer), UPDATE,
 DELETE with an expression, MERGE with every clause kind, DELETE of whole files. Copy-on-write
 tables rewrite with Spark's Parquet writer (``NativeRowLevelWrites``); merge-on-read tables get
-position delete files (v2, whose new rows Spark's Parquet writer writes in the statement's
-tasks: ``NativeRows``) or deletion vectors (v3). Every snapshot is read by lakecat and by
-the peers: pyiceberg and DuckDB must return exactly lakecat's rows, Iceberg Java (through
-Spark, by metadata path) the same count and sum.
+position delete files (v2) or deletion vectors (v3), and their new rows are written by Spark's
+Parquet writer in the statement's tasks (``NativeRows``; on v3 with their row lineage). Every
+snapshot is read by lakecat and by the peers: pyiceberg and DuckDB must return exactly
+lakecat's rows, Iceberg Java (through Spark, by metadata path) the same count and sum, and on
+the v3 tables the same ``_row_id`` and ``_last_updated_sequence_number`` for every row.
 """
 
 from __future__ import annotations
@@ -16,13 +17,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from peers import counts_misread, lakecat_snapshot_rows, require_peers, rows_misread
+from peers import (
+    canonical_rows,
+    counts_misread,
+    lakecat_snapshot_rows,
+    read_rows,
+    require_peers,
+    rows_misread,
+    snapshot_jobs,
+)
 
 from lakecat.catalog import Catalog, Table
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
 
 COLUMNS = ["id", "cat", "note"]
+LINEAGE = ["id", "_row_id", "_last_updated_sequence_number"]
 MODES = {
     "copy-on-write v2": ("copy-on-write", 2),
     "merge-on-read v2": ("merge-on-read", 2),
@@ -84,9 +94,9 @@ def test_the_histories_hold_the_expected_rows_and_files(tables: dict[str, Table]
         assert rows[14][2] == "updated" and rows[1001][1] is None
         deletes = t.scan().plan().deletes
         assert bool(deletes) is key.startswith("merge-on-read"), key
-        # merge-on-read v2: the new rows written by Spark's Parquet writer in the tasks
+        # merge-on-read: the new rows written by Spark's Parquet writer in the tasks
         in_tasks = any("/data/delta-" in f.file_path for f in t.scan().plan_files())
-        assert in_tasks is (key == "merge-on-read v2"), key
+        assert in_tasks is key.startswith("merge-on-read"), key
 
 
 # DuckDB 1.5.5's iceberg extension misapplies some of these deletion vectors: on some runs
@@ -115,3 +125,16 @@ def test_pyiceberg_and_duckdb_read_every_snapshot_as_lakecat_does(
 
 def test_iceberg_java_reads_every_snapshot_as_lakecat_does(tables: dict[str, Table]) -> None:
     assert counts_misread(tables, "id") == []
+
+
+def test_iceberg_java_reads_the_row_lineage_lakecat_wrote(tables: dict[str, Table]) -> None:
+    v3 = {k: t for k, t in tables.items() if t.metadata.format_version == 3}
+    assert list(v3) == ["merge-on-read v3"]
+    answers = read_rows("spark", snapshot_jobs(v3, columns=LINEAGE))
+    wrong = []
+    for a in answers:
+        key, snapshot_id = a["key"]
+        scan = v3[key].scan(snapshot_id=snapshot_id, columns=LINEAGE)
+        if a.get("rows") != canonical_rows(scan.to_arrow(), LINEAGE):
+            wrong.append((a["key"], a.get("error") or "lineage differs"))
+    assert wrong == []

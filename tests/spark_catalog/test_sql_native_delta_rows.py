@@ -1,10 +1,11 @@
 """Merge-on-read ``UPDATE``/``MERGE`` rows written by Spark's Parquet writer inside the tasks.
 
-On a format v2 table that qualifies (``lakecat.spark_ext.native.delta_rows``), each task of a
-merge-on-read statement writes its new rows itself (the plugin's ``NativeRows``) into
-``<data>/delta-<job>/<hidden column>=<value>/`` folders, and the commit call describes them
-from their folders and footers. Tables that do not qualify, and sessions that turn the native
-row-level writes off, stage the rows through the Python data source as before.
+On a table that qualifies (``lakecat.spark_ext.native.delta_rows``), each task of a
+merge-on-read statement writes its new rows itself (the plugin's ``NativeRows``; on format v3
+with their lineage) into ``<data>/delta-<job>/<hidden column>=<value>/`` folders, and the
+commit call describes them from their folders and footers. Tables that do not qualify, and
+sessions that turn the native row-level writes off, stage the rows through the Python data
+source as before.
 """
 
 from __future__ import annotations
@@ -146,16 +147,49 @@ def test_partition_values_computed_in_the_tasks_are_lakecats(lake, spark, spec: 
     assert lake.iceberg_rows("db.t") == lake.rows("db.t")
 
 
+def test_on_format_v3_the_tasks_write_the_rows_lineage(lake, spark) -> None:
+    """An updated row keeps its ``_row_id`` and takes the commit's sequence number; an
+    inserted row gets a new id: the tasks write ``_row_id`` (null for an inserted row) and a
+    null ``_last_updated_sequence_number`` after the table's columns."""
+    sales = make_sales(lake, properties=", 'format-version' = '3'")
+    lineage = "SELECT id, _row_id, _last_updated_sequence_number FROM lake.db.sales"
+    before = {r[0]: (r[1], r[2]) for r in lake.sql(lineage)}
+    old_files = paths(sales)
+    spark.createDataFrame(
+        [(2, "eu", 20.0), (7, "ap", 7.0)], "id bigint, region string, amount double"
+    ).createOrReplaceTempView("src")
+
+    lake.sql(
+        "MERGE INTO lake.db.sales t USING src s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET amount = s.amount WHEN NOT MATCHED THEN INSERT *"
+    )
+
+    snapshot = sales.refresh().current_snapshot()
+    after = {r[0]: (r[1], r[2]) for r in lake.sql(lineage)}
+    assert after[2] == (before[2][0], snapshot.sequence_number)  # the same id, a new number
+    assert after[7][0] not in {rid for rid, _ in before.values()}
+    assert after[7][1] == snapshot.sequence_number
+    assert {i: after[i] for i in (1, 3, 4, 5, 6)} == {i: before[i] for i in (1, 3, 4, 5, 6)}
+    written = [f for f in new_files(sales, old_files) if f.content == 0]
+    assert len(written) == 2 and all(IN_TASKS.search(f.file_path) for f in written)
+    for f in written:
+        local = local_path(f.file_path)
+        assert local is not None
+        schema = pq.read_schema(local)
+        assert schema.names[-2:] == ["_row_id", "_last_updated_sequence_number"]
+        assert schema.field("_row_id").metadata[b"PARQUET:field_id"] == b"2147483540"
+    ours = lake.rows("db.sales", "id", "region", "amount")
+    assert lake.iceberg_rows("db.sales", "id", "region", "amount") == ours
+
+
 @pytest.mark.parametrize(
-    "case",
-    ["bucket partition", "truncate partition", "sort order", "format v3", "session setting off"],
+    "case", ["bucket partition", "truncate partition", "sort order", "session setting off"]
 )
 def test_rows_the_tasks_cannot_write_are_staged_through_the_data_source(
     lake, spark, case: str
 ) -> None:
     spec = {"bucket partition": "bucket(4, id)", "truncate partition": "truncate(1, region)"}
-    properties = ", 'format-version' = '3'" if case == "format v3" else ""
-    sales = make_sales(lake, spec.get(case, "region"), properties)
+    sales = make_sales(lake, spec.get(case, "region"))
     if case == "sort order":
         lake.sql("ALTER TABLE lake.db.sales WRITE ORDERED BY amount")
     statement = "UPDATE lake.db.sales SET amount = -amount WHERE id % 2 = 1"
@@ -174,6 +208,29 @@ def test_rows_the_tasks_cannot_write_are_staged_through_the_data_source(
     written = new_files(sales, before)
     assert written and not any(IN_TASKS.search(f.file_path) for f in written)
     assert not [p for p in files_on_disk(sales) if "/delta-" in p]
+
+
+def test_a_delete_needs_no_python_write_whatever_the_table(lake) -> None:
+    """A DELETE's tasks write no rows, so it is planned without the Python data source's write
+    even on a table whose rows would be staged (a bucket partition)."""
+    from pyspark.sql.types import StructType
+
+    sales = make_sales(lake, "bucket(4, id)")
+    options = {"metadata-location": sales.metadata_location}
+    rows_schema = lake.bridge.begin_row_level(
+        ["db"], "sales", options, delta_schema=StructType([]).json()
+    )
+    update_schema = lake.bridge.begin_row_level(
+        ["db"], "sales", options, delta_schema=lake.spark.table("lake.db.sales").schema.json()
+    )
+    assert "native_rows" in rows_schema and "native_rows" not in update_schema
+    assert "bucket" in update_schema["native_reason"]
+
+    lake.sql("DELETE FROM lake.db.sales WHERE id % 2 = 0")
+
+    assert lake.rows("db.sales", "id") == [(1,), (3,), (5,)]
+    assert lake.iceberg_rows("db.sales", "id") == [(1,), (3,), (5,)]
+    assert int(sales.refresh().current_snapshot().summary["added-delete-files"]) > 0
 
 
 def test_a_failed_statement_commits_nothing_and_leaves_no_files(lake, spark) -> None:

@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.JoinedRow;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
@@ -77,7 +78,9 @@ final class LakecatDeltaWrite implements DeltaWrite {
         + command
         + " of "
         + table.name()
-        + (nativeRows != null ? " [rows written by Spark's Parquet writer]" : "");
+        + (nativeRows != null && command != Command.DELETE
+            ? " [rows written by Spark's Parquet writer]"
+            : "");
   }
 
   @Override
@@ -272,7 +275,10 @@ final class LakecatDeltaWrite implements DeltaWrite {
     public DeltaWriter<InternalRow> createWriter(int partitionId, long taskId) {
       if (nativeRows != null) {
         return new Writer(
-            new NativeSink(nativeRows.writer(partitionId, taskId)), null, fileOrdinal, posOrdinal);
+            new NativeSink(nativeRows.writer(partitionId, taskId), layout),
+            layout,
+            fileOrdinal,
+            posOrdinal);
       }
       return new Writer(
           new StagedSink(staging.createWriter(partitionId, taskId)),
@@ -326,16 +332,31 @@ final class LakecatDeltaWrite implements DeltaWrite {
     }
   }
 
+  /**
+   * The task's native writer. With row lineage each row is written joined with its {@code
+   * _row_id} (taken from {@code lineage}, a metadata row of the layout's; null for an inserted
+   * row) and a null {@code _last_updated_sequence_number}.
+   */
   private static final class NativeSink implements Sink {
     private final NativeRows.Writer rows;
+    private final int rowId; // in the metadata rows; -1: no lineage
+    private final GenericInternalRow ids = new GenericInternalRow(2);
+    private final JoinedRow joined = new JoinedRow();
 
-    NativeSink(NativeRows.Writer rows) {
+    NativeSink(NativeRows.Writer rows, ChunkedWriterFactory.Layout layout) {
       this.rows = rows;
+      this.rowId = layout.lineage.length == 0 ? -1 : layout.lineage[0];
     }
 
     @Override
     public void write(InternalRow lineage, InternalRow row) {
-      rows.write(row); // native rows have no lineage (format v2)
+      if (rowId < 0) {
+        rows.write(row, NativeRows.size(row));
+        return;
+      }
+      ids.update(0, lineage == null || lineage.isNullAt(rowId) ? null : lineage.getLong(rowId));
+      ids.setNullAt(1);
+      rows.write(joined.apply(row, ids), NativeRows.size(row) + 16);
     }
 
     @Override
@@ -367,7 +388,7 @@ final class LakecatDeltaWrite implements DeltaWrite {
 
   private static final class Writer implements DeltaWriter<InternalRow> {
     private final Sink rows;
-    private final ChunkedWriterFactory.Layout layout; // null: no lineage to join
+    private final ChunkedWriterFactory.Layout layout;
     private final int fileOrdinal;
     private final int posOrdinal;
     private final Map<String, Positions> deletes = new HashMap<>();
@@ -378,7 +399,7 @@ final class LakecatDeltaWrite implements DeltaWrite {
       this.layout = layout;
       this.fileOrdinal = fileOrdinal;
       this.posOrdinal = posOrdinal;
-      this.updated = layout == null ? null : new GenericInternalRow(layout.metadata.size());
+      this.updated = new GenericInternalRow(layout.metadata.size());
     }
 
     private void deleted(InternalRow id) {
@@ -387,11 +408,11 @@ final class LakecatDeltaWrite implements DeltaWrite {
     }
 
     /**
-     * An updated row's lineage (for the staged write, which always takes one): its {@code
-     * _row_id} kept, its sequence number the commit's; null without lineage.
+     * An updated row's lineage, as a metadata row of the layout's: its {@code _row_id} kept, its
+     * sequence number the commit's; null without lineage.
      */
     private InternalRow lineageOfUpdate(InternalRow metadata) {
-      if (layout == null || layout.lineage.length == 0 || metadata == null) {
+      if (layout.lineage.length == 0 || metadata == null) {
         return null;
       }
       int rowId = layout.lineage[0];

@@ -205,18 +205,21 @@ final class LakecatTable extends DescribedTable
       LogicalWriteInfo info, RowLevelOperation.Command command, LakecatScan.RowLevel scan) {
     SparkSession session = (SparkSession) org.apache.spark.sql.SparkSession.active();
     boolean nativeRows =
-        !rowLineage()
-            && !"false"
-                .equalsIgnoreCase(
-                    session.conf().get(NativeRowLevelWrites.ENABLED, "true").trim());
+        !"false"
+            .equalsIgnoreCase(session.conf().get(NativeRowLevelWrites.ENABLED, "true").trim());
     JsonNode staging = beginRowLevel(nativeRows ? info.schema() : null);
     StructType rowId = info.rowIdSchema().orElse(new StructType());
     int file = rowId.fieldIndex(LakecatScan.FILE);
     int pos = rowId.fieldIndex(LakecatScan.POS);
     String stageTo = staging.get("stage_to").asText();
     if (staging.hasNonNull("native_rows")) {
-      NativeRows rows = NativeRows.plan(staging.get("native_rows"), session);
-      return new LakecatDeltaWrite(this, null, rows, command, scan, stageTo, null, file, pos);
+      JsonNode plan = staging.get("native_rows");
+      if (plan.path("lineage").asBoolean(false) != rowLineage()) {
+        throw new IllegalStateException("lakecat: the bridge planned the rows' lineage otherwise");
+      }
+      NativeRows rows = NativeRows.plan(plan, session);
+      return new LakecatDeltaWrite(
+          this, null, rows, command, scan, stageTo, layout(info), file, pos);
     }
     Staged staged = stagedWrite(info, staging);
     return new LakecatDeltaWrite(
@@ -241,6 +244,18 @@ final class LakecatTable extends DescribedTable
   private Staged stagedWrite(LogicalWriteInfo info, JsonNode staging) {
     Map<String, String> options = new HashMap<>(Names.map(descriptor.get("write_options")));
     options.putAll(Names.map(staging.get("write_options")));
+    ChunkedWriterFactory.Layout layout = layout(info);
+    Write write =
+        new LakecatWriteBuilder(this, (SupportsWrite) delegate(), info, options, layout.written)
+            .dataSourceWrite();
+    return new Staged(write, staging.get("stage_to").asText(), layout, options);
+  }
+
+  /**
+   * The rows a row-level write writes: Spark's rows, then (with row lineage) {@code _row_id}
+   * and {@code _last_updated_sequence_number} from Spark's metadata rows.
+   */
+  private ChunkedWriterFactory.Layout layout(LogicalWriteInfo info) {
     StructType written = info.schema();
     StructType metadata = info.metadataSchema().orElse(new StructType());
     List<Integer> lineage = new ArrayList<>();
@@ -254,14 +269,7 @@ final class LakecatTable extends DescribedTable
         written = written.add(column, DataTypes.LongType, true);
       }
     }
-    Write write =
-        new LakecatWriteBuilder(this, (SupportsWrite) delegate(), info, options, written)
-            .dataSourceWrite();
-    return new Staged(
-        write,
-        staging.get("stage_to").asText(),
-        new ChunkedWriterFactory.Layout(written, metadata, lineage),
-        options);
+    return new ChunkedWriterFactory.Layout(written, metadata, lineage);
   }
 
   private static final class Staged {

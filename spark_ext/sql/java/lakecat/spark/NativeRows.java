@@ -243,6 +243,11 @@ final class NativeRows implements Serializable {
     }
   }
 
+  /** About how many bytes a row takes uncompressed (its own size when Spark tells it). */
+  static long size(InternalRow row) {
+    return row instanceof UnsafeRow ? ((UnsafeRow) row).getSizeInBytes() : 8L * row.numFields();
+  }
+
   Writer writer(int partitionId, long taskId) {
     return new Writer(partitionId, taskId);
   }
@@ -274,14 +279,14 @@ final class NativeRows implements Serializable {
       this.context = new TaskAttemptContextImpl(configuration, id);
     }
 
-    void write(InternalRow row) {
+    /** Write a row of about {@code bytes} bytes uncompressed ({@link #size}). */
+    void write(InternalRow row, long bytes) {
       Open target = last;
       if (target == null || !sameKey(row)) {
         target = openFor(row);
       }
       target.writer.write(row);
-      target.bytes +=
-          row instanceof UnsafeRow ? ((UnsafeRow) row).getSizeInBytes() : 8L * schema.size();
+      target.bytes += bytes;
       if (target.bytes >= targetFileSize) {
         close(target);
       }
