@@ -11,8 +11,8 @@ import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.util.SerializableConfiguration;
 
 /**
- * The broadcast Hadoop configurations of the native reads, shared by every scan whose reader
- * configuration has the same entries.
+ * The broadcast Hadoop configurations of the native reads (and of the merge-on-read writes of
+ * {@link NativeRows}), shared by every scan or write whose configuration has the same entries.
  *
  * <p>Spark's Parquet reader factory takes its Hadoop configuration as a broadcast. Making one
  * serializes and compresses the whole configuration (~1,000 entries), about a quarter of the
