@@ -44,6 +44,7 @@ __all__ = [
     "DELETION_VECTOR_MAGIC",
     "MAX_POSITION",
     "Positions",
+    "deserialize_bitmap",
     "deserialize_deletion_vector",
     "positions_array",
     "serialize_deletion_vector",
@@ -105,18 +106,25 @@ def deserialize_deletion_vector(
             f"deletion vector blob CRC-32 mismatch: stored {stored_crc:08x}, "
             f"computed {actual_crc:08x}"
         )
-    vector = data[8 : 4 + length]
-    _check_portable_64(vector)
-    try:
-        bitmap = BitMap64.deserialize(vector)
-    except ValueError as exc:  # the structure was fine, the containers' content is not
-        raise CorruptMetadata(f"deletion vector bitmap cannot be decoded: {exc}") from exc
+    bitmap = deserialize_bitmap(data[8 : 4 + length])
     if expected_cardinality is not None and len(bitmap) != expected_cardinality:
         raise CorruptMetadata(
             f"deletion vector holds {len(bitmap)} positions, its metadata says "
             f"{expected_cardinality}"
         )
     return bitmap
+
+
+def deserialize_bitmap(vector: bytes | bytearray | memoryview) -> BitMap64:
+    """A 64-bit Roaring bitmap in the portable format (a deletion vector's bitmap, or what
+    Java's ``Roaring64NavigableMap.serializePortable`` writes), its layout checked first:
+    :class:`CorruptMetadata` when it is not one."""
+    data = bytes(vector)
+    _check_portable_64(data)
+    try:
+        return BitMap64.deserialize(data)
+    except ValueError as exc:  # the structure was fine, the containers' content is not
+        raise CorruptMetadata(f"deletion vector bitmap cannot be decoded: {exc}") from exc
 
 
 def serialize_deletion_vector(positions: Positions) -> bytes:

@@ -28,11 +28,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+from pyroaring import BitMap64
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.engine import metadata_dir
+from lakecat.metadata.deletes import deserialize_bitmap, positions_array
 from lakecat.metadata.errors import (
     LakecatError,
     NamespaceAlreadyExists,
@@ -506,7 +508,7 @@ class CatalogBridge:
         files: Sequence[str],
         read_options: Mapping[str, str],
         positions_file: str,
-        runs: Mapping[str, Sequence[int]],
+        runs: Mapping[str, Sequence[Sequence[int]]],
         rows_folder: str | None = None,
         rows_files: Sequence[str] = (),
     ) -> int | None:
@@ -514,8 +516,8 @@ class CatalogBridge:
         for the rows Spark deleted or updated, and the new rows: staged, or written by the
         tasks in ``rows_folder`` (``native_rows`` of :meth:`begin_row_level`), of which the
         committed tasks wrote ``rows_files``. The deleted positions are in the plugin's
-        ``positions_file``; ``runs`` maps each data file to the [first index, count] of its
-        run of positions there (:func:`read_positions`)."""
+        ``positions_file``, as Roaring bitmaps; ``runs`` maps each data file to the byte ranges
+        of its bitmaps there (:func:`read_positions`)."""
         io = self.catalog.io
         try:
             with staged_owned(io, stage_to):
@@ -713,20 +715,21 @@ def insert_rows(
     )
 
 
-def read_positions(path: str, runs: Mapping[str, Sequence[int]]) -> dict[str, pa.Array]:
-    """The deleted positions of each data file from the plugin's positions file (little-endian
-    64-bit integers, a run per data file; ``runs``: data file -> [first index, count]), as
-    Arrow arrays over the file's bytes (read once, not copied again)."""
+def read_positions(path: str, runs: Mapping[str, Sequence[Sequence[int]]]) -> dict[str, pa.Array]:
+    """The deleted positions of each data file, from the plugin's positions file: 64-bit
+    Roaring bitmaps in the portable format (``Roaring64NavigableMap.serializePortable``), one
+    per data file and task; ``runs`` maps each data file to the [offset, length] byte ranges
+    of its bitmaps there. Each file's positions come back sorted and distinct."""
     with open(path, "rb") as f:
-        data = pa.py_buffer(f.read())
-    total = len(data) // 8
+        data = memoryview(f.read())
     out: dict[str, pa.Array] = {}
-    for file, (first, count) in runs.items():
-        if first < 0 or count < 0 or first + count > total:
-            raise ValidationError(f"the positions of {file} lie outside the commit's positions")
-        out[file] = pa.Array.from_buffers(
-            pa.int64(), count, [None, data.slice(first * 8, count * 8)]
-        )
+    for file, ranges in runs.items():
+        bitmap = BitMap64()
+        for offset, length in ranges:
+            if offset < 0 or length < 0 or offset + length > len(data):
+                raise ValidationError(f"the positions of {file} lie outside the commit's positions")
+            bitmap |= deserialize_bitmap(data[offset : offset + length])
+        out[file] = positions_array(bitmap)
     return out
 
 

@@ -139,23 +139,37 @@ def test_literals_arrive_in_catalysts_internal_form() -> None:
     assert literal({"literal": None, "type": "string"}) is None
 
 
-def test_the_plugins_positions_file_is_read_as_one_run_per_data_file(tmp_path) -> None:
-    import struct
+def test_the_plugins_positions_file_is_read_as_bitmaps_per_data_file(tmp_path) -> None:
+    """Each task's deleted positions of a data file arrive as a portable 64-bit Roaring bitmap
+    (a file split over two tasks has two); a file's positions come back sorted and distinct,
+    its bitmaps united."""
+    from pyroaring import BitMap64
 
-    from lakecat.metadata.errors import ValidationError
+    from lakecat.metadata.errors import CorruptMetadata, ValidationError
     from lakecat.spark_ext.sql.bridge import read_positions
 
+    a, b1, b2 = (
+        BitMap64([7, 3, 9]).serialize(),
+        BitMap64([0, 1 << 40]).serialize(),
+        BitMap64([5, 0]).serialize(),
+    )
     path = tmp_path / "positions.bin"
-    path.write_bytes(struct.pack("<6q", 7, 3, 9, 0, 1 << 40, 5))
-    runs = {"a.parquet": [0, 3], "b.parquet": [3, 3], "empty.parquet": [6, 0]}
+    path.write_bytes(a + b1 + b2)
+    runs = {
+        "a.parquet": [[0, len(a)]],
+        "b.parquet": [[len(a), len(b1)], [len(a) + len(b1), len(b2)]],
+        "empty.parquet": [],
+    }
     positions = read_positions(str(path), runs)
     assert {k: v.to_pylist() for k, v in positions.items()} == {
-        "a.parquet": [7, 3, 9],
-        "b.parquet": [0, 1 << 40, 5],
+        "a.parquet": [3, 7, 9],
+        "b.parquet": [0, 5, 1 << 40],
         "empty.parquet": [],
     }
     with pytest.raises(ValidationError, match="outside"):
-        read_positions(str(path), {"a.parquet": [4, 3]})
+        read_positions(str(path), {"a.parquet": [[len(a), len(a) + len(b1) + len(b2)]]})
+    with pytest.raises(CorruptMetadata):
+        read_positions(str(path), {"a.parquet": [[1, len(a) - 1]]})
 
 
 @pytest.mark.parametrize(

@@ -2,16 +2,16 @@ package lakecat.spark;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -30,6 +30,7 @@ import org.apache.spark.sql.connector.write.RowLevelOperation.Command;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteSummary;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.roaringbitmap.longlong.Roaring64NavigableMap;
 
 /**
  * The write of a merge-on-read operation ({@link LakecatMergeOnRead}): each task collects the
@@ -94,12 +95,16 @@ final class LakecatDeltaWrite implements DeltaWrite {
         staged == null ? null : new TranslatingBatch(table.bridge(), table.batchOf(staged)));
   }
 
-  /** One task's new rows (their chunks' messages, or its native files) and deleted positions. */
+  /**
+   * One task's new rows (their chunks' messages, or its native files) and deleted positions: a
+   * 64-bit Roaring bitmap per data file, in the portable format (compact for the runs of
+   * positions a statement usually deletes, sorted and deduplicated).
+   */
   static final class Deltas implements WriterCommitMessage {
     final WriterCommitMessage rows;
-    final HashMap<String, long[]> deletes;
+    final HashMap<String, byte[]> deletes;
 
-    Deltas(WriterCommitMessage rows, HashMap<String, long[]> deletes) {
+    Deltas(WriterCommitMessage rows, HashMap<String, byte[]> deletes) {
       this.rows = rows;
       this.deletes = deletes;
     }
@@ -203,52 +208,39 @@ final class LakecatDeltaWrite implements DeltaWrite {
 
   /**
    * The commit call's arguments. The deleted positions, which can be millions, do not travel
-   * as JSON: they are written to {@code positions} as little-endian 64-bit integers, one run
-   * per data file, and the arguments name the file ({@code positions_file}) and each data
-   * file's run ({@code runs}: path -> [first index, count]).
+   * as JSON: each task's bitmap of each data file is written to {@code positions}, one after
+   * the other, and the arguments name the file ({@code positions_file}) and each data file's
+   * bitmaps ({@code runs}: path -> [[offset, length], ...] in bytes).
    */
   private ObjectNode commitArgs(WriterCommitMessage[] messages, Path positions) {
-    Map<String, List<long[]>> byFile = new HashMap<>();
+    Map<String, List<byte[]>> byFile = new HashMap<>();
     for (WriterCommitMessage message : messages) {
       if (message instanceof Deltas) {
         ((Deltas) message)
-            .deletes.forEach((file, chunk) -> byFile.computeIfAbsent(file, f -> new ArrayList<>()).add(chunk));
+            .deletes.forEach(
+                (file, bitmap) -> byFile.computeIfAbsent(file, f -> new ArrayList<>()).add(bitmap));
       }
     }
     ObjectNode args = table.rowLevelCommitArgs(command, scan, stageTo);
     args.put("positions_file", positions.toString());
     ObjectNode runs = args.putObject("runs");
     try (FileChannel out = FileChannel.open(positions, StandardOpenOption.WRITE)) {
-      ByteBuffer buffer = ByteBuffer.allocate(1 << 20).order(ByteOrder.LITTLE_ENDIAN);
       long written = 0;
-      for (Map.Entry<String, List<long[]>> entry : byFile.entrySet()) {
-        long first = written;
-        for (long[] chunk : entry.getValue()) {
-          for (long position : chunk) {
-            if (!buffer.hasRemaining()) {
-              drain(buffer, out);
-            }
-            buffer.putLong(position);
-            written++;
+      for (Map.Entry<String, List<byte[]>> entry : byFile.entrySet()) {
+        ArrayNode ranges = runs.putArray(entry.getKey());
+        for (byte[] bitmap : entry.getValue()) {
+          ByteBuffer buffer = ByteBuffer.wrap(bitmap);
+          while (buffer.hasRemaining()) {
+            out.write(buffer);
           }
+          ranges.addArray().add(written).add(bitmap.length);
+          written += bitmap.length;
         }
-        ArrayNode run = runs.putArray(entry.getKey());
-        run.add(first);
-        run.add(written - first);
       }
-      drain(buffer, out);
     } catch (IOException e) {
       throw new UncheckedIOException("lakecat: writing a commit's positions failed", e);
     }
     return args;
-  }
-
-  private static void drain(ByteBuffer buffer, FileChannel out) throws IOException {
-    buffer.flip();
-    while (buffer.hasRemaining()) {
-      out.write(buffer);
-    }
-    buffer.clear();
   }
 
   private static final class Factory implements DeltaWriterFactory {
@@ -373,17 +365,14 @@ final class LakecatDeltaWrite implements DeltaWrite {
     public void close() {}
   }
 
-  /** Positions deleted in one task, by data file (grown as Spark hands them over). */
-  private static final class Positions {
-    long[] values = new long[64];
-    int size;
-
-    void add(long value) {
-      if (size == values.length) {
-        values = Arrays.copyOf(values, size * 2);
-      }
-      values[size++] = value;
+  /** A bitmap in the portable format (what {@code read_positions} in the bridge reads). */
+  private static byte[] serialize(Roaring64NavigableMap bitmap) throws IOException {
+    bitmap.runOptimize();
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream((int) bitmap.serializedSizeInBytes());
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      bitmap.serializePortable(out);
     }
+    return bytes.toByteArray();
   }
 
   private static final class Writer implements DeltaWriter<InternalRow> {
@@ -391,7 +380,7 @@ final class LakecatDeltaWrite implements DeltaWrite {
     private final ChunkedWriterFactory.Layout layout;
     private final int fileOrdinal;
     private final int posOrdinal;
-    private final Map<String, Positions> deletes = new HashMap<>();
+    private final Map<String, Roaring64NavigableMap> deletes = new HashMap<>();
     private final GenericInternalRow updated;
 
     Writer(Sink rows, ChunkedWriterFactory.Layout layout, int fileOrdinal, int posOrdinal) {
@@ -404,7 +393,9 @@ final class LakecatDeltaWrite implements DeltaWrite {
 
     private void deleted(InternalRow id) {
       String file = id.getUTF8String(fileOrdinal).toString();
-      deletes.computeIfAbsent(file, f -> new Positions()).add(id.getLong(posOrdinal));
+      deletes
+          .computeIfAbsent(file, f -> new Roaring64NavigableMap(false))
+          .addLong(id.getLong(posOrdinal));
     }
 
     /**
@@ -444,8 +435,10 @@ final class LakecatDeltaWrite implements DeltaWrite {
 
     @Override
     public WriterCommitMessage commit() throws IOException {
-      HashMap<String, long[]> out = new HashMap<>();
-      deletes.forEach((file, p) -> out.put(file, Arrays.copyOf(p.values, p.size)));
+      HashMap<String, byte[]> out = new HashMap<>();
+      for (Map.Entry<String, Roaring64NavigableMap> entry : deletes.entrySet()) {
+        out.put(entry.getKey(), serialize(entry.getValue()));
+      }
       return new Deltas(rows.commit(), out);
     }
 
