@@ -233,6 +233,34 @@ def test_a_delete_needs_no_python_write_whatever_the_table(lake) -> None:
     assert int(sales.refresh().current_snapshot().summary["added-delete-files"]) > 0
 
 
+def test_a_task_meeting_many_partitions_writes_one_file_for_each(lake, spark) -> None:
+    """Rows of 40 partitions in any order: 16 files stay open, the other partitions' rows are
+    buffered and written at the end, so a task writes one file per partition it met, not a
+    file per change of partition."""
+    sales = make_sales(lake)
+    spark.range(4000).selectExpr(
+        "id + 100 AS id", "concat('r', cast(id % 40 AS string)) AS region", "1.0D AS amount"
+    ).createOrReplaceTempView("src")
+    before = paths(sales)
+
+    lake.sql(
+        "MERGE INTO lake.db.sales t USING src s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET amount = s.amount WHEN NOT MATCHED THEN INSERT *"
+    )
+
+    written = new_files(sales, before)
+    assert all(IN_TASKS.search(f.file_path) for f in written)
+    per_task = Counter(
+        (f.partition, re.search(r"/(\d{5})-\d+-", f.file_path).group(1)) for f in written
+    )
+    assert len({p for p, _ in per_task}) == 40
+    assert set(per_task.values()) == {1}
+    assert sum(f.record_count for f in written) == 4000
+    ours = lake.rows("db.sales", "id", "region", "amount")
+    assert len(ours) == 4006
+    assert lake.iceberg_rows("db.sales", "id", "region", "amount") == ours
+
+
 def test_a_failed_statement_commits_nothing_and_leaves_no_files(lake, spark) -> None:
     sales = make_sales(lake)
     before, on_disk = sales.metadata_location, files_on_disk(sales)

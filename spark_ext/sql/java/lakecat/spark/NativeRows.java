@@ -8,6 +8,7 @@ import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.LocalDate;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -26,6 +27,7 @@ import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl;
 import org.apache.spark.TaskContext;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
@@ -58,8 +60,10 @@ final class NativeRows implements Serializable {
   static final String DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__";
   private static final long MICROS_PER_DAY = 86_400_000_000L;
   private static final long MICROS_PER_HOUR = 3_600_000_000L;
-  /** Files a task keeps open at once; the least recently written is closed first. */
+  /** Files a task keeps open at once (the other partitions' rows are buffered). */
   static final int MAX_OPEN = 16;
+  /** How many bytes of rows (uncompressed) a task buffers before writing them. */
+  static final long BUFFER_BYTES = 64L * 1024 * 1024;
 
   final String folder; // the job folder, as Spark's writer names it
   final String location; // the same, as the table names it (for the commit call)
@@ -252,17 +256,26 @@ final class NativeRows implements Serializable {
     return new Writer(partitionId, taskId);
   }
 
-  /** One task's writer: an open file per partition met, rolled at the target size. */
+  /**
+   * One task's writer: an open file per partition met, rolled at the target size. Past {@link
+   * #MAX_OPEN} open files (each buffers a row group), the rows of the other partitions are kept
+   * as compact copies, grouped by partition, up to {@link #BUFFER_BYTES}, and written then
+   * (and at the end) one file per partition, as the staged write writes a chunk: a task that
+   * meets many partitions in any order writes a few files per partition, not one per row.
+   */
   final class Writer {
     private final int partitionId;
     private final long taskId;
     private final String prefix = UUID.randomUUID().toString();
     private final TaskAttemptContext context;
-    // the open files by partition, least recently written first
-    private final LinkedHashMap<List<Object>, Open> open = new LinkedHashMap<>(16, 0.75f, true);
+    private final Map<List<Object>, Open> open = new HashMap<>();
+    private final Map<List<Object>, List<UnsafeRow>> buffered = new LinkedHashMap<>();
+    private long bufferedBytes;
+    private UnsafeProjection copier;
     private final List<String> written = new ArrayList<>();
     private final Object[] lastKey;
-    private Open last;
+    private List<Object> key; // the folder values of lastKey
+    private Open last; // the open file of key, or null
     private int files;
 
     Writer(int partitionId, long taskId) {
@@ -281,9 +294,16 @@ final class NativeRows implements Serializable {
 
     /** Write a row of about {@code bytes} bytes uncompressed ({@link #size}). */
     void write(InternalRow row, long bytes) {
+      if (key == null || !sameKey(row)) {
+        keyOf(row);
+      }
       Open target = last;
-      if (target == null || !sameKey(row)) {
-        target = openFor(row);
+      if (target == null && open.size() < MAX_OPEN) {
+        target = openFile(key, true);
+      }
+      if (target == null) {
+        buffer(row, bytes);
+        return;
       }
       target.writer.write(row);
       target.bytes += bytes;
@@ -301,31 +321,69 @@ final class NativeRows implements Serializable {
       return true;
     }
 
-    private Open openFor(InternalRow row) {
-      List<Object> key = new ArrayList<>(partitions.length);
+    private void keyOf(InternalRow row) {
+      List<Object> values = new ArrayList<>(partitions.length);
       for (int i = 0; i < partitions.length; i++) {
         lastKey[i] = partitions[i].source(row);
-        key.add(partitions[i].folderValue(lastKey[i]));
+        values.add(partitions[i].folderValue(lastKey[i]));
       }
-      Open found = open.get(key);
-      if (found == null) {
-        StringBuilder path = new StringBuilder(folder);
-        for (int i = 0; i < partitions.length; i++) {
-          path.append('/').append(partitions[i].column).append('=').append(key.get(i));
-        }
-        path.append('/')
-            .append(String.format("%05d-%d-%s-%05d", partitionId, taskId, prefix, ++files))
-            .append(factory.getFileExtension(context));
-        if (open.size() >= MAX_OPEN) { // bounded memory: each open file buffers a row group
-          close(open.values().iterator().next());
-        }
-        String location = path.toString();
-        written.add(location); // before it exists: an abort deletes it whatever happens next
-        found = new Open(key, factory.newInstance(location, schema, context));
-        open.put(key, found);
+      key = values;
+      last = open.get(values);
+    }
+
+    /** A new file of partition {@code values}; {@code keep}: kept open for the next rows. */
+    private Open openFile(List<Object> values, boolean keep) {
+      StringBuilder path = new StringBuilder(folder);
+      for (int i = 0; i < partitions.length; i++) {
+        path.append('/').append(partitions[i].column).append('=').append(values.get(i));
       }
-      last = found;
-      return found;
+      path.append('/')
+          .append(String.format("%05d-%d-%s-%05d", partitionId, taskId, prefix, ++files))
+          .append(factory.getFileExtension(context));
+      String location = path.toString();
+      written.add(location); // before it exists: an abort deletes it whatever happens next
+      Open made = new Open(values, factory.newInstance(location, schema, context));
+      if (keep) {
+        open.put(values, made);
+        if (values.equals(key)) {
+          last = made;
+        }
+      }
+      return made;
+    }
+
+    private void buffer(InternalRow row, long bytes) {
+      if (copier == null) {
+        copier = UnsafeProjection.create(schema);
+      }
+      buffered.computeIfAbsent(key, k -> new ArrayList<>()).add(copier.apply(row).copy());
+      bufferedBytes += bytes;
+      if (bufferedBytes >= BUFFER_BYTES) {
+        flush();
+      }
+    }
+
+    /** Write the buffered rows, a file per partition (rolled at the target size). */
+    private void flush() {
+      for (Map.Entry<List<Object>, List<UnsafeRow>> group : buffered.entrySet()) {
+        Open target = null;
+        for (UnsafeRow row : group.getValue()) {
+          if (target == null) {
+            target = openFile(group.getKey(), false);
+          }
+          target.writer.write(row);
+          target.bytes += row.getSizeInBytes();
+          if (target.bytes >= targetFileSize) {
+            target.writer.close();
+            target = null;
+          }
+        }
+        if (target != null) {
+          target.writer.close();
+        }
+      }
+      buffered.clear();
+      bufferedBytes = 0;
     }
 
     private void close(Open target) {
@@ -338,6 +396,7 @@ final class NativeRows implements Serializable {
 
     Files commit() {
       closeAll();
+      flush();
       return new Files(written.toArray(new String[0]));
     }
 
