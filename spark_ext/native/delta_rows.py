@@ -64,7 +64,7 @@ class DeltaRowsPlan:
     """What the plugin's tasks need to write a statement's new rows."""
 
     folder: str  # the job folder, under the table's data location
-    schema: st.StructType  # the table's columns, with field ids
+    schema: st.StructType  # the table's columns with field ids (v3: then the lineage columns)
     partitions: tuple[HiddenPartition, ...]
     writer_options: dict[str, str]
     target_file_size: int
@@ -90,7 +90,6 @@ class DeltaRowsPlan:
                     "column": p.column,
                     "ordinal": ordinals[p.source_path[0]],
                     "transform": str(p.transform),
-                    "encoding": p.encoding.value,
                 }
                 for p in self.partitions
                 if p.column is not None
