@@ -33,7 +33,7 @@ staged) its per-round median and spread.
 
 from __future__ import annotations
 
-from bench_spark_sql import COLUMNS, spark_session
+from bench_spark_sql import COLUMNS, catalog_session
 from common import Report, base_parser, median, ratio, timed, workdir
 from java_merge import source_views
 
@@ -52,12 +52,8 @@ def main() -> None:
         args.rows, args.repeats = 400_000, 1
     report = Report("spark-delta-rows", vars(args))
 
-    from lakecat.catalog import Catalog
-
     with workdir(args, "bench-spark-delta-rows") as folder:
-        catalog = Catalog.embedded(folder / "lake")
-        catalog.create_namespace("bench")
-        spark = spark_session(args.cores, catalog)
+        catalog, spark = catalog_session(folder, args.cores)
         source_views(spark, args.rows, args.cores)
         new = spark.range(args.rows, args.rows + 200_000, numPartitions=args.cores).selectExpr(
             "id", "cast(id % 8 as int) AS part", "'new' AS name", "cast(id as double) AS value"

@@ -107,6 +107,16 @@ def spark_session(cores: int, catalog: Any) -> Any:
     return session
 
 
+def catalog_session(folder: Path, cores: int) -> tuple[Any, Any]:
+    """An embedded catalog in ``folder`` with the namespace ``bench``, and a session with it
+    attached as ``lake``."""
+    from lakecat.catalog import Catalog
+
+    catalog = Catalog.embedded(folder / "lake")
+    catalog.create_namespace("bench")
+    return catalog, spark_session(cores, catalog)
+
+
 def spread(values: list[float]) -> str:
     return f"{median(values):.2f}x ({min(values):.2f}-{max(values):.2f}x)"
 
@@ -139,12 +149,8 @@ def main() -> None:
         args.rows, args.repeats = 400_000, 1
     report = Report("spark-sql", vars(args))
 
-    from lakecat.catalog import Catalog
-
     with workdir(args, "bench-spark-sql") as folder:
-        catalog = Catalog.embedded(folder / "lake")
-        catalog.create_namespace("bench")
-        spark = spark_session(args.cores, catalog)
+        catalog, spark = catalog_session(folder, args.cores)
         src, updated_rows = source_views(spark, args.rows, args.cores)
 
         def create(name: str) -> str:

@@ -26,6 +26,11 @@ pytestmark = pytest.mark.spark
 MOR = ", ".join(f"'write.{kind}.mode' = 'merge-on-read'" for kind in ("delete", "update", "merge"))
 IN_TASKS = re.compile(r"/data/delta-[0-9a-f]{32}/")
 SETTING = "spark.lakecat.nativeRowLevelWrites"
+# a row-level MERGE (a MERGE that only inserts is planned as an append)
+UPSERT = (
+    "MERGE INTO lake.db.sales t USING src s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET amount = s.amount WHEN NOT MATCHED THEN INSERT *"
+)
 
 
 def new_files(table: Any, before: set[str]) -> list[Any]:
@@ -53,6 +58,15 @@ def make_sales(lake: Any, spec: str = "region", properties: str = "") -> Any:
         "(4, 'us', 4.0), (5, 'us', 5.0), (6, 'ap', 6.0)"
     )
     return lake.catalog.load_table("db.sales")
+
+
+def new_source(spark: Any, rows: int, region: str, table: Any) -> set[str]:
+    """``src``: ``rows`` new rows (ids from 100) in the regions ``region`` (SQL) gives; the
+    table's files before the statement."""
+    spark.range(rows).selectExpr(
+        "id + 100 AS id", f"{region} AS region", "cast(id AS double) AS amount"
+    ).createOrReplaceTempView("src")
+    return paths(table)
 
 
 def test_update_and_merge_rows_are_written_in_the_tasks(lake, spark) -> None:
@@ -159,10 +173,7 @@ def test_on_format_v3_the_tasks_write_the_rows_lineage(lake, spark) -> None:
         [(2, "eu", 20.0), (7, "ap", 7.0)], "id bigint, region string, amount double"
     ).createOrReplaceTempView("src")
 
-    lake.sql(
-        "MERGE INTO lake.db.sales t USING src s ON t.id = s.id "
-        "WHEN MATCHED THEN UPDATE SET amount = s.amount WHEN NOT MATCHED THEN INSERT *"
-    )
+    lake.sql(UPSERT)
 
     snapshot = sales.refresh().current_snapshot()
     after = {r[0]: (r[1], r[2]) for r in lake.sql(lineage)}
@@ -238,15 +249,9 @@ def test_a_task_meeting_many_partitions_writes_one_file_for_each(lake, spark) ->
     buffered and written at the end, so a task writes one file per partition it met, not a
     file per change of partition."""
     sales = make_sales(lake)
-    spark.range(4000).selectExpr(
-        "id + 100 AS id", "concat('r', cast(id % 40 AS string)) AS region", "1.0D AS amount"
-    ).createOrReplaceTempView("src")
-    before = paths(sales)
+    before = new_source(spark, 4000, "concat('r', cast(id % 40 AS string))", sales)
 
-    lake.sql(
-        "MERGE INTO lake.db.sales t USING src s ON t.id = s.id "
-        "WHEN MATCHED THEN UPDATE SET amount = s.amount WHEN NOT MATCHED THEN INSERT *"
-    )
+    lake.sql(UPSERT)
 
     written = new_files(sales, before)
     assert all(IN_TASKS.search(f.file_path) for f in written)
@@ -283,15 +288,9 @@ def test_a_failed_statement_commits_nothing_and_leaves_no_files(lake, spark) -> 
 
 def test_a_task_rolls_to_a_new_file_at_the_target_size(lake, spark) -> None:
     sales = make_sales(lake, properties=", 'write.target-file-size-bytes' = '65536'")
-    spark.range(20_000).selectExpr(
-        "id + 100 AS id", "'eu' AS region", "cast(id AS double) AS amount"
-    ).createOrReplaceTempView("src")
-    before = paths(sales)
+    before = new_source(spark, 20_000, "'eu'", sales)
 
-    lake.sql(
-        "MERGE INTO lake.db.sales t USING src s ON t.id = s.id "
-        "WHEN MATCHED THEN UPDATE SET amount = s.amount WHEN NOT MATCHED THEN INSERT *"
-    )
+    lake.sql(UPSERT)
 
     written = new_files(sales, before)
     assert len(written) > 2 and all(IN_TASKS.search(f.file_path) for f in written)
