@@ -27,11 +27,19 @@ After each statement both copies must hold the same rows (an aggregate over ever
 A first round warms up and is not counted; the table shows medians, the ratio (in the tasks /
 staged) its per-round median and spread.
 
+``--write-mode copy-on-write`` makes the same comparison for copy-on-write tables, whose
+rewrites the setting switches between Spark's Parquet writer (``NativeRowLevelWrites``) and the
+Python data source; ``--format-version 3`` for tables with row lineage.
+
     python benchmarks/bench_spark_delta_rows.py
     python benchmarks/bench_spark_delta_rows.py --quick
+    python benchmarks/bench_spark_delta_rows.py --write-mode copy-on-write --format-version 3
 """
 
 from __future__ import annotations
+
+import re
+from typing import Any
 
 from bench_spark_sql import COLUMNS, catalog_session
 from common import Report, base_parser, median, ratio, timed, workdir
@@ -40,6 +48,15 @@ from java_merge import source_views
 SETTING = "spark.lakecat.nativeRowLevelWrites"
 CHECK = "count(*), sum(id), sum(part), count(name), sum(value)"
 MODES = ("tasks", "staged")
+# the folders of files Spark's Parquet writer wrote: merge-on-read rows written in the tasks,
+# copy-on-write rewrites' job folders (and INSERTs')
+WRITTEN_BY_SPARK = re.compile(r"/data/(delta-)?[0-9a-f]{32}/")
+
+
+def data_files(catalog: Any, table: str) -> set[str]:
+    """The data files of a table's current snapshot."""
+    loaded = catalog.load_table(table.removeprefix("lake."))
+    return {f.file_path for f in loaded.scan().plan_files()}
 
 
 def main() -> None:
@@ -47,10 +64,19 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument(
+        "--write-mode",
+        choices=("merge-on-read", "copy-on-write"),
+        default="merge-on-read",
+        help="the tables' write.delete/update/merge.mode (copy-on-write: the setting switches "
+        "the rewrite by Spark's Parquet writer, NativeRowLevelWrites)",
+    )
+    parser.add_argument("--format-version", choices=("2", "3"), default="2")
     args = parser.parse_args()
     if args.quick:
         args.rows, args.repeats = 400_000, 1
-    report = Report("spark-delta-rows", vars(args))
+    name = "spark-delta-rows" if args.write_mode == "merge-on-read" else "spark-cow-rows"
+    report = Report(f"{name}-v{args.format_version}", vars(args))
 
     with workdir(args, "bench-spark-delta-rows") as folder:
         catalog, spark = catalog_session(folder, args.cores)
@@ -78,17 +104,19 @@ def main() -> None:
 
         def create(name: str) -> str:
             modes = ", ".join(
-                f"'write.{kind}.mode' = 'merge-on-read'" for kind in ("delete", "update", "merge")
+                f"'write.{kind}.mode' = '{args.write_mode}'"
+                for kind in ("delete", "update", "merge")
             )
             spark.sql(
                 f"CREATE TABLE lake.bench.{name} ({COLUMNS}) PARTITIONED BY (part) "
-                f"TBLPROPERTIES ('format-version' = '2', {modes})"
+                f"TBLPROPERTIES ('format-version' = '{args.format_version}', {modes})"
             )
             spark.sql(f"INSERT INTO lake.bench.{name} SELECT * FROM src")
             return f"lake.bench.{name}"
 
         for r in range(args.repeats + 1):  # round 0 warms up and is not counted
             tables = {m: create(f"{m}_{r}") for m in MODES}
+            inserted = {m: data_files(catalog, tables[m]) for m in MODES}
             order = MODES if r % 2 == 0 else MODES[::-1]
             round_times: dict[tuple[str, str], float] = {}
             for name, statement in statements.items():
@@ -103,11 +131,11 @@ def main() -> None:
                 }
                 if len(checks) != 1:
                     raise SystemExit(f"the copies disagree after the {name}: {checks}")
-            for m in MODES:
-                files = catalog.load_table(tables[m].removeprefix("lake.")).scan().plan_files()
-                in_tasks = sum("/data/delta-" in f.file_path for f in files)
-                if (m == "tasks") != (in_tasks > 0):
-                    raise SystemExit(f"the {m} copy has {in_tasks} files written in the tasks")
+            for m in MODES:  # the statements' new files: Spark's writer's exactly with it on
+                added = data_files(catalog, tables[m]) - inserted[m]
+                by_spark = sum(bool(WRITTEN_BY_SPARK.search(path)) for path in added)
+                if (m == "tasks") != (by_spark > 0):
+                    raise SystemExit(f"the {m} copy has {by_spark} files of Spark's writer")
             print(
                 f"  round {r}{' (warm-up)' if r == 0 else ''}: "
                 + ", ".join(f"{s} {m} {v:.2f}s" for (s, m), v in round_times.items())
@@ -134,9 +162,9 @@ def main() -> None:
             ]
         )
     report.table(
-        f"merge-on-read statements at {args.rows:,} rows, seconds (median, min-max of "
-        f"{args.repeats} rounds)",
-        ["statement", "rows written in the tasks", "rows staged through Python", "ratio"],
+        f"{args.write_mode} statements, format v{args.format_version}, at {args.rows:,} rows, "
+        f"seconds (median, min-max of {args.repeats} rounds)",
+        ["statement", "Spark's Parquet writer", "the Python data source", "ratio"],
         rows,
     )
     report.data = {"times": {f"{s}/{m}": v for (s, m), v in times.items()}, "ratios": ratios}

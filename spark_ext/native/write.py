@@ -38,7 +38,9 @@ A native write, step by step:
 
 A write with the ``stage-to`` option (the rows of a copy-on-write SQL statement) hands its files
 over there instead of committing, as the data source's staged write does; on tables with row
-lineage it goes through the data source, which keeps the copied rows' lineage.
+lineage its rows carry ``_row_id`` and ``_last_updated_sequence_number`` after the table's
+columns (copied rows keep both, updated rows their id), and the files keep them, as the data
+source's staged write keeps them.
 
 Failures: a failed Spark job deletes the job folder and re-raises; a failed commit runs the
 job's ``abort`` as Spark does for the data source (files deleted unless the job's snapshot
@@ -75,6 +77,7 @@ from lakecat.metadata.io import (
 )
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.schema import Schema
+from lakecat.metadata.schema.lineage import LINEAGE_COLUMNS, with_lineage
 from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.native.columns import FieldPlan, build_columns, plan_columns, quoted
 from lakecat.spark_ext.native.partitions import (
@@ -132,6 +135,9 @@ class NativeWritePlan:
     # null order) after the partition columns; the files record the order's id
     sort: tuple[tuple[str, str, str], ...] = ()
     sort_order_id: int | None = None
+    # the rows (copied by a staged write on a v3 table) carry _row_id and
+    # _last_updated_sequence_number after the table's columns, and the files keep them
+    lineage: bool = False
 
 
 def plan_native_write(
@@ -141,19 +147,20 @@ def plan_native_write(
     :class:`NotNative` when the write does not qualify."""
     if mode is WriteMode.OVERWRITE_BY_FILTER:
         raise NotNative("an overwrite-filter write must check every written row against the filter")
-    if options.get(STAGE_TO) and metadata.format_version >= 3:
-        # a staged write copies rows that keep their lineage, which only the data source writes
-        raise NotNative(f"the option {STAGE_TO} on a table with row lineage")
+    lineage = bool(options.get(STAGE_TO)) and metadata.format_version >= 3
+    if lineage and not set(LINEAGE_COLUMNS) <= set(source.fieldNames()):
+        # a staged write copies rows that keep their lineage: the rows must carry it
+        raise NotNative(f"the option {STAGE_TO} on a table with row lineage, without the lineage")
     if options.get(TARGET_FILE_SIZE):
         raise NotNative(f"the option {TARGET_FILE_SIZE} (Spark's writer splits files by rows)")
     require_local(data_dir(metadata), "the table's data location")
     schema = metadata.schema()
     writer_options = parquet_write_options(metadata.properties)
-    columns = plan_columns(schema, source)
+    columns = plan_columns(with_lineage(schema) if lineage else schema, source)
     partitions = plan_partitions(metadata.spec(), schema, taken=[f.name for f in schema.fields])
     order = metadata.sort_order()
     if order.is_unsorted:
-        return NativeWritePlan(columns, partitions, writer_options)
+        return NativeWritePlan(columns, partitions, writer_options, lineage=lineage)
     top_level = {f.field_id: f.name for f in schema.fields}
     sort = []
     for f in order.fields:
@@ -163,7 +170,9 @@ def plan_native_write(
                 "column (the data source sorts by it)"
             )
         sort.append((top_level[f.source_id], f.direction, f.null_order))
-    return NativeWritePlan(columns, partitions, writer_options, tuple(sort), order.order_id)
+    return NativeWritePlan(
+        columns, partitions, writer_options, tuple(sort), order.order_id, lineage=lineage
+    )
 
 
 def write_support(
@@ -317,8 +326,11 @@ def _written_files(io: FileIO, folder: str, job: WriteJob, plan: NativeWritePlan
     delete_quietly(io, other)
     # One file after the other: a local footer and its metrics take about 0.4 ms, and threads
     # only add contention for the GIL (measured: 0.36 ms a file alone, 0.53 ms with 8 threads).
+    schema = with_lineage(job.metadata.schema()) if plan.lineage else None
     described = [
-        describe_file(io, info, folders, job.metadata, plan.partitions, plan.sort_order_id)
+        describe_file(
+            io, info, folders, job.metadata, plan.partitions, plan.sort_order_id, schema=schema
+        )
         for info, folders in data
     ]
     empty = [info.location for (info, _), f in zip(data, described, strict=True) if f is None]

@@ -3,8 +3,8 @@
 With lakecat's SQL extension (``lk.session``; the shared test session sets it), Spark plans the
 new rows of a copy-on-write statement as a DataFrame write (``NativeRowLevelWrites``): the rows
 are staged with Spark's Parquet writer into a job folder, then committed in place of the files
-holding affected rows, which Spark's runtime ``_file`` filter still chooses. Format v3 tables
-keep the Python writer (their copied rows keep their lineage).
+holding affected rows, which Spark's runtime ``_file`` filter still chooses. On format v3 the
+rows carry their lineage columns, which the files keep.
 """
 
 from __future__ import annotations
@@ -154,10 +154,34 @@ def test_a_sorted_table_gets_sorted_rewrites(lake) -> None:
     assert pq.read_table(local).column("amount").to_pylist() == [2.0, -1.0, -3.0]
 
 
-def test_format_v3_rewrites_keep_the_python_writer(lake) -> None:
-    make_sales(lake, format_version=3)
-    plan = physical_plan(lake, "UPDATE lake.db.sales SET amount = 0 WHERE id % 2 = 0")
-    assert "AppendDataExecV1" not in plan and "ReplaceData" in plan
+def test_format_v3_rewrites_keep_the_rows_lineage(lake) -> None:
+    """The rewritten rows carry their ``_row_id`` and ``_last_updated_sequence_number`` to
+    Spark's writer: copied rows keep both, an updated row keeps its id and takes the commit's
+    sequence number."""
+    sales = make_sales(lake, format_version=3)
+    statement = "UPDATE lake.db.sales SET amount = 0 WHERE id % 2 = 0"
+    assert "AppendDataExecV1" in physical_plan(lake, statement)
+    lineage = "SELECT id, _row_id, _last_updated_sequence_number FROM lake.db.sales"
+    before = {r[0]: (r[1], r[2]) for r in lake.sql(lineage)}
+
+    lake.sql(statement)
+
+    snapshot = sales.refresh().current_snapshot()
+    after = {r[0]: (r[1], r[2]) for r in lake.sql(lineage)}
+    assert {i: after[i][0] for i in after} == {i: before[i][0] for i in before}
+    assert {i: after[i][1] for i in (2, 4, 6)} == dict.fromkeys((2, 4, 6), snapshot.sequence_number)
+    assert {i: after[i] for i in (1, 3, 5)} == {i: before[i] for i in (1, 3, 5)}
+    rewritten = [f for f in sales.scan().plan_files() if JOB_FOLDER.search(f.file_path)]
+    assert len(rewritten) == 3  # eu, us and ap each had an even id
+    for f in rewritten:
+        local = local_path(f.file_path)
+        assert local is not None
+        names = pq.read_schema(local).names
+        assert names == ["id", "region", "amount", "_row_id", "_last_updated_sequence_number"]
+    assert lake.rows("db.sales", "id", "amount") == [
+        (1, 1.0), (2, 0.0), (3, 3.0), (4, 0.0), (5, 5.0), (6, 0.0)
+    ]  # fmt: skip
+    assert lake.iceberg_rows("db.sales", "id", "amount") == lake.rows("db.sales", "id", "amount")
 
 
 def test_a_session_setting_turns_the_native_rewrite_off(lake, spark) -> None:

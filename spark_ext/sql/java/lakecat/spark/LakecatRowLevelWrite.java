@@ -58,14 +58,6 @@ final class LakecatRowLevelWrite implements Write {
     return table;
   }
 
-  /**
-   * Whether {@link NativeRowLevelWrites} may write the new rows as a DataFrame: not on tables
-   * with row lineage, whose copied rows keep their ids through the Python writer.
-   */
-  boolean writesNatively() {
-    return !table.rowLineage();
-  }
-
   LakecatScan.RowLevel scan() {
     return scan;
   }

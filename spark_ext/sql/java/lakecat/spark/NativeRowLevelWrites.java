@@ -36,9 +36,9 @@ import scala.runtime.BoxedUnit;
  * files are committed in place of the files the scan read, as before. The scan, and with it
  * Spark's runtime filter that narrows the files read, are the statement's own.
  *
- * <p>Tables with row lineage (format v3) keep the Python writer: their copied rows must keep
- * their {@code _row_id} and {@code _last_updated_sequence_number}, which the native write does
- * not carry. Without the extension, or with the session setting {@code
+ * <p>On tables with row lineage (format v3) the rows carry their {@code _row_id} and {@code
+ * _last_updated_sequence_number} after the table's columns, and the native write writes them
+ * too, so that copied rows keep both and updated rows keep their id. Without the extension, or with the session setting {@code
  * spark.lakecat.nativeRowLevelWrites=false}, every row-level write goes through the Python
  * writer.
  */
@@ -59,12 +59,12 @@ final class NativeRowLevelWrites extends SparkStrategy {
       return empty();
     }
     LakecatRowLevelWrite write = (LakecatRowLevelWrite) replace.write().get();
-    if (!write.writesNatively() || !enabled()) {
+    if (!enabled()) {
       return empty();
     }
     List<LogicalPlan> groupFilters = new ArrayList<>();
     LogicalPlan query = withoutGroupFilters(replace.query(), write.scan(), groupFilters);
-    LogicalPlan rows = rowsOf(replace, query);
+    LogicalPlan rows = rowsOf(replace, query, write.table().rowLineage());
     LogicalPlan original = (LogicalPlan) replace.originalTable();
     AbstractFunction0<BoxedUnit> refreshCache =
         new AbstractFunction0<BoxedUnit>() {
@@ -135,14 +135,29 @@ final class NativeRowLevelWrites extends SparkStrategy {
     return !"false".equalsIgnoreCase(session.conf().get(ENABLED, "true").trim());
   }
 
-  /** The statement's query reduced to the new rows' columns (ReplaceData's row projection). */
-  private static LogicalPlan rowsOf(ReplaceData replace, LogicalPlan query) {
+  /**
+   * The statement's query reduced to the new rows' columns (ReplaceData's row projection); with
+   * row lineage, then {@code _row_id} and {@code _last_updated_sequence_number} from its
+   * metadata projection (Spark nulls an updated row's sequence number, which is not preserved on
+   * update: the commit's applies).
+   */
+  private static LogicalPlan rowsOf(ReplaceData replace, LogicalPlan query, boolean lineage) {
     ProjectingInternalRow projection = replace.projections().rowProjection();
     Seq<Attribute> output = query.output();
     List<NamedExpression> columns = new ArrayList<>();
     Iterator<Object> ordinals = projection.colOrdinals().iterator();
     while (ordinals.hasNext()) {
       columns.add(output.apply((Integer) ordinals.next()));
+    }
+    if (lineage) {
+      if (replace.projections().metadataProjection().isEmpty()) {
+        throw new IllegalStateException("lakecat: Spark passed no row lineage to the rewrite");
+      }
+      ProjectingInternalRow metadata = replace.projections().metadataProjection().get();
+      for (String column : new String[] {LakecatTable.ROW_ID, LakecatTable.LAST_UPDATED}) {
+        int index = metadata.schema().fieldIndex(column);
+        columns.add(output.apply((Integer) metadata.colOrdinals().apply(index)));
+      }
     }
     return new Project(CollectionConverters.asScala(columns).toList(), query);
   }
