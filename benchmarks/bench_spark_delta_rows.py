@@ -41,8 +41,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bench_spark_sql import COLUMNS, catalog_session
-from common import Report, base_parser, median, ratio, timed, workdir
+from bench_spark_sql import COLUMNS, catalog_session, sql_parser
+from common import Report, median, ratio, timed, workdir
 from java_merge import source_views
 
 SETTING = "spark.lakecat.nativeRowLevelWrites"
@@ -60,10 +60,7 @@ def data_files(catalog: Any, table: str) -> set[str]:
 
 
 def main() -> None:
-    parser = base_parser(__doc__ or "")
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--cores", type=int, default=2)
+    parser = sql_parser(__doc__ or "")
     parser.add_argument(
         "--write-mode",
         choices=("merge-on-read", "copy-on-write"),

@@ -57,6 +57,7 @@ same rows.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -121,11 +122,17 @@ def spread(values: list[float]) -> str:
     return f"{median(values):.2f}x ({min(values):.2f}-{max(values):.2f}x)"
 
 
-def main() -> None:
-    parser = base_parser(__doc__ or "")
+def sql_parser(doc: str) -> argparse.ArgumentParser:
+    """The options of the Spark SQL benchmarks: the common ones, rows, repeats and cores."""
+    parser = base_parser(doc)
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cores", type=int, default=2)
+    return parser
+
+
+def main() -> None:
+    parser = sql_parser(__doc__ or "")
     parser.add_argument(
         "--merge-mode",
         choices=("copy-on-write", "merge-on-read"),
