@@ -49,8 +49,12 @@ from lakecat.metadata.errors import CorruptMetadata
 from lakecat.metadata.io import FileInfo, FileIO, join, to_uri
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.partitioning import IdentityTransform
-from lakecat.metadata.schema import NestedField
-from lakecat.metadata.schema.lineage import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, with_lineage
+from lakecat.metadata.schema import (
+    LAST_UPDATED_SEQUENCE_NUMBER,
+    ROW_ID,
+    NestedField,
+    with_lineage,
+)
 from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.native.columns import FIELD_ID_KEY, check_writable, id_type
 from lakecat.spark_ext.native.partitions import HiddenPartition, plan_partitions

@@ -76,8 +76,7 @@ from lakecat.metadata.io import (
     to_uri,
 )
 from lakecat.metadata.manifests import DataFile
-from lakecat.metadata.schema import Schema
-from lakecat.metadata.schema.lineage import LINEAGE_COLUMNS, with_lineage
+from lakecat.metadata.schema import LINEAGE_COLUMNS, Schema, with_lineage
 from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.native.columns import FieldPlan, build_columns, plan_columns, quoted
 from lakecat.spark_ext.native.partitions import (
