@@ -204,10 +204,8 @@ final class LakecatTable extends DescribedTable
   LakecatDeltaWrite deltaWrite(
       LogicalWriteInfo info, RowLevelOperation.Command command, LakecatScan.RowLevel scan) {
     SparkSession session = (SparkSession) org.apache.spark.sql.SparkSession.active();
-    boolean nativeRows =
-        !"false"
-            .equalsIgnoreCase(session.conf().get(NativeRowLevelWrites.ENABLED, "true").trim());
-    JsonNode staging = beginRowLevel(nativeRows ? info.schema() : null);
+    JsonNode staging =
+        beginRowLevel(NativeRowLevelWrites.enabled(session) ? info.schema() : null);
     StructType rowId = info.rowIdSchema().orElse(new StructType());
     int file = rowId.fieldIndex(LakecatScan.FILE);
     int pos = rowId.fieldIndex(LakecatScan.POS);

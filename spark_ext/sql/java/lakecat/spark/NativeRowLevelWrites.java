@@ -59,7 +59,7 @@ final class NativeRowLevelWrites extends SparkStrategy {
       return empty();
     }
     LakecatRowLevelWrite write = (LakecatRowLevelWrite) replace.write().get();
-    if (!enabled()) {
+    if (!enabled(session)) {
       return empty();
     }
     List<LogicalPlan> groupFilters = new ArrayList<>();
@@ -131,7 +131,8 @@ final class NativeRowLevelWrites extends SparkStrategy {
   /** {@value #ENABLED}: true (the default) or false (the Python data source writes). */
   static final String ENABLED = "spark.lakecat.nativeRowLevelWrites";
 
-  private boolean enabled() {
+  /** Whether {@code session} lets Spark's Parquet writer write row-level statements' rows. */
+  static boolean enabled(org.apache.spark.sql.SparkSession session) {
     return !"false".equalsIgnoreCase(session.conf().get(ENABLED, "true").trim());
   }
 

@@ -9,7 +9,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -297,19 +296,22 @@ final class NativeRows implements Serializable {
       if (key == null || !sameKey(row)) {
         keyOf(row);
       }
-      Open target = last;
-      if (target == null && open.size() < MAX_OPEN) {
-        target = openFile(key, true);
+      if (last == null && open.size() < MAX_OPEN) {
+        last = openFile(key);
+        open.put(key, last);
       }
-      if (target == null) {
+      if (last == null) {
         buffer(row, bytes);
-        return;
+      } else if (append(last, row, bytes)) {
+        close(last);
       }
+    }
+
+    /** Write a row to a file; whether the file reached the target size (to be closed). */
+    private boolean append(Open target, InternalRow row, long bytes) {
       target.writer.write(row);
       target.bytes += bytes;
-      if (target.bytes >= targetFileSize) {
-        close(target);
-      }
+      return target.bytes >= targetFileSize;
     }
 
     private boolean sameKey(InternalRow row) {
@@ -331,8 +333,8 @@ final class NativeRows implements Serializable {
       last = open.get(values);
     }
 
-    /** A new file of partition {@code values}; {@code keep}: kept open for the next rows. */
-    private Open openFile(List<Object> values, boolean keep) {
+    /** A new file of partition {@code values}. */
+    private Open openFile(List<Object> values) {
       StringBuilder path = new StringBuilder(folder);
       for (int i = 0; i < partitions.length; i++) {
         path.append('/').append(partitions[i].column).append('=').append(values.get(i));
@@ -342,14 +344,7 @@ final class NativeRows implements Serializable {
           .append(factory.getFileExtension(context));
       String location = path.toString();
       written.add(location); // before it exists: an abort deletes it whatever happens next
-      Open made = new Open(values, factory.newInstance(location, schema, context));
-      if (keep) {
-        open.put(values, made);
-        if (values.equals(key)) {
-          last = made;
-        }
-      }
-      return made;
+      return new Open(values, factory.newInstance(location, schema, context));
     }
 
     private void buffer(InternalRow row, long bytes) {
@@ -369,11 +364,9 @@ final class NativeRows implements Serializable {
         Open target = null;
         for (UnsafeRow row : group.getValue()) {
           if (target == null) {
-            target = openFile(group.getKey(), false);
+            target = openFile(group.getKey());
           }
-          target.writer.write(row);
-          target.bytes += row.getSizeInBytes();
-          if (target.bytes >= targetFileSize) {
+          if (append(target, row, row.getSizeInBytes())) {
             target.writer.close();
             target = null;
           }
@@ -419,9 +412,9 @@ final class NativeRows implements Serializable {
 
     void closeAll() {
       RuntimeException failure = null;
-      for (Iterator<Open> it = new ArrayList<>(open.values()).iterator(); it.hasNext(); ) {
+      for (Open file : new ArrayList<>(open.values())) {
         try {
-          close(it.next());
+          close(file);
         } catch (RuntimeException e) {
           failure = failure == null ? e : failure;
         }
