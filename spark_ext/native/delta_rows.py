@@ -136,10 +136,7 @@ def plan_delta_rows(metadata: TableMetadata, rows: st.StructType) -> DeltaRowsPl
 def _written_schema(metadata: TableMetadata, fields: list[st.StructField]) -> st.StructType:
     """The columns the tasks write: the table's, then on format v3 the row lineage columns."""
     if metadata.format_version >= 3:
-        fields = fields + [
-            st.StructField(f.name, st.LongType(), True, {FIELD_ID_KEY: f.field_id})
-            for f in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
-        ]
+        fields = fields + [_field(f) for f in (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)]
     return st.StructType(fields)
 
 

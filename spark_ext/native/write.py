@@ -272,15 +272,11 @@ def _run(job: WriteJob, plan: NativeWritePlan, df: DataFrame) -> CommitResult | 
     writer = frame.write.mode("errorifexists").options(**plan.writer_options)
     if partition_by:
         writer = writer.partitionBy(*partition_by)
-    try:
+    with folder_owned(io, folder):
         with session_conf(df.sparkSession, WRITE_CONFS):
             writer.parquet(to_uri(folder))
         files = _written_files(io, folder, job, plan)
         job.journal.record(files)
-    except BaseException:
-        delete_quietly(io, [info.location for info in io.list_prefix(folder)])
-        remove_empty_folders(folder)
-        raise
     messages = [FilesMessage(tuple(files), job.metadata_location)]
     try:
         return job.commit(messages)
@@ -289,6 +285,20 @@ def _run(job: WriteJob, plan: NativeWritePlan, df: DataFrame) -> CommitResult | 
         raise
     finally:
         remove_empty_folders(folder)
+
+
+@contextmanager
+def folder_owned(io: FileIO, folder: str | None) -> Iterator[None]:
+    """Own every file under the job ``folder`` Spark's writer writes into (None: none) while
+    the block runs: when it raises, they are deleted, with the folder's empty folders."""
+    try:
+        yield
+    except BaseException:
+        if folder is not None:
+            with contextlib.suppress(Exception):  # the error being raised is the one to report
+                delete_quietly(io, [info.location for info in io.list_prefix(folder)])
+                remove_empty_folders(folder)
+        raise
 
 
 @contextmanager

@@ -55,7 +55,7 @@ from lakecat.spark_ext.errors import error_attributes, error_class_name, error_i
 from lakecat.spark_ext.native.delta_rows import describe_delta_rows, plan_delta_rows
 from lakecat.spark_ext.native.scan import plan_catalog_scan
 from lakecat.spark_ext.native.support import NotNative
-from lakecat.spark_ext.native.write import remove_empty_folders
+from lakecat.spark_ext.native.write import folder_owned, remove_empty_folders
 from lakecat.spark_ext.native.write import write as native_write
 from lakecat.spark_ext.settings import OPTION_TABLE, table_identifier
 from lakecat.spark_ext.source.planning import (
@@ -88,7 +88,6 @@ from lakecat.spark_ext.sql.procedures import (
 from lakecat.spark_ext.sql.row_level import (
     commit_copy_on_write,
     commit_merge_on_read,
-    folder_owned,
     staged_owned,
 )
 from lakecat.spark_ext.sql.staging import StagedTables

@@ -82,19 +82,6 @@ def staged_owned(io: FileIO, stage_to: str) -> Iterator[None]:
         raise
 
 
-@contextmanager
-def folder_owned(io: FileIO, folder: str | None) -> Iterator[None]:
-    """Own every file under ``folder`` (the job folder of rows the tasks wrote; None: none)
-    while the block runs: when it raises, they are deleted."""
-    try:
-        yield
-    except BaseException:
-        if folder is not None:
-            with suppress(Exception):  # the error being raised is the one to report
-                delete_quietly(io, [info.location for info in io.list_prefix(folder)])
-        raise
-
-
 def commit_copy_on_write(
     table: Table,
     view: ReadView,
