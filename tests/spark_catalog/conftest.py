@@ -18,6 +18,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from lakecat.catalog import Catalog
+from lakecat.metadata.io import local_path
 from lakecat.spark_ext import CatalogBridge, SparkCatalogError, attach_catalog
 
 
@@ -36,6 +37,12 @@ class Lake:
 
     def sql(self, statement: str) -> list[Any]:
         return self.spark.sql(statement).collect()
+
+    def files_on_disk(self, table: Any) -> set[str]:
+        """Every file under a (local) table's data folder, as local paths."""
+        root = local_path(table.location)
+        assert root is not None
+        return {str(p) for p in Path(root, "data").rglob("*") if p.is_file()}
 
     def pyiceberg(self) -> Any:
         from pyiceberg.catalog.sql import SqlCatalog

@@ -42,12 +42,6 @@ def paths(table: Any) -> set[str]:
     return {f.file_path for f in table.refresh().scan().plan_files()}
 
 
-def files_on_disk(table: Any) -> set[str]:
-    root = local_path(table.location)
-    assert root is not None
-    return {str(p) for p in Path(root, "data").rglob("*") if p.is_file()}
-
-
 def make_sales(lake: Any, spec: str = "region", properties: str = "") -> Any:
     lake.sql(
         "CREATE TABLE lake.db.sales (id bigint, region string, amount double) "
@@ -108,7 +102,7 @@ def test_update_and_merge_rows_are_written_in_the_tasks(lake, spark) -> None:
             b"3",
         ]
         assert pq.ParquetFile(local).metadata.row_group(0).column(0).compression == "ZSTD"
-    on_disk = {p for p in files_on_disk(sales) if "/delta-" in p}
+    on_disk = {p for p in lake.files_on_disk(sales) if "/delta-" in p}
     assert on_disk == {local_path(f.file_path) for f in written if IN_TASKS.search(f.file_path)}
     for snapshot in sales.refresh().snapshots()[1:]:
         assert "deleted-data-files" not in snapshot.summary
@@ -218,7 +212,7 @@ def test_rows_the_tasks_cannot_write_are_staged_through_the_data_source(
     ]  # fmt: skip
     written = new_files(sales, before)
     assert written and not any(IN_TASKS.search(f.file_path) for f in written)
-    assert not [p for p in files_on_disk(sales) if "/delta-" in p]
+    assert not [p for p in lake.files_on_disk(sales) if "/delta-" in p]
 
 
 def test_a_delete_needs_no_python_write_whatever_the_table(lake) -> None:
@@ -268,7 +262,7 @@ def test_a_task_meeting_many_partitions_writes_one_file_for_each(lake, spark) ->
 
 def test_a_failed_statement_commits_nothing_and_leaves_no_files(lake, spark) -> None:
     sales = make_sales(lake)
-    before, on_disk = sales.metadata_location, files_on_disk(sales)
+    before, on_disk = sales.metadata_location, lake.files_on_disk(sales)
     spark.createDataFrame(
         [(1, "eu", 10.0), (1, "eu", 11.0)], "id bigint, region string, amount double"
     ).createOrReplaceTempView("src")
@@ -282,7 +276,7 @@ def test_a_failed_statement_commits_nothing_and_leaves_no_files(lake, spark) -> 
     assert sales.refresh().metadata_location == before
     root = local_path(sales.location)
     assert root is not None
-    assert files_on_disk(sales) == on_disk
+    assert lake.files_on_disk(sales) == on_disk
     assert not list(Path(root, "data").glob("delta-*"))
 
 

@@ -10,7 +10,6 @@ rows carry their lineage columns, which the files keep.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -53,12 +52,6 @@ def source(spark: Any, *rows: tuple[int, str, float]) -> None:
 def physical_plan(lake: Any, statement: str) -> str:
     plan: str = lake.sql(f"EXPLAIN {statement}")[0][0]
     return plan
-
-
-def files_on_disk(table: Any) -> set[str]:
-    root = local_path(table.location)
-    assert root is not None
-    return {str(p) for p in Path(root, "data").rglob("*") if p.is_file()}
 
 
 def test_copy_on_write_rows_are_written_by_sparks_parquet_writer(lake) -> None:
@@ -127,7 +120,7 @@ def test_the_runtime_file_filter_still_picks_the_files_to_rewrite(lake, spark) -
 
 def test_a_failed_native_rewrite_commits_nothing_and_leaves_no_files(lake, spark) -> None:
     sales = make_sales(lake)
-    before, on_disk = sales.metadata_location, files_on_disk(sales)
+    before, on_disk = sales.metadata_location, lake.files_on_disk(sales)
     source(spark, (1, "eu", 10.0), (1, "eu", 11.0))
 
     with pytest.raises(Exception, match=r"MERGE_CARDINALITY_VIOLATION|more than one"):
@@ -137,7 +130,7 @@ def test_a_failed_native_rewrite_commits_nothing_and_leaves_no_files(lake, spark
         )
 
     assert sales.refresh().metadata_location == before
-    assert files_on_disk(sales) == on_disk
+    assert lake.files_on_disk(sales) == on_disk
 
 
 def test_a_sorted_table_gets_sorted_rewrites(lake) -> None:
