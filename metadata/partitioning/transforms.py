@@ -533,13 +533,22 @@ _FIELD_NAME_SUFFIX: dict[type[Transform], str] = {
 }
 
 
-def default_partition_field_name(source_name: str, transform: Transform) -> str:
-    """The partition field name Java's ``PartitionSpec.Builder`` picks (``ts_day``, ``id_bucket``).
+def default_partition_field_name(
+    source_name: str, transform: Transform, *, evolving: bool = False
+) -> str:
+    """The partition field name Java's ``PartitionSpec.Builder`` picks for a new table's spec
+    (``ts_day``, ``id_bucket``), or with ``evolving`` the one its ``UpdatePartitionSpec``
+    picks for a field added to a table's spec, which also names the bucket count or width
+    (``id_bucket_16``, ``name_trunc_4``; ``BaseUpdatePartitionSpec.PartitionNameGenerator``).
 
     Unknown transforms get a sanitized suffix of their text.
     """
     if transform.is_identity:
         return source_name
+    if evolving and isinstance(transform, BucketTransform):
+        return f"{source_name}_bucket_{transform.num_buckets}"
+    if evolving and isinstance(transform, TruncateTransform):
+        return f"{source_name}_trunc_{transform.width}"
     suffix = _FIELD_NAME_SUFFIX.get(type(transform))
     if suffix is None:
         return f"{source_name}_{_sanitize(str(transform))}"

@@ -255,7 +255,7 @@ class SpecUpdate:
             source_id,
             self._last_partition_id,
             str(transform),
-            name or default_partition_field_name(source_name, transform),
+            name or default_partition_field_name(source_name, transform, evolving=True),
         )
 
     def _spec_id_for(self, spec: PartitionSpec) -> int:

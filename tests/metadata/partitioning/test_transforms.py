@@ -628,6 +628,13 @@ def test_default_partition_field_names_follow_java(transform: Transform, expecte
     assert default_partition_field_name("ts", transform) == expected
 
 
+def test_a_field_added_to_a_spec_names_its_bucket_count_or_width_as_java_does() -> None:
+    assert default_partition_field_name("id", BucketTransform(16), evolving=True) == "id_bucket_16"
+    assert default_partition_field_name("s", TruncateTransform(4), evolving=True) == "s_trunc_4"
+    assert default_partition_field_name("ts", DayTransform(), evolving=True) == "ts_day"
+    assert default_partition_field_name("ts", IdentityTransform(), evolving=True) == "ts"
+
+
 # ---------------------------------------------------------------------------------------------
 # Human strings (partition paths).
 

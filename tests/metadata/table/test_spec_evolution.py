@@ -62,8 +62,8 @@ def test_added_fields_get_ids_after_last_partition_id_and_java_default_names() -
     spec = update.apply()
     assert _fields(spec) == [
         (3, 1000, "day", "ts_day"),
-        (1, 1001, "bucket[16]", "id_bucket"),
-        (2, 1002, "truncate[4]", "data_trunc"),
+        (1, 1001, "bucket[16]", "id_bucket_16"),  # Java's UpdatePartitionSpec names
+        (2, 1002, "truncate[4]", "data_trunc_4"),
         (6, 1003, "identity", "user.region"),
     ]
     assert update.updates() == [AddPartitionSpec(spec), SetDefaultSpec(-1)]
@@ -138,7 +138,7 @@ def test_partition_names_must_not_clash() -> None:
         SpecUpdate(_table()).add_field("id", "bucket[4]", name="ts_day")
     with pytest.raises(InvalidUpdate, match="duplicate partition field names"):
         SpecUpdate(_table()).add_field("id", "bucket[4]").rename_field(
-            "ts_day", "id_bucket"
+            "ts_day", "id_bucket_4"
         ).apply()
     # An identity partition may carry its own column's name.
     assert SpecUpdate(_table()).add_field("id").apply().fields[-1].name == "id"
@@ -148,7 +148,7 @@ def test_conflicting_operations_on_one_field_are_refused() -> None:
     with pytest.raises(InvalidUpdate, match="twice"):
         SpecUpdate(_table()).add_field("id", "bucket[4]").add_field("id", "bucket[4]")
     with pytest.raises(InvalidUpdate, match="added by this change"):
-        SpecUpdate(_table()).add_field("id", "bucket[4]").remove_field("id_bucket")
+        SpecUpdate(_table()).add_field("id", "bucket[4]").remove_field("id_bucket_4")
     with pytest.raises(InvalidUpdate, match="being removed"):
         SpecUpdate(_table()).remove_field("ts_day").rename_field("ts_day", "d")
     with pytest.raises(InvalidUpdate, match="being renamed"):
