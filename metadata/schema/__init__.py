@@ -19,7 +19,10 @@ from lakecat.metadata.schema.conversions import (
     INT_MIN,
     MICROS_PER_DAY,
     MICROS_PER_HOUR,
+    decode_bound,
     from_bytes,
+    human_string,
+    to_python,
 )
 from lakecat.metadata.schema.lineage import (
     LAST_UPDATED_SEQUENCE_NUMBER,
@@ -93,11 +96,14 @@ __all__ = [
     "UUIDType",
     "arrow_to_schema",
     "conform_to_schema",
+    "decode_bound",
     "fill_lineage",
     "from_bytes",
+    "human_string",
     "list_parts",
     "map_parts",
     "name_mapping_of",
     "schema_to_arrow",
+    "to_python",
     "with_lineage",
 ]

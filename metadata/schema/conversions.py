@@ -235,6 +235,19 @@ def from_bytes(t: PrimitiveType, data: bytes) -> Any:
     raise CorruptMetadata(f"binary serialization of type {t} is not supported")
 
 
+def decode_bound(t: IcebergType, data: bytes) -> Any:
+    """A column bound or partition summary bound of type ``t``: :func:`from_bytes`, except
+    that bounds written before an int -> long or float -> double promotion keep their 4 bytes
+    (Java's ``Conversions.fromByteBuffer`` reads them the same way)."""
+    if not isinstance(t, PrimitiveType):
+        raise CorruptMetadata(f"a bound of the non-primitive type {t}")
+    if isinstance(t, LongType) and len(data) == 4:
+        return from_bytes(IntegerType(), data)
+    if isinstance(t, DoubleType) and len(data) == 4:
+        return from_bytes(FloatType(), data)
+    return from_bytes(t, data)
+
+
 # ---------------------------------------------------------------------------------------------
 # JSON single-value serialization.
 

@@ -77,7 +77,11 @@ from lakecat.spark_ext.sql.convert import (
     predicates_expression,
     spark_transforms,
 )
-from lakecat.spark_ext.sql.metadata_tables import METADATA_TABLE, SCHEMAS
+from lakecat.spark_ext.sql.metadata_tables import (
+    METADATA_TABLE,
+    METADATA_TABLES,
+    metadata_table_schema,
+)
 from lakecat.spark_ext.sql.procedures import (
     PROCEDURES,
     SYSTEM_NAMESPACE,
@@ -241,7 +245,7 @@ class CatalogBridge:
             table = self.catalog.load_table((*namespace, name))
         except NotFound:
             if len(namespace) > 1 and self.catalog.table_exists(namespace):
-                if name in SCHEMAS:
+                if name in METADATA_TABLES:
                     if version is not None or timestamp_us is not None:
                         raise ValidationError("metadata tables have no time travel") from None
                     return self._metadata_table(namespace, name)
@@ -622,10 +626,11 @@ class CatalogBridge:
 
     def _metadata_table(self, namespace: Sequence[str], kind: str) -> dict[str, Any]:
         table_name = ".".join(namespace)
+        table = self.catalog.load_table(namespace)
         return {
             "name": f"{self.name}.{table_name}.{kind}",
             "identifier": {"namespace": list(namespace), "name": kind},
-            "schema": SCHEMAS[kind].json(),
+            "schema": metadata_table_schema(table, kind).json(),
             "partitioning": [],
             "properties": {},
             "format": self.metadata_format,

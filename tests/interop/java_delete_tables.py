@@ -32,8 +32,14 @@ Commands (the answer of a failed command is ``{"error": "<type>: <message>"}``):
     ``peers.db.<name>``): ``{"done": true}``.
 ``{"op": "query", "statement": "SELECT ..."}``
     runs a query and answers its rows, in order, as lists of JSON values: ``{"rows": [...]}``.
+``{"op": "schema", "statement": "SELECT ..."}``
+    the query's columns, without running it: ``{"columns": [[name, Spark type], ...]}``.
+``{"op": "attempt", "statement": "..."}``
+    runs a statement that may fail: ``{"failed": null}`` or ``{"failed": "<type>: <message>"}``.
 ``{"op": "quit"}``
     stops the session.
+
+Values JSON cannot hold (timestamps, decimals, bytes) are answered as their ``str``.
 
 All tables are format version 2, merge-on-read (``write.delete/update/merge.mode``), columns
 ``id`` (bigint; int in ``eq_*``), ``cat`` ('a', 'b', 'c', NULL by ``id % 4``), ``note``
@@ -223,11 +229,24 @@ class Tables(Fixtures):
             return {"done": True}
         if op == "query":
             return {"rows": [list(r) for r in self.spark.sql(command["statement"]).collect()]}
+        if op == "schema":
+            fields = self.spark.sql(command["statement"]).schema.fields
+            return {"columns": [[f.name, f.dataType.simpleString()] for f in fields]}
+        if op == "attempt":
+            try:
+                self.spark.sql(command["statement"]).collect()
+            except Exception as exc:  # the caller compares failures
+                return {"failed": one_line(exc)}
+            return {"failed": None}
         raise ValueError(f"unknown command {op!r}")
 
 
+def one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:2000]
+
+
 def reply(answer: dict[str, Any]) -> None:
-    sys.stdout.write("@@ " + json.dumps(answer) + "\n")
+    sys.stdout.write("@@ " + json.dumps(answer, default=str) + "\n")
     sys.stdout.flush()
 
 
@@ -250,7 +269,7 @@ def main() -> None:
                 reply(tables.answer(command))
             except Exception as exc:  # the test reads the error; the session stays up
                 traceback.print_exc(file=sys.stderr)
-                reply({"error": " ".join(f"{type(exc).__name__}: {exc}".split())[:2000]})
+                reply({"error": one_line(exc)})
     finally:
         tables.spark.stop()
 

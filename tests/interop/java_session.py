@@ -27,6 +27,8 @@ class JavaTables:
     """The ``java_delete_tables.py`` process: one command at a time, one answer each.
     ``create``: make the script's tables first (its ``create`` command)."""
 
+    catalog = "peers"  # the session's Iceberg catalog
+
     def __init__(self, root: Path, *, create: bool = True) -> None:
         self.root = root
         self.log = root / "java.log"
@@ -90,6 +92,16 @@ class JavaTables:
         """The rows of a Spark SQL query on Iceberg Java, in the query's order."""
         rows: list[list[Any]] = self.call({"op": "query", "statement": statement})["rows"]
         return rows
+
+    def schema(self, statement: str) -> list[list[str]]:
+        """The columns of a query on Iceberg Java: ``[name, Spark type]`` pairs."""
+        columns: list[list[str]] = self.call({"op": "schema", "statement": statement})["columns"]
+        return columns
+
+    def attempt(self, statement: str) -> str | None:
+        """Runs a statement that may fail on Iceberg Java: its error's first line, or None."""
+        failed: str | None = self.call({"op": "attempt", "statement": statement})["failed"]
+        return failed
 
     def snapshots(self, table: str) -> list[int]:
         ids: list[int] = self.tables[table]["snapshots"]

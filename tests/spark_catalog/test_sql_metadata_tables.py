@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +26,14 @@ from lakecat.catalog.maintenance import rewrite_data_files
 from lakecat.metadata.io import LocalFileIO
 from lakecat.metadata.manifests import Content, DataFile, read_manifest, read_manifest_list
 from lakecat.spark_ext import SparkCatalogError, attach_catalog
-from lakecat.spark_ext.sql.metadata_tables import SCHEMAS, deleted_positions
+from lakecat.spark_ext.sql.metadata_tables import METADATA_TABLES, deleted_positions, plan_rows
 
 pytestmark = pytest.mark.spark
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("ts", pa.timestamp("us"))])
 MERGE_ON_READ = {"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
 
-# Iceberg 1.10's columns (core/.../DataFile.java getType; readable_metrics left out)
+# Iceberg 1.10's columns (core/.../DataFile.java getType)
 FILE_COLUMNS = [
     "content",
     "file_path",
@@ -78,18 +79,19 @@ FILE_TABLES = (
     "all_data_files",
     "all_delete_files",
 )
+ENTRY_COLUMNS = [
+    "status",
+    "snapshot_id",
+    "sequence_number",
+    "file_sequence_number",
+    "data_file",
+    "readable_metrics",
+]
 ICEBERG_COLUMNS = {
     "manifests": MANIFEST_COLUMNS,
     "all_manifests": [*MANIFEST_COLUMNS, "reference_snapshot_id", "key_metadata"],
-    "entries": ["status", "snapshot_id", "sequence_number", "file_sequence_number", "data_file"],
-    "all_entries": [
-        "status",
-        "snapshot_id",
-        "sequence_number",
-        "file_sequence_number",
-        "data_file",
-    ],
-    **dict.fromkeys(FILE_TABLES, FILE_COLUMNS),
+    **{kind: ENTRY_COLUMNS for kind in ("entries", "all_entries")},
+    **{kind: [*FILE_COLUMNS, "readable_metrics"] for kind in FILE_TABLES},
     "partitions": [
         "partition",
         "spec_id",
@@ -117,9 +119,7 @@ ICEBERG_COLUMNS = {
         "partition",
         "spec_id",
         "delete_file_path",
-        "content_offset",
-        "content_size_in_bytes",
-    ],
+    ],  # format v3 adds content_offset, content_size_in_bytes
 }
 
 
@@ -224,7 +224,7 @@ def test_every_metadata_table_has_icebergs_columns_in_icebergs_order(lake: Lake)
         assert lake.spark.table(f"lake.db.t.{kind}").columns == columns, kind
     data_file = lake.spark.table("lake.db.t.entries").schema["data_file"].dataType
     assert data_file.names == FILE_COLUMNS
-    assert set(ICEBERG_COLUMNS) | {"snapshots", "history", "refs"} == set(SCHEMAS)
+    assert set(ICEBERG_COLUMNS) | {"snapshots", "history", "refs"} == set(METADATA_TABLES)
 
 
 @pytest.mark.parametrize("name", ["db.t", "db.v3"])
@@ -280,22 +280,22 @@ def test_files_tables_are_the_live_entries_of_the_current_manifests(lake: Lake, 
         assert (row.lower_bounds or {}) == dict(f["lower_bounds"] or {})
 
 
-def test_partition_is_the_union_of_the_specs_fields_as_human_strings(lake: Lake) -> None:
+def test_partition_is_the_union_of_the_specs_fields_with_their_types(lake: Lake) -> None:
     table = lake.table("db.t")
-    rows = lake.sql("SELECT spec_id, partition, file_path FROM lake.db.t.data_files")
+    frame = lake.spark.sql("SELECT spec_id, partition, file_path FROM lake.db.t.data_files")
+    assert frame.schema["partition"].dataType.simpleString() == "struct<region:string,ts_day:date>"
+    rows = frame.collect()
     by_spec = {r.spec_id: r.partition for r in rows}
-    us_days = {
-        t.date().isoformat() for t in table.to_arrow("region = 'us'").column("ts").to_pylist()
-    }
-    assert "2024-02-01" in us_days  # the update moved id 12
+    us_days = {t.date() for t in table.to_arrow("region = 'us'").column("ts").to_pylist()}
+    assert dt.date(2024, 2, 1) in us_days  # the update moved id 12
 
     assert set(by_spec) == {0, 1}  # eu kept its spec-0 file; us was compacted under spec 1
-    assert by_spec[0] == {"region": "eu", "ts_day": None}
+    assert by_spec[0].asDict() == {"region": "eu", "ts_day": None}
     for r in rows:
         if r.spec_id == 1:
-            assert r.partition["region"] == "us"
-            assert r.partition["ts_day"] in us_days
-            assert f"ts_day={r.partition['ts_day']}" in r.file_path
+            assert r.partition.region == "us"
+            assert r.partition.ts_day in us_days
+            assert f"ts_day={r.partition.ts_day.isoformat()}" in r.file_path
     assert [f.name for f in table.spec().fields] == ["region", "ts_day"]
 
 
@@ -404,13 +404,11 @@ def test_all_files_tables_read_every_reachable_manifest_once(lake: Lake, name: s
 def test_partitions_aggregate_the_live_files_per_partition(lake: Lake, name: str) -> None:
     table = lake.table(name)
     planned = plan(table)
-    expected: dict[tuple[str, str | None], list[int]] = {}
+    expected: dict[tuple[str, dt.date | None], list[int]] = {}
     for f in planned.files:
         key = (
             f.partition[0],
-            None
-            if f.spec_id == 0
-            else str(dt.date(1970, 1, 1) + dt.timedelta(days=f.partition[1])),
+            None if f.spec_id == 0 else dt.date(1970, 1, 1) + dt.timedelta(days=f.partition[1]),
         )
         counts = expected.setdefault(key, [0, 0, 0, 0, 0])
         counts[0] += f.record_count
@@ -424,7 +422,7 @@ def test_partitions_aggregate_the_live_files_per_partition(lake: Lake, name: str
 
     rows = lake.sql(f"SELECT * FROM lake.{name}.partitions")
     got = {
-        (r.partition["region"], r.partition["ts_day"]): [
+        (r.partition.region, r.partition.ts_day): [
             r.record_count,
             r.file_count,
             r.total_data_file_size_in_bytes,
@@ -444,7 +442,7 @@ def test_partitions_aggregate_the_live_files_per_partition(lake: Lake, name: str
         assert r.last_updated_at == dt.datetime.fromtimestamp(
             snapshots[r.last_updated_snapshot_id].timestamp_ms / 1000, dt.UTC
         ).replace(tzinfo=None)
-    eu = next(r for r in rows if r.partition["region"] == "eu")
+    eu = next(r for r in rows if r.partition.region == "eu")
     assert eu.last_updated_snapshot_id == table.metadata.current_snapshot_id  # the id 5 delete
     iceberg = lake.inspect(name, "partitions")
     assert sorted(
@@ -510,29 +508,30 @@ def test_position_deletes_name_every_deleted_row(lake: Lake, name: str) -> None:
     for r in rows:
         source = delete_files[r.delete_file_path]
         assert (r.partition, r.spec_id) == (source.partition, source.spec_id)
-        assert (r.content_offset, r.content_size_in_bytes) == (
-            source.content_offset,
-            source.content_size_in_bytes,
-        )
         assert r.row is None
     if name == "db.v3":  # deletion vectors: one DV per data file, replaced by the second delete
         assert {f.file_format for f in delete_files.values()} == {"PUFFIN"}
         assert len(delete_files) == 1 and all(r.content_offset is not None for r in rows)
         [dv] = delete_files.values()
         assert dv.referenced_data_file == rows[0].file_path and dv.record_count == 2
-    else:
+        for r in rows:
+            assert (r.content_offset, r.content_size_in_bytes) == (
+                dv.content_offset,
+                dv.content_size_in_bytes,
+            )
+    else:  # Iceberg adds the blob's columns from format v3 on
         assert {f.file_format for f in delete_files.values()} == {"PARQUET"}
-        assert all(r.content_offset is None for r in rows)
+        assert "content_offset" not in rows[0].asDict()
 
 
-def test_an_unpartitioned_table_has_one_partition_with_an_empty_map(lake: Lake) -> None:
+def test_an_unpartitioned_table_has_one_partition_and_no_partition_columns(lake: Lake) -> None:
     table = lake.table("db.flat")
     [row] = lake.sql("SELECT * FROM lake.db.flat.partitions")
     [data] = plan(table).files
     current = table.current_snapshot()
     assert current is not None
 
-    assert (row.partition, row.spec_id) == ({}, 0)
+    assert "partition" not in row.asDict() and "spec_id" not in row.asDict()  # as Iceberg
     assert (row.record_count, row.file_count, row.total_data_file_size_in_bytes) == (
         data.record_count,
         1,
@@ -541,20 +540,22 @@ def test_an_unpartitioned_table_has_one_partition_with_an_empty_map(lake: Lake) 
     assert (row.position_delete_record_count, row.position_delete_file_count) == (1, 1)
     assert row.last_updated_snapshot_id == current.snapshot_id
     [iceberg] = lake.inspect("db.flat", "partitions")
-    assert "partition" not in iceberg  # Iceberg drops the column; lakecat has an empty map
+    assert "partition" not in iceberg
     assert (iceberg["record_count"], iceberg["position_delete_file_count"]) == (
         row.record_count,
         row.position_delete_file_count,
     )
-    [(pos, partition)] = [
-        (r.pos, r.partition) for r in lake.sql("SELECT * FROM lake.db.flat.position_deletes")
-    ]
-    assert (pos, partition) == (7, {})
+    [deleted] = lake.sql("SELECT * FROM lake.db.flat.position_deletes")
+    assert deleted.pos == 7 and "partition" not in deleted.asDict()
+    assert "partition" not in lake.spark.table("lake.db.flat.files").columns
 
 
-def test_a_position_delete_file_that_stores_rows_shows_them_as_text(tmp_path: Path) -> None:
+def test_a_position_delete_file_that_stores_rows_shows_them_in_the_tables_columns(
+    lake: Lake, tmp_path: Path
+) -> None:
     """Other writers may store the deleted row (the optional ``row`` column); lakecat's
-    position delete files do not, so this one is written here."""
+    position delete files do not, so this one is written here. ``row`` is the table's row
+    struct, as in Iceberg: the stored columns by name, null for the ones the file lacks."""
     path = tmp_path / "deletes.parquet"
     row = pa.struct([("id", pa.int64()), ("region", pa.string())])
     pq.write_table(
@@ -569,10 +570,15 @@ def test_a_position_delete_file_that_stores_rows_shows_them_as_text(tmp_path: Pa
     )
     f = DataFile(str(path), "PARQUET", (), 2, path.stat().st_size, content=Content.POSITION_DELETES)
 
-    assert list(deleted_positions(LocalFileIO(), f)) == [
-        ("a.parquet", 1, {"id": "7", "region": "eu"}),
-        ("a.parquet", 4, {"id": "9", "region": None}),
+    stored = list(deleted_positions(LocalFileIO(), f))
+    assert stored == [
+        ("a.parquet", 1, {"id": 7, "region": "eu"}),
+        ("a.parquet", 4, {"id": 9, "region": None}),
     ]
+    decoder = plan_rows(lake.table("db.t"), "position_deletes").decoder
+    assert [decoder.row(r) for _, _, r in stored] == [(7, "eu", None), (9, None, None)]
+    columns = lake.spark.table("lake.db.t.position_deletes").schema["row"].dataType
+    assert columns.simpleString() == "struct<id:bigint,region:string,ts:timestamp_ntz>"
 
 
 PER_MANIFEST_TABLES = ["entries", "all_entries", *FILE_TABLES, "position_deletes"]
@@ -602,3 +608,68 @@ def test_tables_of_entries_and_files_are_read_a_group_of_manifests_per_task(lake
     for kind in PER_MANIFEST_TABLES:
         assert split[kind][1] == whole[kind][1], kind
         assert whole[kind][1], kind  # every table has rows here
+
+
+def test_readable_metrics_decode_every_primitive_columns_bounds_in_its_type(lake: Lake) -> None:
+    """Nested columns by qualified name, in name order; bounds in the column's Spark type;
+    a time column's as text (Spark has no time type)."""
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("day", pa.date32()),
+            ("at", pa.time64("us")),
+            ("price", pa.decimal128(9, 2)),
+            ("where", pa.struct([("lat", pa.float64()), ("city", pa.string())])),
+            ("tags", pa.list_(pa.string())),
+        ]
+    )
+    table = lake.catalog.create_table("db.typed", schema, partition_by=[("day", "month")])
+    table.append(
+        pa.table(
+            {
+                "id": [1, 2],
+                "day": [dt.date(2024, 3, 5), dt.date(2024, 3, 9)],
+                "at": [dt.time(10, 15, 30), dt.time(8, 0)],
+                "price": pa.array([Decimal("1.50"), Decimal("20.25")], pa.decimal128(9, 2)),
+                "where": [{"lat": 1.5, "city": "Oslo"}, {"lat": -3.0, "city": None}],
+                "tags": [["a"], ["b", "c"]],
+            },
+            schema=schema,
+        )
+    )
+    frame = lake.spark.sql("SELECT partition, readable_metrics FROM lake.db.typed.files")
+    metrics = frame.schema["readable_metrics"].dataType
+    assert metrics.names == [
+        "at", "day", "id", "price", "tags.element", "where.city", "where.lat"
+    ]  # fmt: skip
+    bound_types = {f.name: f.dataType["lower_bound"].dataType.simpleString() for f in metrics}
+    assert bound_types == {
+        "at": "string",
+        "day": "date",
+        "id": "bigint",
+        "price": "decimal(9,2)",
+        "tags.element": "string",
+        "where.city": "string",
+        "where.lat": "double",
+    }
+    assert frame.schema["partition"].dataType.simpleString() == "struct<day_month:int>"
+    [row] = frame.collect()
+    m = row.readable_metrics
+    assert (m.id.lower_bound, m.id.upper_bound, m.id.value_count) == (1, 2, 2)
+    assert (m.day.lower_bound, m.day.upper_bound) == (dt.date(2024, 3, 5), dt.date(2024, 3, 9))
+    assert (m.at.lower_bound, m.at.upper_bound) == ("08:00", "10:15:30")
+    assert (m.price.lower_bound, m.price.upper_bound) == (Decimal("1.50"), Decimal("20.25"))
+    assert m["where.lat"].lower_bound == -3.0 and m["where.city"].null_value_count == 1
+    assert row.partition.day_month == (2024 - 1970) * 12 + 2  # months since 1970-01
+
+
+def test_a_query_planned_before_a_partition_change_fails_clearly_when_run(lake: Lake) -> None:
+    table = lake.catalog.create_table("db.changing", SCHEMA, partition_by=[("region", "identity")])
+    table.append(batch(range(3), "eu"))
+    frame = lake.spark.table("lake.db.changing.files")
+    assert frame.count() == 1
+    with table.update_spec() as update:
+        update.add_field("ts", "day")
+    with pytest.raises(Exception, match=r"SchemaMismatch.*run it again"):
+        frame.collect()
+    assert lake.spark.table("lake.db.changing.files").count() == 1  # a new query reads

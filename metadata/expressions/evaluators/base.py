@@ -17,15 +17,11 @@ from lakecat.metadata.expressions.expressions import (
     bind,
     is_bound,
 )
-from lakecat.metadata.schema.conversions import from_bytes
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import (
     DoubleType,
     FloatType,
     IcebergType,
-    IntegerType,
-    LongType,
-    PrimitiveType,
 )
 
 # Past this many values an IN is not checked against bounds (Java's IN_PREDICATE_LIMIT).
@@ -67,14 +63,3 @@ def is_float(t: IcebergType) -> bool:
 
 def is_nan(value: Any) -> bool:
     return isinstance(value, float) and value != value
-
-
-def decode_bound(t: IcebergType, data: bytes) -> Any:
-    assert isinstance(t, PrimitiveType)
-    # Bounds written before an int -> long or float -> double promotion keep their 4 bytes
-    # (Java's Conversions.fromByteBuffer reads them the same way).
-    if isinstance(t, LongType) and len(data) == 4:
-        return from_bytes(IntegerType(), data)
-    if isinstance(t, DoubleType) and len(data) == 4:
-        return from_bytes(FloatType(), data)
-    return from_bytes(t, data)

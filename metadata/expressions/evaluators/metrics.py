@@ -15,7 +15,6 @@ from lakecat.metadata.expressions.evaluators.base import (
     IN_PREDICATE_LIMIT,
     Op,
     compile_filter,
-    decode_bound,
     ensure_bound,
     is_float,
     is_nan,
@@ -27,6 +26,7 @@ from lakecat.metadata.expressions.expressions import (
     referenced_field_ids,
 )
 from lakecat.metadata.manifests.datafile import DataFile
+from lakecat.metadata.schema.conversions import decode_bound
 from lakecat.metadata.schema.schema import Schema
 
 # ---- data file metrics --------------------------------------------------------------------

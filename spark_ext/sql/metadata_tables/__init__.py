@@ -26,20 +26,16 @@ open the catalog. Every table has Iceberg's columns, names and order (Iceberg 1.
 * ``position_deletes``: one row per deleted position of the current snapshot's position
   delete files and deletion vectors.
 
-Spark needs one schema per metadata table kind before it knows the table, so where Iceberg's
-type depends on the table lakecat has one fixed form:
-
-* ``partition`` (files, entries, partitions, position_deletes) is a map of partition field
-  name to the value as Iceberg's human string (``"2024-03-05"`` for a day), over the
-  partition fields of all the table's specs whose source column the current schema has
-  (Iceberg's ``Partitioning.partitionType``, newest names): a field a file's spec lacks maps
-  to null. Iceberg has a struct of those fields, and drops the column (and
-  ``partitions.spec_id``) on an unpartitioned table, where lakecat has an empty map;
-* ``position_deletes.row`` is a map of column name to value text (null when the delete file
-  stores no rows, as lakecat's and every deletion vector); ``content_offset`` and
-  ``content_size_in_bytes`` are there on v2 tables too (null);
-* a missing ``partition_summaries`` bound is null (Iceberg prints ``"null"``);
-* ``readable_metrics`` (files and entries tables) is left out.
+Some columns take their type from the table, as in Iceberg (:class:`Shape`): ``partition``
+(files, entries, partitions, position_deletes) is Iceberg's partition type over all the table's
+specs (``Partitioning.partitionType``; left out, with ``partitions.spec_id``, when it has no
+fields), ``readable_metrics`` (files and entries tables) a struct of every primitive column's
+metrics with bounds in the column's type, ``position_deletes.row`` the table's row; the bridge
+describes each metadata table with its table's columns, and a reader whose table has changed
+shape since the query was planned refuses to read (``SchemaMismatch``). Where Iceberg's
+Spark runtime refuses a type (``time``) its values are text. A missing
+``partition_summaries`` bound is null (Iceberg prints ``"null"``); ``all_manifests`` has
+``key_metadata`` (Iceberg after 1.10).
 
 docs/spark-sql.md, "Metadata tables", lists every table's columns.
 """
@@ -52,27 +48,29 @@ from typing import Any, ClassVar
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.errors import SchemaMismatch, ValidationError
 from lakecat.metadata.manifests import ManifestFile
 from lakecat.spark_ext.settings import CatalogSettings, settings_from_options, table_identifier
 from lakecat.spark_ext.sql.metadata_tables.rows import (
     RowsPlan,
     deleted_positions,
+    metadata_table_schema,
     plan_rows,
     rows,
 )
-from lakecat.spark_ext.sql.metadata_tables.schemas import METADATA_TABLE, METADATA_TABLES, SCHEMAS
+from lakecat.spark_ext.sql.metadata_tables.schemas import METADATA_TABLE, METADATA_TABLES, Shape
 
 __all__ = [
     "METADATA_TABLE",
     "METADATA_TABLES",
-    "SCHEMAS",
     "ManifestGroup",
     "MetadataReader",
     "MetadataTableSource",
     "RowsPlan",
+    "Shape",
     "deleted_positions",
     "metadata_source",
+    "metadata_table_schema",
     "plan_rows",
     "rows",
 ]
@@ -90,20 +88,30 @@ class MetadataTableSource(DataSource):
 
     def _kind(self) -> str:
         kind = self.options.get(METADATA_TABLE, "")
-        if kind not in SCHEMAS:
+        if kind not in METADATA_TABLES:
             raise ValidationError(
                 f"option {METADATA_TABLE} must be one of {', '.join(METADATA_TABLES)}"
             )
         return kind
 
     def schema(self) -> StructType:
-        return SCHEMAS[self._kind()]
+        settings = settings_from_options(type(self).settings, self.options)
+        with settings.open() as catalog:
+            table = catalog.load_table(table_identifier(self.options))
+            return metadata_table_schema(table, self._kind())
 
     def reader(self, schema: StructType) -> DataSourceReader:
         settings = settings_from_options(type(self).settings, self.options)
         with settings.open() as catalog:
             table = catalog.load_table(table_identifier(self.options))
-            return MetadataReader(plan_rows(table, self._kind()), settings, table.location)
+            plan = plan_rows(table, self._kind())
+        if plan.schema.simpleString() != schema.simpleString():
+            raise SchemaMismatch(
+                f"the columns of {table.name}.{plan.kind} changed after the query was "
+                f"planned (the table's schema or partition spec changed): run it again. "
+                f"Planned: {schema.simpleString()}; now: {plan.schema.simpleString()}"
+            )
+        return MetadataReader(plan, settings, table.location)
 
 
 class ManifestGroup(InputPartition):

@@ -5,15 +5,16 @@ entries, files and deleted positions, which grow with the table."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import datetime as dt
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.sql import types as st
 
 from lakecat.catalog import Table
 from lakecat.metadata import properties as P
@@ -35,9 +36,24 @@ from lakecat.metadata.partitioning import (
     Transform,
     parse_transform,
 )
-from lakecat.metadata.schema import IcebergType, PrimitiveType, Schema, from_bytes
+from lakecat.metadata.schema import (
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    PrimitiveType,
+    Schema,
+    StructType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+    decode_bound,
+    human_string,
+    to_python,
+)
 from lakecat.metadata.table import TableMetadata
-from lakecat.spark_ext.sql.metadata_tables.schemas import METADATA_TABLES
+from lakecat.spark_ext.sql.metadata_tables.schemas import METADATA_TABLES, Shape, schema
+from lakecat.spark_ext.types import spark_type
 
 
 def rows(table: Table, kind: str) -> list[tuple[Any, ...]]:
@@ -60,9 +76,23 @@ class RowsPlan:
     rows: list[tuple[Any, ...]] | None = None
     groups: tuple[tuple[ManifestFile, ...], ...] = ()
 
+    @property
+    def schema(self) -> st.StructType:
+        """The table's columns (they depend on the table: see :class:`Shape`)."""
+        return schema(self.kind, self.decoder.shape())
+
     def rows_of(self, io: Any, manifests: Iterable[ManifestFile]) -> list[tuple[Any, ...]]:
         per_manifest = _PER_MANIFEST[self.kind][1]
         return [r for m in manifests for r in per_manifest(self.decoder, io, m)]
+
+
+def metadata_table_schema(table: Table, kind: str) -> st.StructType:
+    """The columns of one metadata table of ``table``."""
+    if kind not in METADATA_TABLES:
+        raise ValidationError(
+            f"no metadata table {kind!r}: use one of {', '.join(METADATA_TABLES)}"
+        )
+    return schema(kind, _Decoder.of(table.metadata).shape())
 
 
 def plan_rows(table: Table, kind: str) -> RowsPlan:
@@ -122,6 +152,84 @@ class _PartitionField:
     def human(self, value: Any) -> str | None:
         return None if value is None else self.transform.to_human_string(self.result_type, value)
 
+    def spark_field(self) -> st.StructField:
+        return st.StructField(self.name, _spark_type(self.result_type, self.name))
+
+
+@dataclass(frozen=True, slots=True)
+class _MetricColumn:
+    """A primitive column of ``readable_metrics``: its field id, qualified name (Iceberg's
+    ``Schema.idToName``: ``location.lat``, ``tags.element``) and type."""
+
+    field_id: int
+    name: str
+    type: PrimitiveType
+
+    def spark_field(self) -> st.StructField:
+        bound = _spark_type(self.type, self.name)
+        counts = [st.StructField(n, st.LongType()) for n in _COUNTS]
+        bounds = [st.StructField(n, bound) for n in ("lower_bound", "upper_bound")]
+        return st.StructField(self.name, st.StructType([*counts, *bounds]))
+
+    def metrics(self, f: DataFile) -> tuple[Any, ...]:
+        fid = self.field_id
+        counts = (f.column_sizes, f.value_counts, f.null_value_counts, f.nan_value_counts)
+        bounds = (f.lower_bounds, f.upper_bounds)
+        return (
+            *(None if m is None else m.get(fid) for m in counts),
+            *(
+                None
+                if m is None or m.get(fid) is None
+                else _spark_value(self.type, decode_bound(self.type, m[fid]))
+                for m in bounds
+            ),
+        )
+
+
+_COUNTS = ("column_size", "value_count", "null_value_count", "nan_value_count")
+
+
+def _spark_type(t: IcebergType, path: str) -> st.DataType:
+    """The Spark type of a value in a metadata table: as the table's own columns
+    (:func:`lakecat.spark_ext.types.spark_type`), except ``time``, which Spark 4 has no type
+    for (Iceberg's Spark runtime refuses it): its text (``10:15:30``)."""
+    if isinstance(t, TimeType):
+        return st.StringType()
+    if isinstance(t, StructType):
+        return st.StructType(
+            [
+                st.StructField(
+                    f.name, _spark_type(f.field_type, f"{path}.{f.name}"), not f.required
+                )
+                for f in t.fields
+            ]
+        )
+    if isinstance(t, ListType):
+        element = _spark_type(t.element_type, f"{path}.element")
+        return st.ArrayType(element, containsNull=not t.element_required)
+    if isinstance(t, MapType):
+        key = _spark_type(t.key_type, f"{path}.key")
+        value = _spark_type(t.value_type, f"{path}.value")
+        return st.MapType(key, value, valueContainsNull=not t.value_required)
+    return spark_type(t, path)
+
+
+def _spark_field(f: NestedField, path: str) -> st.StructField:
+    return st.StructField(f.name, _spark_type(f.field_type, path), nullable=not f.required)
+
+
+def _spark_value(t: IcebergType, value: Any) -> Any:
+    """An in-memory value of primitive type ``t`` as PySpark takes it for :func:`_spark_type`."""
+    if value is None:
+        return None
+    if isinstance(t, TimeType):
+        return human_string(t, value)
+    if isinstance(t, UUIDType):
+        return str(value)
+    if isinstance(t, PrimitiveType):
+        return to_python(t, value)
+    raise CorruptMetadata(f"a metadata value of the non-primitive type {t}")
+
 
 @dataclass(frozen=True)
 class _Decoder:
@@ -132,17 +240,31 @@ class _Decoder:
     schema: Schema
     union: tuple[_PartitionField, ...]
     fields: Mapping[int, tuple[_PartitionField, ...]]
+    metric_columns: tuple[_MetricColumn, ...]
+    format_version: int
 
     @staticmethod
     def of(metadata: TableMetadata) -> _Decoder:
+        schema = metadata.schema()
         return _Decoder(
             metadata.specs_by_id(),
-            metadata.schema(),
+            schema,
             tuple(_union_fields(metadata.partition_specs, metadata.schemas)),
             {
                 s.spec_id: tuple(_PartitionField.of(p, metadata.schemas) for p in s.fields)
                 for s in metadata.partition_specs
             },
+            _metric_columns(schema),
+            metadata.format_version,
+        )
+
+    def shape(self) -> Shape:
+        """The table-dependent columns of the table's metadata tables."""
+        return Shape(
+            partition=st.StructType([u.spark_field() for u in self.union]),
+            readable_metrics=st.StructType([c.spark_field() for c in self.metric_columns]),
+            row=st.StructType([_spark_field(f, f.name) for f in self.schema.fields]),
+            format_version=self.format_version,
         )
 
     # ---- reading ------------------------------------------------------------------------
@@ -153,11 +275,27 @@ class _Decoder:
         return (e for e in self.entries(io, manifest) if e.status is not Status.DELETED)
 
     # ---- values -------------------------------------------------------------------------
-    def partition(self, f: DataFile) -> dict[str, str | None]:
-        """``f``'s partition over the union of the table's partition fields, as text."""
+    def partition(self, f: DataFile) -> tuple[Any, ...]:
+        """``f``'s partition over the union of the table's partition fields (Iceberg's
+        partition type): null for a field its spec lacks."""
         spec = self.specs[f.spec_id]
         values = {p.field_id: v for p, v in zip(spec.fields, f.partition, strict=True)}
-        return {u.name: u.human(values.get(u.field_id)) for u in self.union}
+        return tuple(_spark_value(u.result_type, values.get(u.field_id)) for u in self.union)
+
+    def partition_column(self, f: DataFile) -> tuple[Any, ...]:
+        """The ``partition`` column's value, or nothing where the table has no partition
+        fields (Iceberg leaves the column out)."""
+        return (self.partition(f),) if self.union else ()
+
+    def row(self, stored: Mapping[str, Any]) -> tuple[Any, ...]:
+        """A deleted row a position delete file stores, in the table's current columns
+        (matched by name; a column the file lacks is null)."""
+        value = _stored_value(self.schema.as_struct, stored)
+        assert isinstance(value, tuple)
+        return value
+
+    def readable_metrics(self, f: DataFile) -> tuple[tuple[Any, ...], ...]:
+        return tuple(c.metrics(f) for c in self.metric_columns)
 
     def content_file(self, f: DataFile) -> tuple[Any, ...]:
         return (
@@ -165,7 +303,7 @@ class _Decoder:
             f.file_path,
             f.file_format.upper(),
             f.spec_id,
-            self.partition(f),
+            *self.partition_column(f),
             f.record_count,
             f.file_size_in_bytes,
             _dict(f.column_sizes),
@@ -204,7 +342,7 @@ class _Decoder:
         out = []
         for p, summary in zip(self.fields[m.partition_spec_id], m.partitions, strict=True):
             lower, upper = (
-                None if b is None else p.human(_bound(p.result_type, b))
+                None if b is None else p.human(decode_bound(p.result_type, b))
                 for b in (summary.lower_bound, summary.upper_bound)
             )
             out.append((summary.contains_null, summary.contains_nan, lower, upper))
@@ -217,7 +355,12 @@ class _Decoder:
             e.sequence_number,
             e.file_sequence_number,
             self.content_file(e.data_file),
+            self.readable_metrics(e.data_file),
         )
+
+    def file(self, f: DataFile) -> tuple[Any, ...]:
+        """A row of the files tables: the file's columns, then ``readable_metrics``."""
+        return (*self.content_file(f), self.readable_metrics(f))
 
 
 class _Tables:
@@ -245,6 +388,38 @@ class _Tables:
             for m in self.manifest_list(snapshot.manifest_list):
                 seen.setdefault(m.manifest_path, m)
         return list(seen.values())
+
+
+def _stored_value(t: IcebergType, value: Any) -> Any:
+    """A value read from a Parquet file by Arrow (``to_pylist``) as PySpark takes it for
+    :func:`_spark_type`."""
+    if value is None:
+        return None
+    if isinstance(t, StructType):
+        return tuple(_stored_value(f.field_type, value.get(f.name)) for f in t.fields)
+    if isinstance(t, ListType):
+        return [_stored_value(t.element_type, v) for v in value]
+    if isinstance(t, MapType):
+        pairs = value.items() if isinstance(value, Mapping) else value
+        return {_stored_value(t.key_type, k): _stored_value(t.value_type, v) for k, v in pairs}
+    if isinstance(t, TimeType):
+        return value.isoformat() if isinstance(value, dt.time) else str(value)
+    if isinstance(t, UUIDType):
+        return str(uuid.UUID(bytes=bytes(value))) if isinstance(value, bytes) else str(value)
+    if isinstance(t, TimestamptzType) and isinstance(value, dt.datetime) and not value.tzinfo:
+        return value.replace(tzinfo=dt.UTC)
+    return value
+
+
+def _metric_columns(schema: Schema) -> tuple[_MetricColumn, ...]:
+    """Every primitive field of ``schema``, nested ones too, by qualified name (Iceberg's
+    ``MetricsUtil.readableMetricsSchema``)."""
+    columns = []
+    for field_id in schema.field_ids():
+        t = schema.find_type(field_id)
+        if isinstance(t, PrimitiveType):
+            columns.append(_MetricColumn(field_id, schema.column_name(field_id), t))
+    return tuple(sorted(columns, key=lambda c: c.name))
 
 
 def _union_fields(
@@ -279,13 +454,6 @@ def _dict(m: Mapping[int, Any] | None) -> dict[int, Any] | None:
     return None if m is None else dict(m)
 
 
-def _bound(t: IcebergType, data: bytes) -> Any:
-    """A partition summary bound (single-value binary form, spec Appendix D)."""
-    if not isinstance(t, PrimitiveType):
-        raise CorruptMetadata(f"a partition bound of type {t}")
-    return from_bytes(t, data)
-
-
 # ---- the tables ---------------------------------------------------------------------------
 def _snapshots(t: _Tables) -> list[tuple[Any, ...]]:
     return [
@@ -313,7 +481,7 @@ def _refs(t: _Tables) -> list[tuple[Any, ...]]:
     return [
         (
             name,
-            ref.ref_type,
+            ref.ref_type.upper(),  # Iceberg: SnapshotRefType.name()
             ref.snapshot_id,
             ref.max_ref_age_ms,
             ref.min_snapshots_to_keep,
@@ -370,7 +538,7 @@ def _entries(d: _Decoder, io: Any, m: ManifestFile) -> list[tuple[Any, ...]]:
 
 
 def _files(d: _Decoder, io: Any, m: ManifestFile) -> list[tuple[Any, ...]]:
-    return [d.content_file(e.data_file) for e in d.live_entries(io, m)]
+    return [d.file(e.data_file) for e in d.live_entries(io, m)]
 
 
 def _of_content(manifests: _Manifests, content: ManifestContent) -> _Manifests:
@@ -411,10 +579,10 @@ class _Partition:
 
 
 def _partitions(t: _Tables) -> list[tuple[Any, ...]]:
-    partitions: dict[tuple[tuple[str, str | None], ...], _Partition] = {}
+    partitions: dict[tuple[Any, ...], _Partition] = {}
     live = (e for m in t.current_manifests() for e in t.decoder.live_entries(t.table.io, m))
     for e in live:
-        key = tuple(t.decoder.partition(e.data_file).items())
+        key = t.decoder.partition(e.data_file)
         snapshot = (
             t.metadata.snapshot_by_id(e.snapshot_id)
             if e.snapshot_id is not None and t.metadata.has_snapshot(e.snapshot_id)
@@ -425,10 +593,10 @@ def _partitions(t: _Tables) -> list[tuple[Any, ...]]:
             None if snapshot is None else snapshot.timestamp_ms,
             None if snapshot is None else snapshot.snapshot_id,
         )
+    partitioned = bool(t.decoder.union)
     return [
         (
-            dict(key),
-            p.spec_id,
+            *((key, p.spec_id) if partitioned else ()),
             p.record_count,
             p.file_count,
             p.total_data_file_size_in_bytes,
@@ -449,15 +617,17 @@ def _position_deletes(d: _Decoder, io: Any, m: ManifestFile) -> list[tuple[Any, 
         f = e.data_file
         if f.content is not Content.POSITION_DELETES:
             continue
-        tail = (d.partition(f), f.spec_id, f.file_path, f.content_offset, f.content_size_in_bytes)
+        blob = (f.content_offset, f.content_size_in_bytes) if d.format_version >= 3 else ()
+        tail = (*d.partition_column(f), f.spec_id, f.file_path, *blob)
         for path, pos, row in deleted_positions(io, f):
-            out.append((path, pos, row, *tail))
+            out.append((path, pos, None if row is None else d.row(row), *tail))
     return out
 
 
 def deleted_positions(io: Any, f: DataFile) -> Iterator[tuple[str, int, Any]]:
-    """(data file path, position, deleted row as text or None) of one position delete file
-    or deletion vector."""
+    """(data file path, position, deleted row or None) of one position delete file or
+    deletion vector; the row as the file stores it, a dict by column name (Arrow's Python
+    values)."""
     if f.is_deletion_vector:
         if f.referenced_data_file is None or f.content_offset is None:
             raise CorruptMetadata(f"deletion vector {f.file_path} names no data file or blob")
@@ -479,16 +649,7 @@ def deleted_positions(io: Any, f: DataFile) -> Iterator[tuple[str, int, Any]]:
     deletes = stored.read(columns=columns)
     rows = deletes.column("row").to_pylist() if "row" in columns else [None] * deletes.num_rows
     paths, positions = (deletes.column(c).to_pylist() for c in ("file_path", "pos"))
-    for path, pos, row in zip(paths, positions, rows, strict=True):
-        yield path, pos, None if row is None else {k: _text(v) for k, v in row.items()}
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    return str(value)
+    yield from zip(paths, positions, rows, strict=True)
 
 
 _Rows = Callable[[_Tables], list[tuple[Any, ...]]]

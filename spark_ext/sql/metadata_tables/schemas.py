@@ -1,6 +1,12 @@
-"""The columns of each metadata table (Iceberg 1.10's names, types and order)."""
+"""The columns of each metadata table (Iceberg 1.10's names, types and order).
+
+Some of them depend on the table (:class:`Shape`): the ``partition`` struct, the
+``readable_metrics`` struct and ``position_deletes.row``; :func:`schema` puts them in.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from pyspark.sql import types as st
 from pyspark.sql.types import StructType
@@ -9,7 +15,6 @@ METADATA_TABLE = "metadata-table"  # read option: which metadata table
 
 _TEXT, _LONG, _INT = st.StringType(), st.LongType(), st.IntegerType()
 _TIME, _BOOL, _BYTES = st.TimestampType(), st.BooleanType(), st.BinaryType()
-_PARTITION = st.MapType(_TEXT, _TEXT)
 
 
 def _fields(*columns: tuple[str, st.DataType]) -> list[st.StructField]:
@@ -20,13 +25,36 @@ def _schema(*columns: tuple[str, st.DataType]) -> StructType:
     return StructType(_fields(*columns))
 
 
-# Iceberg's DataFile struct (api/.../DataFile.java getType), readable_metrics left out
-_CONTENT_FILE = _fields(
+@dataclass(frozen=True)
+class Shape:
+    """What of a metadata table's columns depends on the table: Iceberg's partition type
+    over all its specs (``Partitioning.partitionType``; without fields, the ``partition``
+    columns are left out, and ``partitions.spec_id`` with them), the ``readable_metrics``
+    struct (a struct of metrics per primitive column, by qualified name), the table's row
+    (``position_deletes.row``) and the format version (``position_deletes`` has
+    ``content_offset`` and ``content_size_in_bytes`` from v3 on)."""
+
+    partition: StructType
+    readable_metrics: StructType
+    row: StructType
+    format_version: int
+
+    @property
+    def partitioned(self) -> bool:
+        return bool(self.partition.fields)
+
+    def partition_column(self) -> list[st.StructField]:
+        return _fields(("partition", self.partition)) if self.partitioned else []
+
+
+# Iceberg's DataFile struct (api/.../DataFile.java getType), partition after spec_id
+_FILE_HEAD = _fields(
     ("content", _INT),
     ("file_path", _TEXT),
     ("file_format", _TEXT),
     ("spec_id", _INT),
-    ("partition", _PARTITION),
+)
+_FILE_TAIL = _fields(
     ("record_count", _LONG),
     ("file_size_in_bytes", _LONG),
     ("column_sizes", st.MapType(_INT, _LONG)),
@@ -44,13 +72,11 @@ _CONTENT_FILE = _fields(
     ("content_offset", _LONG),
     ("content_size_in_bytes", _LONG),
 )
-_FILES = StructType(_CONTENT_FILE)
-_ENTRIES = _schema(
+_ENTRY_HEAD = _fields(
     ("status", _INT),
     ("snapshot_id", _LONG),
     ("sequence_number", _LONG),
     ("file_sequence_number", _LONG),
-    ("data_file", StructType(_CONTENT_FILE)),
 )
 _SUMMARIES = st.ArrayType(
     _schema(
@@ -75,7 +101,7 @@ _MANIFEST = _fields(
     ("partition_summaries", _SUMMARIES),
 )
 
-SCHEMAS: dict[str, StructType] = {
+_FIXED: dict[str, StructType] = {
     "snapshots": _schema(
         ("committed_at", _TIME),
         ("snapshot_id", _LONG),
@@ -109,36 +135,63 @@ SCHEMAS: dict[str, StructType] = {
     "all_manifests": StructType(
         [*_MANIFEST, *_fields(("reference_snapshot_id", _LONG), ("key_metadata", _BYTES))]
     ),
-    "entries": _ENTRIES,
-    "all_entries": _ENTRIES,
-    "files": _FILES,
-    "data_files": _FILES,
-    "delete_files": _FILES,
-    "all_files": _FILES,
-    "all_data_files": _FILES,
-    "all_delete_files": _FILES,
-    "partitions": _schema(
-        ("partition", _PARTITION),
-        ("spec_id", _INT),
-        ("record_count", _LONG),
-        ("file_count", _INT),
-        ("total_data_file_size_in_bytes", _LONG),
-        ("position_delete_record_count", _LONG),
-        ("position_delete_file_count", _INT),
-        ("equality_delete_record_count", _LONG),
-        ("equality_delete_file_count", _INT),
-        ("last_updated_at", _TIME),
-        ("last_updated_snapshot_id", _LONG),
-    ),
-    "position_deletes": _schema(
-        ("file_path", _TEXT),
-        ("pos", _LONG),
-        ("row", st.MapType(_TEXT, _TEXT)),
-        ("partition", _PARTITION),
-        ("spec_id", _INT),
-        ("delete_file_path", _TEXT),
-        ("content_offset", _LONG),
-        ("content_size_in_bytes", _LONG),
-    ),
 }
-METADATA_TABLES = tuple(SCHEMAS)
+_PARTITION_COUNTS = _fields(
+    ("record_count", _LONG),
+    ("file_count", _INT),
+    ("total_data_file_size_in_bytes", _LONG),
+    ("position_delete_record_count", _LONG),
+    ("position_delete_file_count", _INT),
+    ("equality_delete_record_count", _LONG),
+    ("equality_delete_file_count", _INT),
+    ("last_updated_at", _TIME),
+    ("last_updated_snapshot_id", _LONG),
+)
+_FILE_TABLES = (
+    "files",
+    "data_files",
+    "delete_files",
+    "all_files",
+    "all_data_files",
+    "all_delete_files",
+)
+METADATA_TABLES = (
+    *_FIXED,
+    "entries",
+    "all_entries",
+    *_FILE_TABLES,
+    "partitions",
+    "position_deletes",
+)
+
+
+def content_file(shape: Shape) -> StructType:
+    """Iceberg's DataFile struct of the table: the ``data_file`` of entries tables, and the
+    files tables' columns before ``readable_metrics``."""
+    return StructType([*_FILE_HEAD, *shape.partition_column(), *_FILE_TAIL])
+
+
+def schema(kind: str, shape: Shape) -> StructType:
+    """The columns of the metadata table ``kind`` of a table of this shape."""
+    fixed = _FIXED.get(kind)
+    if fixed is not None:
+        return fixed
+    metrics = _fields(("readable_metrics", shape.readable_metrics))
+    if kind in _FILE_TABLES:
+        return StructType([*content_file(shape).fields, *metrics])
+    if kind in ("entries", "all_entries"):
+        return StructType([*_ENTRY_HEAD, *_fields(("data_file", content_file(shape))), *metrics])
+    if kind == "partitions":
+        head = [*shape.partition_column(), *_fields(("spec_id", _INT))] if shape.partitioned else []
+        return StructType([*head, *_PARTITION_COUNTS])
+    if kind == "position_deletes":
+        blob = _fields(("content_offset", _LONG), ("content_size_in_bytes", _LONG))
+        return StructType(
+            [
+                *_fields(("file_path", _TEXT), ("pos", _LONG), ("row", shape.row)),
+                *shape.partition_column(),
+                *_fields(("spec_id", _INT), ("delete_file_path", _TEXT)),
+                *(blob if shape.format_version >= 3 else []),
+            ]
+        )
+    raise KeyError(kind)
