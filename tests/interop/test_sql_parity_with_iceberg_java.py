@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -69,6 +70,17 @@ class Lakecat:
         except Exception as exc:  # compared with Iceberg Java's failure
             return " ".join(f"{type(exc).__name__}: {exc}".split())[:2000]
         return None
+
+
+def both(
+    lakecat: Engine, java: Engine, scenario: Callable[..., dict[str, Any]], *args: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The scenario's answers on both engines, run at the same time (Iceberg Java's session
+    is a process of its own)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        theirs = pool.submit(scenario, java, *args)
+        ours = scenario(lakecat, *args)
+        return ours, theirs.result()
 
 
 def assert_same(lakecat: dict[str, Any], java: dict[str, Any], where: str = "") -> None:
@@ -140,7 +152,10 @@ MODES = [
     pytest.param("merge-on-read", 3, id="mor-v3"),
 ]
 
-DML: dict[str, Callable[[Engine, str], None]] = {
+# A statement on the table ``t``; what it returns (a failure, say) is part of the answer.
+Statement = Callable[[Engine, str], object]
+
+DML: dict[str, Statement] = {
     "delete with an expression": lambda e, t: e.sql(f"DELETE FROM {t} WHERE id % 5 = 0"),
     "delete with a subquery": lambda e, t: e.sql(
         f"DELETE FROM {t} WHERE id IN (SELECT id FROM src WHERE op <> 'ins')"
@@ -174,14 +189,102 @@ DML: dict[str, Callable[[Engine, str], None]] = {
 }
 
 
-def dml_answer(e: Engine, statement: str, mode: str, version: int) -> dict[str, Any]:
+def failed(statement: str) -> Statement:
+    """A statement both engines must refuse, leaving the table as it was."""
+    return lambda e, t: e.attempt(statement.format(t=t)) is not None
+
+
+def script(*statements: str) -> Statement:
+    """Statements run in order, ``{t}`` standing for the table."""
+
+    def run(e: Engine, t: str) -> None:
+        for statement in statements:
+            e.sql(statement.format(t=t))
+
+    return run
+
+
+# More shapes, each with the partitioning of its table, run in fewer modes (MORE_MODES)
+MORE_DML: dict[str, tuple[str, Statement]] = {
+    "merge with two source rows for one target row": (
+        "cat",
+        failed(
+            "MERGE INTO {t} t USING (SELECT 3L AS id UNION ALL SELECT 3L) s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET t.amount = 0"
+        ),
+    ),
+    "update from a scalar subquery": (
+        "cat",
+        lambda e, t: e.sql(
+            f"UPDATE {t} SET amount = (SELECT max(amount) FROM src) "
+            "WHERE id IN (SELECT id FROM src)"
+        ),
+    ),
+    "delete with a correlated exists": (
+        "cat",
+        lambda e, t: e.sql(
+            f"DELETE FROM {t} x WHERE EXISTS (SELECT 1 FROM src s WHERE s.id = x.id + 1)"
+        ),
+    ),
+    "merge reading the table itself": (
+        "cat",
+        lambda e, t: e.sql(
+            f"MERGE INTO {t} t USING (SELECT id + 100 AS id, cat, amount FROM {t} "
+            "WHERE id < 5) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"
+        ),
+    ),
+    "merge with only not matched by source": (
+        "cat",
+        lambda e, t: e.sql(
+            f"MERGE INTO {t} t USING src s ON t.id = s.id "
+            "WHEN NOT MATCHED BY SOURCE AND t.cat IS NULL THEN DELETE"
+        ),
+    ),
+    "update of the null partition": (
+        "cat",
+        lambda e, t: e.sql(f"UPDATE {t} SET cat = 'n' WHERE cat IS NULL"),
+    ),
+    "delete of nothing": ("cat", lambda e, t: e.sql(f"DELETE FROM {t} WHERE id < 0")),
+    "update of nothing": ("cat", lambda e, t: e.sql(f"UPDATE {t} SET amount = 1 WHERE id < 0")),
+    "merge on a bucketed table": (
+        "bucket(4, id)",
+        DML["merge with every clause"],
+    ),
+    "update on a truncated table": (
+        "truncate(1, cat)",
+        lambda e, t: e.sql(f"UPDATE {t} SET cat = 'abc' WHERE id % 6 = 1"),
+    ),
+    "delete on an unpartitioned table": ("", DML["delete with an expression"]),
+    "delete after partition evolution": (
+        "cat",
+        script(
+            "ALTER TABLE {t} ADD PARTITION FIELD bucket(2, id)",
+            "INSERT INTO {t} SELECT id, 'a', 1.0 FROM range(100, 110)",
+            "DELETE FROM {t} WHERE id % 3 = 0",
+        ),
+    ),
+}
+# Statements that change no row: lakecat commits nothing (docs/spark-sql.md)
+CHANGES_NOTHING = {"delete of nothing", "update of nothing"}
+MORE_MODES = [
+    pytest.param("copy-on-write", 2, id="cow-v2"),
+    pytest.param("merge-on-read", 2, id="mor-v2"),
+    pytest.param("merge-on-read", 3, id="mor-v3"),
+]
+
+
+def dml_answer(
+    e: Engine, statement: str, mode: str, version: int, partitioned_by: str = "cat"
+) -> dict[str, Any]:
     name = "_".join([*re.findall(r"[a-z]+", statement), mode.split("-")[0], f"v{version}"])
-    t = create(e, name, mode=mode, version=version)
+    t = create(e, name, mode=mode, version=version, partitioned_by=partitioned_by)
     source(e)
     before = lineage(e, t) if version == 3 else {}
-    DML[statement](e, t)
+    change = DML.get(statement) or MORE_DML[statement][1]
+    outcome = change(e, t)
     e.sql(f"INSERT INTO {t} VALUES (500, 'a', 5.0)")  # a later commit on top
     answer: dict[str, Any] = {
+        "statement": outcome,
         "rows": rows(e, t),
         "operations": operations(e, t),
         "data file records": e.query(f"SELECT sum(record_count) FROM {t}.data_files"),
@@ -239,14 +342,28 @@ def lakecat(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[La
         yield Lakecat(spark, "parity")
 
 
+@pytest.mark.parametrize(("mode", "version"), MORE_MODES)
+@pytest.mark.parametrize("statement", sorted(MORE_DML))
+def test_more_row_level_statements_leave_the_rows_iceberg_java_leaves(
+    lakecat: Lakecat, java: JavaTables, statement: str, mode: str, version: int
+) -> None:
+    partitioned_by = MORE_DML[statement][0]
+    ours, theirs = both(lakecat, java, dml_answer, statement, mode, version, partitioned_by)
+    if statement in CHANGES_NOTHING:  # Iceberg Java commits an empty snapshot; lakecat none
+        assert ours.pop("operations") == [["append"], ["append"]]
+        assert theirs.pop("operations")[1] in (["delete"], ["overwrite"])
+        for answer in (ours, theirs):  # so the later insert's sequence numbers differ too
+            if "row lineage" in answer:
+                answer["row lineage"] = [r[:2] for r in answer["row lineage"]]
+    assert_same(ours, theirs)
+
+
 @pytest.mark.parametrize(("mode", "version"), MODES)
 @pytest.mark.parametrize("statement", sorted(DML))
 def test_row_level_statements_leave_the_rows_iceberg_java_leaves(
     lakecat: Lakecat, java: JavaTables, statement: str, mode: str, version: int
 ) -> None:
-    assert_same(
-        dml_answer(lakecat, statement, mode, version), dml_answer(java, statement, mode, version)
-    )
+    assert_same(*both(lakecat, java, dml_answer, statement, mode, version))
 
 
 METADATA_TABLES = [
@@ -338,10 +455,7 @@ def metadata_answer(e: Engine, version: int, partitioned_by: str) -> dict[str, A
 def test_metadata_tables_have_icebergs_columns_and_rows(
     lakecat: Lakecat, java: JavaTables, version: int, partitioned_by: str
 ) -> None:
-    assert_same(
-        metadata_answer(lakecat, version, partitioned_by),
-        metadata_answer(java, version, partitioned_by),
-    )
+    assert_same(*both(lakecat, java, metadata_answer, version, partitioned_by))
 
 
 def call(e: Engine, procedure: str, arguments: str) -> dict[str, Any]:
@@ -413,13 +527,13 @@ def changelog_answer(e: Engine) -> dict[str, Any]:
 
 
 def test_the_changelog_view_holds_icebergs_rows(lakecat: Lakecat, java: JavaTables) -> None:
-    assert_same(changelog_answer(lakecat), changelog_answer(java))
+    assert_same(*both(lakecat, java, changelog_answer))
 
 
 def test_procedures_return_icebergs_columns_and_leave_the_same_rows(
     lakecat: Lakecat, java: JavaTables
 ) -> None:
-    assert_same(procedures_answer(lakecat), procedures_answer(java))
+    assert_same(*both(lakecat, java, procedures_answer))
 
 
 def ddl_answer(e: Engine) -> dict[str, Any]:
@@ -471,4 +585,4 @@ def ddl_answer(e: Engine) -> dict[str, Any]:
 def test_ddl_branches_tags_and_replace_leave_what_iceberg_java_leaves(
     lakecat: Lakecat, java: JavaTables
 ) -> None:
-    assert_same(ddl_answer(lakecat), ddl_answer(java))
+    assert_same(*both(lakecat, java, ddl_answer))
