@@ -264,6 +264,20 @@ MORE_DML: dict[str, tuple[str, Statement]] = {
         ),
     ),
 }
+
+
+def dynamic_overwrite(e: Engine, t: str) -> None:
+    """INSERT OVERWRITE in Spark's dynamic partition overwrite mode: the partitions the new
+    rows fall in ('a' and NULL here) are replaced."""
+    e.sql("SET spark.sql.sources.partitionOverwriteMode = dynamic")
+    try:
+        e.sql(f"INSERT OVERWRITE {t} SELECT id, cat, 0.0 FROM src WHERE op = 'ins'")
+    finally:
+        e.sql("SET spark.sql.sources.partitionOverwriteMode = static")
+
+
+MORE_DML["dynamic partition overwrite"] = ("cat", dynamic_overwrite)
+
 # Statements that change no row: lakecat commits nothing (docs/spark-sql.md)
 CHANGES_NOTHING = {"delete of nothing", "update of nothing"}
 MORE_MODES = [
@@ -586,3 +600,41 @@ def test_ddl_branches_tags_and_replace_leave_what_iceberg_java_leaves(
     lakecat: Lakecat, java: JavaTables
 ) -> None:
     assert_same(*both(lakecat, java, ddl_answer))
+
+
+def bad_input_answer(e: Engine) -> dict[str, Any]:
+    """Statements both engines refuse; none of them changes the table."""
+    t = create(e, "refused", rows=10)
+    target = "table => 'db.refused'"
+    e.sql(f"ALTER TABLE {t} CREATE TAG v1")
+    system = f"{e.catalog}.system"
+    statements = {
+        "an unknown procedure": f"CALL {system}.no_such_procedure({target})",
+        "an unknown argument name": f"CALL {system}.expire_snapshots(tabel => 'db.refused')",
+        "an argument of the wrong type": (
+            f"CALL {system}.rollback_to_snapshot({target}, snapshot_id => 'abc')"
+        ),
+        "a missing required argument": f"CALL {system}.rollback_to_snapshot({target})",
+        "an unknown snapshot": f"CALL {system}.rollback_to_snapshot({target}, snapshot_id => 1)",
+        "a branch that does not exist": f"SELECT * FROM {t}.branch_nope",
+        "a tag that does not exist": f"SELECT * FROM {t} VERSION AS OF 'nope'",
+        "a tag made twice": f"ALTER TABLE {t} CREATE TAG v1",
+        "dropping a partition field the spec lacks": f"ALTER TABLE {t} DROP PARTITION FIELD nope",
+        "a clause Spark does not parse": (
+            f"MERGE INTO {t} t USING (SELECT 1L AS id) s ON t.id = s.id "
+            "WHEN NOT MATCHED BY SOURCE THEN INSERT *"
+        ),
+        "writing to a tag": f"INSERT INTO {t}.tag_v1 VALUES (1, 'a', 1.0)",
+    }
+    before = snapshot_ids(e, t), rows(e, t)
+    answer: dict[str, Any] = {name: e.attempt(s) is not None for name, s in statements.items()}
+    answer["the table is unchanged"] = (snapshot_ids(e, t), rows(e, t)) == before
+    return answer
+
+
+def test_both_engines_refuse_the_same_bad_input_and_change_nothing(
+    lakecat: Lakecat, java: JavaTables
+) -> None:
+    ours, theirs = both(lakecat, java, bad_input_answer)
+    assert all(ours.values())
+    assert_same(ours, theirs)
