@@ -638,3 +638,74 @@ def test_both_engines_refuse_the_same_bad_input_and_change_nothing(
     ours, theirs = both(lakecat, java, bad_input_answer)
     assert all(ours.values())
     assert_same(ours, theirs)
+
+
+# ---- one table, both engines in turn -------------------------------------------------------
+MERGE_ALL = (
+    "MERGE INTO {t} t USING src s ON t.id = s.id "
+    "WHEN MATCHED AND s.op = 'del' THEN DELETE "
+    "WHEN MATCHED THEN UPDATE SET t.amount = s.amount, t.cat = s.cat "
+    "WHEN NOT MATCHED THEN INSERT (id, cat, amount) VALUES (s.id, s.cat, s.amount) "
+    "WHEN NOT MATCHED BY SOURCE AND t.id >= 50 THEN DELETE"
+)
+COMPACT = (
+    "CALL {c}.system.rewrite_data_files(table => 'db.{name}', "
+    "options => map('min-input-files', '1'))"
+)
+# (which engine runs it on the shared table, the statement)
+RELAY = [
+    ("lakecat", "DELETE FROM {t} WHERE id % 5 = 0"),
+    ("java", "UPDATE {t} SET amount = -1 WHERE id % 3 = 0"),
+    ("lakecat", MERGE_ALL),
+    ("java", "DELETE FROM {t} WHERE id % 7 = 0"),
+    ("lakecat", "UPDATE {t} SET cat = 'z' WHERE id < 12"),
+    ("java", MERGE_ALL.replace("t.id >= 50", "t.id >= 40")),
+    ("lakecat", COMPACT),
+    ("java", "DELETE FROM {t} WHERE id = 13"),
+    ("lakecat", "INSERT INTO {t} VALUES (700, 'a', 7.0), (701, NULL, 7.5)"),
+    ("java", COMPACT),
+    ("lakecat", "DELETE FROM {t} WHERE id % 2 = 1"),
+    ("java", "UPDATE {t} SET amount = amount * 2 WHERE cat IS NULL"),
+]
+
+
+@pytest.fixture(scope="module")
+def relay(spark: Any, java: JavaTables) -> Iterator[Lakecat]:
+    """lakecat's catalog on Iceberg Java's JDBC catalog, attached as ``relay``."""
+    from java_session import lakecat_on
+
+    from lakecat.spark_ext import attach_catalog
+
+    for catalog in lakecat_on(java):
+        attach_catalog(spark, "relay", catalog=catalog)
+        yield Lakecat(spark, "relay")
+
+
+@pytest.mark.parametrize(("mode", "version"), MORE_MODES)
+def test_one_table_changed_by_both_engines_in_turn_reads_as_if_java_did_it_all(
+    relay: Lakecat, java: JavaTables, mode: str, version: int
+) -> None:
+    """Each step runs on the shared table with the engine the step names and on a control
+    table with Iceberg Java alone; after each, both engines read the shared table alike (row
+    lineage included: the same ids and sequence numbers) and as the control."""
+    name = f"relay_{mode.split('-')[0]}_v{version}"
+    create(java, name, mode=mode, version=version)
+    create(java, f"{name}_control", mode=mode, version=version)
+    for e in (relay, java):
+        source(e)
+    engines: dict[str, Engine] = {"lakecat": relay, "java": java}
+    for step, (who, statement) in enumerate(RELAY):
+        e = engines[who]
+        e.sql(statement.format(t=table(e, name), c=e.catalog, name=name))
+        java.sql(
+            statement.format(t=table(java, f"{name}_control"), c="peers", name=f"{name}_control")
+        )
+        shared = rows(relay, table(relay, name))
+        where = f"after step {step} ({who}: {statement[:40]})"
+        assert shared == rows(java, table(java, name)), where
+        assert shared == rows(java, table(java, f"{name}_control")), where
+        if version == 3:
+            columns = LINEAGE
+            assert rows(relay, table(relay, name), columns) == rows(
+                java, table(java, name), columns
+            ), where

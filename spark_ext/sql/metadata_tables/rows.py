@@ -196,14 +196,7 @@ def _spark_type(t: IcebergType, path: str) -> st.DataType:
     if isinstance(t, TimeType):
         return st.StringType()
     if isinstance(t, StructType):
-        return st.StructType(
-            [
-                st.StructField(
-                    f.name, _spark_type(f.field_type, f"{path}.{f.name}"), not f.required
-                )
-                for f in t.fields
-            ]
-        )
+        return st.StructType([_spark_field(f, f"{path}.{f.name}") for f in t.fields])
     if isinstance(t, ListType):
         element = _spark_type(t.element_type, f"{path}.element")
         return st.ArrayType(element, containsNull=not t.element_required)
