@@ -29,8 +29,8 @@ lies behind them can be reorganized freely.
 * the maintenance jobs an engine exposes as its own commands (Spark's ``CALL`` procedures),
   with their results: ``expire_snapshots``, ``remove_orphan_files``, ``rewrite_manifests``,
   ``rewrite_position_delete_files``, ``rollback_to_snapshot``, ``rollback_to_timestamp``,
-  ``set_current_snapshot``, ``cherry_pick``, ``fast_forward``, ``ExpireResult``,
-  ``OrphanResult``, ``ManifestRewriteResult``, ``DeleteRewriteResult``;
+  ``set_current_snapshot``, ``cherry_pick``, ``publish_changes``, ``fast_forward``,
+  ``ExpireResult``, ``OrphanResult``, ``ManifestRewriteResult``, ``DeleteRewriteResult``;
 * the change feed: ``changes``, ``ChangeSet``, ``CHANGE_SNAPSHOT_ID``.
 """
 
@@ -55,6 +55,7 @@ from lakecat.catalog.maintenance import (
     expire_snapshots,
     fast_forward,
     plan_file_groups,
+    publish_changes,
     remove_orphan_files,
     rewrite_manifests,
     rewrite_position_delete_files,
@@ -114,6 +115,7 @@ __all__ = [
     "observed_moves",
     "plan_delete",
     "plan_file_groups",
+    "publish_changes",
     "remove_orphan_files",
     "replaced_deletes",
     "rewrite_manifests",

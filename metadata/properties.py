@@ -87,6 +87,13 @@ MERGE_ON_READ = "merge-on-read"  # write delete files; readers apply them
 WRITE_MODES = (COPY_ON_WRITE, MERGE_ON_READ)
 WRITE_MODE_DEFAULT = COPY_ON_WRITE  # as Iceberg's, for v2 tables
 
+# --- write-audit-publish (Iceberg's names) -------------------------------------------------
+# "true": a commit whose snapshot summary carries WAP_ID is staged: its snapshot is added to the
+# table without moving any branch, until publish_changes (a cherry-pick) applies it to main
+WRITE_WAP_ENABLED = "write.wap.enabled"
+WAP_ID = "wap.id"  # snapshot summary: the write's WAP id (SnapshotSummary.STAGED_WAP_ID_PROP)
+PUBLISHED_WAP_ID = "published-wap-id"  # snapshot summary: the WAP id a cherry-pick published
+
 # --- snapshot expiry ----------------------------------------------------------------------
 MAX_SNAPSHOT_AGE_MS = "history.expire.max-snapshot-age-ms"
 MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 24 * 60 * 60 * 1000

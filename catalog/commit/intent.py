@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from lakecat.catalog.commit.moves import RowMoves
+from lakecat.metadata import properties as P
 from lakecat.metadata.expressions.expressions import AlwaysTrue, Expression
 from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.table.replace import Replacement
@@ -102,6 +103,12 @@ class Intent:
         return self.kind is not OpKind.APPEND
 
     @property
+    def wap_id(self) -> str | None:
+        """The write-audit-publish id in its summary (``wap.id``): on a table with
+        ``write.wap.enabled`` its snapshot is staged, not made current (see the producer)."""
+        return dict(self.extra_summary).get(P.WAP_ID) or None
+
+    @property
     def can_be_handed_over(self) -> bool:
         """A blind append without an application id: it never conflicts, so another writer
         can commit it without validating anything
@@ -109,6 +116,7 @@ class Intent:
         return (
             self.kind is OpKind.APPEND
             and self.app_id is None
+            and self.wap_id is None
             and self.replacement is None
             and not self.imports_files
         )

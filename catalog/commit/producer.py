@@ -109,6 +109,13 @@ class DeleteSwap:
 NO_SWAP = DeleteSwap()
 
 
+def staged(intent: Intent, base: TableMetadata) -> bool:
+    """Whether the intent's snapshot is only added to ``base``, moving no branch: a write
+    with a WAP id on a table with ``write.wap.enabled`` (Iceberg's ``stageOnly``; its
+    parent is still the branch's head, and ``publish_changes`` applies it later)."""
+    return intent.wap_id is not None and P.get_bool(base.properties, P.WRITE_WAP_ENABLED, False)
+
+
 @dataclass
 class SnapshotProducer:
     """Writes manifests and manifest lists for one intent, across commit attempts."""
@@ -204,18 +211,19 @@ class SnapshotProducer:
             added_rows=added_rows,
         )
         ref = base.refs.get(intent.branch)
-        updates: tuple[TableUpdate, ...] = (
-            AddSnapshot(snapshot),
+        updates: tuple[TableUpdate, ...] = (AddSnapshot(snapshot),)
+        if not staged(intent, base):
             # A commit moves the branch; its retention settings (used by expiry) stay.
-            SetSnapshotRef(
-                intent.branch,
-                intent.snapshot_id,
-                "branch",
-                max_ref_age_ms=ref.max_ref_age_ms if ref else None,
-                max_snapshot_age_ms=ref.max_snapshot_age_ms if ref else None,
-                min_snapshots_to_keep=ref.min_snapshots_to_keep if ref else None,
-            ),
-        )
+            updates += (
+                SetSnapshotRef(
+                    intent.branch,
+                    intent.snapshot_id,
+                    "branch",
+                    max_ref_age_ms=ref.max_ref_age_ms if ref else None,
+                    max_snapshot_age_ms=ref.max_snapshot_age_ms if ref else None,
+                    min_snapshots_to_keep=ref.min_snapshots_to_keep if ref else None,
+                ),
+            )
         requirements: tuple[TableRequirement, ...] = (
             AssertTableUUID(base.table_uuid),
             AssertRefSnapshotId(intent.branch, parent.snapshot_id if parent else None),

@@ -6,7 +6,8 @@
 * :func:`expire_snapshots`: drop old snapshots, then delete the files only they used;
 * :func:`remove_orphan_files`: delete files nothing references, older than a guard;
 * snapshot management: :func:`rollback_to_snapshot`, :func:`rollback_to_timestamp`,
-  :func:`set_current_snapshot`, :func:`cherry_pick`, :func:`fast_forward`.
+  :func:`set_current_snapshot`, :func:`cherry_pick`, :func:`publish_changes` (write-audit-publish),
+  :func:`fast_forward`.
 
 A job that reads files a concurrent maintenance commit deletes under it (an expiry after a
 manifest rewrite or a compaction) plans again on the newer metadata, a bounded number of times
@@ -37,6 +38,7 @@ from lakecat.catalog.maintenance.position_deletes import (
 from lakecat.catalog.maintenance.snapshots import (
     cherry_pick,
     fast_forward,
+    publish_changes,
     rollback_to_snapshot,
     rollback_to_timestamp,
     set_current_snapshot,
@@ -58,6 +60,7 @@ __all__ = [
     "fast_forward",
     "plan_expiry",
     "plan_file_groups",
+    "publish_changes",
     "remove_orphan_files",
     "rewrite_data_files",
     "rewrite_manifests",

@@ -33,6 +33,7 @@ from lakecat.catalog.commit.pipeline import CommitResult
 from lakecat.catalog.commit.producer import SnapshotProducer
 from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.catalog.read.incremental import snapshot_file_changes
+from lakecat.metadata import properties as P
 from lakecat.metadata.errors import (
     CommitStateUnknown,
     NoSuchRef,
@@ -122,7 +123,10 @@ def fast_forward(table: Table, branch: str, to: str) -> CommitResult:
 
 
 def cherry_pick(table: Table, snapshot_id: int) -> CommitResult:
-    """Apply the changes of ``snapshot_id`` (e.g. a staged or branch snapshot) to ``main``."""
+    """Apply the changes of ``snapshot_id`` (e.g. a staged or branch snapshot) to ``main``.
+    A snapshot a write-audit-publish write staged (summary ``wap.id``) is published: the new
+    snapshot records ``published-wap-id``, and a WAP id already published on ``main`` is
+    refused (Iceberg's ``DuplicateWAPCommitException``)."""
 
     def plan() -> tuple[Snapshot, Intent]:  # on table.metadata as it is: refreshed on a re-plan
         view = table.metadata
@@ -133,11 +137,15 @@ def cherry_pick(table: Table, snapshot_id: int) -> CommitResult:
         added: tuple[DataFile, ...] = ()
         if picked.operation == APPEND:
             added = tuple(snapshot_file_changes(table.io, view, picked)[0])
+        summary = {SOURCE_SNAPSHOT_ID_KEY: str(snapshot_id)}
+        wap_id = picked.summary.get(P.WAP_ID)
+        if wap_id:
+            summary[P.PUBLISHED_WAP_ID] = wap_id
         intent = Intent(
             kind=OpKind.APPEND,
             starting_snapshot_id=view.current_snapshot_id,
             added_files=added,
-            extra_summary=((SOURCE_SNAPSHOT_ID_KEY, str(snapshot_id)),),
+            extra_summary=tuple(sorted(summary.items())),
         )
         return picked, intent
 
@@ -257,12 +265,37 @@ def _check_not_picked(metadata: TableMetadata, picked: Snapshot) -> None:
             "nothing to cherry-pick"
         )
     source = str(picked.snapshot_id)
+    wap_id = picked.summary.get(P.WAP_ID)
     for ancestor in metadata.ancestors(metadata.current_snapshot_id):
         if ancestor.summary.get(SOURCE_SNAPSHOT_ID_KEY) == source:
             raise ValidationError(
                 f"snapshot {picked.snapshot_id} was already cherry-picked as snapshot "
                 f"{ancestor.snapshot_id}"
             )
+        if wap_id and wap_id in (
+            ancestor.summary.get(P.WAP_ID),
+            ancestor.summary.get(P.PUBLISHED_WAP_ID),
+        ):
+            raise ValidationError(
+                f"WAP id {wap_id!r} was already published, as snapshot {ancestor.snapshot_id}"
+            )
+
+
+def publish_changes(table: Table, wap_id: str) -> tuple[int, CommitResult]:
+    """Publish the snapshot a write-audit-publish write staged with ``wap_id`` (its summary's
+    ``wap.id``): cherry-pick it onto ``main`` (:func:`cherry_pick`). The staged snapshot's id
+    and the commit. An unknown WAP id, one that several snapshots carry, or one already
+    published is refused, as Iceberg's ``publish_changes`` refuses them."""
+    matching = [s for s in table.snapshots() if s.summary.get(P.WAP_ID) == wap_id]
+    if not matching:
+        raise NoSuchSnapshot(f"{table.name}: no snapshot was staged with WAP id {wap_id!r}")
+    if len(matching) > 1:
+        ids = ", ".join(str(s.snapshot_id) for s in matching)
+        raise ValidationError(
+            f"{table.name}: several snapshots carry WAP id {wap_id!r} ({ids}); cherry-pick one"
+        )
+    staged = matching[0].snapshot_id
+    return staged, cherry_pick(table, staged)
 
 
 def _not_pickable(picked: Snapshot) -> ValidationError:

@@ -383,13 +383,19 @@ class CatalogBridge:
         name: str,
         predicates: Sequence[Mapping[str, Any]],
         branch: str | None = None,
+        snapshot_properties: Mapping[str, str] | None = None,
     ) -> int | None:
         """DELETE FROM: lakecat's delete (whole files dropped, others rewritten), one commit
         with the table's delete isolation level, on ``branch`` (``t.branch_<name>``) or main;
-        the new snapshot id (None: nothing deleted)."""
+        the new snapshot id (None: nothing deleted). ``snapshot_properties``: summary entries
+        (the session's WAP id)."""
         table = self.catalog.load_table((*namespace, name))
         expression = predicates_expression(predicates, table.schema())
-        result = table.delete(expression, branch=branch or MAIN_BRANCH)
+        result = table.delete(
+            expression,
+            branch=branch or MAIN_BRANCH,
+            snapshot_properties=snapshot_properties or {},
+        )
         return None if result is None else result.snapshot_id
 
     def overwrite_filter(
@@ -491,14 +497,22 @@ class CatalogBridge:
         stage_to: str,
         files: Sequence[str],
         read_options: Mapping[str, str],
+        snapshot_properties: Mapping[str, str] | None = None,
     ) -> int | None:
         """Commit a copy-on-write DELETE/UPDATE/MERGE: the staged files replace the files
-        the operation read; the new snapshot id (None: nothing changed)."""
+        the operation read; the new snapshot id (None: nothing changed).
+        ``snapshot_properties``: summary entries (the session's WAP id)."""
         with staged_owned(self.catalog.io, stage_to):
             view = self._view(read_options)
             table = self.catalog.load_table((*namespace, name))
             return commit_copy_on_write(
-                table, view, command=command, filter=parse(filter), read=files, stage_to=stage_to
+                table,
+                view,
+                command=command,
+                filter=parse(filter),
+                read=files,
+                stage_to=stage_to,
+                snapshot_properties=snapshot_properties or {},
             )
 
     def commit_merge_on_read(
@@ -514,6 +528,7 @@ class CatalogBridge:
         runs: Mapping[str, Sequence[Sequence[int]]],
         rows_folder: str | None = None,
         rows_files: Sequence[str] = (),
+        snapshot_properties: Mapping[str, str] | None = None,
     ) -> int | None:
         """Commit a merge-on-read DELETE/UPDATE/MERGE: position deletes (v3: deletion vectors)
         for the rows Spark deleted or updated, and the new rows: staged, or written by the
@@ -543,6 +558,7 @@ class CatalogBridge:
                     stage_to=stage_to,
                     deletes=deletes,
                     written=written,
+                    snapshot_properties=snapshot_properties or {},
                 )
         finally:
             if rows_folder is not None:

@@ -379,6 +379,14 @@ def cherrypick_snapshot(ctx: ProcedureContext, *, table: str, snapshot_id: int) 
     return [(snapshot_id, target.refresh().metadata.current_snapshot_id)]
 
 
+def publish_changes(ctx: ProcedureContext, *, table: str, wap_id: str) -> list[Row]:
+    """Publish the snapshot a write-audit-publish write staged with ``wap_id``: cherry-pick it
+    onto main (:func:`lakecat.catalog.engine.publish_changes`)."""
+    target = ctx.table(table)
+    staged, _ = engine.publish_changes(target, wap_id)
+    return [(staged, target.refresh().metadata.current_snapshot_id)]
+
+
 def fast_forward(ctx: ProcedureContext, *, table: str, branch: str, to: str) -> list[Row]:
     """Move ``branch`` forward to the head of ``to`` (a branch or tag); as in Iceberg, a
     branch that does not exist is created there."""

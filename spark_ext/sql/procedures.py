@@ -55,6 +55,7 @@ from lakecat.spark_ext.sql.history import (
     drop_partition_field,
     drop_ref,
     fast_forward,
+    publish_changes,
     register_table,
     replace_partition_field,
     rollback_to_snapshot,
@@ -544,6 +545,16 @@ PROCEDURES: dict[str, Procedure] = {
             ),
             _columns(("source_snapshot_id", LONG, False), ("current_snapshot_id", LONG, False)),
             cherrypick_snapshot,
+        ),
+        Procedure(
+            "publish_changes",
+            "Publish the snapshot a write-audit-publish write staged with a WAP id",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("wap_id", STRING, required=True),
+            ),
+            _columns(("source_snapshot_id", LONG, False), ("current_snapshot_id", LONG, False)),
+            publish_changes,
         ),
         Procedure(
             "fast_forward",

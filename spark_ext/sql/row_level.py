@@ -90,6 +90,7 @@ def commit_copy_on_write(
     filter: Expression,
     read: Sequence[str],
     stage_to: str,
+    snapshot_properties: Mapping[str, str] | None = None,
 ) -> int | None:
     """Commit the staged files of a copy-on-write statement in place of the files it read
     (``read``, data files of ``view``'s snapshot); the new snapshot id, None when the
@@ -120,6 +121,7 @@ def commit_copy_on_write(
             # format v3: Spark hands the writer each copied row's _row_id and
             # _last_updated_sequence_number (the plugin's metadata columns)
             keeps_row_lineage=True,
+            extra_summary=tuple(sorted((snapshot_properties or {}).items())),
         )
         check_unchanged(view.metadata, table.metadata, intent)
     except BaseException:
@@ -138,6 +140,7 @@ def commit_merge_on_read(
     stage_to: str,
     deletes: Mapping[str, Sequence[int] | pa.Array],
     written: Sequence[DataFile] = (),
+    snapshot_properties: Mapping[str, str] | None = None,
 ) -> int | None:
     """Commit a merge-on-read DELETE/UPDATE/MERGE: position deletes (v3: deletion vectors) for
     ``deletes`` (data file path -> positions, counted over every row of the file) and the new
@@ -177,6 +180,7 @@ def commit_merge_on_read(
             read_filter=filter,
             isolation=isolation_level(view.metadata, isolation_key),
             keeps_row_lineage=True,
+            extra_summary=tuple(sorted((snapshot_properties or {}).items())),
         )
         check_unchanged(view.metadata, table.metadata, intent)
     except BaseException:

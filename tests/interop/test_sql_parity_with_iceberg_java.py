@@ -709,3 +709,52 @@ def test_one_table_changed_by_both_engines_in_turn_reads_as_if_java_did_it_all(
             assert rows(relay, table(relay, name), columns) == rows(
                 java, table(java, name), columns
             ), where
+
+
+def wap_answer(e: Engine, mode: str) -> dict[str, Any]:
+    """Write-audit-publish: writes in a session with ``spark.wap.id`` on a table with
+    ``write.wap.enabled`` are staged, audited by snapshot id, then published."""
+    t = create(e, f"wap_{mode.split('-')[0]}", mode=mode, rows=12)
+    e.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.wap.enabled' = 'true')")
+    staged = {
+        "audit-1": f"INSERT INTO {t} VALUES (100, 'a', 1.0), (101, NULL, 2.0)",
+        "audit-2": f"UPDATE {t} SET amount = 0 WHERE id % 4 = 0",
+        "audit-3": f"DELETE FROM {t} WHERE id % 5 = 1",
+    }
+    for wap_id, statement in staged.items():
+        e.sql(f"SET spark.wap.id = {wap_id}")
+        try:
+            e.sql(statement)
+        finally:
+            e.sql("RESET spark.wap.id")
+    answer: dict[str, Any] = {"main while staged": rows(e, t)}
+    summaries = e.query(
+        f"SELECT snapshot_id, operation, summary['wap.id'] FROM {t}.snapshots ORDER BY committed_at"
+    )
+    answer["staged snapshots"] = [r[1:] for r in summaries]
+    for snapshot_id, _, wap_id in summaries:
+        if wap_id is not None:
+            answer[f"audit of {wap_id}"] = e.query(
+                f"SELECT * FROM {t} VERSION AS OF {snapshot_id} ORDER BY id"
+            )
+    publish = f"CALL {e.catalog}.system.publish_changes(table => 'db.{t.split('.')[-1]}', "
+    answer["publish audit-1"] = e.schema(publish + "wap_id => 'audit-1')")
+    answer["main after publishing audit-1"] = rows(e, t)
+    answer["audit-1 again is refused"] = e.attempt(publish + "wap_id => 'audit-1')") is not None
+    answer["audit-2 on a moved main is refused"] = (
+        e.attempt(publish + "wap_id => 'audit-2')") is not None
+    )
+    answer["an unknown id is refused"] = e.attempt(publish + "wap_id => 'nope')") is not None
+    answer["main at the end"] = rows(e, t)
+    answer["published"] = e.query(
+        f"SELECT operation, summary['published-wap-id'] FROM {t}.snapshots "
+        f"WHERE snapshot_id = (SELECT max_by(snapshot_id, made_current_at) FROM {t}.history)"
+    )
+    return answer
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_write_audit_publish_stages_and_publishes_as_iceberg_java_does(
+    lakecat: Lakecat, java: JavaTables, mode: str
+) -> None:
+    assert_same(*both(lakecat, java, wap_answer, mode))

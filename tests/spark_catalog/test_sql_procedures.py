@@ -721,6 +721,7 @@ def test_show_and_describe_procedures_list_the_system_procedures(lake) -> None:
         "expire_snapshots",
         "fast_forward",
         "migrate",
+        "publish_changes",
         "register_table",
         "remove_orphan_files",
         "replace_partition_field",

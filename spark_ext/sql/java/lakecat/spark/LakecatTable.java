@@ -298,7 +298,26 @@ final class LakecatTable extends DescribedTable
     ArrayNode files = args.putArray("files");
     scan.files().forEach(files::add);
     args.set("read_options", Names.object(descriptorReadOptions()));
+    args.set("snapshot_properties", Names.object(wapProperties()));
     return args;
+  }
+
+  static final String WAP_ENABLED = "write.wap.enabled";
+  static final String WAP_ID = "spark.wap.id";
+
+  /**
+   * Iceberg's write-audit-publish: on a table with {@value #WAP_ENABLED}, a write in a session
+   * with {@value #WAP_ID} set records that id in its snapshot summary ({@code wap.id}), and
+   * the commit then stages its snapshot instead of moving the branch (lakecat's commit core);
+   * {@code CALL system.publish_changes} makes it current. Empty otherwise.
+   */
+  Map<String, String> wapProperties() {
+    Map<String, String> out = new HashMap<>();
+    String id = org.apache.spark.sql.SparkSession.active().conf().get(WAP_ID, "").trim();
+    if (!id.isEmpty() && "true".equalsIgnoreCase(properties().getOrDefault(WAP_ENABLED, ""))) {
+      out.put("wap.id", id);
+    }
+    return out;
   }
 
   /** The batch of a Python data source's write, its failure as a lakecat error. */
@@ -355,7 +374,9 @@ final class LakecatTable extends DescribedTable
 
   @Override
   public void deleteWhere(Predicate[] predicates) {
-    bridge.call("delete", predicateArgs(predicates));
+    ObjectNode args = predicateArgs(predicates);
+    args.set("snapshot_properties", Names.object(wapProperties()));
+    bridge.call("delete", args);
   }
 
   /** The table's identifier, the predicates and, on {@code t.branch_<name>}, the branch. */

@@ -44,7 +44,13 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
     this.info = info;
     this.options.putAll(info.options().asCaseSensitiveMap());
     this.options.putAll(tableOptions);
+    // write-audit-publish: the session's WAP id, unless the write names its own
+    table
+        .wapProperties()
+        .forEach((key, value) -> this.options.putIfAbsent(SNAPSHOT_PROPERTY + key, value));
   }
+
+  static final String SNAPSHOT_PROPERTY = "snapshot-property."; // the data source's option
 
   @Override
   public WriteBuilder truncate() {

@@ -1,0 +1,121 @@
+"""Write-audit-publish through the SQL catalog: on a table with ``write.wap.enabled``, every
+write of a session with ``spark.wap.id`` set is staged (its snapshot carries the id in
+``wap.id``; main does not move) until ``CALL lake.system.publish_changes`` publishes it.
+tests/interop/test_sql_parity_with_iceberg_java.py compares the same flow with Iceberg Java.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import Lake
+
+pytestmark = pytest.mark.spark
+
+
+@contextmanager
+def wap_id(spark: Any, value: str) -> Iterator[None]:
+    spark.conf.set("spark.wap.id", value)
+    try:
+        yield
+    finally:
+        spark.conf.unset("spark.wap.id")
+
+
+def ids(lake: Lake, table: str = "lake.db.t") -> list[int]:
+    return [r.id for r in lake.sql(f"SELECT id FROM {table} ORDER BY id")]
+
+
+def staged_snapshot(lake: Lake, wap: str) -> int:
+    [(snapshot_id,)] = lake.sql(
+        f"SELECT snapshot_id FROM lake.db.t.snapshots WHERE summary['wap.id'] = '{wap}'"
+    )
+    return int(snapshot_id)
+
+
+@pytest.fixture
+def audited(lake: Lake) -> Lake:
+    lake.sql(
+        "CREATE TABLE lake.db.t (id bigint, cat string) PARTITIONED BY (cat) "
+        "TBLPROPERTIES ('write.wap.enabled' = 'true', 'write.delete.mode' = 'merge-on-read')"
+    )
+    lake.sql("INSERT INTO lake.db.t VALUES (1, 'a'), (2, 'b'), (3, 'b')")
+    return lake
+
+
+def test_every_kind_of_write_is_staged_until_published(audited: Lake) -> None:
+    lake = audited
+    head = lake.catalog.load_table("db.t").metadata.current_snapshot_id
+    writes = {
+        "insert": "INSERT INTO lake.db.t VALUES (4, 'a')",
+        "whole-file delete": "DELETE FROM lake.db.t WHERE cat = 'a'",  # lakecat's delete
+        "merge-on-read delete": "DELETE FROM lake.db.t WHERE id % 3 = 0",
+        "copy-on-write update": "UPDATE lake.db.t SET cat = 'c' WHERE id = 2",
+    }
+    for wap, statement in writes.items():
+        with wap_id(lake.spark, wap):
+            lake.sql(statement)
+    with wap_id(lake.spark, "dataframe"):
+        lake.spark.createDataFrame([(5, "a")], "id bigint, cat string").writeTo(
+            "lake.db.t"
+        ).append()
+
+    table = lake.catalog.load_table("db.t")
+    assert table.metadata.current_snapshot_id == head and ids(lake) == [1, 2, 3]
+    staged = {wap: staged_snapshot(lake, wap) for wap in [*writes, "dataframe"]}
+    assert all(table.snapshot(s).parent_snapshot_id == head for s in staged.values())
+    assert ids(lake, f"lake.db.t VERSION AS OF {staged['whole-file delete']}") == [2, 3]
+
+    [row] = lake.sql("CALL lake.system.publish_changes(table => 'db.t', wap_id => 'insert')")
+    assert tuple(row) == (staged["insert"], staged["insert"])  # a fast-forward
+    lake.sql("CALL lake.system.publish_changes('db.t', 'dataframe')")  # an append: re-applied
+    assert ids(lake) == [1, 2, 3, 4, 5]
+    with pytest.raises(Exception, match="cannot cherry-pick"):  # a delete on an older main
+        lake.sql("CALL lake.system.publish_changes('db.t', 'merge-on-read delete')")
+    assert ids(lake) == [1, 2, 3, 4, 5]
+
+
+def test_without_write_wap_enabled_the_session_wap_id_changes_nothing(lake: Lake) -> None:
+    lake.sql("CREATE TABLE lake.db.t (id bigint, cat string)")
+    with wap_id(lake.spark, "ignored"):
+        lake.sql("INSERT INTO lake.db.t VALUES (1, 'a')")
+    assert ids(lake) == [1]
+    assert lake.sql("SELECT summary['wap.id'] FROM lake.db.t.snapshots")[0][0] is None
+
+
+def test_an_explicit_snapshot_property_wins_over_the_session(audited: Lake) -> None:
+    lake = audited
+    frame = lake.spark.createDataFrame([(9, "a")], "id bigint, cat string")
+    with wap_id(lake.spark, "session"):
+        frame.writeTo("lake.db.t").option("snapshot-property.wap.id", "own").append()
+    assert staged_snapshot(lake, "own") and ids(lake) == [1, 2, 3]
+
+
+def test_an_overwrite_and_a_stream_are_staged_too(audited: Lake, tmp_path: Path) -> None:
+    lake = audited
+    with wap_id(lake.spark, "overwrite"):
+        lake.sql("INSERT OVERWRITE lake.db.t SELECT 7, 'z'")
+    source = tmp_path / "source"
+    source.mkdir()
+    pq.write_table(pa.table({"id": pa.array([8, 9], pa.int64())}), source / "part-0.parquet")
+    with wap_id(lake.spark, "stream"):
+        query = (
+            lake.spark.readStream.schema("id long")
+            .parquet(str(source))
+            .selectExpr("id", "'s' AS cat")
+            .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .toTable("lake.db.t")
+        )
+        query.awaitTermination(120)
+        assert query.exception() is None
+    assert ids(lake) == [1, 2, 3]
+    at = "lake.db.t VERSION AS OF {}".format
+    assert ids(lake, at(staged_snapshot(lake, "overwrite"))) == [7]
+    assert ids(lake, at(staged_snapshot(lake, "stream"))) == [1, 2, 3, 8, 9]
