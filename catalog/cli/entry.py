@@ -373,6 +373,11 @@ def _add_maintenance_commands(
     p = commands.leaf(top, "cherry-pick", "cherry-pick", "apply a snapshot's changes to main")
     p.add_argument("table")
     p.add_argument("snapshot_id", type=int)
+    p = commands.leaf(
+        top, "publish", "publish", "publish the snapshot a write staged with a WAP id"
+    )
+    p.add_argument("table")
+    p.add_argument("wap_id")
     p = commands.leaf(top, "set-current", "set-current", "make any snapshot current")
     p.add_argument("table")
     p.add_argument("snapshot_id", type=int)

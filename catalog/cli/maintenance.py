@@ -282,6 +282,14 @@ def cherry_pick(ctx: Context, args: argparse.Namespace) -> Output:
     )
 
 
+def publish(ctx: Context, args: argparse.Namespace) -> Output:
+    table = ctx.table(args.table)
+    staged, result = maintenance.publish_changes(table, args.wap_id)
+    return _commit_output(
+        table, result, f"published {args.wap_id!r} (snapshot {staged}) as {result.snapshot_id}"
+    )
+
+
 def set_current(ctx: Context, args: argparse.Namespace) -> Output:
     table = ctx.table(args.table)
     result = maintenance.set_current_snapshot(table, args.snapshot_id)
@@ -375,6 +383,7 @@ MAINTENANCE_COMMANDS: dict[str, Command] = {
     "rewrite-position-deletes": rewrite_position_deletes,
     "rollback": rollback,
     "cherry-pick": cherry_pick,
+    "publish": publish,
     "set-current": set_current,
     "fast-forward": fast_forward,
     "tag": _ref_command("tag"),

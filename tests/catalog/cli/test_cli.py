@@ -679,6 +679,17 @@ def test_orphans_manifests_and_history_editing(
     human = cli("changes", "db.events", "--from", str(first))
     assert "2 rows added" in human.out
 
+    # write-audit-publish: a staged write, published by its WAP id
+    with lake.catalog() as catalog:
+        table = catalog.load_table("db.events")
+        table.set_properties({"write.wap.enabled": "true"})
+        staged = table.append(events(range(20, 21), "us"), snapshot_properties={"wap.id": "w1"})
+    assert current() == picked  # staged: main did not move
+    published = cli("publish", "db.events", "w1")
+    assert published.code == 0 and f"(snapshot {staged.snapshot_id})" in published.out
+    assert current() == staged.snapshot_id
+    assert cli("publish", "db.events", "w1").code == 1  # already published
+
 
 # ---- in-process: the pure parts -----------------------------------------------------------------
 
