@@ -10,6 +10,7 @@ a partition-spec change, an append under the new spec and a compaction of one pa
 from __future__ import annotations
 
 import datetime as dt
+import struct
 from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal
@@ -673,3 +674,21 @@ def test_a_query_planned_before_a_partition_change_fails_clearly_when_run(lake: 
     with pytest.raises(Exception, match=r"SchemaMismatch.*run it again"):
         frame.collect()
     assert lake.spark.table("lake.db.changing.files").count() == 1  # a new query reads
+
+
+def test_readable_bounds_read_promoted_bounds_and_refuse_corrupt_ones() -> None:
+    """Bounds written before an int -> long or float -> double promotion keep their 4 bytes,
+    as Iceberg Java reads them; a bound of the wrong size is corrupt metadata."""
+    from lakecat.metadata.errors import CorruptMetadata
+    from lakecat.metadata.schema import DoubleType, IntegerType, LongType, StringType
+    from lakecat.spark_ext.sql.metadata_tables.rows import _bound_reader
+
+    assert _bound_reader(LongType())((-5).to_bytes(4, "little", signed=True)) == -5
+    assert _bound_reader(LongType())((2**40).to_bytes(8, "little")) == 2**40
+    assert _bound_reader(DoubleType())(struct.pack("<f", 1.5)) == 1.5
+    assert _bound_reader(StringType())("héllo".encode()) == "héllo"
+    for t, data in ((IntegerType(), bytes(8)), (LongType(), bytes(3)), (DoubleType(), bytes(5))):
+        with pytest.raises(CorruptMetadata):
+            _bound_reader(t)(data)
+    with pytest.raises(CorruptMetadata):
+        _bound_reader(StringType())(b"\xff\xfe")

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import struct
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -37,12 +39,16 @@ from lakecat.metadata.partitioning import (
     parse_transform,
 )
 from lakecat.metadata.schema import (
+    DoubleType,
     IcebergType,
+    IntegerType,
     ListType,
+    LongType,
     MapType,
     NestedField,
     PrimitiveType,
     Schema,
+    StringType,
     StructType,
     TimestamptzType,
     TimeType,
@@ -159,11 +165,17 @@ class _PartitionField:
 @dataclass(frozen=True, slots=True)
 class _MetricColumn:
     """A primitive column of ``readable_metrics``: its field id, qualified name (Iceberg's
-    ``Schema.idToName``: ``location.lat``, ``tags.element``) and type."""
+    ``Schema.idToName``: ``location.lat``, ``tags.element``), type, and what reads one of its
+    bounds as PySpark takes it."""
 
     field_id: int
     name: str
     type: PrimitiveType
+    bound: Callable[[bytes], Any]
+
+    @staticmethod
+    def of(field_id: int, name: str, t: PrimitiveType) -> _MetricColumn:
+        return _MetricColumn(field_id, name, t, _bound_reader(t))
 
     def spark_field(self) -> st.StructField:
         bound = _spark_type(self.type, self.name)
@@ -171,19 +183,45 @@ class _MetricColumn:
         bounds = [st.StructField(n, bound) for n in ("lower_bound", "upper_bound")]
         return st.StructField(self.name, st.StructType([*counts, *bounds]))
 
-    def metrics(self, f: DataFile) -> tuple[Any, ...]:
-        fid = self.field_id
-        counts = (f.column_sizes, f.value_counts, f.null_value_counts, f.nan_value_counts)
-        bounds = (f.lower_bounds, f.upper_bounds)
-        return (
-            *(None if m is None else m.get(fid) for m in counts),
-            *(
-                None
-                if m is None or m.get(fid) is None
-                else _spark_value(self.type, decode_bound(self.type, m[fid]))
-                for m in bounds
-            ),
-        )
+
+def _bound_reader(t: PrimitiveType) -> Callable[[bytes], Any]:
+    """What reads a bound of type ``t`` (single-value binary form) as PySpark takes it: a
+    short path for the common types (a file has a bound per column, and the files tables
+    decode them for every file), :func:`decode_bound` and :func:`_spark_value` for the rest
+    and for anything the short path does not read (which they refuse as corrupt). Made of
+    module functions, so that the decoder pickles to the tasks."""
+    if isinstance(t, IntegerType):
+        return partial(_integer_bound, (4,), t)
+    if isinstance(t, LongType):
+        return partial(_integer_bound, (4, 8), t)  # a promoted int keeps its 4 bytes
+    if isinstance(t, DoubleType):
+        return partial(_double_bound, t)
+    if isinstance(t, StringType):
+        return partial(_text_bound, t)
+    return partial(_bound, t)
+
+
+def _bound(t: PrimitiveType, data: bytes) -> Any:
+    return _spark_value(t, decode_bound(t, data))
+
+
+def _integer_bound(sizes: tuple[int, ...], t: PrimitiveType, data: bytes) -> Any:
+    if len(data) in sizes:
+        return int.from_bytes(data, "little", signed=True)
+    return _bound(t, data)
+
+
+def _double_bound(t: PrimitiveType, data: bytes) -> Any:
+    if len(data) == 8:
+        return struct.unpack("<d", data)[0]
+    return _bound(t, data)  # a promoted float's 4 bytes, or corrupt
+
+
+def _text_bound(t: PrimitiveType, data: bytes) -> Any:
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError:
+        return _bound(t, data)
 
 
 _COUNTS = ("column_size", "value_count", "null_value_count", "nan_value_count")
@@ -288,7 +326,24 @@ class _Decoder:
         return value
 
     def readable_metrics(self, f: DataFile) -> tuple[tuple[Any, ...], ...]:
-        return tuple(c.metrics(f) for c in self.metric_columns)
+        sizes, values = f.column_sizes or {}, f.value_counts or {}
+        nulls, nans = f.null_value_counts or {}, f.nan_value_counts or {}
+        lowers, uppers = f.lower_bounds or {}, f.upper_bounds or {}
+        out = []
+        for c in self.metric_columns:
+            fid = c.field_id
+            lower, upper = lowers.get(fid), uppers.get(fid)
+            out.append(
+                (
+                    sizes.get(fid),
+                    values.get(fid),
+                    nulls.get(fid),
+                    nans.get(fid),
+                    None if lower is None else c.bound(lower),
+                    None if upper is None else c.bound(upper),
+                )
+            )
+        return tuple(out)
 
     def content_file(self, f: DataFile) -> tuple[Any, ...]:
         return (
@@ -411,7 +466,7 @@ def _metric_columns(schema: Schema) -> tuple[_MetricColumn, ...]:
     for field_id in schema.field_ids():
         t = schema.find_type(field_id)
         if isinstance(t, PrimitiveType):
-            columns.append(_MetricColumn(field_id, schema.column_name(field_id), t))
+            columns.append(_MetricColumn.of(field_id, schema.column_name(field_id), t))
     return tuple(sorted(columns, key=lambda c: c.name))
 
 
