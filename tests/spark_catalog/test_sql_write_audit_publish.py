@@ -16,6 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import Lake
 
+from lakecat.spark_ext import lakecat_error
+
 pytestmark = pytest.mark.spark
 
 
@@ -119,3 +121,31 @@ def test_an_overwrite_and_a_stream_are_staged_too(audited: Lake, tmp_path: Path)
     at = "lake.db.t VERSION AS OF {}".format
     assert ids(lake, at(staged_snapshot(lake, "overwrite"))) == [7]
     assert ids(lake, at(staged_snapshot(lake, "stream"))) == [1, 2, 3, 8, 9]
+
+
+def test_a_session_wap_branch_is_refused_before_anything_is_written(audited: Lake) -> None:
+    """Iceberg's other form, spark.wap.branch, is not supported: a write would land on main,
+    so every write is refused first, with a typed error naming the way out."""
+    lake = audited
+    before = lake.catalog.load_table("db.t").metadata_location
+    lake.spark.conf.set("spark.wap.branch", "audit")
+    try:
+        for statement in (
+            "INSERT INTO lake.db.t VALUES (4, 'a')",
+            "DELETE FROM lake.db.t WHERE cat = 'a'",
+            "DELETE FROM lake.db.t WHERE id % 3 = 0",
+            "UPDATE lake.db.t SET cat = 'c' WHERE id = 2",
+        ):
+            with pytest.raises(Exception, match=r"UnsupportedByCatalog: spark\.wap\.branch=audit"):
+                lake.sql(statement)
+        assert ids(lake) == [1, 2, 3]  # reads are not refused
+    finally:
+        lake.spark.conf.unset("spark.wap.branch")
+    assert lake.catalog.load_table("db.t").metadata_location == before
+    lake.spark.conf.set("spark.wap.branch", "audit")
+    try:
+        with pytest.raises(Exception) as raised:
+            lake.sql("INSERT INTO lake.db.t VALUES (4, 'a')")
+    finally:
+        lake.spark.conf.unset("spark.wap.branch")
+    assert type(lakecat_error(raised.value)).__name__ == "UnsupportedByCatalog"  # typed again

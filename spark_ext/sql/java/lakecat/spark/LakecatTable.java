@@ -168,6 +168,7 @@ final class LakecatTable extends DescribedTable
     if (!writable() || !dataTable()) {
       throw new UnsupportedOperationException(name() + " is read-only");
     }
+    wapProperties(); // refuses a session's spark.wap.branch before anything runs
     String mode = properties.get(MODE_PROPERTIES.get(info.command()));
     boolean mergeOnRead = "merge-on-read".equals(mode);
     return new RowLevelOperationBuilder() {
@@ -304,17 +305,48 @@ final class LakecatTable extends DescribedTable
 
   static final String WAP_ENABLED = "write.wap.enabled";
   static final String WAP_ID = "spark.wap.id";
+  static final String WAP_BRANCH = "spark.wap.branch";
 
   /**
    * Iceberg's write-audit-publish: on a table with {@value #WAP_ENABLED}, a write in a session
    * with {@value #WAP_ID} set records that id in its snapshot summary ({@code wap.id}), and
    * the commit then stages its snapshot instead of moving the branch (lakecat's commit core);
    * {@code CALL system.publish_changes} makes it current. Empty otherwise.
+   *
+   * <p>Iceberg's other form, {@value #WAP_BRANCH} (writes go to a branch the session names),
+   * is not supported: on such a table a write in a session that sets it is refused before it
+   * runs, rather than landing on {@code main}.
    */
   Map<String, String> wapProperties() {
     Map<String, String> out = new HashMap<>();
-    String id = org.apache.spark.sql.SparkSession.active().conf().get(WAP_ID, "").trim();
-    if (!id.isEmpty() && "true".equalsIgnoreCase(properties().getOrDefault(WAP_ENABLED, ""))) {
+    if (!"true".equalsIgnoreCase(properties().getOrDefault(WAP_ENABLED, ""))) {
+      return out;
+    }
+    org.apache.spark.sql.RuntimeConfig conf = org.apache.spark.sql.SparkSession.active().conf();
+    String branch = conf.get(WAP_BRANCH, "").trim();
+    if (!branch.isEmpty()) {
+      String message =
+          WAP_BRANCH
+              + "="
+              + branch
+              + " is not supported: nothing was written to "
+              + name()
+              + ". Write to its branch as a table of its own ("
+              + name()
+              + ".branch_"
+              + branch
+              + ") or stage the write with "
+              + WAP_ID;
+      throw BridgeClient.rethrow(
+          new LakecatException(
+              "UnsupportedByCatalog",
+              "lakecat.spark_ext.sql.convert.UnsupportedByCatalog",
+              message,
+              "{}",
+              null));
+    }
+    String id = conf.get(WAP_ID, "").trim();
+    if (!id.isEmpty()) {
       out.put("wap.id", id);
     }
     return out;
