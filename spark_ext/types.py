@@ -85,18 +85,21 @@ _SIMPLE: dict[type[IcebergType], Callable[[], st.DataType]] = {
 }
 
 
-def spark_type(t: IcebergType, path: str) -> st.DataType:
-    """The Spark type of an Iceberg type (see the module docstring)."""
+def spark_type(t: IcebergType, path: str, *, time_as_text: bool = False) -> st.DataType:
+    """The Spark type of an Iceberg type (see the module docstring). ``time_as_text``: a
+    ``time``, which Spark 4 has no type for, as its text (``StringType``; the metadata
+    tables show time bounds and values so) instead of refusing it."""
     if isinstance(t, StructType):
-        return st.StructType([spark_field(f, f"{path}.{f.name}") for f in t.fields])
-    if isinstance(t, ListType):
-        return st.ArrayType(
-            spark_type(t.element_type, f"{path}.element"), containsNull=not t.element_required
+        return st.StructType(
+            [spark_field(f, f"{path}.{f.name}", time_as_text=time_as_text) for f in t.fields]
         )
+    if isinstance(t, ListType):
+        element = spark_type(t.element_type, f"{path}.element", time_as_text=time_as_text)
+        return st.ArrayType(element, containsNull=not t.element_required)
     if isinstance(t, MapType):
         return st.MapType(
-            spark_type(t.key_type, f"{path}.key"),
-            spark_type(t.value_type, f"{path}.value"),
+            spark_type(t.key_type, f"{path}.key", time_as_text=time_as_text),
+            spark_type(t.value_type, f"{path}.value", time_as_text=time_as_text),
             valueContainsNull=not t.value_required,
         )
     if isinstance(t, DecimalType):
@@ -104,6 +107,8 @@ def spark_type(t: IcebergType, path: str) -> st.DataType:
     if isinstance(t, FixedType):
         return st.BinaryType()
     if isinstance(t, TimeType):
+        if time_as_text:
+            return st.StringType()
         raise SchemaMismatch(
             f"column {path!r} has type time, which Spark 4 does not support; read the other "
             "columns by giving Spark a schema without it: spark.read.schema(...)"
@@ -114,8 +119,9 @@ def spark_type(t: IcebergType, path: str) -> st.DataType:
     return make()
 
 
-def spark_field(f: NestedField, path: str) -> st.StructField:
-    return st.StructField(f.name, spark_type(f.field_type, path), nullable=not f.required)
+def spark_field(f: NestedField, path: str, *, time_as_text: bool = False) -> st.StructField:
+    field_type = spark_type(f.field_type, path, time_as_text=time_as_text)
+    return st.StructField(f.name, field_type, nullable=not f.required)
 
 
 def spark_schema(

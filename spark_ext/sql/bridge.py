@@ -244,20 +244,30 @@ class CatalogBridge:
         try:
             table = self.catalog.load_table((*namespace, name))
         except NotFound:
-            if len(namespace) > 1 and self.catalog.table_exists(namespace):
-                if name in METADATA_TABLES:
-                    if version is not None or timestamp_us is not None:
-                        raise ValidationError("metadata tables have no time travel") from None
-                    return self._metadata_table(namespace, name)
-                ref = _ref_name(name)
-                if ref is not None:
-                    return self._ref_table(namespace, name, *ref, version, timestamp_us)
-            raise
+            ref = _ref_name(name)
+            base = self._named_table(namespace) if name in METADATA_TABLES or ref else None
+            if base is None:
+                raise
+            if ref is None:
+                if version is not None or timestamp_us is not None:
+                    raise ValidationError("metadata tables have no time travel") from None
+                return self._metadata_table(namespace, name, base)
+            return self._ref_table(base, namespace, name, *ref, version, timestamp_us)
         travel = time_travel_options(table, version=version, timestamp_us=timestamp_us)
         return self._descriptor(namespace, name, table, travel)
 
+    def _named_table(self, namespace: Sequence[str]) -> Table | None:
+        """The table ``namespace`` names (``db.t`` of ``db.t.files``), or None."""
+        if len(namespace) < 2:
+            return None
+        try:
+            return self.catalog.load_table(namespace)
+        except NotFound:
+            return None
+
     def _ref_table(
         self,
+        table: Table,
         namespace: Sequence[str],
         name: str,
         kind: str,
@@ -269,7 +279,6 @@ class CatalogBridge:
         insert overwrite) or a tag (read only), as Iceberg's Spark catalog names them."""
         if version is not None or timestamp_us is not None:
             raise ValidationError(f"{name} names a {kind} already: no time travel on it")
-        table = self.catalog.load_table(namespace)
         found = table.refs().get(ref)
         if found is None or found.ref_type != kind:
             raise NoSuchRef(f"{table.name} has no {kind} {ref!r}")
@@ -640,9 +649,8 @@ class CatalogBridge:
             "row_lineage": table.metadata.format_version >= 3,
         }
 
-    def _metadata_table(self, namespace: Sequence[str], kind: str) -> dict[str, Any]:
+    def _metadata_table(self, namespace: Sequence[str], kind: str, table: Table) -> dict[str, Any]:
         table_name = ".".join(namespace)
-        table = self.catalog.load_table(namespace)
         return {
             "name": f"{self.name}.{table_name}.{kind}",
             "identifier": {"namespace": list(namespace), "name": kind},

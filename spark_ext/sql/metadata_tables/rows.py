@@ -45,7 +45,6 @@ from lakecat.metadata.schema import (
     ListType,
     LongType,
     MapType,
-    NestedField,
     PrimitiveType,
     Schema,
     StringType,
@@ -59,7 +58,7 @@ from lakecat.metadata.schema import (
 )
 from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.sql.metadata_tables.schemas import METADATA_TABLES, Shape, schema
-from lakecat.spark_ext.types import spark_type
+from lakecat.spark_ext.types import spark_field, spark_type
 
 
 def rows(table: Table, kind: str) -> list[tuple[Any, ...]]:
@@ -159,7 +158,7 @@ class _PartitionField:
         return None if value is None else self.transform.to_human_string(self.result_type, value)
 
     def spark_field(self) -> st.StructField:
-        return st.StructField(self.name, _spark_type(self.result_type, self.name))
+        return st.StructField(self.name, spark_type(self.result_type, self.name, time_as_text=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +177,7 @@ class _MetricColumn:
         return _MetricColumn(field_id, name, t, _bound_reader(t))
 
     def spark_field(self) -> st.StructField:
-        bound = _spark_type(self.type, self.name)
+        bound = spark_type(self.type, self.name, time_as_text=True)
         counts = [st.StructField(n, st.LongType()) for n in _COUNTS]
         bounds = [st.StructField(n, bound) for n in ("lower_bound", "upper_bound")]
         return st.StructField(self.name, st.StructType([*counts, *bounds]))
@@ -227,30 +226,9 @@ def _text_bound(t: PrimitiveType, data: bytes) -> Any:
 _COUNTS = ("column_size", "value_count", "null_value_count", "nan_value_count")
 
 
-def _spark_type(t: IcebergType, path: str) -> st.DataType:
-    """The Spark type of a value in a metadata table: as the table's own columns
-    (:func:`lakecat.spark_ext.types.spark_type`), except ``time``, which Spark 4 has no type
-    for (Iceberg's Spark runtime refuses it): its text (``10:15:30``)."""
-    if isinstance(t, TimeType):
-        return st.StringType()
-    if isinstance(t, StructType):
-        return st.StructType([_spark_field(f, f"{path}.{f.name}") for f in t.fields])
-    if isinstance(t, ListType):
-        element = _spark_type(t.element_type, f"{path}.element")
-        return st.ArrayType(element, containsNull=not t.element_required)
-    if isinstance(t, MapType):
-        key = _spark_type(t.key_type, f"{path}.key")
-        value = _spark_type(t.value_type, f"{path}.value")
-        return st.MapType(key, value, valueContainsNull=not t.value_required)
-    return spark_type(t, path)
-
-
-def _spark_field(f: NestedField, path: str) -> st.StructField:
-    return st.StructField(f.name, _spark_type(f.field_type, path), nullable=not f.required)
-
-
 def _spark_value(t: IcebergType, value: Any) -> Any:
-    """An in-memory value of primitive type ``t`` as PySpark takes it for :func:`_spark_type`."""
+    """An in-memory value of primitive type ``t`` as PySpark takes it for its Spark type
+    (:func:`~lakecat.spark_ext.types.spark_type` with ``time_as_text``)."""
     if value is None:
         return None
     if isinstance(t, TimeType):
@@ -294,7 +272,9 @@ class _Decoder:
         return Shape(
             partition=st.StructType([u.spark_field() for u in self.union]),
             readable_metrics=st.StructType([c.spark_field() for c in self.metric_columns]),
-            row=st.StructType([_spark_field(f, f.name) for f in self.schema.fields]),
+            row=st.StructType(
+                [spark_field(f, f.name, time_as_text=True) for f in self.schema.fields]
+            ),
             format_version=self.format_version,
         )
 
@@ -440,7 +420,7 @@ class _Tables:
 
 def _stored_value(t: IcebergType, value: Any) -> Any:
     """A value read from a Parquet file by Arrow (``to_pylist``) as PySpark takes it for
-    :func:`_spark_type`."""
+    :func:`~lakecat.spark_ext.types.spark_type` with ``time_as_text``."""
     if value is None:
         return None
     if isinstance(t, StructType):
