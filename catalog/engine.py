@@ -10,7 +10,9 @@ through here and the package itself (``tests/test_layering.py`` holds it to that
 lies behind them can be reorganized freely.
 
 * an operation's intent, committed by ``Table.commit_intent``: ``Intent``, ``OpKind``,
-  ``new_snapshot_id``;
+  ``new_snapshot_id``; the snapshot a write to a branch reads (``start_of``, which also
+  decides whether the write creates its branch) and the one its commit builds on
+  (``commit_parent``);
 * planning reads: ``Scan``, ``RowFilter``, ``to_timestamp_ms``, ``plan_delete``;
 * applying delete files while reading a data file: ``DeleteReader`` (a scan plan names the
   delete files of each data file);
@@ -40,7 +42,13 @@ from lakecat.catalog.commit.conflicts import (
     check_protocol,
     check_transaction,
 )
-from lakecat.catalog.commit.intent import Intent, OpKind, new_snapshot_id
+from lakecat.catalog.commit.intent import (
+    Intent,
+    OpKind,
+    commit_parent,
+    new_snapshot_id,
+    start_of,
+)
 from lakecat.catalog.commit.moves import PositionBlock, observed_moves
 from lakecat.catalog.commit.pipeline import delete_quietly, metadata_delta
 from lakecat.catalog.commit.producer import data_dir, metadata_dir
@@ -102,6 +110,7 @@ __all__ = [
     "check_transaction",
     "cherry_pick",
     "commit_compaction",
+    "commit_parent",
     "conform",
     "data_dir",
     "delete_quietly",
@@ -123,6 +132,7 @@ __all__ = [
     "rollback_to_snapshot",
     "rollback_to_timestamp",
     "set_current_snapshot",
+    "start_of",
     "to_timestamp_ms",
     "write_files",
     "write_position_deletes",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lakecat.catalog.commit.intent import Intent, OpKind
+from lakecat.catalog.commit.intent import Intent, OpKind, start_of
 from lakecat.catalog.commit.pipeline import CommitResult, commit_intent
 from lakecat.catalog.commit.pipeline import commit_updates as commit_metadata_updates
 from lakecat.catalog.read.scan import RowFilter, Scan, to_expression
@@ -223,7 +223,10 @@ class Table:
 
         ``commit_options``: ``app_id`` and ``app_version`` make the commit idempotent;
         ``skip_if_committed=True`` turns a repeat into a no-op instead of
-        :class:`ConcurrentTransaction`; ``snapshot_properties`` adds summary entries.
+        :class:`ConcurrentTransaction`; ``snapshot_properties`` adds summary entries;
+        ``create_branch=True`` lets ``branch`` name a branch that does not exist yet: the
+        write reads main's head and its commit creates the branch there, as Iceberg's writes
+        do (without it, :class:`NoSuchRef`). Every write takes these options.
         """
         start = self.metadata
         files = write_files(self.io, start, conform(start, data))
@@ -251,9 +254,15 @@ class Table:
         if mapping is None:
             mapping = NameMapping.of_schema(self.metadata.schema())
         start = self.metadata
+        head = self._head(start, branch, commit_options.get("create_branch", False))
         existing = (
-            {f.file_path for f in self.scan(ref=branch).plan_files()}
-            if check_duplicates and branch in start.refs
+            {
+                f.file_path
+                for f in Scan(
+                    self.io, start, head, start.schema(), manifest_cache=self._ops.manifest_cache
+                ).plan_files()
+            }
+            if check_duplicates and head is not None
             else None
         )
         files, without_ids = imported_data_files(self.io, start, paths, mapping, existing=existing)
@@ -311,7 +320,7 @@ class Table:
             )
         files = write_files(self.io, start, conform(start, data))
         partitions = frozenset((f.spec_id, f.partition) for f in files)
-        head = self._head(start, branch)
+        head = self._head(start, branch, commit_options.get("create_branch", False))
         removed = [
             f
             for f in Scan(
@@ -349,7 +358,7 @@ class Table:
         plan = plan_update(
             self.io,
             start,
-            self._head(start, branch),
+            self._head(start, branch, commit_options.get("create_branch", False)),
             set_values=set,
             where=where_expr,
             cache=self._ops.manifest_cache,
@@ -392,7 +401,7 @@ class Table:
         plan = plan_merge(
             self.io,
             start,
-            self._head(start, branch),
+            self._head(start, branch, commit_options.get("create_branch", False)),
             source=source_table,
             on=keys,
             clauses=clauses,
@@ -460,7 +469,7 @@ class Table:
         plan = plan_delete(
             self.io,
             start,
-            self._head(start, branch),
+            self._head(start, branch, commit_options.get("create_branch", False)),
             expression,
             case_sensitive=case_sensitive,
             cache=self._ops.manifest_cache,
@@ -492,12 +501,8 @@ class Table:
             written.extend(f.file_path for f in files)
             return files + write_position_deletes(self.io, start, deletes)
 
-    def _head(self, metadata: TableMetadata, branch: str) -> Snapshot | None:
-        if branch not in metadata.refs:
-            if branch == MAIN_BRANCH:
-                return None
-            raise NoSuchRef(f"{self.name} has no branch {branch!r}")
-        return metadata.ref_snapshot(branch)
+    def _head(self, metadata: TableMetadata, branch: str, create: bool = False) -> Snapshot | None:
+        return start_of(metadata, branch, create=create, table=self.name)
 
     @staticmethod
     def _isolation(metadata: TableMetadata, key: str) -> str:
@@ -524,13 +529,15 @@ class Table:
         app_version: int | None = None,
         skip_if_committed: bool = False,
         snapshot_properties: Mapping[str, str] | None = None,
+        create_branch: bool = False,
     ) -> Intent:
         if (app_id is None) != (app_version is None):
             raise ValidationError("app_id and app_version go together")
-        head = self._head(start, branch)
+        head = self._head(start, branch, create_branch)
         return Intent(
             kind=kind,
             branch=branch,
+            creates_branch=create_branch and branch not in start.refs,
             starting_snapshot_id=head.snapshot_id if head else None,
             added_files=tuple(added),
             removed_files=tuple(removed),

@@ -150,8 +150,11 @@ def check_all(
 def check_branch(intent: Intent, branches: Iterable[str]) -> None:
     """An operation that started from a snapshot of its branch fails when the branch is gone
     (``branches``: the table's branches now): committing would create the branch anew, from
-    nothing, holding only this operation's files."""
-    if intent.starting_snapshot_id is None or intent.branch in set(branches):
+    nothing, holding only this operation's files. An operation that creates its branch read
+    main (``Intent.creates_branch``): a branch still missing is what it expects."""
+    if intent.starting_snapshot_id is None or intent.creates_branch:
+        return
+    if intent.branch in set(branches):
         return
     raise BranchRemoved(
         f"{intent.kind.value}: branch {intent.branch!r}, which this operation read at snapshot "

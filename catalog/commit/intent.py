@@ -16,10 +16,19 @@ from enum import StrEnum
 
 from lakecat.catalog.commit.moves import RowMoves
 from lakecat.metadata import properties as P
+from lakecat.metadata.errors import NoSuchRef
 from lakecat.metadata.expressions.expressions import AlwaysTrue, Expression
 from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.table.replace import Replacement
-from lakecat.metadata.table.snapshots import APPEND, DELETE, OVERWRITE, REPLACE
+from lakecat.metadata.table.snapshots import (
+    APPEND,
+    DELETE,
+    MAIN_BRANCH,
+    OVERWRITE,
+    REPLACE,
+    Snapshot,
+)
+from lakecat.metadata.table.table_metadata import TableMetadata
 
 
 class OpKind(StrEnum):
@@ -67,6 +76,11 @@ class Intent:
     kind: OpKind
     snapshot_id: int = field(default_factory=new_snapshot_id)
     branch: str = "main"
+    # The branch did not exist when the operation read (it read main's head, its starting
+    # snapshot): the commit creates it at main's head, as Iceberg's writes to a branch not yet
+    # made do (write-audit-publish's ``spark.wap.branch``), unless a concurrent commit
+    # created it first (then it commits on top of that). See :func:`commit_parent`.
+    creates_branch: bool = False
     # The snapshot the operation read (None: the table was empty, or a blind append).
     starting_snapshot_id: int | None = None
     added_files: tuple[DataFile, ...] = ()
@@ -117,6 +131,7 @@ class Intent:
             self.kind is OpKind.APPEND
             and self.app_id is None
             and self.wap_id is None
+            and not self.creates_branch
             and self.replacement is None
             and not self.imports_files
         )
@@ -163,3 +178,31 @@ class Intent:
     @property
     def removed_paths(self) -> frozenset[str]:
         return frozenset(f.file_path for f in self.removed_files)
+
+
+def start_of(
+    metadata: TableMetadata, branch: str, *, create: bool = False, table: str = "the table"
+) -> Snapshot | None:
+    """The snapshot a write to ``branch`` reads in ``metadata`` (None: an empty table or
+    branch): the branch's head. A branch that does not exist is :class:`NoSuchRef`, except
+    ``main`` (a new table's) and, with ``create``, any branch: the write then reads main's
+    head and its commit creates the branch (``Intent.creates_branch``)."""
+    if branch in metadata.refs:
+        return metadata.ref_snapshot(branch)
+    if branch == MAIN_BRANCH:
+        return None
+    if not create:
+        raise NoSuchRef(f"{table} has no branch {branch!r}")
+    return metadata.current_snapshot
+
+
+def commit_parent(base: TableMetadata, intent: Intent) -> Snapshot | None:
+    """The snapshot ``intent``'s commit builds on in ``base`` (its validation window ends
+    there): its branch's head; while the branch does not exist, main's head for an intent that
+    creates it, and none otherwise (a new table; a branch removed since the operation read
+    it, which :func:`~lakecat.catalog.commit.conflicts.check_branch` refuses)."""
+    if intent.branch in base.refs:
+        return base.ref_snapshot(intent.branch)
+    if intent.creates_branch:
+        return base.current_snapshot
+    return None

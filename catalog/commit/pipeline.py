@@ -92,7 +92,7 @@ from lakecat.catalog.commit.conflicts import (
 from lakecat.catalog.commit.coordination.group import Batch, Waiter, drain, queue_for
 from lakecat.catalog.commit.coordination.lock import Hold, WaitHooks
 from lakecat.catalog.commit.coordination.protocol import TicketState
-from lakecat.catalog.commit.intent import Intent, OpKind
+from lakecat.catalog.commit.intent import Intent, OpKind, commit_parent
 from lakecat.catalog.commit.moves import ROW_MOVES_KEY, RowMoves, read_row_moves
 from lakecat.catalog.commit.producer import NO_SWAP, DeleteSwap, SnapshotProducer, data_dir
 from lakecat.catalog.commit.retarget import retarget, row_ids
@@ -876,7 +876,7 @@ class _CommitWindow:
             return NO_SWAP  # nobody touched those files or their deletes: the DVs stand
         removed_by = {p: c for c in reversed(concurrent) for p in c.removed_paths}
         compacted = sorted(t for t in ours if t in removed_by)
-        head = base.ref_snapshot(self.intent.branch) if self.intent.branch in base.refs else None
+        head = commit_parent(base, self.intent)
         current = live_deletes_naming(self.io, base, head, ours, self.manifests)
         changed = {
             target: found
@@ -1007,7 +1007,7 @@ class _CommitWindow:
     ) -> None:
         """An UPDATE or MERGE whose moved rows another commit deleted in the output files
         (a lost update): :class:`ConcurrentRowChange`."""
-        head = base.ref_snapshot(self.intent.branch) if self.intent.branch in base.refs else None
+        head = commit_parent(base, self.intent)
         theirs = live_deletes_naming(self.io, base, head, moved, self.manifests)
         for path, found in theirs.items():
             for d in found:
@@ -1261,7 +1261,7 @@ class _CommitWindow:
         return found
 
     def _concurrent(self, base: TableMetadata) -> list[ConcurrentCommit]:
-        head = base.refs.get(self.intent.branch)
+        head = commit_parent(base, self.intent)
         out: list[ConcurrentCommit] = []
         for snap in base.ancestors(head.snapshot_id if head else None):
             if snap.snapshot_id == self.intent.starting_snapshot_id:
@@ -1337,7 +1337,7 @@ def require_row_lineage(base: TableMetadata, intent: Intent) -> None:
 def _already_committed(intent: Intent, base: TableMetadata) -> int | None:
     if intent.app_id is None:
         return None
-    head = base.refs.get(intent.branch)
+    head = commit_parent(base, intent)
     history = base.ancestors(head.snapshot_id if head else None)
     return check_transaction(intent, app_versions((s.snapshot_id, s.summary) for s in history))
 

@@ -26,7 +26,7 @@ from lakecat.catalog.commit.conflicts import (
     BLIND_APPEND_KEY,
     OPERATION_KEY,
 )
-from lakecat.catalog.commit.intent import Intent, OpKind
+from lakecat.catalog.commit.intent import Intent, OpKind, commit_parent
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import ConcurrentDeleteDelete
 from lakecat.metadata.io.fileio import FileIO, join
@@ -155,7 +155,7 @@ class SnapshotProducer:
         the intent's (a compaction's carried-over deletes, which depend on the base);
         ``swap``: deletion vectors merged with the base's in place of the intent's."""
         intent = self.intent
-        parent = base.ref_snapshot(intent.branch) if intent.branch in base.refs else None
+        parent = commit_parent(base, intent)
         base_manifests = (
             list(self.manifests.manifest_list(self.io, parent.manifest_list).manifests)
             if parent
@@ -226,7 +226,8 @@ class SnapshotProducer:
             )
         requirements: tuple[TableRequirement, ...] = (
             AssertTableUUID(base.table_uuid),
-            AssertRefSnapshotId(intent.branch, parent.snapshot_id if parent else None),
+            # (a branch this commit creates must still be missing)
+            AssertRefSnapshotId(intent.branch, ref.snapshot_id if ref else None),
         )
         return Produced(snapshot, updates, requirements, (list_location,))
 

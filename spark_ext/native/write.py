@@ -220,9 +220,10 @@ def write(
 ) -> NativeSupport:
     """Write ``df`` into a lakecat table in ``mode`` (``append`` or ``overwrite``) with the
     options of the ``lakecat`` data source (``app-id``/``app-version``, ``overwrite-mode``,
-    ``branch``, ``snapshot-property.<key>``, ``partition-by``, ...; pass hyphenated keys as
-    ``**{"app-id": "nightly"}``), natively when the write qualifies, else through the data
-    source (``df.write.format(format_name)``; the reason is logged). Returns the decision.
+    ``branch``, ``create-branch``, ``snapshot-property.<key>``, ``partition-by``, ...; pass
+    hyphenated keys as ``**{"app-id": "nightly"}``), natively when the write qualifies, else
+    through the data source (``df.write.format(format_name)``; the reason is logged). Returns
+    the decision.
 
     The catalog is ``catalog``, else the one :func:`~lakecat.spark_ext.register` registered
     as ``format_name`` in the DataFrame's session.

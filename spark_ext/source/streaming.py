@@ -36,6 +36,7 @@ from lakecat.catalog.engine import (
     Intent,
     app_versions,
     check_transaction,
+    commit_parent,
     delete_quietly,
     new_snapshot_id,
 )
@@ -47,17 +48,16 @@ from lakecat.spark_ext.settings import CatalogSettings
 from lakecat.spark_ext.source.tasks import write_batches
 from lakecat.spark_ext.source.write_jobs import (
     APP_ID,
-    BRANCH,
     FilesMessage,
     WriteJob,
     WriteMode,
     abort_files,
-    branch_head,
     check_unchanged,
     commit_and_clean,
     journal_for,
     load_or_create,
     snapshot_properties,
+    write_branch,
 )
 
 log = logging.getLogger("lakecat.spark")
@@ -87,6 +87,7 @@ class StreamJob:
     app_id: str | None = None  # from the options; None: the query id from the checkpoint
     checkpoint: str | None = None
     branch: str = MAIN_BRANCH
+    create_branch: bool = False
     snapshot_properties: tuple[tuple[str, str], ...] = ()
     snapshot_id: int = field(default_factory=new_snapshot_id)
     job_id: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -158,6 +159,7 @@ class StreamJob:
             metadata_location=location,
             mode=WriteMode.OVERWRITE if self.complete else WriteMode.APPEND,
             branch=self.branch,
+            create_branch=self.create_branch,
             app_id=app_id,
             app_version=batch_id,
             # A batch committed by another writer while this one ran is an error.
@@ -170,7 +172,7 @@ class StreamJob:
 
 def committed_before(start: TableMetadata, intent: Intent) -> int | None:
     """The snapshot that committed the intent's (app id, version) in ``start``, if any."""
-    head = branch_head(start, intent.branch)
+    head = commit_parent(start, intent)
     history = start.ancestors(head.snapshot_id if head else None)
     versions = app_versions((s.snapshot_id, s.summary) for s in history)
     return check_transaction(replace(intent, skip_if_committed=True), versions)
@@ -226,8 +228,7 @@ def plan_stream(
         query_app_id(None)  # raises: the sink could not be idempotent
     with settings.open() as catalog:
         table = load_or_create(catalog, table_name, options, spark_schema)
-    branch = options.get(BRANCH) or MAIN_BRANCH
-    branch_head(table.metadata, branch)
+    branch, create_branch = write_branch(options, table.metadata)
     return LakecatStreamWriter(
         StreamJob(
             table=table_name,
@@ -238,6 +239,7 @@ def plan_stream(
             app_id=app_id,
             checkpoint=checkpoint,
             branch=branch,
+            create_branch=create_branch,
             snapshot_properties=snapshot_properties(options),
         )
     )

@@ -54,13 +54,13 @@ from lakecat.catalog.engine import (
     metadata_dir,
     new_snapshot_id,
     plan_delete,
+    start_of,
     write_files,
 )
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import (
     CommitConflict,
     LakecatError,
-    NoSuchRef,
     RetriesExhausted,
     ValidationError,
 )
@@ -91,6 +91,7 @@ APP_ID = "app-id"
 APP_VERSION = "app-version"
 SKIP_IF_COMMITTED = "skip-if-committed"
 BRANCH = "branch"
+CREATE_BRANCH = "create-branch"  # with BRANCH: a missing branch starts at main's head
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 PARTITION_BY = "partition-by"  # when the write creates the table: "region, ts:day, id:bucket[16]"
 
@@ -126,6 +127,7 @@ class WriteJob:
     metadata_location: str
     mode: WriteMode = WriteMode.APPEND
     branch: str = MAIN_BRANCH
+    create_branch: bool = False  # a missing branch starts at main's head (see write_branch)
     overwrite_filter: str | None = None
     app_id: str | None = None
     app_version: int | None = None
@@ -214,11 +216,12 @@ class WriteJob:
     def intent(self, files: Sequence[DataFile]) -> Intent | None:
         """The intent committing ``files`` in this job's mode, planned against the table as
         the job started; None when the write changes nothing."""
-        head = branch_head(self.metadata, self.branch)
+        head = start_of(self.metadata, self.branch, create=self.create_branch)
         base = Intent(
             kind=OpKind.APPEND,
             snapshot_id=self.snapshot_id,
             branch=self.branch,
+            creates_branch=self.create_branch and self.branch not in self.metadata.refs,
             starting_snapshot_id=head.snapshot_id if head else None,
             added_files=tuple(files),
             app_id=self.app_id,
@@ -299,8 +302,7 @@ def plan_write(
         table = load_or_create(catalog, table_name, options, spark_schema)
         mode = write_mode(options, overwrite=overwrite, unpartitioned=table.spec().is_unpartitioned)
         app_id, app_version = app_options(options)
-        branch = options.get(BRANCH) or MAIN_BRANCH
-        branch_head(table.metadata, branch)  # NoSuchRef early for an unknown branch
+        branch, create_branch = write_branch(options, table.metadata)  # NoSuchRef early
         if mode is WriteMode.OVERWRITE_BY_FILTER:
             # a bad filter fails before any task writes
             bind(table.schema(), parse(options[OVERWRITE_FILTER]))
@@ -311,6 +313,7 @@ def plan_write(
             metadata_location=table.metadata_location,
             mode=mode,
             branch=branch,
+            create_branch=create_branch,
             overwrite_filter=options.get(OVERWRITE_FILTER) or None,
             app_id=app_id,
             app_version=app_version,
@@ -493,12 +496,14 @@ def snapshot_properties(options: Mapping[str, str]) -> tuple[tuple[str, str], ..
 
 
 # ---- shared with streaming and row-level operations -----------------------------------------
-def branch_head(metadata: TableMetadata, branch: str) -> Snapshot | None:
-    if branch not in metadata.refs:
-        if branch == MAIN_BRANCH:
-            return None
-        raise NoSuchRef(f"the table has no branch {branch!r}")
-    return metadata.ref_snapshot(branch)
+def write_branch(options: Mapping[str, str], metadata: TableMetadata) -> tuple[str, bool]:
+    """The branch a write commits to (``branch``; main by default) and whether it may create
+    it (``create-branch=true``: a branch that does not exist starts at main's head, in the
+    write's commit); :class:`NoSuchRef` for a missing branch it may not create."""
+    branch = options.get(BRANCH) or MAIN_BRANCH
+    create = options.get(CREATE_BRANCH, "false").strip().lower() == "true"
+    start_of(metadata, branch, create=create)
+    return branch, create
 
 
 def isolation_level(metadata: TableMetadata, key: str) -> str:

@@ -34,6 +34,7 @@ from pyspark.sql.types import StructType
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.engine import metadata_dir
+from lakecat.metadata import properties as P
 from lakecat.metadata.deletes import deserialize_bitmap, positions_array
 from lakecat.metadata.errors import (
     LakecatError,
@@ -69,7 +70,7 @@ from lakecat.spark_ext.source.planning import (
 )
 from lakecat.spark_ext.source.staging import STAGE_TO
 from lakecat.spark_ext.source.write_jobs import BRANCH as WRITE_BRANCH
-from lakecat.spark_ext.source.write_jobs import OVERWRITE_FILTER, OVERWRITE_MODE
+from lakecat.spark_ext.source.write_jobs import CREATE_BRANCH, OVERWRITE_FILTER, OVERWRITE_MODE
 from lakecat.spark_ext.sql.alter import alter_table
 from lakecat.spark_ext.sql.convert import (
     UnsupportedByCatalog,
@@ -240,7 +241,12 @@ class CatalogBridge:
         name: str,
         version: str | None = None,
         timestamp_us: int | None = None,
+        wap_branch: str | None = None,
     ) -> dict[str, Any]:
+        """The descriptor of ``namespace.name``: a table (at ``version`` or ``timestamp_us``:
+        time travel), a metadata table (``db.t.files``) or a ref table (``db.t.branch_x``).
+        ``wap_branch``: the session's ``spark.wap.branch``, which a table with
+        ``write.wap.enabled`` is read and written at (:meth:`_wap_branch`)."""
         try:
             table = self.catalog.load_table((*namespace, name))
         except NotFound:
@@ -254,7 +260,31 @@ class CatalogBridge:
                 return self._metadata_table(namespace, name, base)
             return self._ref_table(base, namespace, name, *ref, version, timestamp_us)
         travel = time_travel_options(table, version=version, timestamp_us=timestamp_us)
+        if wap_branch and not travel and P.get_bool(table.properties, P.WRITE_WAP_ENABLED, False):
+            return self._wap_branch(namespace, name, table, wap_branch)
         return self._descriptor(namespace, name, table, travel)
+
+    def _wap_branch(
+        self, namespace: Sequence[str], name: str, table: Table, branch: str
+    ) -> dict[str, Any]:
+        """A table with ``write.wap.enabled`` in a session with ``spark.wap.branch``, as
+        Iceberg's Spark runtime treats it: read at that branch if it exists (else main), and
+        every write commits to the branch, the first one creating it at main's head in its
+        own commit (``create-branch``; row-level statements and deletes get ``new_branch``)."""
+        found = table.refs().get(branch)
+        if found is not None and found.ref_type != "branch":
+            raise ValidationError(
+                f"spark.wap.branch={branch!r} names a tag of {table.name}: it must name a "
+                "branch (or one to create)"
+            )
+        travel = {BRANCH: branch} if found is not None else {}
+        descriptor = self._descriptor(namespace, name, table, travel)
+        descriptor["write_options"] = {OPTION_TABLE: table.name, WRITE_BRANCH: branch}
+        descriptor["wap_branch"] = branch
+        if found is None:
+            descriptor["write_options"][CREATE_BRANCH] = "true"
+            descriptor["new_branch"] = branch
+        return descriptor
 
     def _named_table(self, namespace: Sequence[str]) -> Table | None:
         """The table ``namespace`` names (``db.t`` of ``db.t.files``), or None."""
@@ -393,17 +423,20 @@ class CatalogBridge:
         predicates: Sequence[Mapping[str, Any]],
         branch: str | None = None,
         snapshot_properties: Mapping[str, str] | None = None,
+        create_branch: bool = False,
     ) -> int | None:
         """DELETE FROM: lakecat's delete (whole files dropped, others rewritten), one commit
-        with the table's delete isolation level, on ``branch`` (``t.branch_<name>``) or main;
-        the new snapshot id (None: nothing deleted). ``snapshot_properties``: summary entries
-        (the session's WAP id)."""
+        with the table's delete isolation level, on ``branch`` (``t.branch_<name>``, the
+        session's WAP branch) or main; the new snapshot id (None: nothing deleted).
+        ``snapshot_properties``: summary entries (the session's WAP id); ``create_branch``: a
+        WAP branch that does not exist yet is created at main's head by the delete's commit."""
         table = self.catalog.load_table((*namespace, name))
         expression = predicates_expression(predicates, table.schema())
         result = table.delete(
             expression,
             branch=branch or MAIN_BRANCH,
             snapshot_properties=snapshot_properties or {},
+            create_branch=create_branch,
         )
         return None if result is None else result.snapshot_id
 
@@ -507,10 +540,12 @@ class CatalogBridge:
         files: Sequence[str],
         read_options: Mapping[str, str],
         snapshot_properties: Mapping[str, str] | None = None,
+        new_branch: str | None = None,
     ) -> int | None:
         """Commit a copy-on-write DELETE/UPDATE/MERGE: the staged files replace the files
         the operation read; the new snapshot id (None: nothing changed).
-        ``snapshot_properties``: summary entries (the session's WAP id)."""
+        ``snapshot_properties``: summary entries (the session's WAP id); ``new_branch``: the
+        session's WAP branch, which did not exist when the statement read main."""
         with staged_owned(self.catalog.io, stage_to):
             view = self._view(read_options)
             table = self.catalog.load_table((*namespace, name))
@@ -522,6 +557,7 @@ class CatalogBridge:
                 read=files,
                 stage_to=stage_to,
                 snapshot_properties=snapshot_properties or {},
+                new_branch=new_branch,
             )
 
     def commit_merge_on_read(
@@ -538,6 +574,7 @@ class CatalogBridge:
         rows_folder: str | None = None,
         rows_files: Sequence[str] = (),
         snapshot_properties: Mapping[str, str] | None = None,
+        new_branch: str | None = None,
     ) -> int | None:
         """Commit a merge-on-read DELETE/UPDATE/MERGE: position deletes (v3: deletion vectors)
         for the rows Spark deleted or updated, and the new rows: staged, or written by the
@@ -568,6 +605,7 @@ class CatalogBridge:
                     deletes=deletes,
                     written=written,
                     snapshot_properties=snapshot_properties or {},
+                    new_branch=new_branch,
                 )
         finally:
             if rows_folder is not None:

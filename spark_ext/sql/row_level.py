@@ -25,7 +25,9 @@ writers each deleted or updated row's ``_file`` and ``_pos`` and the new rows;
 the new rows; the files the statement read stay, as read files for the conflict checks.
 
 On ``t.branch_<name>`` both read the branch's head and commit to the branch, validated against
-the commits that landed on it since; the main branch does not move.
+the commits that landed on it since; the main branch does not move. A statement in a
+session's write-audit-publish branch (``spark.wap.branch``) that does not exist yet read main
+and commits to ``new_branch``, creating it at main's head (``Intent.creates_branch``).
 """
 
 from __future__ import annotations
@@ -82,6 +84,19 @@ def staged_owned(io: FileIO, stage_to: str) -> Iterator[None]:
         raise
 
 
+def _target(view: ReadView, new_branch: str | None) -> tuple[str, bool]:
+    """The branch a statement that read ``view`` commits to, and whether its commit creates
+    it (``new_branch``: a branch it writes that did not exist, so it read main)."""
+    if new_branch is not None and new_branch not in view.metadata.refs:
+        if view.options.branch is not None:
+            raise ValidationError(
+                f"the statement read branch {view.options.branch!r}: it cannot create "
+                f"branch {new_branch!r}"
+            )
+        return new_branch, True
+    return new_branch or view.options.branch or MAIN_BRANCH, False
+
+
 def commit_copy_on_write(
     table: Table,
     view: ReadView,
@@ -91,6 +106,7 @@ def commit_copy_on_write(
     read: Sequence[str],
     stage_to: str,
     snapshot_properties: Mapping[str, str] | None = None,
+    new_branch: str | None = None,
 ) -> int | None:
     """Commit the staged files of a copy-on-write statement in place of the files it read
     (``read``, data files of ``view``'s snapshot); the new snapshot id, None when the
@@ -110,9 +126,11 @@ def commit_copy_on_write(
         if not removed and not added:
             return None
         head = view.snapshot
+        branch, creates_branch = _target(view, new_branch)
         intent = Intent(
             kind=kind,
-            branch=view.options.branch or MAIN_BRANCH,
+            branch=branch,
+            creates_branch=creates_branch,
             starting_snapshot_id=head.snapshot_id if head else None,
             added_files=tuple(added),
             removed_files=tuple(removed),
@@ -141,6 +159,7 @@ def commit_merge_on_read(
     deletes: Mapping[str, Sequence[int] | pa.Array],
     written: Sequence[DataFile] = (),
     snapshot_properties: Mapping[str, str] | None = None,
+    new_branch: str | None = None,
 ) -> int | None:
     """Commit a merge-on-read DELETE/UPDATE/MERGE: position deletes (v3: deletion vectors) for
     ``deletes`` (data file path -> positions, counted over every row of the file) and the new
@@ -170,9 +189,11 @@ def commit_merge_on_read(
             return None
         delete_files = write_position_deletes(io, view.metadata, targets) if targets else []
         head = view.snapshot
+        branch, creates_branch = _target(view, new_branch)
         intent = Intent(
             kind=kind,
-            branch=view.options.branch or MAIN_BRANCH,
+            branch=branch,
+            creates_branch=creates_branch,
             starting_snapshot_id=head.snapshot_id if head else None,
             added_files=(*added, *delete_files),
             removed_files=tuple(replaced_deletes(view.metadata, targets)),

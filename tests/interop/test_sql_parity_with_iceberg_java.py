@@ -9,7 +9,8 @@ at the same time (the Java session is a process of its own), and the two answers
 equal. The scenarios: row-level statements of many shapes in copy-on-write and merge-on-read,
 format v2 and v3 (rows, snapshot operations, row lineage); the metadata tables (columns and
 rows); procedures and the changelog view; DDL with branches, tags, partition evolution, time
-travel and atomic replace; bad input both refuse; write-audit-publish. The last test hands
+travel and atomic replace; bad input both refuse; write-audit-publish (staged by id, and by
+branch). The last test hands
 one table back and forth between the two engines on Iceberg Java's JDBC catalog.
 
 Values that differ between any two runs of the same engine (snapshot ids, times, file paths
@@ -763,3 +764,56 @@ def test_write_audit_publish_stages_and_publishes_as_iceberg_java_does(
     lakecat: Lakecat, java: JavaTables, mode: str
 ) -> None:
     assert_same(*both(lakecat, java, wap_answer, mode))
+
+
+def wap_branch_answer(e: Engine, mode: str) -> dict[str, Any]:
+    """Write-audit-publish by branch: in a session with ``spark.wap.branch`` every write to a
+    table with ``write.wap.enabled`` goes to that branch (the first one creates it at main's
+    head) and the session reads the branch once it exists; main stays until fast-forwarded."""
+    t = create(e, f"wapb_{mode.split('-')[0]}", mode=mode, rows=12)
+    e.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.wap.enabled' = 'true')")
+    e.sql(f"ALTER TABLE {t} CREATE BRANCH dev")
+    name = t.split(".")[-1]
+    answer: dict[str, Any] = {}
+    e.sql("SET spark.wap.branch = audit")
+    try:
+        answer["the session reads main before the branch exists"] = rows(e, t)
+        e.sql(f"UPDATE {t} SET amount = 0 WHERE id % 4 = 0")  # the first write creates it
+        answer["the session reads the branch"] = rows(e, t)
+        for statement in (
+            f"INSERT INTO {t} VALUES (100, 'a', 1.0), (101, NULL, 2.0)",
+            f"DELETE FROM {t} WHERE id % 5 = 1",
+            f"DELETE FROM {t} WHERE cat = 'a'",  # a delete of whole files
+            f"MERGE INTO {t} t USING (SELECT 2 AS id, 'x' AS cat, 9.0 AS amount "
+            "UNION ALL SELECT 200, 'b', 3.0) s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+        ):
+            e.sql(statement)
+        answer["the branch"] = rows(e, t)
+        answer["a write to another branch is refused"] = (
+            e.attempt(f"INSERT INTO {t}.branch_dev VALUES (7, 'a', 1.0)") is not None
+        )
+        e.sql("SET spark.wap.id = w1")
+        try:
+            answer["a WAP id as well is refused"] = (
+                e.attempt(f"INSERT INTO {t} VALUES (7, 'a', 1.0)") is not None
+            )
+        finally:
+            e.sql("RESET spark.wap.id")
+    finally:
+        e.sql("RESET spark.wap.branch")
+    answer["main"] = rows(e, t)
+    answer["the branch's table"] = rows(e, f"{t}.branch_audit")
+    answer["dev"] = rows(e, f"{t}.branch_dev")
+    answer["snapshots"] = [r[0] for r in operations(e, t)]
+    answer["refs"] = e.query(f"SELECT name, type FROM {t}.refs ORDER BY name")
+    e.sql(f"CALL {e.catalog}.system.fast_forward('db.{name}', 'main', 'audit')")
+    answer["main after the fast-forward"] = rows(e, t)
+    return answer
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_a_session_wap_branch_takes_the_writes_as_in_iceberg_java(
+    lakecat: Lakecat, java: JavaTables, mode: str
+) -> None:
+    assert_same(*both(lakecat, java, wap_branch_answer, mode))

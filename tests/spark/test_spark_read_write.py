@@ -221,6 +221,30 @@ def test_dynamic_overwrite_replaces_only_the_partitions_written(spark: Any, lake
     assert unpartitioned.current_snapshot() is None
 
 
+def test_create_branch_lets_a_write_start_its_branch_at_main(spark: Any, lake: Catalog) -> None:
+    table = lake.create_table("db.events", EVENTS, partition_by=["region"])
+    table.append(events(range(3), "eu"))
+    main = table.current_snapshot()
+    new = spark.createDataFrame(events(range(100, 102), "us"))
+    with pytest.raises(Exception, match="NoSuchRef"):  # without the option: a typo is caught
+        new.write.format("lakecat").mode("append").option("branch", "audit").save("db.events")
+
+    new.write.format("lakecat").mode("append").option("branch", "audit").option(
+        "create-branch", "true"
+    ).save("db.events")  # the Python data source
+    import lakecat.spark_ext as lk
+
+    assert lk.write(new, "db.events", branch="audit2", **{"create-branch": "true"}).native
+
+    table.refresh()
+    assert table.current_snapshot() == main
+    for branch in ("audit", "audit2"):
+        head = table.snapshot(table.refs()[branch].snapshot_id)
+        assert head.parent_snapshot_id == main.snapshot_id
+        rows = table.to_arrow(ref=branch).column("id").to_pylist()
+        assert sorted(rows) == [0, 1, 2, 100, 101]
+
+
 def test_overwrite_by_filter_replaces_the_matching_rows(spark: Any, lake: Catalog) -> None:
     table = lake.create_table("db.events", EVENTS)
     table.append(pa.concat_tables([events(range(5), "eu"), events(range(5, 8), "us")]))

@@ -1,7 +1,9 @@
 """Write-audit-publish through the SQL catalog: on a table with ``write.wap.enabled``, every
 write of a session with ``spark.wap.id`` set is staged (its snapshot carries the id in
-``wap.id``; main does not move) until ``CALL lake.system.publish_changes`` publishes it.
-tests/interop/test_sql_parity_with_iceberg_java.py compares the same flow with Iceberg Java.
+``wap.id``; main does not move) until ``CALL lake.system.publish_changes`` publishes it; in a
+session with ``spark.wap.branch`` set every write goes to that branch (the first creates it at
+main's head) and the session reads it. tests/interop/test_sql_parity_with_iceberg_java.py
+compares the same flows with Iceberg Java.
 """
 
 from __future__ import annotations
@@ -123,29 +125,122 @@ def test_an_overwrite_and_a_stream_are_staged_too(audited: Lake, tmp_path: Path)
     assert ids(lake, at(staged_snapshot(lake, "stream"))) == [1, 2, 3, 8, 9]
 
 
-def test_a_session_wap_branch_is_refused_before_anything_is_written(audited: Lake) -> None:
-    """Iceberg's other form, spark.wap.branch, is not supported: a write would land on main,
-    so every write is refused first, with a typed error naming the way out."""
+@contextmanager
+def wap_branch(spark: Any, value: str) -> Iterator[None]:
+    spark.conf.set("spark.wap.branch", value)
+    try:
+        yield
+    finally:
+        spark.conf.unset("spark.wap.branch")
+
+
+# each kind of write, as the first write of a session with spark.wap.branch, and the rows the
+# branch then holds (main: 1, 2, 3)
+BRANCH_WRITES = {
+    "insert": ("INSERT INTO lake.db.t VALUES (4, 'a')", [1, 2, 3, 4]),
+    "whole-file delete": ("DELETE FROM lake.db.t WHERE cat = 'a'", [2, 3]),
+    "merge-on-read delete": ("DELETE FROM lake.db.t WHERE id % 3 = 0", [1, 2]),
+    "copy-on-write update": ("UPDATE lake.db.t SET id = 8 WHERE id = 2", [1, 3, 8]),
+    "merge": (
+        "MERGE INTO lake.db.t t USING (SELECT 3 AS id, 'b' AS cat UNION ALL SELECT 5, 'c') s "
+        "ON t.id = s.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *",
+        [1, 2, 5],
+    ),
+    "dynamic overwrite": ("INSERT OVERWRITE lake.db.t SELECT 7, 'b'", [1, 7]),
+    "dataframe": (None, [1, 2, 3, 6]),
+}
+
+
+@pytest.mark.parametrize("write", list(BRANCH_WRITES))
+def test_the_first_write_in_a_session_wap_branch_creates_it_at_main_in_its_one_commit(
+    audited: Lake, write: str
+) -> None:
     lake = audited
-    before = lake.catalog.load_table("db.t").metadata_location
-    lake.spark.conf.set("spark.wap.branch", "audit")
+    lake.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    table = lake.catalog.load_table("db.t")
+    head, count = table.metadata.current_snapshot_id, len(table.snapshots())
+    statement, expected = BRANCH_WRITES[write]
     try:
-        for statement in (
-            "INSERT INTO lake.db.t VALUES (4, 'a')",
-            "DELETE FROM lake.db.t WHERE cat = 'a'",
-            "DELETE FROM lake.db.t WHERE id % 3 = 0",
-            "UPDATE lake.db.t SET cat = 'c' WHERE id = 2",
-        ):
-            with pytest.raises(Exception, match=r"UnsupportedByCatalog: spark\.wap\.branch=audit"):
+        with wap_branch(lake.spark, "audit"):
+            if statement is None:
+                frame = lake.spark.createDataFrame([(6, "a")], "id bigint, cat string")
+                frame.writeTo("lake.db.t").append()
+            else:
                 lake.sql(statement)
-        assert ids(lake) == [1, 2, 3]  # reads are not refused
+            assert ids(lake) == expected  # the session reads its branch once it exists
     finally:
-        lake.spark.conf.unset("spark.wap.branch")
-    assert lake.catalog.load_table("db.t").metadata_location == before
-    lake.spark.conf.set("spark.wap.branch", "audit")
-    try:
-        with pytest.raises(Exception) as raised:
-            lake.sql("INSERT INTO lake.db.t VALUES (4, 'a')")
-    finally:
-        lake.spark.conf.unset("spark.wap.branch")
-    assert type(lakecat_error(raised.value)).__name__ == "UnsupportedByCatalog"  # typed again
+        lake.spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+
+    table = lake.catalog.load_table("db.t")
+    assert table.metadata.current_snapshot_id == head and ids(lake) == [1, 2, 3]
+    assert ids(lake, "lake.db.t.branch_audit") == expected
+    audit = table.snapshot(table.refs()["audit"].snapshot_id)
+    assert audit.parent_snapshot_id == head
+    assert len(table.snapshots()) == count + 1  # the branch came with the write
+
+
+def test_a_session_wap_branch_takes_every_later_write_until_fast_forwarded(
+    audited: Lake, tmp_path: Path
+) -> None:
+    lake = audited
+    with wap_branch(lake.spark, "audit"):
+        assert ids(lake) == [1, 2, 3]  # no branch yet: the session reads main
+        lake.sql("INSERT INTO lake.db.t VALUES (4, 'a')")
+        lake.sql("INSERT INTO lake.db.t VALUES (5, 'c')")
+        lake.sql("DELETE FROM lake.db.t WHERE id % 3 = 0")
+        lake.sql("UPDATE lake.db.t SET id = 20 WHERE id = 2")
+        source = tmp_path / "source"
+        source.mkdir()
+        pq.write_table(pa.table({"id": pa.array([8], pa.int64())}), source / "part-0.parquet")
+        query = (
+            lake.spark.readStream.schema("id long")
+            .parquet(str(source))
+            .selectExpr("id", "'s' AS cat")
+            .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .toTable("lake.db.t")
+        )
+        query.awaitTermination(120)
+        assert query.exception() is None
+        assert ids(lake) == [1, 4, 5, 8, 20]
+    assert ids(lake) == [1, 2, 3]  # main did not move
+    assert ids(lake, "lake.db.t.branch_audit") == [1, 4, 5, 8, 20]
+
+    lake.sql("CALL lake.system.fast_forward('db.t', 'main', 'audit')")  # publish the branch
+    assert ids(lake) == [1, 4, 5, 8, 20]
+
+
+def test_conflicting_wap_settings_are_refused_before_anything_is_written(audited: Lake) -> None:
+    """As Iceberg's SparkWriteConf: not both spark.wap.id and spark.wap.branch, and not a
+    write to another branch's table in a session with a WAP branch; reads still work."""
+    lake = audited
+    lake.sql("ALTER TABLE lake.db.t CREATE BRANCH dev")
+    lake.sql("ALTER TABLE lake.db.t CREATE TAG checked")
+    snapshots = {s.snapshot_id for s in lake.catalog.load_table("db.t").snapshots()}
+    with wap_branch(lake.spark, "audit"):
+        with wap_id(lake.spark, "w1"):
+            for statement in (
+                "INSERT INTO lake.db.t VALUES (4, 'a')",
+                "DELETE FROM lake.db.t WHERE cat = 'a'",
+                "DELETE FROM lake.db.t WHERE id % 3 = 0",
+                "UPDATE lake.db.t SET cat = 'c' WHERE id = 2",
+            ):
+                with pytest.raises(Exception, match="Cannot set both WAP ID and branch") as raised:
+                    lake.sql(statement)
+            assert type(lakecat_error(raised.value)).__name__ == "ValidationError"
+            assert ids(lake) == [1, 2, 3]
+        with pytest.raises(Exception, match="Cannot write to both branch and WAP branch"):
+            lake.sql("INSERT INTO lake.db.t.branch_dev VALUES (4, 'a')")
+    with wap_branch(lake.spark, "checked"), pytest.raises(Exception, match="names a tag"):
+        lake.sql("INSERT INTO lake.db.t VALUES (4, 'a')")
+    table = lake.catalog.load_table("db.t")
+    assert {s.snapshot_id for s in table.snapshots()} == snapshots
+    assert set(table.refs()) == {"main", "dev", "checked"}
+
+
+def test_without_write_wap_enabled_the_session_wap_branch_changes_nothing(lake: Lake) -> None:
+    lake.sql("CREATE TABLE lake.db.t (id bigint, cat string)")
+    with wap_branch(lake.spark, "audit"):
+        lake.sql("INSERT INTO lake.db.t VALUES (1, 'a')")
+    assert ids(lake) == [1]
+    assert set(lake.catalog.load_table("db.t").refs()) == {"main"}

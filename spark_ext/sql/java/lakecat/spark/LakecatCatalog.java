@@ -106,7 +106,13 @@ public class LakecatCatalog
 
   @Override
   public Table loadTable(Identifier ident) {
-    return table(bridge.call("load_table", Names.put(bridge.args(), ident)));
+    ObjectNode args = Names.put(bridge.args(), ident);
+    // write-audit-publish: a table with write.wap.enabled is read and written at this branch
+    String wapBranch = LakecatTable.sessionConf(LakecatTable.WAP_BRANCH);
+    if (wapBranch != null) {
+      args.put("wap_branch", wapBranch);
+    }
+    return table(bridge.call("load_table", args));
   }
 
   @Override

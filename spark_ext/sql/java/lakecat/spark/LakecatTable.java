@@ -168,7 +168,7 @@ final class LakecatTable extends DescribedTable
     if (!writable() || !dataTable()) {
       throw new UnsupportedOperationException(name() + " is read-only");
     }
-    wapProperties(); // refuses a session's spark.wap.branch before anything runs
+    wapProperties(); // refuses a session's conflicting WAP settings before anything runs
     String mode = properties.get(MODE_PROPERTIES.get(info.command()));
     boolean mergeOnRead = "merge-on-read".equals(mode);
     return new RowLevelOperationBuilder() {
@@ -300,6 +300,9 @@ final class LakecatTable extends DescribedTable
     scan.files().forEach(files::add);
     args.set("read_options", Names.object(descriptorReadOptions()));
     args.set("snapshot_properties", Names.object(wapProperties()));
+    if (newBranch() != null) {
+      args.put("new_branch", newBranch());
+    }
     return args;
   }
 
@@ -313,43 +316,85 @@ final class LakecatTable extends DescribedTable
    * the commit then stages its snapshot instead of moving the branch (lakecat's commit core);
    * {@code CALL system.publish_changes} makes it current. Empty otherwise.
    *
-   * <p>Iceberg's other form, {@value #WAP_BRANCH} (writes go to a branch the session names),
-   * is not supported: on such a table a write in a session that sets it is refused before it
-   * runs, rather than landing on {@code main}.
+   * <p>Iceberg's other form, {@value #WAP_BRANCH} (writes go to the branch the session names,
+   * created at main's head by the first one), is in the descriptor: the catalog loaded the
+   * table at that branch ({@code wap_branch}; {@code new_branch} while it does not exist).
+   * Here, as Iceberg's {@code SparkWriteConf.branch()}, a write is refused when the session
+   * sets both, when it writes a {@code t.branch_<name>} table, or when the session's branch is
+   * not the one the table was loaded with.
    */
   Map<String, String> wapProperties() {
     Map<String, String> out = new HashMap<>();
     if (!"true".equalsIgnoreCase(properties().getOrDefault(WAP_ENABLED, ""))) {
       return out;
     }
-    org.apache.spark.sql.RuntimeConfig conf = org.apache.spark.sql.SparkSession.active().conf();
-    String branch = conf.get(WAP_BRANCH, "").trim();
-    if (!branch.isEmpty()) {
-      String message =
-          WAP_BRANCH
-              + "="
-              + branch
-              + " is not supported: nothing was written to "
-              + name()
-              + ". Write to its branch as a table of its own ("
-              + name()
-              + ".branch_"
-              + branch
-              + ") or stage the write with "
-              + WAP_ID;
-      throw BridgeClient.rethrow(
-          new LakecatException(
-              "UnsupportedByCatalog",
-              "lakecat.spark_ext.sql.convert.UnsupportedByCatalog",
-              message,
-              "{}",
-              null));
+    String id = sessionConf(WAP_ID);
+    String branch = sessionConf(WAP_BRANCH);
+    String loaded = wapBranch();
+    if (branch != null) {
+      if (id != null) {
+        throw refused(
+            "Cannot set both WAP ID and branch, but got ID ["
+                + id
+                + "] and branch ["
+                + branch
+                + "]: nothing was written to "
+                + name());
+      }
+      if (branch() != null) {
+        throw refused(
+            "Cannot write to both branch and WAP branch, but got branch ["
+                + branch()
+                + "] and WAP branch ["
+                + branch
+                + "]: nothing was written to "
+                + name());
+      }
     }
-    String id = conf.get(WAP_ID, "").trim();
-    if (!id.isEmpty()) {
+    if (branch() == null && !java.util.Objects.equals(branch, loaded)) {
+      throw refused(
+          WAP_BRANCH
+              + " is "
+              + (branch == null ? "unset" : "'" + branch + "'")
+              + " but "
+              + name()
+              + " was loaded with "
+              + (loaded == null ? "none" : "'" + loaded + "'")
+              + ": nothing was written; run the statement again");
+    }
+    if (id != null) {
       out.put("wap.id", id);
     }
     return out;
+  }
+
+  /** The session's write-audit-publish branch the table was loaded at; null: none. */
+  private String wapBranch() {
+    JsonNode branch = descriptor.get("wap_branch");
+    return branch == null || branch.isNull() ? null : branch.asText();
+  }
+
+  /** The session's WAP branch while it does not exist: the first write creates it. */
+  private String newBranch() {
+    JsonNode branch = descriptor.get("new_branch");
+    return branch == null || branch.isNull() ? null : branch.asText();
+  }
+
+  /** A session setting, trimmed; null when unset, empty or without an active session. */
+  static String sessionConf(String key) {
+    scala.Option<org.apache.spark.sql.SparkSession> session =
+        org.apache.spark.sql.SparkSession.getActiveSession();
+    if (session.isEmpty()) {
+      return null;
+    }
+    String value = session.get().conf().get(key, "").trim();
+    return value.isEmpty() ? null : value;
+  }
+
+  private static RuntimeException refused(String message) {
+    return BridgeClient.rethrow(
+        new LakecatException(
+            "ValidationError", "lakecat.metadata.errors.ValidationError", message, "{}", null));
   }
 
   /** The batch of a Python data source's write, its failure as a lakecat error. */
@@ -408,15 +453,22 @@ final class LakecatTable extends DescribedTable
   public void deleteWhere(Predicate[] predicates) {
     ObjectNode args = predicateArgs(predicates);
     args.set("snapshot_properties", Names.object(wapProperties()));
+    if (newBranch() != null) {
+      args.put("create_branch", true);
+    }
     bridge.call("delete", args);
   }
 
-  /** The table's identifier, the predicates and, on {@code t.branch_<name>}, the branch. */
+  /**
+   * The table's identifier, the predicates and the branch written: {@code t.branch_<name>}'s,
+   * or the session's WAP branch.
+   */
   private ObjectNode predicateArgs(Predicate[] predicates) {
     ObjectNode args = identifierArgs();
     args.set("predicates", SparkJson.expressions(predicates));
-    if (branch() != null) {
-      args.put("branch", branch());
+    String branch = branch() != null ? branch() : wapBranch();
+    if (branch != null) {
+      args.put("branch", branch);
     }
     return args;
   }
