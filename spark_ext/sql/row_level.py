@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from typing import Any
 
 import pyarrow as pa
 
@@ -84,17 +85,40 @@ def staged_owned(io: FileIO, stage_to: str) -> Iterator[None]:
         raise
 
 
-def _target(view: ReadView, new_branch: str | None) -> tuple[str, bool]:
-    """The branch a statement that read ``view`` commits to, and whether its commit creates
-    it (``new_branch``: a branch it writes that did not exist, so it read main)."""
-    if new_branch is not None and new_branch not in view.metadata.refs:
-        if view.options.branch is not None:
+def _statement_intent(
+    view: ReadView,
+    command: str,
+    new_branch: str | None,
+    snapshot_properties: Mapping[str, str] | None,
+    **files: Any,
+) -> Intent:
+    """The intent of a row-level statement that read ``view``, with its ``files`` (added,
+    removed, read): the command's kind and isolation level, the snapshot it read, the summary
+    entries, and its branch: ``t.branch_<name>``'s, main, or ``new_branch`` (a branch it
+    writes that did not exist, so it read main: its commit creates it)."""
+    kind, isolation_key = _command(command)
+    branch, creates_branch = view.options.branch or MAIN_BRANCH, False
+    if new_branch is not None:
+        branch, creates_branch = new_branch, new_branch not in view.metadata.refs
+        if creates_branch and view.options.branch is not None:
             raise ValidationError(
                 f"the statement read branch {view.options.branch!r}: it cannot create "
                 f"branch {new_branch!r}"
             )
-        return new_branch, True
-    return new_branch or view.options.branch or MAIN_BRANCH, False
+    head = view.snapshot
+    return Intent(
+        kind=kind,
+        branch=branch,
+        creates_branch=creates_branch,
+        starting_snapshot_id=head.snapshot_id if head else None,
+        isolation=isolation_level(view.metadata, isolation_key),
+        # format v3: copy-on-write rewrites get each copied row's _row_id and
+        # _last_updated_sequence_number from Spark (the plugin's metadata columns);
+        # merge-on-read moves no row
+        keeps_row_lineage=True,
+        extra_summary=tuple(sorted((snapshot_properties or {}).items())),
+        **files,
+    )
 
 
 def commit_copy_on_write(
@@ -115,7 +139,7 @@ def commit_copy_on_write(
     io = table.io
     added = handed_over(io, stage_to)
     try:
-        kind, isolation_key = _command(command)
+        _command(command)  # a bad command fails before anything else
         planned = {f.file_path: f for f in plan_files(io, view, [filter]).files}
         missing = [path for path in read if path not in planned]
         if missing:
@@ -125,21 +149,14 @@ def commit_copy_on_write(
         removed = [planned[path] for path in dict.fromkeys(read)]
         if not removed and not added:
             return None
-        head = view.snapshot
-        branch, creates_branch = _target(view, new_branch)
-        intent = Intent(
-            kind=kind,
-            branch=branch,
-            creates_branch=creates_branch,
-            starting_snapshot_id=head.snapshot_id if head else None,
+        intent = _statement_intent(
+            view,
+            command,
+            new_branch,
+            snapshot_properties,
             added_files=tuple(added),
             removed_files=tuple(removed),
             read_filter=filter,
-            isolation=isolation_level(view.metadata, isolation_key),
-            # format v3: Spark hands the writer each copied row's _row_id and
-            # _last_updated_sequence_number (the plugin's metadata columns)
-            keeps_row_lineage=True,
-            extra_summary=tuple(sorted((snapshot_properties or {}).items())),
         )
         check_unchanged(view.metadata, table.metadata, intent)
     except BaseException:
@@ -171,7 +188,7 @@ def commit_merge_on_read(
     delete_files: list[DataFile] = []
     try:
         added += handed_over(io, stage_to)
-        kind, isolation_key = _command(command)
+        _command(command)  # a bad command fails before anything else
         plan = plan_files(io, view, [filter])
         planned = {f.file_path: f for f in plan.files}
         missing = [path for path in (*read, *deletes) if path not in planned]
@@ -188,20 +205,15 @@ def commit_merge_on_read(
         if not targets and not added:
             return None
         delete_files = write_position_deletes(io, view.metadata, targets) if targets else []
-        head = view.snapshot
-        branch, creates_branch = _target(view, new_branch)
-        intent = Intent(
-            kind=kind,
-            branch=branch,
-            creates_branch=creates_branch,
-            starting_snapshot_id=head.snapshot_id if head else None,
+        intent = _statement_intent(
+            view,
+            command,
+            new_branch,
+            snapshot_properties,
             added_files=(*added, *delete_files),
             removed_files=tuple(replaced_deletes(view.metadata, targets)),
             read_files=tuple(dict.fromkeys(read)),
             read_filter=filter,
-            isolation=isolation_level(view.metadata, isolation_key),
-            keeps_row_lineage=True,
-            extra_summary=tuple(sorted((snapshot_properties or {}).items())),
         )
         check_unchanged(view.metadata, table.metadata, intent)
     except BaseException:

@@ -676,6 +676,38 @@ def test_a_query_planned_before_a_partition_change_fails_clearly_when_run(lake: 
     assert lake.spark.table("lake.db.changing.files").count() == 1  # a new query reads
 
 
+def test_a_read_makes_only_the_columns_the_query_selects(lake: Lake) -> None:
+    """The plugin prunes a metadata table's columns: readable_metrics (decoded per file and
+    column) is made only when selected; here a file whose id bound is corrupt fails only
+    the queries that select it."""
+    import shutil
+    from dataclasses import replace
+
+    from lakecat.catalog.engine import Intent, OpKind
+
+    table = lake.catalog.create_table("db.pruned", SCHEMA)
+    table.append(batch(range(3), "eu"))
+    [good] = table.scan().plan_files()
+    path = good.file_path.removeprefix("file://").replace(".parquet", "-copy.parquet")
+    shutil.copy(good.file_path.removeprefix("file://"), path)
+    bounds = {**(good.lower_bounds or {}), 1: b"\x01\x02\x03"}  # 3 bytes for a bigint
+    table.commit_intent(
+        Intent(
+            kind=OpKind.APPEND,
+            added_files=(replace(good, file_path=f"file://{path}", lower_bounds=bounds),),
+        )
+    )
+
+    paths = lake.sql("SELECT file_path FROM lake.db.pruned.files ORDER BY file_path")
+    assert [r.file_path for r in paths] == sorted([good.file_path, f"file://{path}"])
+    assert lake.sql("SELECT count(*) FROM lake.db.pruned.entries")[0][0] == 2
+    assert len(lake.sql("SELECT data_file.record_count FROM lake.db.pruned.entries")) == 2
+    with pytest.raises(Exception, match="CorruptMetadata"):
+        lake.sql("SELECT readable_metrics.id.lower_bound FROM lake.db.pruned.files")
+    with pytest.raises(Exception, match="CorruptMetadata"):
+        lake.sql("SELECT * FROM lake.db.pruned.entries")
+
+
 def test_readable_bounds_read_promoted_bounds_and_refuse_corrupt_ones() -> None:
     """Bounds written before an int -> long or float -> double promotion keep their 4 bytes,
     as Iceberg Java reads them; a bound of the wrong size is corrupt metadata."""

@@ -32,7 +32,9 @@ specs (``Partitioning.partitionType``; left out, with ``partitions.spec_id``, wh
 fields), ``readable_metrics`` (files and entries tables) a struct of every primitive column's
 metrics with bounds in the column's type, ``position_deletes.row`` the table's row; the bridge
 describes each metadata table with its table's columns, and a reader whose table has changed
-shape since the query was planned refuses to read (``SchemaMismatch``). Where Iceberg's
+shape since the query was planned refuses to read (``SchemaMismatch``). A read makes only
+the columns the query selects (the plugin prunes them, :meth:`RowsPlan.pruned`), so
+``readable_metrics`` costs nothing to a query that leaves it out. Where Iceberg's
 Spark runtime refuses a type (``time``) its values are text. A missing
 ``partition_summaries`` bound is null (Iceberg prints ``"null"``); ``all_manifests`` has
 ``key_metadata`` (Iceberg after 1.10).
@@ -48,7 +50,7 @@ from typing import Any, ClassVar
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from lakecat.metadata.errors import SchemaMismatch, ValidationError
+from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.manifests import ManifestFile
 from lakecat.spark_ext.settings import CatalogSettings, settings_from_options, table_identifier
 from lakecat.spark_ext.sql.metadata_tables.rows import (
@@ -105,13 +107,9 @@ class MetadataTableSource(DataSource):
         with settings.open() as catalog:
             table = catalog.load_table(table_identifier(self.options))
             plan = plan_rows(table, self._kind())
-        if plan.schema.simpleString() != schema.simpleString():
-            raise SchemaMismatch(
-                f"the columns of {table.name}.{plan.kind} changed after the query was "
-                f"planned (the table's schema or partition spec changed): run it again. "
-                f"Planned: {schema.simpleString()}; now: {plan.schema.simpleString()}"
-            )
-        return MetadataReader(plan, settings, table.location)
+        # the columns the query reads (the plugin prunes them): SchemaMismatch if the table
+        # changed shape since the query was planned
+        return MetadataReader(plan.pruned(schema), settings, table.location)
 
 
 class ManifestGroup(InputPartition):

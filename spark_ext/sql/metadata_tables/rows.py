@@ -10,7 +10,7 @@ import datetime as dt
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -21,7 +21,7 @@ from pyspark.sql import types as st
 from lakecat.catalog import Table
 from lakecat.metadata import properties as P
 from lakecat.metadata.deletes import positions_array, read_deletion_vector
-from lakecat.metadata.errors import CorruptMetadata, ValidationError
+from lakecat.metadata.errors import CorruptMetadata, SchemaMismatch, ValidationError
 from lakecat.metadata.manifests import (
     Content,
     DataFile,
@@ -80,6 +80,7 @@ class RowsPlan:
     decoder: _Decoder
     rows: list[tuple[Any, ...]] | None = None
     groups: tuple[tuple[ManifestFile, ...], ...] = ()
+    columns: tuple[int, ...] | None = None  # the columns read (see pruned); None: all
 
     @property
     def schema(self) -> st.StructType:
@@ -88,7 +89,37 @@ class RowsPlan:
 
     def rows_of(self, io: Any, manifests: Iterable[ManifestFile]) -> list[tuple[Any, ...]]:
         per_manifest = _PER_MANIFEST[self.kind][1]
-        return [r for m in manifests for r in per_manifest(self.decoder, io, m)]
+        made = [r for m in manifests for r in per_manifest(self.decoder, io, m)]
+        return made if self.columns is None else _project(made, self.columns)
+
+    def pruned(self, columns: st.StructType) -> RowsPlan:
+        """This plan reading only ``columns`` (what Spark asked for: some of the table's
+        columns, by name); ``readable_metrics``, the costly one, is not even made when it is
+        not among them. :class:`SchemaMismatch` when one of them is not a column of the
+        table now (the table changed shape since the query was planned: run it again)."""
+        full = self.schema
+        index = {f.name: (i, f.dataType.simpleString()) for i, f in enumerate(full.fields)}
+        picked = []
+        for f in columns.fields:
+            found = index.get(f.name)
+            if found is None or found[1] != f.dataType.simpleString():
+                raise SchemaMismatch(
+                    f"the columns of {self.kind} changed after the query was planned (the "
+                    "table's schema or partition spec changed): run it again. Planned: "
+                    f"{columns.simpleString()}; now: {full.simpleString()}"
+                )
+            picked.append(found[0])
+        if picked == list(range(len(full.fields))):
+            return self
+        decoder = self.decoder
+        if "readable_metrics" not in columns.fieldNames():
+            decoder = replace(decoder, with_metrics=False)
+        rows = None if self.rows is None else _project(self.rows, tuple(picked))
+        return replace(self, decoder=decoder, rows=rows, columns=tuple(picked))
+
+
+def _project(rows: list[tuple[Any, ...]], columns: tuple[int, ...]) -> list[tuple[Any, ...]]:
+    return [tuple(r[i] for i in columns) for r in rows]
 
 
 def metadata_table_schema(table: Table, kind: str) -> st.StructType:
@@ -251,6 +282,7 @@ class _Decoder:
     fields: Mapping[int, tuple[_PartitionField, ...]]
     metric_columns: tuple[_MetricColumn, ...]
     format_version: int
+    with_metrics: bool = True  # False: readable_metrics is null (a read that leaves it out)
 
     @staticmethod
     def of(metadata: TableMetadata) -> _Decoder:
@@ -305,7 +337,9 @@ class _Decoder:
         assert isinstance(value, tuple)
         return value
 
-    def readable_metrics(self, f: DataFile) -> tuple[tuple[Any, ...], ...]:
+    def readable_metrics(self, f: DataFile) -> tuple[tuple[Any, ...], ...] | None:
+        if not self.with_metrics:
+            return None
         sizes, values = f.column_sizes or {}, f.value_counts or {}
         nulls, nans = f.null_value_counts or {}, f.nan_value_counts or {}
         lowers, uppers = f.lower_bounds or {}, f.upper_bounds or {}

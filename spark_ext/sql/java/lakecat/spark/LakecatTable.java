@@ -44,9 +44,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  *
  * <p>A data table's reads go through {@link LakecatScanBuilder} (Spark pushes filters and
  * columns to the JVM; the Python data source reads what it chose); a metadata table's go
- * straight to its Python data source. {@code UPDATE}, {@code MERGE INTO} and the {@code
- * DELETE}s that are not metadata-only run as copy-on-write rewrites ({@link
- * LakecatCopyOnWrite}).
+ * to its Python data source with the columns the query uses ({@link MetadataScanBuilder}).
+ * {@code UPDATE}, {@code MERGE INTO} and the {@code DELETE}s that are not metadata-only run as
+ * copy-on-write rewrites ({@link LakecatCopyOnWrite}).
  */
 final class LakecatTable extends DescribedTable
     implements SupportsRead,
@@ -96,7 +96,7 @@ final class LakecatTable extends DescribedTable
     if (dataTable()) {
       return new LakecatScanBuilder(this, merged, null);
     }
-    return ((SupportsRead) delegate()).newScanBuilder(new CaseInsensitiveStringMap(merged));
+    return new MetadataScanBuilder(this, new CaseInsensitiveStringMap(merged));
   }
 
   /** The descriptor's read options (the table, its metadata file, time travel), then the query's. */
