@@ -271,6 +271,71 @@ def test_a_merge_racing_a_compaction_of_its_files_fails_and_the_compaction_stays
     assert _ids(table) == [1, 2, 3, 4, 101, 201]
 
 
+# ---- write-audit-publish branches (spark.wap.branch) -------------------------------------------
+def _wap_sessions(*pairs: tuple[Worker, str]) -> None:
+    for worker, branch in pairs:
+        worker.send(f"SET spark.wap.branch = {branch}" if branch else "RESET spark.wap.branch")
+        assert worker.answer() == {"ok": True}
+
+
+def test_two_sessions_creating_one_wap_branch_both_land_on_it(workers, catalog) -> None:
+    """The UPDATE read main (no branch yet) and pauses; the INSERT creates the branch; the
+    UPDATE then commits on top of it: both on the branch, main untouched."""
+    first, second = workers
+    table = _three_regions(catalog, "db.wap_race", {"write.wap.enabled": "true"})
+    head = table.current_snapshot().snapshot_id
+    _wap_sessions((first, "audit"), (second, "audit"))
+    try:
+        first.send(
+            "UPDATE lake.db.wap_race SET id = id + 10 WHERE region = 'eu'",
+            pause_before_commit=True,
+        )
+        assert first.answer() == {"paused": True}
+        second.send("INSERT INTO lake.db.wap_race VALUES (102, 'us')")
+        assert second.answer() == {"ok": True}
+        first.go()
+        assert first.answer() == {"ok": True}
+    finally:
+        _wap_sessions((first, ""), (second, ""))
+
+    table.refresh()
+    assert table.current_snapshot().snapshot_id == head and _ids(table) == [1, 2, 3, 101, 201]
+    audit = table.to_arrow(ref="audit", columns=["id"]).column("id").to_pylist()
+    assert sorted(audit) == [11, 12, 13, 101, 102, 201]
+    lineage = table.metadata.ancestors(table.refs()["audit"].snapshot_id)
+    assert [s.operation for s in lineage] == ["overwrite", "append", "append"]
+    assert lineage[-1].snapshot_id == head
+
+
+def test_a_wap_branch_creating_update_is_validated_against_mains_commits(workers, catalog) -> None:
+    """Until its branch exists, a WAP-branch write reads main: an INSERT into the partition
+    it rewrites, committed to main meanwhile, fails it (serializable), and no branch is left."""
+    first, second = workers
+    table = _three_regions(
+        catalog,
+        "db.wap_main_race",
+        {"write.wap.enabled": "true", "write.update.isolation-level": "serializable"},
+    )
+    _wap_sessions((first, "audit"))
+    try:
+        first.send(
+            "UPDATE lake.db.wap_main_race SET id = id + 10 WHERE region = 'eu'",
+            pause_before_commit=True,
+        )
+        assert first.answer() == {"paused": True}
+        second.send("INSERT INTO lake.db.wap_main_race VALUES (50, 'eu')")
+        assert second.answer() == {"ok": True}
+        first.go()
+        updated = first.answer()
+    finally:
+        _wap_sessions((first, ""))
+
+    assert updated["ok"] is False
+    assert updated["error"].splitlines()[0].startswith("lakecat ConcurrentAppend: ")
+    assert set(table.refresh().refs()) == {"main"}
+    assert _ids(table) == [1, 2, 3, 50, 101, 201]
+
+
 # ---- merge-on-read races: row-level conflicts ------------------------------------------------
 MOR = {
     "write.delete.mode": "merge-on-read",
