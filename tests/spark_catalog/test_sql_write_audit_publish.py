@@ -43,6 +43,23 @@ def staged_snapshot(lake: Lake, wap: str) -> int:
     return int(snapshot_id)
 
 
+def stream_into_t(lake: Lake, tmp_path: Path, values: list[int]) -> None:
+    """A streaming query writing ``values`` (cat 's') into lake.db.t, run to its end."""
+    source = tmp_path / "source"
+    source.mkdir()
+    pq.write_table(pa.table({"id": pa.array(values, pa.int64())}), source / "part-0.parquet")
+    query = (
+        lake.spark.readStream.schema("id long")
+        .parquet(str(source))
+        .selectExpr("id", "'s' AS cat")
+        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .toTable("lake.db.t")
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+
+
 @pytest.fixture
 def audited(lake: Lake) -> Lake:
     lake.sql(
@@ -105,20 +122,8 @@ def test_an_overwrite_and_a_stream_are_staged_too(audited: Lake, tmp_path: Path)
     lake = audited
     with wap_id(lake.spark, "overwrite"):
         lake.sql("INSERT OVERWRITE lake.db.t SELECT 7, 'z'")
-    source = tmp_path / "source"
-    source.mkdir()
-    pq.write_table(pa.table({"id": pa.array([8, 9], pa.int64())}), source / "part-0.parquet")
     with wap_id(lake.spark, "stream"):
-        query = (
-            lake.spark.readStream.schema("id long")
-            .parquet(str(source))
-            .selectExpr("id", "'s' AS cat")
-            .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(availableNow=True)
-            .toTable("lake.db.t")
-        )
-        query.awaitTermination(120)
-        assert query.exception() is None
+        stream_into_t(lake, tmp_path, [8, 9])
     assert ids(lake) == [1, 2, 3]
     at = "lake.db.t VERSION AS OF {}".format
     assert ids(lake, at(staged_snapshot(lake, "overwrite"))) == [7]
@@ -189,19 +194,7 @@ def test_a_session_wap_branch_takes_every_later_write_until_fast_forwarded(
         lake.sql("INSERT INTO lake.db.t VALUES (5, 'c')")
         lake.sql("DELETE FROM lake.db.t WHERE id % 3 = 0")
         lake.sql("UPDATE lake.db.t SET id = 20 WHERE id = 2")
-        source = tmp_path / "source"
-        source.mkdir()
-        pq.write_table(pa.table({"id": pa.array([8], pa.int64())}), source / "part-0.parquet")
-        query = (
-            lake.spark.readStream.schema("id long")
-            .parquet(str(source))
-            .selectExpr("id", "'s' AS cat")
-            .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(availableNow=True)
-            .toTable("lake.db.t")
-        )
-        query.awaitTermination(120)
-        assert query.exception() is None
+        stream_into_t(lake, tmp_path, [8])
         assert ids(lake) == [1, 4, 5, 8, 20]
     assert ids(lake) == [1, 2, 3]  # main did not move
     assert ids(lake, "lake.db.t.branch_audit") == [1, 4, 5, 8, 20]
