@@ -291,6 +291,11 @@ def _add_change_options(parser: argparse.ArgumentParser, *, source: bool = False
             "--format", choices=FILE_FORMATS, help="the file's format (default: by its suffix)"
         )
     parser.add_argument("--branch", default="main", metavar="NAME", help="default: main")
+    parser.add_argument(
+        "--create-branch",
+        action="store_true",
+        help="a --branch that does not exist is created at main's head by this change's commit",
+    )
 
 
 def _add_row_change_commands(commands: _Commands, top: argparse._SubParsersAction[_Parser]) -> None:

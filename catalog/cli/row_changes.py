@@ -129,10 +129,20 @@ def _report(
     return Output(data, Group(message(title), details))
 
 
+def _target(args: argparse.Namespace) -> dict[str, Any]:
+    """The branch a change commits to, and whether its commit may create it."""
+    return {"branch": args.branch, "create_branch": args.create_branch}
+
+
+def _reads_main(table: Table, args: argparse.Namespace) -> bool:
+    """Whether the change reads main: it commits there, or creates its branch from it."""
+    return args.branch == MAIN_BRANCH or (args.create_branch and args.branch not in table.refs())
+
+
 def delete(ctx: Context, args: argparse.Namespace) -> Output:
     table = ctx.table(args.table)
     mode = _mode(table, OpKind.DELETE)
-    result = table.delete(_row_filter(args), branch=args.branch)
+    result = table.delete(_row_filter(args), **_target(args))
     rows = {"rows_deleted": -_live_rows_gained(_summary(result))}
     return _report(table, args, operation="delete", mode=mode, result=result, rows=rows)
 
@@ -144,9 +154,9 @@ def update(ctx: Context, args: argparse.Namespace) -> Output:
     where = _row_filter(args)
     # The rows the update will change: those its filter matches on the snapshot it starts from
     # (the table's state now, which the update plans on too).
-    ref = None if args.branch == MAIN_BRANCH else args.branch
+    ref = None if _reads_main(table, args) else args.branch
     matched = table.scan(where, columns=[next(iter(values))], ref=ref).count()
-    result = table.update(values, where, branch=args.branch)
+    result = table.update(values, where, **_target(args))
     rows = {"rows_updated": 0 if result is None else matched}
     return _report(table, args, operation="update", mode=mode, result=result, rows=rows)
 
@@ -158,7 +168,7 @@ def upsert(ctx: Context, args: argparse.Namespace) -> Output:
     keys = split_list(args.on) or None
     if args.on is not None and keys is None:
         raise ValidationError("--on names no column")
-    result = table.upsert(source, keys, branch=args.branch)
+    result = table.upsert(source, keys, **_target(args))
     inserted = _live_rows_gained(_summary(result))
     rows = {"rows_updated": source.num_rows - inserted, "rows_inserted": inserted}
     return _report(table, args, operation="upsert", mode=mode, result=result, rows=rows)
@@ -168,7 +178,7 @@ def overwrite(ctx: Context, args: argparse.Namespace) -> Output:
     table = ctx.table(args.table)
     mode = _mode(table, OpKind.OVERWRITE)
     source = read_rows(args.source, table.schema(), given_format=args.format)
-    result = table.overwrite(source, _row_filter(args), branch=args.branch)
+    result = table.overwrite(source, _row_filter(args), **_target(args))
     inserted = source.num_rows if result is not None else 0
     rows = {
         "rows_deleted": inserted - _live_rows_gained(_summary(result)),

@@ -346,6 +346,27 @@ def test_changes_go_to_the_branch_named(lake: Catalog, cli: Cli) -> None:
     assert unknown.code == 1 and "nope" in unknown.error_line()
 
 
+def test_create_branch_starts_a_missing_branch_at_main_in_the_changes_commit(
+    lake: Catalog, cli: Cli
+) -> None:
+    table = make_table(lake, cli, "copy-on-write", 2)
+    main = table.metadata.current_snapshot_id
+    report = cli(
+        "update", "db.t", "--set", "note=checked", "--where", "id < 5",
+        "--branch", "audit", "--create-branch", "--json",
+    ).json()  # fmt: skip
+    assert report["branch"] == "audit" and report["rows_updated"] == 5
+    deleted = cli("delete", "db.t", "--where", "id >= 15", "--branch", "audit", "--create-branch")
+    assert deleted.code == 0  # the branch exists now: the option changes nothing
+    table.refresh()
+    assert table.metadata.current_snapshot_id == main
+    on_branch = table.to_arrow(ref="audit").to_pylist()
+    assert len(on_branch) == 15 and sum(r["note"] == "checked" for r in on_branch) == 5
+    lineage = table.metadata.ancestors(table.refs()["audit"].snapshot_id)
+    assert [s.operation for s in lineage[:2]] == ["overwrite", "overwrite"]
+    assert lineage[2].snapshot_id == main  # the first change started the branch at main
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
