@@ -226,7 +226,8 @@ class Table:
         :class:`ConcurrentTransaction`; ``snapshot_properties`` adds summary entries;
         ``create_branch=True`` lets ``branch`` name a branch that does not exist yet: the
         write reads main's head and its commit creates the branch there, as Iceberg's writes
-        do (without it, :class:`NoSuchRef`). Every write takes these options.
+        do (without it, :class:`NoSuchRef`; a tag takes no write: :class:`ValidationError`).
+        Every write takes these options.
         """
         start = self.metadata
         files = write_files(self.io, start, conform(start, data))

@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from lakecat.catalog.commit.moves import RowMoves
 from lakecat.metadata import properties as P
-from lakecat.metadata.errors import NoSuchRef
+from lakecat.metadata.errors import NoSuchRef, ValidationError
 from lakecat.metadata.expressions.expressions import AlwaysTrue, Expression
 from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.table.replace import Replacement
@@ -186,8 +186,12 @@ def start_of(
     """The snapshot a write to ``branch`` reads in ``metadata`` (None: an empty table or
     branch): the branch's head. A branch that does not exist is :class:`NoSuchRef`, except
     ``main`` (a new table's) and, with ``create``, any branch: the write then reads main's
-    head and its commit creates the branch (``Intent.creates_branch``)."""
-    if branch in metadata.refs:
+    head and its commit creates the branch (``Intent.creates_branch``). A tag is read-only:
+    :class:`ValidationError`."""
+    found = metadata.refs.get(branch)
+    if found is not None:
+        if found.ref_type != "branch":
+            raise ValidationError(f"{branch!r} is a tag of {table}: only a branch takes writes")
         return metadata.ref_snapshot(branch)
     if branch == MAIN_BRANCH:
         return None

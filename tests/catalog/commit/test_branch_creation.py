@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from lakecat.catalog import Catalog, Table
-from lakecat.metadata.errors import ConcurrentDeleteDelete, NoSuchRef
+from lakecat.metadata.errors import ConcurrentDeleteDelete, NoSuchRef, ValidationError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -169,3 +169,21 @@ def test_a_branch_created_on_an_empty_table_is_its_first_snapshot(catalog: Catal
     assert ids(after, "audit") == [1]
     assert after.current_snapshot() is None
     assert after.snapshot(after.refs()["audit"].snapshot_id).parent_snapshot_id is None
+
+
+@pytest.mark.parametrize("write", ["append", "delete", "update"])
+@pytest.mark.parametrize("create", [False, True])
+def test_a_write_to_a_tag_is_refused_before_anything_is_written(
+    catalog: Catalog, write: str, create: bool
+) -> None:
+    table = main_table(catalog)
+    table.create_tag("v1")
+    location = table.metadata_location
+    run, _ = WRITES[write]
+
+    with pytest.raises(ValidationError, match=r"'v1' is a tag of db\.t"):
+        run(table, branch="v1", create_branch=create)
+
+    after = catalog.load_table("db.t")
+    assert after.metadata_location == location
+    assert after.refs()["v1"].ref_type == "tag"
