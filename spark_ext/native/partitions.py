@@ -114,19 +114,26 @@ def plan_partitions(
     used = {name.lower() for name in taken}
     out: list[HiddenPartition] = []
     for pf in spec.fields:
-        transform = parse_transform(pf.transform, strict=False)
-        source = schema.find_field(pf.source_id)
-        if not isinstance(source.field_type, PrimitiveType):
-            raise NotNative(f"partition field {pf.name!r} has a non-primitive source")
-        path = _source_path(schema, pf.source_id)
-        if transform.is_void:
-            out.append(HiddenPartition(pf, transform, source.field_type, path, Encoding.VOID, None))
-            continue
-        encoding = _encoding(pf, transform, source.field_type)
-        name = _hidden_name(pf.name, used)
-        used.add(name.lower())
-        out.append(HiddenPartition(pf, transform, source.field_type, path, encoding, name))
+        hidden = plan_partition(pf, schema, used)
+        if hidden.column is not None:
+            used.add(hidden.column.lower())
+        out.append(hidden)
     return tuple(out)
+
+
+def plan_partition(pf: PartitionField, schema: Schema, taken: Collection[str]) -> HiddenPartition:
+    """One field of :func:`plan_partitions`: its hidden column, named apart from ``taken``
+    (lower case)."""
+    transform = parse_transform(pf.transform, strict=False)
+    source = schema.find_field(pf.source_id)
+    if not isinstance(source.field_type, PrimitiveType):
+        raise NotNative(f"partition field {pf.name!r} has a non-primitive source")
+    path = _source_path(schema, pf.source_id)
+    if transform.is_void:
+        return HiddenPartition(pf, transform, source.field_type, path, Encoding.VOID, None)
+    encoding = _encoding(pf, transform, source.field_type)
+    name = _hidden_name(pf.name, set(taken))
+    return HiddenPartition(pf, transform, source.field_type, path, encoding, name)
 
 
 def _source_path(schema: Schema, field_id: int) -> tuple[str, ...]:
@@ -182,10 +189,21 @@ def hidden_columns(partitions: Sequence[HiddenPartition]) -> list[Column]:
     return [_expression(p).alias(p.column) for p in partitions if p.column is not None]
 
 
+def partition_value(p: HiddenPartition) -> Column:
+    """The Spark expression of one partition field's value (not void)."""
+    return _expression(p)
+
+
+def source_column(path: Sequence[str]) -> Column:
+    """The column at ``path`` (top-level name, then struct fields)."""
+    column = F.col("`" + path[0].replace("`", "``") + "`")
+    for name in path[1:]:
+        column = column.getField(name)
+    return column
+
+
 def _expression(p: HiddenPartition) -> Column:
-    source = F.col("`" + p.source_path[0].replace("`", "``") + "`")
-    for name in p.source_path[1:]:
-        source = source.getField(name)
+    source = source_column(p.source_path)
     t, transform = p.source_type, p.transform
     if isinstance(transform, IdentityTransform):
         if isinstance(t, _TEMPORAL):

@@ -19,9 +19,12 @@ A native write, step by step:
 2. build the DataFrame in the table's form (:mod:`~lakecat.spark_ext.native.columns`: columns
    by name, cast exactly, field ids in the ``parquet.field.id`` metadata) plus a hidden column
    per partition field (:mod:`~lakecat.spark_ext.native.partitions`), partitioned by those;
-   with a table sort order, each task's rows sorted by the hidden columns then by the order
-   (identity fields of top-level columns; an order with other fields does not qualify), and
-   the files record the order's id;
+   with the table's ``write.distribution-mode`` (when set), the rows spread over tasks by
+   the hidden columns (``hash``) or by them and the sort order (``range``;
+   :mod:`~lakecat.spark_ext.native.distribution`, which a write through the data source
+   gets too); with a table sort order, each task's rows sorted by the hidden columns then by
+   the order (identity fields of top-level columns; an order with other fields does not
+   qualify), and the files record the order's id;
 3. write it with ``df.write.parquet`` into a fresh folder ``<data location>/<job id>/``.
    Spark's file commit protocol leaves there only the output of committed task attempts, so
    retried and speculative tasks never add a file twice; the write mode is ``errorifexists``,
@@ -79,6 +82,14 @@ from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.schema import LINEAGE_COLUMNS, Schema, with_lineage
 from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.native.columns import FieldPlan, build_columns, plan_columns, quoted
+from lakecat.spark_ext.native.distribution import (
+    NONE,
+    distribute,
+    distribution_mode,
+    partition_keys,
+    sort_column,
+    sort_keys,
+)
 from lakecat.spark_ext.native.partitions import (
     HiddenPartition,
     check_partition,
@@ -231,14 +242,23 @@ def write(
     opts = normalized_options(options)
     settings = _settings(df, catalog, format_name, opts)
     job = plan_write(settings, table, opts, overwrite=_overwrite(mode), spark_schema=df.schema)
+    # a staged rewrite (row-level statement, compaction) keeps its rows where they are
+    spread = NONE if opts.get(STAGE_TO) else distribution_mode(job.metadata)
     try:
         plan = plan_native_write(job.metadata, df.schema, mode=job.mode, options=opts)
     except NotNative as exc:
         log.info("lakecat: writing %s through the Python data source: %s", table, exc.reason)
+        columns = set(df.columns)
+        df = distribute(
+            df,
+            spread,
+            partition_keys(job.metadata, columns),
+            sort_keys(job.metadata, columns),
+        )
         writer = df.write.format(format_name).mode(mode).options(**opts)
         writer.options(**settings.as_options()).save(table)
         return NativeSupport(exc.reason)
-    _run(job, plan, df)
+    _run(job, plan, df, spread)
     return NATIVE
 
 
@@ -259,13 +279,18 @@ def _settings(
 # ---- running a native write ---------------------------------------------------------------
 
 
-def _run(job: WriteJob, plan: NativeWritePlan, df: DataFrame) -> CommitResult | None:
+def _run(
+    job: WriteJob, plan: NativeWritePlan, df: DataFrame, spread: str = NONE
+) -> CommitResult | None:
     io = job.io
     folder = join(data_dir(job.metadata), job.job_id)
     frame = df.select(*build_columns(plan.columns))
     partition_by = [p.column for p in plan.partitions if p.column is not None]
     if partition_by:
         frame = frame.select("*", *hidden_columns(plan.partitions))
+    # the table's write.distribution-mode: by the hidden columns (and the sort order)
+    keys = [F.col(quoted(c)) for c in partition_by]
+    frame = distribute(frame, spread, keys, _sort_columns(plan.sort))
     if plan.sort:
         # each task sorts its rows: by the partition columns first, as Spark's partitioned
         # writer needs them (it then sorts no more), then by the table's sort order
@@ -400,15 +425,7 @@ def describe_file(
 
 
 def _sort_columns(sort: Sequence[tuple[str, str, str]]) -> list[Column]:
-    columns = []
-    for name, direction, null_order in sort:
-        column = F.col(quoted(name))
-        first = null_order == "nulls-first"
-        if direction == "asc":
-            columns.append(column.asc_nulls_first() if first else column.asc_nulls_last())
-        else:
-            columns.append(column.desc_nulls_first() if first else column.desc_nulls_last())
-    return columns
+    return [sort_column(F.col(quoted(name)), d, nulls) for name, d, nulls in sort]
 
 
 def remove_empty_folders(folder: str) -> None:

@@ -1,0 +1,100 @@
+"""How a Spark write spreads its rows over tasks: the table's ``write.distribution-mode``.
+
+Iceberg's writers redistribute a write's rows before the tasks write them, so that each task
+writes fewer, larger files: ``hash`` puts the rows of one partition in one task, ``range``
+gives each task a range of (partition, sort order), so that files do not overlap, and ``none``
+writes the rows in the tasks they are in. lakecat does the same for the appends and
+overwrites it writes from a DataFrame (``lk.write``; SQL ``INSERT`` and ``df.writeTo`` through
+the catalog), **when the table sets the mode** (``ALTER TABLE ... WRITE DISTRIBUTED BY
+PARTITION``, ``WRITE ORDERED BY``, ``set_write_order``, or the property itself). An unset mode
+is ``none``, Spark's own behaviour for files, where Iceberg assumes ``hash`` for a partitioned
+table: its shuffle costs an INSERT time that a table asks for explicitly here. The staged
+rewrites of row-level statements and compactions keep their rows where they are.
+
+The keys are Spark expressions equal for the rows of one partition: the field's value where
+Spark computes it exactly (:mod:`.partitions`: identity, truncate, year, month, day, hour),
+the source column itself for any other identity field; a field of another transform
+(``bucket``) is left out, so its rows may reach several tasks. ``range`` adds the table's sort
+order, as far as its fields are identity fields of top-level columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from lakecat.metadata import properties as P
+from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.table import TableMetadata
+from lakecat.spark_ext.native.columns import quoted
+from lakecat.spark_ext.native.partitions import partition_value, plan_partition, source_column
+from lakecat.spark_ext.native.support import NotNative
+
+NONE, HASH, RANGE = "none", "hash", "range"
+MODES = (NONE, HASH, RANGE)
+
+
+def distribution_mode(metadata: TableMetadata) -> str:
+    """The table's ``write.distribution-mode``; ``none`` when unset. :class:`ValidationError`
+    for another value (before anything is written)."""
+    mode = metadata.properties.get(P.WRITE_DISTRIBUTION_MODE, NONE).strip().lower()
+    if mode not in MODES:
+        raise ValidationError(
+            f"table property {P.WRITE_DISTRIBUTION_MODE}={mode!r}: use one of {', '.join(MODES)}"
+        )
+    return mode
+
+
+def distribute(
+    frame: DataFrame, mode: str, partition_keys: Sequence[Column], sort_keys: Sequence[Column]
+) -> DataFrame:
+    """``frame`` with its rows spread over tasks as ``mode`` asks: ``hash`` by the partition
+    keys, ``range`` by them and the sort keys; as it is without keys or with ``none``."""
+    if mode == HASH and partition_keys:
+        return frame.repartition(*partition_keys)
+    if mode == RANGE and (partition_keys or sort_keys):
+        return frame.repartitionByRange(*partition_keys, *sort_keys)
+    return frame
+
+
+def partition_keys(metadata: TableMetadata, columns: Collection[str]) -> list[Column]:
+    """The expressions that cluster the rows of a DataFrame in table form (``columns``: its
+    top-level column names) by the table's partitions (see the module docstring)."""
+    schema = metadata.schema()
+    keys = []
+    for pf in metadata.spec().fields:
+        path = schema.column_path(pf.source_id)
+        if path[0] not in columns:
+            continue
+        try:
+            hidden = plan_partition(pf, schema, ())
+        except NotNative:
+            if pf.transform == "identity":
+                keys.append(source_column(path))
+            continue
+        if hidden.column is not None:
+            keys.append(partition_value(hidden))
+    return keys
+
+
+def sort_keys(metadata: TableMetadata, columns: Collection[str]) -> list[Column]:
+    """The table's sort order as Spark sort expressions, as far as its fields are identity
+    fields of top-level columns of the DataFrame."""
+    schema = metadata.schema()
+    top_level = {f.field_id: f.name for f in schema.fields}
+    keys = []
+    for f in metadata.sort_order().fields:
+        name = top_level.get(f.source_id)
+        if f.transform != "identity" or name is None or name not in columns:
+            break
+        keys.append(sort_column(F.col(quoted(name)), f.direction, f.null_order))
+    return keys
+
+
+def sort_column(column: Column, direction: str, null_order: str) -> Column:
+    first = null_order == "nulls-first"
+    if direction == "asc":
+        return column.asc_nulls_first() if first else column.asc_nulls_last()
+    return column.desc_nulls_first() if first else column.desc_nulls_last()
