@@ -10,7 +10,7 @@ equal. The scenarios: row-level statements of many shapes in copy-on-write and m
 format v2 and v3 (rows, snapshot operations, row lineage); the metadata tables (columns and
 rows); procedures and the changelog view; DDL with branches, tags, partition evolution, time
 travel and atomic replace; bad input both refuse; write-audit-publish (staged by id, and by
-branch). The last test hands
+branch); write distribution modes. The last test hands
 one table back and forth between the two engines on Iceberg Java's JDBC catalog.
 
 Values that differ between any two runs of the same engine (snapshot ids, times, file paths
@@ -23,6 +23,7 @@ changes nothing (docs/spark-sql.md).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -817,3 +818,40 @@ def test_a_session_wap_branch_takes_the_writes_as_in_iceberg_java(
     lakecat: Lakecat, java: JavaTables, mode: str
 ) -> None:
     assert_same(*both(lakecat, java, wap_branch_answer, mode))
+
+
+def distribution_answer(e: Engine) -> dict[str, Any]:
+    """``write.distribution-mode`` as ``ALTER TABLE ... WRITE`` sets it: ``hash`` writes each
+    partition from one task, ``range`` writes files of disjoint sort-key ranges."""
+    spread = (
+        "SELECT id, CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' END AS cat, "
+        "id * 1.5 AS amount FROM range(0, 2000, 1, 4) DISTRIBUTE BY id % 7"
+    )
+    hashed = create(e, "dist_hash", rows=0)
+    e.sql(f"ALTER TABLE {hashed} WRITE DISTRIBUTED BY PARTITION")
+    e.sql(f"INSERT INTO {hashed} {spread}")
+    ranged = create(e, "dist_range", rows=0, partitioned_by="")
+    e.sql(f"ALTER TABLE {ranged} WRITE ORDERED BY id")
+    e.sql(f"INSERT INTO {ranged} {spread}")
+    bounds = e.query(
+        f"SELECT readable_metrics.id.lower_bound, readable_metrics.id.upper_bound "
+        f"FROM {ranged}.files ORDER BY 1"
+    )
+    return {
+        "properties": [
+            e.query(f"SHOW TBLPROPERTIES {t} ('write.distribution-mode')")[0][1]
+            for t in (hashed, ranged)
+        ],
+        "files per partition": e.query(
+            f"SELECT partition.cat, count(*), sum(record_count) FROM {hashed}.files "
+            "GROUP BY 1 ORDER BY 1"
+        ),
+        "range files overlap": any(a[1] >= b[0] for a, b in itertools.pairwise(bounds)),
+        "rows": [len(rows(e, t)) for t in (hashed, ranged)],
+    }
+
+
+def test_write_distribution_modes_cluster_rows_as_iceberg_java_does(
+    lakecat: Lakecat, java: JavaTables
+) -> None:
+    assert_same(*both(lakecat, java, distribution_answer))
