@@ -21,6 +21,7 @@ order, as far as its fields are identity fields of top-level columns.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from itertools import takewhile
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -82,19 +83,29 @@ def partition_keys(metadata: TableMetadata, columns: Collection[str]) -> list[Co
 def sort_keys(metadata: TableMetadata, columns: Collection[str]) -> list[Column]:
     """The table's sort order as Spark sort expressions, as far as its fields are identity
     fields of top-level columns of the DataFrame."""
-    schema = metadata.schema()
-    top_level = {f.field_id: f.name for f in schema.fields}
-    keys = []
+    return sort_columns(tuple(takewhile(lambda s: s[0] in columns, column_sort(metadata))))
+
+
+def column_sort(metadata: TableMetadata) -> tuple[tuple[str, str, str], ...]:
+    """The table's sort order as (top-level column, ``asc``/``desc``, null order), as far as
+    its fields are identity fields of top-level columns."""
+    top_level = {f.field_id: f.name for f in metadata.schema().fields}
+    out = []
     for f in metadata.sort_order().fields:
-        name = top_level.get(f.source_id)
-        if f.transform != "identity" or name is None or name not in columns:
+        if f.transform != "identity" or f.source_id not in top_level:
             break
-        keys.append(sort_column(F.col(quoted(name)), f.direction, f.null_order))
-    return keys
+        out.append((top_level[f.source_id], f.direction, f.null_order))
+    return tuple(out)
 
 
-def sort_column(column: Column, direction: str, null_order: str) -> Column:
-    first = null_order == "nulls-first"
-    if direction == "asc":
-        return column.asc_nulls_first() if first else column.asc_nulls_last()
-    return column.desc_nulls_first() if first else column.desc_nulls_last()
+def sort_columns(sort: Sequence[tuple[str, str, str]]) -> list[Column]:
+    """Spark sort expressions of (column, direction, null order) triples."""
+    out = []
+    for name, direction, null_order in sort:
+        column = F.col(quoted(name))
+        first = null_order == "nulls-first"
+        if direction == "asc":
+            out.append(column.asc_nulls_first() if first else column.asc_nulls_last())
+        else:
+            out.append(column.desc_nulls_first() if first else column.desc_nulls_last())
+    return out

@@ -132,7 +132,7 @@ def plan_partition(pf: PartitionField, schema: Schema, taken: Collection[str]) -
     if transform.is_void:
         return HiddenPartition(pf, transform, source.field_type, path, Encoding.VOID, None)
     encoding = _encoding(pf, transform, source.field_type)
-    name = _hidden_name(pf.name, set(taken))
+    name = _hidden_name(pf.name, taken)
     return HiddenPartition(pf, transform, source.field_type, path, encoding, name)
 
 
@@ -171,7 +171,7 @@ def _encoding(pf: PartitionField, transform: Transform, t: PrimitiveType) -> Enc
     )
 
 
-def _hidden_name(name: str, used: set[str]) -> str:
+def _hidden_name(name: str, used: Collection[str]) -> str:
     # Letters, digits and "_" only, not starting with "_" or "." (Spark and Hadoop hide such
     # folders), apart from every column of the write.
     base = re.sub(r"[^0-9A-Za-z_]", "_", name).lstrip("_") or "p"
@@ -186,12 +186,7 @@ def _hidden_name(name: str, used: set[str]) -> str:
 
 def hidden_columns(partitions: Sequence[HiddenPartition]) -> list[Column]:
     """The hidden columns, to add to the DataFrame in table form and partition by."""
-    return [_expression(p).alias(p.column) for p in partitions if p.column is not None]
-
-
-def partition_value(p: HiddenPartition) -> Column:
-    """The Spark expression of one partition field's value (not void)."""
-    return _expression(p)
+    return [partition_value(p).alias(p.column) for p in partitions if p.column is not None]
 
 
 def source_column(path: Sequence[str]) -> Column:
@@ -202,7 +197,8 @@ def source_column(path: Sequence[str]) -> Column:
     return column
 
 
-def _expression(p: HiddenPartition) -> Column:
+def partition_value(p: HiddenPartition) -> Column:
+    """The Spark expression of one partition field's value (not void)."""
     source = source_column(p.source_path)
     t, transform = p.source_type, p.transform
     if isinstance(transform, IdentityTransform):

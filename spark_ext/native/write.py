@@ -61,7 +61,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -84,10 +84,11 @@ from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.native.columns import FieldPlan, build_columns, plan_columns, quoted
 from lakecat.spark_ext.native.distribution import (
     NONE,
+    column_sort,
     distribute,
     distribution_mode,
     partition_keys,
-    sort_column,
+    sort_columns,
     sort_keys,
 )
 from lakecat.spark_ext.native.partitions import (
@@ -171,17 +172,14 @@ def plan_native_write(
     order = metadata.sort_order()
     if order.is_unsorted:
         return NativeWritePlan(columns, partitions, writer_options, lineage=lineage)
-    top_level = {f.field_id: f.name for f in schema.fields}
-    sort = []
-    for f in order.fields:
-        if f.transform != "identity" or f.source_id not in top_level:
-            raise NotNative(
-                f"the table's sort order has a {f.transform} field of a nested or transformed "
-                "column (the data source sorts by it)"
-            )
-        sort.append((top_level[f.source_id], f.direction, f.null_order))
+    sort = column_sort(metadata)
+    if len(sort) < len(order.fields):
+        raise NotNative(
+            f"the table's sort order has a {order.fields[len(sort)].transform} field of a "
+            "nested or transformed column (the data source sorts by it)"
+        )
     return NativeWritePlan(
-        columns, partitions, writer_options, tuple(sort), order.order_id, lineage=lineage
+        columns, partitions, writer_options, sort, order.order_id, lineage=lineage
     )
 
 
@@ -288,13 +286,13 @@ def _run(
     partition_by = [p.column for p in plan.partitions if p.column is not None]
     if partition_by:
         frame = frame.select("*", *hidden_columns(plan.partitions))
+    order = sort_columns(plan.sort)
     # the table's write.distribution-mode: by the hidden columns (and the sort order)
-    keys = [F.col(quoted(c)) for c in partition_by]
-    frame = distribute(frame, spread, keys, _sort_columns(plan.sort))
-    if plan.sort:
+    frame = distribute(frame, spread, [F.col(quoted(c)) for c in partition_by], order)
+    if order:
         # each task sorts its rows: by the partition columns first, as Spark's partitioned
         # writer needs them (it then sorts no more), then by the table's sort order
-        frame = frame.sortWithinPartitions(*partition_by, *_sort_columns(plan.sort))
+        frame = frame.sortWithinPartitions(*partition_by, *order)
     writer = frame.write.mode("errorifexists").options(**plan.writer_options)
     if partition_by:
         writer = writer.partitionBy(*partition_by)
@@ -422,10 +420,6 @@ def describe_file(
     if sort_order_id is None:
         return described
     return replace(described, sort_order_id=sort_order_id)
-
-
-def _sort_columns(sort: Sequence[tuple[str, str, str]]) -> list[Column]:
-    return [sort_column(F.col(quoted(name)), d, nulls) for name, d, nulls in sort]
 
 
 def remove_empty_folders(folder: str) -> None:

@@ -24,12 +24,20 @@ pytestmark = pytest.mark.spark
 
 
 @contextmanager
-def wap_id(spark: Any, value: str) -> Iterator[None]:
-    spark.conf.set("spark.wap.id", value)
+def session_setting(spark: Any, key: str, value: str) -> Iterator[None]:
+    spark.conf.set(key, value)
     try:
         yield
     finally:
-        spark.conf.unset("spark.wap.id")
+        spark.conf.unset(key)
+
+
+def wap_id(spark: Any, value: str) -> Any:
+    return session_setting(spark, "spark.wap.id", value)
+
+
+def wap_branch(spark: Any, value: str) -> Any:
+    return session_setting(spark, "spark.wap.branch", value)
 
 
 def ids(lake: Lake, table: str = "lake.db.t") -> list[int]:
@@ -130,15 +138,6 @@ def test_an_overwrite_and_a_stream_are_staged_too(audited: Lake, tmp_path: Path)
     assert ids(lake, at(staged_snapshot(lake, "stream"))) == [1, 2, 3, 8, 9]
 
 
-@contextmanager
-def wap_branch(spark: Any, value: str) -> Iterator[None]:
-    spark.conf.set("spark.wap.branch", value)
-    try:
-        yield
-    finally:
-        spark.conf.unset("spark.wap.branch")
-
-
 # each kind of write, as the first write of a session with spark.wap.branch, and the rows the
 # branch then holds (main: 1, 2, 3)
 BRANCH_WRITES = {
@@ -161,20 +160,17 @@ def test_the_first_write_in_a_session_wap_branch_creates_it_at_main_in_its_one_c
     audited: Lake, write: str
 ) -> None:
     lake = audited
-    lake.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
     table = lake.catalog.load_table("db.t")
     head, count = table.metadata.current_snapshot_id, len(table.snapshots())
     statement, expected = BRANCH_WRITES[write]
-    try:
-        with wap_branch(lake.spark, "audit"):
-            if statement is None:
-                frame = lake.spark.createDataFrame([(6, "a")], "id bigint, cat string")
-                frame.writeTo("lake.db.t").append()
-            else:
-                lake.sql(statement)
-            assert ids(lake) == expected  # the session reads its branch once it exists
-    finally:
-        lake.spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+    dynamic = session_setting(lake.spark, "spark.sql.sources.partitionOverwriteMode", "dynamic")
+    with dynamic, wap_branch(lake.spark, "audit"):
+        if statement is None:
+            frame = lake.spark.createDataFrame([(6, "a")], "id bigint, cat string")
+            frame.writeTo("lake.db.t").append()
+        else:
+            lake.sql(statement)
+        assert ids(lake) == expected  # the session reads its branch once it exists
 
     table = lake.catalog.load_table("db.t")
     assert table.metadata.current_snapshot_id == head and ids(lake) == [1, 2, 3]
