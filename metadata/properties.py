@@ -55,6 +55,10 @@ PARQUET_PAGE_ROW_LIMIT_DEFAULT = 20_000
 PARQUET_ROW_GROUP_LIMIT = "write.parquet.row-group-limit"  # rows; pyiceberg's property
 PARQUET_ROW_GROUP_LIMIT_DEFAULT = 1_048_576
 WRITE_DISTRIBUTION_MODE = "write.distribution-mode"  # none, hash, range (Iceberg's writers)
+# the rows a row-level statement rewrites or adds; unset: write.distribution-mode
+DELETE_DISTRIBUTION_MODE = "write.delete.distribution-mode"
+UPDATE_DISTRIBUTION_MODE = "write.update.distribution-mode"
+MERGE_DISTRIBUTION_MODE = "write.merge.distribution-mode"
 # a task of a metadata table scan (files, entries, ...) reads about this many bytes of manifests
 METADATA_SPLIT_SIZE = "read.split.metadata-target-size"
 METADATA_SPLIT_SIZE_DEFAULT = 32 * 1024 * 1024

@@ -73,6 +73,7 @@ from lakecat.spark_ext.dml.merge_plan import (
     merge_rows,
     resolve_columns,
 )
+from lakecat.spark_ext.native.distribution import distributed, distribution_mode
 from lakecat.spark_ext.settings import DEFAULT_FORMAT
 from lakecat.spark_ext.source.staging import TargetTable, open_target, read_files, stage_write
 from lakecat.spark_ext.source.write_jobs import isolation_level
@@ -89,6 +90,13 @@ class RowLevelResult:
     files_removed: int
     files_added: int
     files_read: int  # candidate files read on Spark (a DELETE drops some without reading)
+
+
+def _stage(target: TargetTable, rows: Any, kind: OpKind) -> list[DataFile]:
+    """Write the rows of a ``kind`` statement staged, spread over tasks by its distribution
+    mode (``write.<kind>.distribution-mode``, else ``write.distribution-mode``)."""
+    mode = distribution_mode(target.metadata, kind.value)
+    return stage_write(target, distributed(rows, target.metadata, mode))
 
 
 def delete(
@@ -124,7 +132,7 @@ def delete(
         if touched:
             rows = read_files(spark, target, touched, row_lineage=target.row_lineage)
             kept = rows.where(~F.coalesce(F.expr(condition), F.lit(False)))
-            added = stage_write(target, kept.drop(*METADATA_COLUMNS))
+            added = _stage(target, kept.drop(*METADATA_COLUMNS), OpKind.DELETE)
         removed = [*whole, *touched]
         read = [f for f in partial if f.file_path not in set_of(touched)]
         return _commit(
@@ -182,7 +190,7 @@ def update(
                 *(kept_lineage(F.col(_MATCH)) if target.row_lineage else []),
             )
             try:
-                added = stage_write(target, out)
+                added = _stage(target, out, OpKind.UPDATE)
             except BaseException:
                 if mor:
                     delete_quietly(target.io, [d.file_path for d in deletes])
@@ -263,7 +271,7 @@ def merge(
         )
         try:
             touched = [f for f in candidates if f.file_path in plan.changed_files]
-            added = stage_write(planned, plan.output) if plan.writes_anything else []
+            added = _stage(planned, plan.output, OpKind.MERGE) if plan.writes_anything else []
         finally:
             plan.release()
         if mor:

@@ -8,8 +8,13 @@ overwrites it writes from a DataFrame (``lk.write``; SQL ``INSERT`` and ``df.wri
 the catalog), **when the table sets the mode** (``ALTER TABLE ... WRITE DISTRIBUTED BY
 PARTITION``, ``WRITE ORDERED BY``, ``set_write_order``, or the property itself). An unset mode
 is ``none``, Spark's own behaviour for files, where Iceberg assumes ``hash`` for a partitioned
-table: its shuffle costs an INSERT time that a table asks for explicitly here. The staged
-rewrites of row-level statements and compactions keep their rows where they are.
+table: its shuffle costs an INSERT time that a table asks for explicitly here.
+
+The rows a row-level statement writes (a copy-on-write rewrite through the catalog, the new
+rows of ``lk.delete``/``lk.update``/``lk.merge``) follow the statement's own property,
+``write.delete|update|merge.distribution-mode`` as Iceberg names them, else Iceberg's choice
+for the statement when the table sets ``write.distribution-mode`` (:func:`statement_mode`);
+compactions keep their rows where they are (they group files themselves).
 
 The keys are Spark expressions equal for the rows of one partition: the field's value where
 Spark computes it exactly (:mod:`.partitions`: identity, truncate, year, month, day, hour),
@@ -37,15 +42,57 @@ NONE, HASH, RANGE = "none", "hash", "range"
 MODES = (NONE, HASH, RANGE)
 
 
-def distribution_mode(metadata: TableMetadata) -> str:
-    """The table's ``write.distribution-mode``; ``none`` when unset. :class:`ValidationError`
-    for another value (before anything is written)."""
-    mode = metadata.properties.get(P.WRITE_DISTRIBUTION_MODE, NONE).strip().lower()
-    if mode not in MODES:
+# a row-level statement's own property (Iceberg's names), by the statement
+STATEMENT_MODES = {
+    "delete": P.DELETE_DISTRIBUTION_MODE,
+    "update": P.UPDATE_DISTRIBUTION_MODE,
+    "merge": P.MERGE_DISTRIBUTION_MODE,
+}
+
+
+def distribution_mode(metadata: TableMetadata, statement: str | None = None) -> str:
+    """The table's ``write.distribution-mode``, ``none`` when unset; for the rows of a
+    row-level ``statement`` (``delete``, ``update``, ``merge``) see :func:`statement_mode`.
+    :class:`ValidationError` for a value that is not a mode (before anything is written)."""
+    if statement is not None:
+        return statement_mode(metadata, statement)
+    return _mode(metadata, P.WRITE_DISTRIBUTION_MODE)
+
+
+def statement_mode(metadata: TableMetadata, statement: str) -> str:
+    """The distribution mode of the rows a row-level ``statement`` writes: its own
+    ``write.<statement>.distribution-mode`` when set; else, when the table sets
+    ``write.distribution-mode``, what Iceberg's Spark runtime then uses (``hash`` for a
+    ``delete`` or ``update`` and for a ``merge`` into a partitioned table, the table's mode for
+    a ``merge`` into an unpartitioned one); ``none`` when the table sets neither."""
+    own = STATEMENT_MODES.get(statement.lower())
+    if own is None:
         raise ValidationError(
-            f"table property {P.WRITE_DISTRIBUTION_MODE}={mode!r}: use one of {', '.join(MODES)}"
+            f"row-level statement {statement!r}: use one of {', '.join(STATEMENT_MODES)}"
         )
+    if own in metadata.properties:
+        return _mode(metadata, own)
+    if P.WRITE_DISTRIBUTION_MODE not in metadata.properties:
+        return NONE
+    if own == P.MERGE_DISTRIBUTION_MODE and metadata.spec().is_unpartitioned:
+        return _mode(metadata, P.WRITE_DISTRIBUTION_MODE)
+    return HASH
+
+
+def _mode(metadata: TableMetadata, key: str) -> str:
+    mode = metadata.properties.get(key, NONE).strip().lower()
+    if mode not in MODES:
+        raise ValidationError(f"table property {key}={mode!r}: use one of {', '.join(MODES)}")
     return mode
+
+
+def distributed(frame: DataFrame, metadata: TableMetadata, mode: str) -> DataFrame:
+    """``frame``, whose columns are the table's (by name), with its rows spread over tasks as
+    ``mode`` asks, by the table's partitions (and, for ``range``, its sort order)."""
+    if mode == NONE:
+        return frame
+    columns = set(frame.columns)
+    return distribute(frame, mode, partition_keys(metadata, columns), sort_keys(metadata, columns))
 
 
 def distribute(

@@ -86,10 +86,9 @@ from lakecat.spark_ext.native.distribution import (
     NONE,
     column_sort,
     distribute,
+    distributed,
     distribution_mode,
-    partition_keys,
     sort_columns,
-    sort_keys,
 )
 from lakecat.spark_ext.native.partitions import (
     HiddenPartition,
@@ -111,7 +110,7 @@ from lakecat.spark_ext.settings import (
     CatalogSettings,
     settings_from_session,
 )
-from lakecat.spark_ext.source.staging import STAGE_TO, TARGET_FILE_SIZE
+from lakecat.spark_ext.source.staging import ROW_LEVEL_STATEMENT, STAGE_TO, TARGET_FILE_SIZE
 from lakecat.spark_ext.source.write_jobs import (
     FilesMessage,
     WriteJob,
@@ -240,24 +239,27 @@ def write(
     opts = normalized_options(options)
     settings = _settings(df, catalog, format_name, opts)
     job = plan_write(settings, table, opts, overwrite=_overwrite(mode), spark_schema=df.schema)
-    # a staged rewrite (row-level statement, compaction) keeps its rows where they are
-    spread = NONE if opts.get(STAGE_TO) else distribution_mode(job.metadata)
+    spread = _spread(job.metadata, opts)
     try:
         plan = plan_native_write(job.metadata, df.schema, mode=job.mode, options=opts)
     except NotNative as exc:
         log.info("lakecat: writing %s through the Python data source: %s", table, exc.reason)
-        columns = set(df.columns)
-        df = distribute(
-            df,
-            spread,
-            partition_keys(job.metadata, columns),
-            sort_keys(job.metadata, columns),
-        )
+        df = distributed(df, job.metadata, spread)
         writer = df.write.format(format_name).mode(mode).options(**opts)
         writer.options(**settings.as_options()).save(table)
         return NativeSupport(exc.reason)
     _run(job, plan, df, spread)
     return NATIVE
+
+
+def _spread(metadata: TableMetadata, options: Mapping[str, str]) -> str:
+    """The distribution mode of a write: a staged rewrite follows its row-level statement's
+    (:data:`ROW_LEVEL_STATEMENT`); a staged write of no statement (a compaction's) keeps its
+    rows where they are."""
+    if options.get(STAGE_TO):
+        statement = options.get(ROW_LEVEL_STATEMENT)
+        return distribution_mode(metadata, statement) if statement else NONE
+    return distribution_mode(metadata)
 
 
 def _overwrite(mode: str) -> bool:

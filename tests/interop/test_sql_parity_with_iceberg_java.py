@@ -855,3 +855,39 @@ def test_write_distribution_modes_cluster_rows_as_iceberg_java_does(
     lakecat: Lakecat, java: JavaTables
 ) -> None:
     assert_same(*both(lakecat, java, distribution_answer))
+
+
+def statement_distribution_answer(e: Engine) -> dict[str, Any]:
+    """``write.delete|update|merge.distribution-mode`` = ``hash`` on copy-on-write statements
+    over a table whose partitions each span several files: every statement rewrites each
+    partition's rows from one task, so one file per partition."""
+    t = create(e, "dist_dml", rows=0)
+    e.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.distribution-mode' = 'none')")
+    e.sql(
+        f"INSERT INTO {t} SELECT id, CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' "
+        "END, id * 1.5 FROM range(0, 2000, 1, 4)"  # 4 tasks, each holding every partition
+    )
+    e.sql(
+        f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.distribution-mode' = 'hash', "
+        "'write.update.distribution-mode' = 'hash', 'write.merge.distribution-mode' = 'hash')"
+    )
+    per_partition = (
+        f"SELECT partition.cat, count(*), sum(record_count) FROM {t}.files GROUP BY 1 ORDER BY 1"
+    )
+    answer: dict[str, Any] = {"before": [r[1] > 1 for r in e.query(per_partition)]}
+    for statement in (
+        f"DELETE FROM {t} WHERE id % 5 = 0",
+        f"UPDATE {t} SET amount = -amount WHERE id % 5 = 1",
+        f"MERGE INTO {t} USING (SELECT id FROM range(2, 2000, 5)) s ON {t}.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET amount = 0",
+    ):
+        e.sql(statement)
+        answer[statement.split()[0]] = e.query(per_partition)
+    answer["rows"] = rows(e, t)
+    return answer
+
+
+def test_statement_distribution_modes_cluster_rewrites_as_iceberg_java_does(
+    lakecat: Lakecat, java: JavaTables
+) -> None:
+    assert_same(*both(lakecat, java, statement_distribution_answer))

@@ -190,6 +190,27 @@ def test_merge_upserts_rows_in_the_style_of_delta(spark: Any, regions: Table) ->
     assert len(after) == 31
 
 
+@pytest.mark.parametrize("mode", ["hash", None])
+def test_merge_spreads_the_rows_it_writes_by_the_merge_distribution_mode(
+    spark: Any, regions: Table, mode: str | None
+) -> None:
+    if mode is not None:
+        regions.set_properties({"write.merge.distribution-mode": mode})
+    # 600 new rows of the three regions, each region's rows in all six Spark partitions
+    new = [(100 + i, ("eu", "us", "ap")[i % 3], "new") for i in range(600)]
+    updates = source(spark, new).repartition(6)
+    files_before = {f.file_path for f in regions.scan().plan_files()}
+
+    merge(spark, target="db.t", source=updates, on="t.id = s.id", when_not_matched_insert="*")
+
+    added = [f for f in regions.refresh().scan().plan_files() if f.file_path not in files_before]
+    assert sum(f.record_count for f in added) == 600 and len(contents(regions)) == 630
+    if mode == "hash":
+        assert sorted(f.partition[0] for f in added) == ["ap", "eu", "us"]
+    else:  # each Spark partition writes a file for each region it holds
+        assert len(added) > 3
+
+
 def test_merge_clauses_delete_update_and_insert_with_conditions(spark: Any, regions: Table) -> None:
     changes = source(
         spark, [(1, "eu", "drop"), (2, "eu", "keep"), (3, "eu", "skip"), (50, "eu", "skip")]

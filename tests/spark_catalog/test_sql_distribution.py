@@ -1,7 +1,9 @@
 """``write.distribution-mode`` on batch writes through the catalog: when the table sets it,
 ``hash`` writes the rows of one partition from one task (one file per partition here) and
 ``range`` gives each task a range of the sort order (files that do not overlap); unset, rows
-are written where they are. On Spark's Parquet writer and through the Python data source."""
+are written where they are. On Spark's Parquet writer and through the Python data source.
+Copy-on-write ``DELETE``/``UPDATE``/``MERGE`` follow ``write.<statement>.distribution-mode``,
+else ``write.distribution-mode``."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+
+from lakecat.spark_ext.native.distribution import distribution_mode
 
 pytestmark = pytest.mark.spark
 
@@ -86,3 +90,143 @@ def test_an_unknown_distribution_mode_is_refused_before_anything_is_written(lake
         lake.sql(f"INSERT INTO lake.db.t {ROWS}")
 
     assert table.refresh().current_snapshot() is None
+
+
+# Statements that rewrite every file of the table (copy-on-write: every file holds ids that
+# are multiples of 5), and the rows they leave.
+STATEMENTS = {
+    "delete": ("DELETE FROM lake.db.t WHERE id % 5 = 0", 3200),
+    "update": ("UPDATE lake.db.t SET id = id + 10000 WHERE id % 5 = 0", 4000),
+    "merge": (
+        "MERGE INTO lake.db.t USING (SELECT id FROM range(0, 4000, 5)) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET id = t.id + 10000",
+        4000,
+    ),
+}
+
+
+def regions_per_file(table: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for f in files(table):
+        region = f.partition[0]
+        counts[region] = counts.get(region, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("writer", [True, False], ids=["spark writer", "python writer"])
+@pytest.mark.parametrize("statement", list(STATEMENTS))
+@pytest.mark.parametrize("key", ["own", "table", None])
+def test_a_copy_on_write_statement_spreads_its_rows_by_its_distribution_mode(
+    lake: Any, statement: str, key: str | None, writer: bool
+) -> None:
+    # Iceberg's names: write.<statement>.distribution-mode, else write.distribution-mode
+    table = lake.catalog.create_table(
+        "db.t", SCHEMA, partition_by=["region"], properties=WRITERS["spark"]
+    )
+    lake.sql(f"INSERT INTO lake.db.t {ROWS}")  # no mode: each region in several files
+    assert min(regions_per_file(table).values()) > 1
+    property = {
+        "own": f"write.{statement}.distribution-mode",
+        "table": "write.distribution-mode",
+        None: None,
+    }[key]
+    if property is not None:
+        lake.sql(f"ALTER TABLE lake.db.t SET TBLPROPERTIES ('{property}' = 'hash')")
+    sql, count = STATEMENTS[statement]
+    lake.spark.conf.set("spark.lakecat.nativeRowLevelWrites", str(writer).lower())
+    try:
+        lake.sql(sql)
+    finally:
+        lake.spark.conf.unset("spark.lakecat.nativeRowLevelWrites")
+
+    assert sum(f.record_count for f in files(table)) == count
+    assert lake.sql("SELECT count(*) FROM lake.db.t WHERE id % 5 = 0 AND id < 4000")[0][0] == 0
+    per_region = regions_per_file(table)
+    if property is not None and writer:
+        assert per_region == {"eu": 1, "us": 1, "ap": 1, "sa": 1}
+    else:  # rows written in the tasks they are in (always by the Python writer, Spark's
+        # V2 write): some region's rows in several files
+        assert sum(per_region.values()) > 4
+
+
+def test_a_statement_s_own_distribution_mode_wins_over_the_table_s(lake: Any) -> None:
+    table = lake.catalog.create_table(
+        "db.t",
+        SCHEMA,
+        partition_by=["region"],
+        properties={"write.delete.distribution-mode": "none"},
+    )
+    lake.sql(f"INSERT INTO lake.db.t {ROWS}")
+    lake.sql("ALTER TABLE lake.db.t SET TBLPROPERTIES ('write.distribution-mode' = 'hash')")
+
+    lake.sql("DELETE FROM lake.db.t WHERE id % 5 = 0")
+
+    assert len(files(table)) > 4  # not one file per region: the rows stayed in their tasks
+
+
+def test_an_unknown_statement_distribution_mode_is_refused_before_anything_is_written(
+    lake: Any,
+) -> None:
+    table = lake.catalog.create_table("db.t", SCHEMA, partition_by=["region"])
+    lake.sql(f"INSERT INTO lake.db.t {ROWS}")
+    before = table.refresh().current_snapshot()
+    lake.sql("ALTER TABLE lake.db.t SET TBLPROPERTIES ('write.update.distribution-mode' = 'x')")
+
+    with pytest.raises(Exception, match=r"write\.update\.distribution-mode='x'"):
+        lake.sql("UPDATE lake.db.t SET amount = 0 WHERE id % 5 = 0")
+
+    assert table.refresh().current_snapshot() == before
+
+
+@pytest.mark.parametrize(
+    ("properties", "partitioned", "expected"),
+    [
+        ({}, True, {"delete": "none", "update": "none", "merge": "none"}),
+        ({"write.distribution-mode": "none"}, True, dict.fromkeys(STATEMENTS, "hash")),
+        ({"write.distribution-mode": "range"}, True, dict.fromkeys(STATEMENTS, "hash")),
+        (
+            {"write.distribution-mode": "range"},
+            False,
+            {"delete": "hash", "update": "hash", "merge": "range"},
+        ),
+        (
+            {"write.distribution-mode": "hash", "write.update.distribution-mode": "Range "},
+            True,
+            {"delete": "hash", "update": "range", "merge": "hash"},
+        ),
+        (
+            {"write.merge.distribution-mode": "none"},
+            False,
+            {"delete": "none", "update": "none", "merge": "none"},
+        ),
+    ],
+)
+def test_without_its_own_mode_a_statement_takes_iceberg_s_choice_for_the_table_s_mode(
+    lake: Any, properties: dict[str, str], partitioned: bool, expected: dict[str, str]
+) -> None:
+    table = lake.catalog.create_table(
+        "db.t", SCHEMA, partition_by=["region"] if partitioned else [], properties=properties
+    )
+
+    assert {s: distribution_mode(table.metadata, s) for s in STATEMENTS} == expected
+
+
+def test_a_merge_into_an_unpartitioned_table_follows_its_range_mode(lake: Any) -> None:
+    table = lake.catalog.create_table("db.t", SCHEMA)
+    lake.sql("ALTER TABLE lake.db.t WRITE LOCALLY ORDERED BY id")  # none: files overlap
+    lake.sql(
+        "INSERT INTO lake.db.t SELECT id, 'eu', 0.0 FROM range(0, 4000, 1, 4) DISTRIBUTE BY id % 7"
+    )
+    lake.sql("ALTER TABLE lake.db.t WRITE ORDERED BY id")  # range
+
+    def overlapping() -> bool:
+        ranges = sorted(id_range(f) for f in files(table))
+        return any(a[1] >= b[0] for a, b in itertools.pairwise(ranges))
+
+    assert overlapping()
+    lake.sql(
+        "MERGE INTO lake.db.t USING (SELECT id FROM range(1, 4000, 5)) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET amount = 1"
+    )
+    assert not overlapping() and len(files(table)) > 1
+    assert lake.sql("SELECT count(*), sum(amount) FROM lake.db.t")[0] == (4000, 800.0)

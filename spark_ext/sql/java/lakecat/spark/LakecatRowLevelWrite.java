@@ -1,8 +1,10 @@
 package lakecat.spark;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import org.apache.spark.sql.Dataset;
@@ -92,8 +94,11 @@ final class LakecatRowLevelWrite implements Write {
             }
             scan.keep(chosen);
           }
+          // the rows spread over tasks by the statement's distribution mode (in Python)
+          Map<String, String> rewrite = new HashMap<>(options);
+          rewrite.put("row-level-statement", command.name().toLowerCase(Locale.ROOT));
           ObjectNode args = table.identifierArgs();
-          args.set("options", Names.object(options));
+          args.set("options", Names.object(rewrite));
           args.put("overwrite", false);
           table.bridge().insert(args, data);
           table
