@@ -891,3 +891,49 @@ def test_statement_distribution_modes_cluster_rewrites_as_iceberg_java_does(
     lakecat: Lakecat, java: JavaTables
 ) -> None:
     assert_same(*both(lakecat, java, statement_distribution_answer))
+
+
+def _function_rows() -> str:
+    """VALUES rows of every type the transform functions take: edge values and a seeded
+    random sample (int, bigint, date, timestamp micros, string, binary, decimal(9,2))."""
+    import random
+
+    rng = random.Random(1128)
+    ints = [0, 1, -1, 34, -34, 2**31 - 1, *(rng.randint(-(2**30), 2**30) for _ in range(30))]
+    longs = [0, -1, 34, 2**62, *(rng.randint(-(2**62), 2**62) for _ in range(len(ints) - 4))]
+    micros = [0, -1, 1, -3_600_000_000, *(rng.randint(-(10**16), 10**16) for _ in ints[4:])]
+    days = [0, -1, 1, -365, *(rng.randint(-100_000, 100_000) for _ in ints[4:])]
+    words = ["", "a", "iceberg", "ünïcödé", "日本語のテキスト", "😀 ok"]
+    rows = []
+    for k, (i, n, m, d) in enumerate(zip(ints, longs, micros, days, strict=True)):
+        word = words[k % len(words)] + str(k)
+        rows.append(
+            f"({i}, CAST({n} AS BIGINT), date_add(DATE '1970-01-01', {d}), "
+            f"timestamp_micros({m}), '{word}', CAST('{word}' AS BINARY), "
+            f"CAST({i} AS DECIMAL(12, 0)) / 100)"
+        )
+    return ", ".join(rows)
+
+
+def functions_answer(e: Engine) -> dict[str, Any]:
+    """Iceberg's partition transform functions (``<catalog>.system.bucket`` and the rest)
+    over every type they take."""
+    f = f"{e.catalog}.system"
+    calls = [
+        f"{f}.years(d)", f"{f}.months(d)", f"{f}.days(d)",
+        f"{f}.years(ts)", f"{f}.months(ts)", f"{f}.days(ts)", f"{f}.hours(ts)",
+        f"{f}.hours(CAST(ts AS TIMESTAMP_NTZ))",
+        f"{f}.bucket(16, i)", f"{f}.bucket(16, n)", f"{f}.bucket(16, d)",
+        f"{f}.bucket(16, ts)", f"{f}.bucket(16, s)", f"{f}.bucket(16, b)",
+        f"{f}.bucket(16, dec)", f"{f}.bucket(7, CAST(i % 30000 AS SMALLINT))",
+        f"{f}.truncate(10, i)", f"{f}.truncate(10, n)", f"{f}.truncate(3, s)",
+        f"hex({f}.truncate(3, b))", f"CAST({f}.truncate(10, dec) AS STRING)",
+    ]  # fmt: skip
+    answer = e.query(
+        f"SELECT {', '.join(calls)} FROM VALUES {_function_rows()} AS v(i, n, d, ts, s, b, dec)"
+    )
+    return {"rows": answer}
+
+
+def test_transform_functions_answer_as_iceberg_java_s(lakecat: Lakecat, java: JavaTables) -> None:
+    assert_same(*both(lakecat, java, functions_answer))

@@ -3,6 +3,8 @@ package lakecat.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Map;
+import org.apache.spark.sql.catalyst.analysis.NoSuchFunctionException;
+import org.apache.spark.sql.connector.catalog.FunctionCatalog;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
 import org.apache.spark.sql.connector.catalog.ProcedureCatalog;
@@ -11,6 +13,7 @@ import org.apache.spark.sql.connector.catalog.StagingTableCatalog;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.types.StructType;
@@ -22,10 +25,12 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * name. Tables read and write through lakecat's Python data source. Procedures ({@code CALL
  * <catalog>.system.<name>(...)}) are described and run by the Python side too. {@code CREATE
  * TABLE AS SELECT}, {@code REPLACE TABLE} and {@code CREATE OR REPLACE TABLE} are staged ({@link
- * LakecatStagedTable}): the catalog changes only when the statement's rows are written.
+ * LakecatStagedTable}): the catalog changes only when the statement's rows are written. Iceberg's
+ * partition transforms are its functions ({@code <catalog>.system.bucket(16, id)}, {@link
+ * LakecatFunctions}), computed in the JVM.
  */
 public class LakecatCatalog
-    implements StagingTableCatalog, SupportsNamespaces, ProcedureCatalog {
+    implements StagingTableCatalog, SupportsNamespaces, ProcedureCatalog, FunctionCatalog {
   private String name;
   private BridgeClient bridge;
 
@@ -216,6 +221,32 @@ public class LakecatCatalog
       out[i] = Names.identifier(Names.strings(result.get(i)));
     }
     return out;
+  }
+
+  // ---- functions: Iceberg's partition transforms ------------------------------------------
+  @Override
+  public Identifier[] listFunctions(String[] namespace) {
+    if (!LakecatFunctions.isFunctionNamespace(namespace)) {
+      return new Identifier[0];
+    }
+    String[] names = LakecatFunctions.names();
+    Identifier[] out = new Identifier[names.length];
+    for (int i = 0; i < names.length; i++) {
+      out[i] = Identifier.of(namespace, names[i]);
+    }
+    return out;
+  }
+
+  @Override
+  public UnboundFunction loadFunction(Identifier ident) throws NoSuchFunctionException {
+    UnboundFunction function =
+        LakecatFunctions.isFunctionNamespace(ident.namespace())
+            ? LakecatFunctions.load(ident.name())
+            : null;
+    if (function == null) {
+      throw new NoSuchFunctionException(ident);
+    }
+    return function;
   }
 
   private Table table(JsonNode descriptor) {
