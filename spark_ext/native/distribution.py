@@ -10,11 +10,13 @@ PARTITION``, ``WRITE ORDERED BY``, ``set_write_order``, or the property itself).
 is ``none``, Spark's own behaviour for files, where Iceberg assumes ``hash`` for a partitioned
 table: its shuffle costs an INSERT time that a table asks for explicitly here.
 
-The rows a row-level statement writes (a copy-on-write rewrite through the catalog, the new
-rows of ``lk.delete``/``lk.update``/``lk.merge``) follow the statement's own property,
+The rows ``lk.delete``/``lk.update``/``lk.merge`` write follow the statement's own property,
 ``write.delete|update|merge.distribution-mode`` as Iceberg names them, else Iceberg's choice
 for the statement when the table sets ``write.distribution-mode`` (:func:`statement_mode`);
-compactions keep their rows where they are (they group files themselves).
+compactions keep their rows where they are (they group files themselves). The SQL catalog's
+writes other than batch appends and overwrites (row-level statements, dynamic overwrites,
+streams) have Spark spread their rows by the same modes, which the bridge hands the plugin
+(``WriteRequirements`` in the plugin's Java), so staged rewrites are not spread here again.
 
 The keys are Spark expressions equal for the rows of one partition: the field's value where
 Spark computes it exactly (:mod:`.partitions`: identity, truncate, year, month, day, hour),

@@ -110,7 +110,7 @@ from lakecat.spark_ext.settings import (
     CatalogSettings,
     settings_from_session,
 )
-from lakecat.spark_ext.source.staging import ROW_LEVEL_STATEMENT, STAGE_TO, TARGET_FILE_SIZE
+from lakecat.spark_ext.source.staging import STAGE_TO, TARGET_FILE_SIZE
 from lakecat.spark_ext.source.write_jobs import (
     FilesMessage,
     WriteJob,
@@ -253,13 +253,10 @@ def write(
 
 
 def _spread(metadata: TableMetadata, options: Mapping[str, str]) -> str:
-    """The distribution mode of a write: a staged rewrite follows its row-level statement's
-    (:data:`ROW_LEVEL_STATEMENT`); a staged write of no statement (a compaction's) keeps its
-    rows where they are."""
-    if options.get(STAGE_TO):
-        statement = options.get(ROW_LEVEL_STATEMENT)
-        return distribution_mode(metadata, statement) if statement else NONE
-    return distribution_mode(metadata)
+    """The distribution mode of a write; ``none`` for a staged rewrite: a row-level
+    statement's, whose rows the SQL catalog plugin has Spark spread before they get here
+    (``WriteRequirements``), and a compaction's, which groups files itself."""
+    return NONE if options.get(STAGE_TO) else distribution_mode(metadata)
 
 
 def _overwrite(mode: str) -> bool:

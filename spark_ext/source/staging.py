@@ -44,9 +44,6 @@ from lakecat.spark_ext.source.planning import (
 
 STAGE_TO = "stage-to"  # write option: hand the written files over here, do not commit
 TARGET_FILE_SIZE = "target-file-size-bytes"  # write option (Iceberg Spark's name)
-# write option with STAGE_TO: the row-level statement (delete, update, merge) whose rows the
-# staged write writes; lk.write's native path spreads them by its distribution mode
-ROW_LEVEL_STATEMENT = "row-level-statement"
 # write option, "true": the rows carry their address last (read with ROW_ADDRESSES); write
 # them in order and hand over the blocks of input positions written
 RECORD_MOVES = "record-moves"

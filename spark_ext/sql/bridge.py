@@ -51,9 +51,10 @@ from lakecat.metadata.errors import (
 from lakecat.metadata.expressions import and_, parse
 from lakecat.metadata.io import join
 from lakecat.metadata.schema import arrow_to_schema
-from lakecat.metadata.table import MAIN_BRANCH, read_metadata
+from lakecat.metadata.table import MAIN_BRANCH, TableMetadata, read_metadata
 from lakecat.spark_ext.errors import error_attributes, error_class_name, error_in_traceback
 from lakecat.spark_ext.native.delta_rows import describe_delta_rows, plan_delta_rows
+from lakecat.spark_ext.native.distribution import STATEMENT_MODES, distribution_mode
 from lakecat.spark_ext.native.scan import plan_catalog_scan
 from lakecat.spark_ext.native.support import NotNative
 from lakecat.spark_ext.native.write import folder_owned, remove_empty_folders
@@ -76,6 +77,7 @@ from lakecat.spark_ext.sql.convert import (
     UnsupportedByCatalog,
     partition_by,
     predicates_expression,
+    spark_sort_order,
     spark_transforms,
 )
 from lakecat.spark_ext.sql.metadata_tables import (
@@ -685,6 +687,7 @@ class CatalogBridge:
             "dynamic_overwrite_options": {OVERWRITE_MODE: "dynamic"},
             "data_table": True,
             "row_lineage": table.metadata.format_version >= 3,
+            "distribution": _write_distribution(table.metadata),
         }
 
     def _metadata_table(self, namespace: Sequence[str], kind: str, table: Table) -> dict[str, Any]:
@@ -699,6 +702,21 @@ class CatalogBridge:
             "read_options": {OPTION_TABLE: table_name, METADATA_TABLE: kind},
             "write_options": None,
         }
+
+
+def _write_distribution(metadata: TableMetadata) -> dict[str, Any]:
+    """How the plugin asks Spark to spread the rows of the table's writes over tasks (its
+    ``RequiresDistributionAndOrdering`` writes): the distribution mode of a write (``write``)
+    and of each row-level statement's rows, or the error of a mode that is not one (raised
+    when such a write starts, before anything is written); the sort order ``range`` adds to
+    the partition transforms."""
+    modes: dict[str, dict[str, str]] = {}
+    for statement in (None, *STATEMENT_MODES):
+        try:
+            modes[statement or "write"] = {"mode": distribution_mode(metadata, statement)}
+        except ValidationError as exc:
+            modes[statement or "write"] = {"error": str(exc)}
+    return {"modes": modes, "sort_order": spark_sort_order(metadata)}
 
 
 def _ref_name(name: str) -> tuple[str, str] | None:

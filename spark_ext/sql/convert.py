@@ -90,17 +90,42 @@ def spark_transforms(table: Table | TableMetadata) -> list[dict[str, Any]]:
     schema = table.schema()
     out: list[dict[str, Any]] = []
     for field in table.spec().fields:
-        # The names from the top-level column down, each as it is ("a.b" stays one name).
-        column = {"ref": list(schema.column_path(field.source_id))}
-        transform = field.transform
-        if transform == "identity":
-            out.append({"name": "identity", "args": [column]})
-        elif transform in _SPARK_TIME_TRANSFORMS:
-            out.append({"name": _SPARK_TIME_TRANSFORMS[transform], "args": [column]})
-        elif transform.startswith(("bucket[", "truncate[")):
-            name, _, width = transform.rstrip("]").partition("[")
-            out.append({"name": name, "args": [{"literal": int(width)}, column]})
+        transform = _spark_transform(schema, field.source_id, field.transform)
+        if transform is not None:
+            out.append(transform)
     return out
+
+
+def spark_sort_order(table: Table | TableMetadata) -> list[dict[str, Any]]:
+    """The table's sort order as Spark sort orders: a transform (as :func:`spark_transforms`
+    gives them), ``ascending``, ``nulls_first``; as far as its fields have Spark transforms."""
+    schema = table.schema()
+    out: list[dict[str, Any]] = []
+    for field in table.sort_order().fields:
+        transform = _spark_transform(schema, field.source_id, field.transform)
+        if transform is None:
+            break
+        out.append(
+            {
+                "transform": transform,
+                "ascending": field.direction == "asc",
+                "nulls_first": field.null_order == "nulls-first",
+            }
+        )
+    return out
+
+
+def _spark_transform(schema: Schema, source_id: int, transform: str) -> dict[str, Any] | None:
+    # The names from the top-level column down, each as it is ("a.b" stays one name).
+    column = {"ref": list(schema.column_path(source_id))}
+    if transform == "identity":
+        return {"name": "identity", "args": [column]}
+    if transform in _SPARK_TIME_TRANSFORMS:
+        return {"name": _SPARK_TIME_TRANSFORMS[transform], "args": [column]}
+    if transform.startswith(("bucket[", "truncate[")):
+        name, _, width = transform.rstrip("]").partition("[")
+        return {"name": name, "args": [{"literal": int(width)}, column]}
+    return None  # void
 
 
 # ---- predicates -----------------------------------------------------------------------------

@@ -142,10 +142,9 @@ def test_a_copy_on_write_statement_spreads_its_rows_by_its_distribution_mode(
     assert sum(f.record_count for f in files(table)) == count
     assert lake.sql("SELECT count(*) FROM lake.db.t WHERE id % 5 = 0 AND id < 4000")[0][0] == 0
     per_region = regions_per_file(table)
-    if property is not None and writer:
+    if property is not None:
         assert per_region == {"eu": 1, "us": 1, "ap": 1, "sa": 1}
-    else:  # rows written in the tasks they are in (always by the Python writer, Spark's
-        # V2 write): some region's rows in several files
+    else:  # rows written in the tasks they are in: some region's rows in several files
         assert sum(per_region.values()) > 4
 
 
@@ -230,3 +229,122 @@ def test_a_merge_into_an_unpartitioned_table_follows_its_range_mode(lake: Any) -
     )
     assert not overlapping() and len(files(table)) > 1
     assert lake.sql("SELECT count(*), sum(amount) FROM lake.db.t")[0] == (4000, 800.0)
+
+
+def test_a_bucketed_table_s_statements_cluster_by_bucket(lake: Any) -> None:
+    # the bucket transform clusters through the catalog's bucket function
+    table = lake.catalog.create_table("db.t", SCHEMA, partition_by=[("id", "bucket[3]")])
+    lake.sql(f"INSERT INTO lake.db.t {ROWS}")
+    assert len(files(table)) > 3
+    lake.sql("ALTER TABLE lake.db.t SET TBLPROPERTIES ('write.update.distribution-mode' = 'hash')")
+
+    lake.sql("UPDATE lake.db.t SET amount = -1 WHERE id % 5 = 0")
+
+    assert sorted(f.partition[0] for f in files(table)) == [0, 1, 2]
+    assert lake.sql("SELECT count(*), sum(amount) FROM lake.db.t WHERE amount < 0")[0] == (
+        800,
+        -800,
+    )
+
+
+@pytest.mark.parametrize("mode", ["hash", None])
+def test_a_merge_on_read_merge_writes_its_new_rows_by_partition(
+    lake: Any, mode: str | None
+) -> None:
+    properties = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
+    if mode is not None:
+        properties["write.merge.distribution-mode"] = mode
+    table = lake.catalog.create_table(
+        "db.t", SCHEMA, partition_by=["region"], properties=properties
+    )
+    lake.sql(f"INSERT INTO lake.db.t {ROWS}")
+    before = {f.file_path for f in files(table)}
+
+    # every region's new rows in both of Spark's tasks (two shuffle partitions of the join)
+    lake.sql(
+        "MERGE INTO lake.db.t USING (SELECT id, id % 4 AS r FROM range(0, 8000, 5)) s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET amount = -1 WHEN NOT MATCHED THEN "
+        "INSERT (id, region, amount) VALUES (s.id, element_at(array('eu', 'us', 'ap', 'sa'), "
+        "int(s.r) + 1), 0)"
+    )
+
+    added = [f for f in files(table) if f.file_path not in before]
+    assert sum(f.record_count for f in added) == 1600
+    assert lake.sql("SELECT count(*) FROM lake.db.t")[0][0] == 4800
+    if mode == "hash":
+        assert sorted(f.partition[0] for f in added) == ["ap", "eu", "sa", "us"]
+    else:
+        assert len(added) > 4
+
+
+@pytest.mark.parametrize("statement", ["delete", "update", "merge"])
+def test_an_unpartitioned_table_s_rows_cluster_by_file_for_a_delete_or_update(
+    lake: Any, statement: str
+) -> None:
+    # Iceberg's hash for an unpartitioned table's DELETE and UPDATE: each file's rows
+    # rewritten by one task, whatever splits Spark read it in; a MERGE's by nothing
+    lake.catalog.create_table(
+        "db.t", SCHEMA, properties={f"write.{statement}.distribution-mode": "hash"}
+    )
+    lake.sql(f"INSERT INTO lake.db.t {ROWS}")
+    sql = STATEMENTS[statement][0]
+
+    plan = "\n".join(r[0] for r in lake.spark.sql(f"EXPLAIN EXTENDED {sql}").collect())
+
+    optimized = plan.split("== Optimized Logical Plan ==")[1].split("== Physical Plan ==")[0]
+    assert ("RepartitionByExpression [_file" in optimized) == (statement != "merge")
+    lake.sql(sql)
+    assert lake.sql("SELECT count(*) FROM lake.db.t")[0][0] == STATEMENTS[statement][1]
+
+
+@pytest.mark.parametrize("mode", ["hash", None])
+def test_a_stream_s_micro_batches_follow_the_distribution_mode(
+    lake: Any, tmp_path: Any, mode: str | None
+) -> None:
+    import pyarrow.parquet as pq
+
+    properties = {} if mode is None else {"write.distribution-mode": mode}
+    table = lake.catalog.create_table(
+        "db.t", SCHEMA, partition_by=["region"], properties=properties
+    )
+    source = tmp_path / "source"
+    source.mkdir()
+    for part in range(2):  # two files: two tasks, each holding every region
+        ids = list(range(part * 100, part * 100 + 100))
+        regions = [("eu", "us", "ap", "sa")[i % 4] for i in ids]
+        rows = pa.table({"id": ids, "region": regions, "amount": [0.0] * 100}, schema=SCHEMA)
+        pq.write_table(rows, source / f"part-{part}.parquet")
+
+    query = (
+        lake.spark.readStream.schema("id long, region string, amount double")
+        .parquet(str(source))
+        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .toTable("lake.db.t")
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+
+    per_region = regions_per_file(table)
+    assert sum(f.record_count for f in files(table)) == 200
+    if mode == "hash":
+        assert per_region == {"eu": 1, "us": 1, "ap": 1, "sa": 1}
+    else:
+        assert per_region == {"eu": 2, "us": 2, "ap": 2, "sa": 2}
+
+
+@pytest.mark.parametrize("mode", ["hash", None])
+def test_a_dynamic_overwrite_follows_the_distribution_mode(lake: Any, mode: str | None) -> None:
+    properties = {} if mode is None else {"write.distribution-mode": mode}
+    table = lake.catalog.create_table(
+        "db.t", SCHEMA, partition_by=["region"], properties=properties
+    )
+    lake.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        lake.sql(f"INSERT OVERWRITE lake.db.t {ROWS}")
+    finally:
+        lake.spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+
+    assert table.refresh().current_snapshot().operation == "overwrite"
+    per_region = regions_per_file(table)
+    assert (per_region == {"eu": 1, "us": 1, "ap": 1, "sa": 1}) == (mode == "hash")

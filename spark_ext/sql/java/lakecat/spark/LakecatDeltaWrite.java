@@ -14,10 +14,13 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.JoinedRow;
+import org.apache.spark.sql.connector.distributions.Distribution;
+import org.apache.spark.sql.connector.expressions.SortOrder;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.DeltaBatchWrite;
@@ -25,6 +28,7 @@ import org.apache.spark.sql.connector.write.DeltaWrite;
 import org.apache.spark.sql.connector.write.DeltaWriter;
 import org.apache.spark.sql.connector.write.DeltaWriterFactory;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
 import org.apache.spark.sql.connector.write.RowLevelOperation.Command;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteSummary;
@@ -40,7 +44,7 @@ import org.roaringbitmap.longlong.Roaring64NavigableMap;
  * bridge call, which writes the position delete files (v3: deletion vectors) and commits. As for
  * {@link LakecatRowLevelWrite}, once that call is made the job's files belong to it.
  */
-final class LakecatDeltaWrite implements DeltaWrite {
+final class LakecatDeltaWrite implements DeltaWrite, RequiresDistributionAndOrdering {
   private final LakecatTable table;
   private final Write staged; // the Python data source's staged write; null: native rows
   private final NativeRows nativeRows; // null: staged rows
@@ -70,6 +74,24 @@ final class LakecatDeltaWrite implements DeltaWrite {
     this.layout = layout;
     this.fileOrdinal = fileOrdinal;
     this.posOrdinal = posOrdinal;
+    // the rows of an UPDATE or MERGE spread as write.<command>.distribution-mode asks; a
+    // DELETE writes no rows (its positions go to the driver)
+    this.requirements =
+        command == Command.DELETE
+            ? WriteRequirements.NONE
+            : WriteRequirements.delta(table, command.name().toLowerCase(Locale.ROOT));
+  }
+
+  private final WriteRequirements requirements;
+
+  @Override
+  public Distribution requiredDistribution() {
+    return requirements.distribution();
+  }
+
+  @Override
+  public SortOrder[] requiredOrdering() {
+    return requirements.ordering();
   }
 
   @Override

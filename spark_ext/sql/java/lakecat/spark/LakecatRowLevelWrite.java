@@ -1,7 +1,6 @@
 package lakecat.spark;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -10,10 +9,13 @@ import java.util.Set;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.connector.distributions.Distribution;
+import org.apache.spark.sql.connector.expressions.SortOrder;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
 import org.apache.spark.sql.connector.write.RowLevelOperation.Command;
 import org.apache.spark.sql.connector.write.V1Write;
 import org.apache.spark.sql.connector.write.Write;
@@ -29,8 +31,12 @@ import org.apache.spark.sql.sources.InsertableRelation;
  * <p>Once that call is made, the job's files belong to it: a commit that failed for sure
  * deletes them in Python, and a commit whose outcome is unknown must keep them (it may have
  * landed), so Spark's abort after a failed commit deletes nothing.
+ *
+ * <p>Spark spreads the rows over tasks first as {@code write.<command>.distribution-mode} asks
+ * ({@link WriteRequirements}; a {@code DELETE}'s or {@code UPDATE}'s rows of an unpartitioned
+ * table by their file under {@code hash}), for either writer.
  */
-final class LakecatRowLevelWrite implements Write {
+final class LakecatRowLevelWrite implements Write, RequiresDistributionAndOrdering {
   private final LakecatTable table;
   private final Write delegate;
   private final Command command;
@@ -54,6 +60,21 @@ final class LakecatRowLevelWrite implements Write {
     this.scan = scan;
     this.stageTo = stageTo;
     this.options = options;
+    this.requirements =
+        WriteRequirements.of(
+            table, command.name().toLowerCase(Locale.ROOT), command != Command.MERGE);
+  }
+
+  private final WriteRequirements requirements;
+
+  @Override
+  public Distribution requiredDistribution() {
+    return requirements.distribution();
+  }
+
+  @Override
+  public SortOrder[] requiredOrdering() {
+    return requirements.ordering();
   }
 
   LakecatTable table() {
@@ -94,11 +115,8 @@ final class LakecatRowLevelWrite implements Write {
             }
             scan.keep(chosen);
           }
-          // the rows spread over tasks by the statement's distribution mode (in Python)
-          Map<String, String> rewrite = new HashMap<>(options);
-          rewrite.put("row-level-statement", command.name().toLowerCase(Locale.ROOT));
           ObjectNode args = table.identifierArgs();
-          args.set("options", Names.object(rewrite));
+          args.set("options", Names.object(options));
           args.put("overwrite", false);
           table.bridge().insert(args, data);
           table

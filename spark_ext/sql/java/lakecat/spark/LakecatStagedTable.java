@@ -49,7 +49,7 @@ final class LakecatStagedTable extends DescribedTable implements StagedTable, Su
 
       @Override
       public Write build() {
-        return new LakecatWrite(bridge, builder.build());
+        return new LakecatWrite(bridge, builder.build(), WriteRequirements.NONE);
       }
     };
   }

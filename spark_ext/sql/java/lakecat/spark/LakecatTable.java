@@ -391,7 +391,7 @@ final class LakecatTable extends DescribedTable
     return value.isEmpty() ? null : value;
   }
 
-  private static RuntimeException refused(String message) {
+  static RuntimeException refused(String message) {
     return BridgeClient.rethrow(
         new LakecatException(
             "ValidationError", "lakecat.metadata.errors.ValidationError", message, "{}", null));

@@ -1,8 +1,11 @@
 package lakecat.spark;
 
+import org.apache.spark.sql.connector.distributions.Distribution;
+import org.apache.spark.sql.connector.expressions.SortOrder;
 import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 
@@ -10,15 +13,29 @@ import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
  * The Python data source's write, unchanged, except that a lakecat error its Python writer raises
  * on the driver (planning the write, committing it) reaches the user as a {@link
  * LakecatException} ({@code lakecat ConcurrentAppend: ...}) instead of Spark's {@code
- * PYTHON_DATA_SOURCE_ERROR} with the Python traceback in its first line.
+ * PYTHON_DATA_SOURCE_ERROR} with the Python traceback in its first line; and that Spark spreads
+ * its rows over tasks as the table's {@code write.distribution-mode} asks ({@link
+ * WriteRequirements}) first.
  */
-final class LakecatWrite implements Write {
+final class LakecatWrite implements Write, RequiresDistributionAndOrdering {
   private final BridgeClient table; // translates the Python writer's failures
   private final Write delegate;
+  private final WriteRequirements requirements;
 
-  LakecatWrite(BridgeClient bridge, Write delegate) {
+  LakecatWrite(BridgeClient bridge, Write delegate, WriteRequirements requirements) {
     this.table = bridge;
     this.delegate = delegate;
+    this.requirements = requirements;
+  }
+
+  @Override
+  public Distribution requiredDistribution() {
+    return requirements.distribution();
+  }
+
+  @Override
+  public SortOrder[] requiredOrdering() {
+    return requirements.ordering();
   }
 
   @Override

@@ -101,7 +101,8 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
     if (overwrite) {
       builder = ((SupportsTruncate) builder).truncate(); // the Python writer's overwrite=True
     }
-    return new LakecatWrite(table.bridge(), builder.build());
+    return new LakecatWrite(
+        table.bridge(), builder.build(), WriteRequirements.of(table, "write", false));
   }
 
   /** The write command's info with the table's options added (and the writer's schema). */

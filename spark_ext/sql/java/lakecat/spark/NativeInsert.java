@@ -5,6 +5,9 @@ import java.util.Map;
 import java.util.function.Supplier;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.connector.distributions.Distribution;
+import org.apache.spark.sql.connector.expressions.SortOrder;
+import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
 import org.apache.spark.sql.connector.write.V1Write;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
@@ -20,8 +23,13 @@ import org.apache.spark.sql.sources.InsertableRelation;
  * same options; either way one lakecat commit with the write's conflict checks. A dynamic
  * partition overwrite and a streaming write keep the Python data source's write ({@link
  * LakecatWrite}).
+ *
+ * <p>The table's {@code write.distribution-mode}: a streaming write's rows are spread over tasks
+ * by Spark as {@link #requiredDistribution()} asks ({@link WriteRequirements}). A batch write's
+ * are not: Spark's V1 fallback runs the statement's analyzed query, without the distribution
+ * its optimizer added, so the bridge's write spreads them (as {@code lk.write} does).
  */
-final class NativeInsert implements V1Write {
+final class NativeInsert implements V1Write, RequiresDistributionAndOrdering {
   private final LakecatTable table;
   private final Map<String, String> options;
   private final boolean overwrite;
@@ -36,6 +44,19 @@ final class NativeInsert implements V1Write {
     this.options = options;
     this.overwrite = overwrite;
     this.streaming = streaming;
+    this.requirements = WriteRequirements.of(table, "write", false);
+  }
+
+  private final WriteRequirements requirements;
+
+  @Override
+  public Distribution requiredDistribution() {
+    return requirements.distribution();
+  }
+
+  @Override
+  public SortOrder[] requiredOrdering() {
+    return requirements.ordering();
   }
 
   @Override
