@@ -29,6 +29,22 @@ from lakecat.catalog import Catalog
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.io import SECRET_PROPERTIES, FileIO, check_storage_properties, file_io_for
 
+# the SQL catalog plugin's class (spark.sql.catalog.<name>), in the plugin's jar
+CATALOG_PLUGIN = "lakecat.spark.LakecatCatalog"
+
+
+def plugin_catalogs(spark: Any) -> list[str]:
+    """The names of the session's lakecat SQL catalogs (``spark.sql.catalog.<name>`` set to
+    the plugin's class), sorted; their functions (``<name>.system.bucket``, ...) are
+    lakecat's partition transforms."""
+    prefix = "spark.sql.catalog."
+    return sorted(
+        key[len(prefix) :]
+        for key, value in spark.conf.getAll.items()
+        if key.startswith(prefix) and "." not in key[len(prefix) :] and value == CATALOG_PLUGIN
+    )
+
+
 DEFAULT_FORMAT = "lakecat"
 
 # Data source options naming the catalog (override the registered settings).

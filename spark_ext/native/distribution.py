@@ -20,9 +20,11 @@ streams) have Spark spread their rows by the same modes, which the bridge hands 
 
 The keys are Spark expressions equal for the rows of one partition: the field's value where
 Spark computes it exactly (:mod:`.partitions`: identity, truncate, year, month, day, hour),
-the source column itself for any other identity field; a field of another transform
-(``bucket``) is left out, so its rows may reach several tasks. ``range`` adds the table's sort
-order, as far as its fields are identity fields of top-level columns.
+the source column itself for any other identity field; a ``bucket`` field (or a ``truncate``
+of a decimal or binary) by the function of a lakecat SQL catalog of the session
+(``<catalog>.system.bucket``), else left out, so that its rows may reach several tasks.
+``range`` adds the table's sort order, as far as its fields are identity fields of top-level
+columns.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.native.columns import quoted
 from lakecat.spark_ext.native.partitions import partition_value, plan_partition, source_column
 from lakecat.spark_ext.native.support import NotNative
+from lakecat.spark_ext.settings import plugin_catalogs
 
 NONE, HASH, RANGE = "none", "hash", "range"
 MODES = (NONE, HASH, RANGE)
@@ -90,11 +93,15 @@ def _mode(metadata: TableMetadata, key: str) -> str:
 
 def distributed(frame: DataFrame, metadata: TableMetadata, mode: str) -> DataFrame:
     """``frame``, whose columns are the table's (by name), with its rows spread over tasks as
-    ``mode`` asks, by the table's partitions (and, for ``range``, its sort order)."""
+    ``mode`` asks, by the table's partitions (and, for ``range``, its sort order); ``bucket``
+    and other transforms Spark has no expression for by a lakecat SQL catalog's functions
+    when the session has one (:func:`partition_keys`)."""
     if mode == NONE:
         return frame
     columns = set(frame.columns)
-    return distribute(frame, mode, partition_keys(metadata, columns), sort_keys(metadata, columns))
+    catalogs = plugin_catalogs(frame.sparkSession)
+    keys = partition_keys(metadata, columns, catalogs[0] if catalogs else None)
+    return distribute(frame, mode, keys, sort_keys(metadata, columns))
 
 
 def distribute(
@@ -109,9 +116,13 @@ def distribute(
     return frame
 
 
-def partition_keys(metadata: TableMetadata, columns: Collection[str]) -> list[Column]:
+def partition_keys(
+    metadata: TableMetadata, columns: Collection[str], functions: str | None = None
+) -> list[Column]:
     """The expressions that cluster the rows of a DataFrame in table form (``columns``: its
-    top-level column names) by the table's partitions (see the module docstring)."""
+    top-level column names) by the table's partitions (see the module docstring); with
+    ``functions``, the name of a lakecat SQL catalog of the session, a ``bucket`` or other
+    ``truncate`` field by that catalog's function of the transform."""
     schema = metadata.schema()
     keys = []
     for pf in metadata.spec().fields:
@@ -123,6 +134,10 @@ def partition_keys(metadata: TableMetadata, columns: Collection[str]) -> list[Co
         except NotNative:
             if pf.transform == "identity":
                 keys.append(source_column(path))
+            elif functions is not None and pf.transform.startswith(("bucket[", "truncate[")):
+                name, _, width = pf.transform.rstrip("]").partition("[")
+                function = f"{quoted(functions)}.system.{name}"
+                keys.append(F.call_function(function, F.lit(int(width)), source_column(path)))
             continue
         if hidden.column is not None:
             keys.append(partition_value(hidden))

@@ -23,13 +23,13 @@ from typing import Any
 
 from lakecat.catalog import Catalog
 from lakecat.metadata.errors import ValidationError
-from lakecat.spark_ext.settings import CatalogSettings
+from lakecat.spark_ext.settings import CATALOG_PLUGIN, CatalogSettings
 from lakecat.spark_ext.source.datasource import register
 from lakecat.spark_ext.sql.bridge import CatalogBridge
 from lakecat.spark_ext.sql.jar import SparkCatalogError, catalog_jar
 from lakecat.spark_ext.sql.metadata_tables import metadata_source
 
-CATALOG_CLASS = "lakecat.spark.LakecatCatalog"
+CATALOG_CLASS = CATALOG_PLUGIN
 BRIDGES_CLASS = "lakecat.spark.Bridges"
 
 

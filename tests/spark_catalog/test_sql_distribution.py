@@ -348,3 +348,19 @@ def test_a_dynamic_overwrite_follows_the_distribution_mode(lake: Any, mode: str 
     assert table.refresh().current_snapshot().operation == "overwrite"
     per_region = regions_per_file(table)
     assert (per_region == {"eu": 1, "us": 1, "ap": 1, "sa": 1}) == (mode == "hash")
+
+
+@pytest.mark.parametrize("mode", ["hash", None])
+def test_an_insert_into_a_bucketed_table_clusters_by_the_catalog_s_bucket_function(
+    lake: Any, mode: str | None
+) -> None:
+    properties = {} if mode is None else {"write.distribution-mode": mode}
+    table = lake.catalog.create_table(
+        "db.t", SCHEMA, partition_by=[("id", "bucket[3]")], properties=properties
+    )
+
+    lake.sql(f"INSERT INTO lake.db.t {ROWS}")
+
+    buckets = sorted(f.partition[0] for f in files(table))
+    assert sum(f.record_count for f in files(table)) == 4000
+    assert (buckets == [0, 1, 2]) == (mode == "hash")
