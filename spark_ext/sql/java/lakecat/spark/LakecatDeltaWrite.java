@@ -19,8 +19,6 @@ import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.JoinedRow;
-import org.apache.spark.sql.connector.distributions.Distribution;
-import org.apache.spark.sql.connector.expressions.SortOrder;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.DeltaBatchWrite;
@@ -28,7 +26,6 @@ import org.apache.spark.sql.connector.write.DeltaWrite;
 import org.apache.spark.sql.connector.write.DeltaWriter;
 import org.apache.spark.sql.connector.write.DeltaWriterFactory;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
-import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
 import org.apache.spark.sql.connector.write.RowLevelOperation.Command;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteSummary;
@@ -44,7 +41,7 @@ import org.roaringbitmap.longlong.Roaring64NavigableMap;
  * bridge call, which writes the position delete files (v3: deletion vectors) and commits. As for
  * {@link LakecatRowLevelWrite}, once that call is made the job's files belong to it.
  */
-final class LakecatDeltaWrite implements DeltaWrite, RequiresDistributionAndOrdering {
+final class LakecatDeltaWrite implements DeltaWrite, WriteRequirements.Spread {
   private final LakecatTable table;
   private final Write staged; // the Python data source's staged write; null: native rows
   private final NativeRows nativeRows; // null: staged rows
@@ -54,6 +51,7 @@ final class LakecatDeltaWrite implements DeltaWrite, RequiresDistributionAndOrde
   private final ChunkedWriterFactory.Layout layout;
   private final int fileOrdinal;
   private final int posOrdinal;
+  private final WriteRequirements requirements;
 
   LakecatDeltaWrite(
       LakecatTable table,
@@ -82,16 +80,9 @@ final class LakecatDeltaWrite implements DeltaWrite, RequiresDistributionAndOrde
             : WriteRequirements.delta(table, command.name().toLowerCase(Locale.ROOT));
   }
 
-  private final WriteRequirements requirements;
-
   @Override
-  public Distribution requiredDistribution() {
-    return requirements.distribution();
-  }
-
-  @Override
-  public SortOrder[] requiredOrdering() {
-    return requirements.ordering();
+  public WriteRequirements requirements() {
+    return requirements;
   }
 
   @Override

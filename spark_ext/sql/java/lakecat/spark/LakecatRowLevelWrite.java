@@ -9,13 +9,10 @@ import java.util.Set;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
-import org.apache.spark.sql.connector.distributions.Distribution;
-import org.apache.spark.sql.connector.expressions.SortOrder;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
-import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
 import org.apache.spark.sql.connector.write.RowLevelOperation.Command;
 import org.apache.spark.sql.connector.write.V1Write;
 import org.apache.spark.sql.connector.write.Write;
@@ -36,7 +33,7 @@ import org.apache.spark.sql.sources.InsertableRelation;
  * ({@link WriteRequirements}; a {@code DELETE}'s or {@code UPDATE}'s rows of an unpartitioned
  * table by their file under {@code hash}), for either writer.
  */
-final class LakecatRowLevelWrite implements Write, RequiresDistributionAndOrdering {
+final class LakecatRowLevelWrite implements Write, WriteRequirements.Spread {
   private final LakecatTable table;
   private final Write delegate;
   private final Command command;
@@ -44,6 +41,7 @@ final class LakecatRowLevelWrite implements Write, RequiresDistributionAndOrderi
   private final String stageTo;
   private final ChunkedWriterFactory.Layout layout;
   private final Map<String, String> options; // the staged write's options
+  private final WriteRequirements requirements;
 
   LakecatRowLevelWrite(
       LakecatTable table,
@@ -65,16 +63,9 @@ final class LakecatRowLevelWrite implements Write, RequiresDistributionAndOrderi
             table, command.name().toLowerCase(Locale.ROOT), command != Command.MERGE);
   }
 
-  private final WriteRequirements requirements;
-
   @Override
-  public Distribution requiredDistribution() {
-    return requirements.distribution();
-  }
-
-  @Override
-  public SortOrder[] requiredOrdering() {
-    return requirements.ordering();
+  public WriteRequirements requirements() {
+    return requirements;
   }
 
   LakecatTable table() {

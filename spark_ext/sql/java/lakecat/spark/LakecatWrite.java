@@ -1,11 +1,8 @@
 package lakecat.spark;
 
-import org.apache.spark.sql.connector.distributions.Distribution;
-import org.apache.spark.sql.connector.expressions.SortOrder;
 import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.write.BatchWrite;
-import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 
@@ -17,7 +14,7 @@ import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
  * its rows over tasks as the table's {@code write.distribution-mode} asks ({@link
  * WriteRequirements}) first.
  */
-final class LakecatWrite implements Write, RequiresDistributionAndOrdering {
+final class LakecatWrite implements Write, WriteRequirements.Spread {
   private final BridgeClient table; // translates the Python writer's failures
   private final Write delegate;
   private final WriteRequirements requirements;
@@ -29,13 +26,8 @@ final class LakecatWrite implements Write, RequiresDistributionAndOrdering {
   }
 
   @Override
-  public Distribution requiredDistribution() {
-    return requirements.distribution();
-  }
-
-  @Override
-  public SortOrder[] requiredOrdering() {
-    return requirements.ordering();
+  public WriteRequirements requirements() {
+    return requirements;
   }
 
   @Override

@@ -5,9 +5,6 @@ import java.util.Map;
 import java.util.function.Supplier;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.connector.distributions.Distribution;
-import org.apache.spark.sql.connector.expressions.SortOrder;
-import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
 import org.apache.spark.sql.connector.write.V1Write;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
@@ -29,11 +26,12 @@ import org.apache.spark.sql.sources.InsertableRelation;
  * are not: Spark's V1 fallback runs the statement's analyzed query, without the distribution
  * its optimizer added, so the bridge's write spreads them (as {@code lk.write} does).
  */
-final class NativeInsert implements V1Write, RequiresDistributionAndOrdering {
+final class NativeInsert implements V1Write, WriteRequirements.Spread {
   private final LakecatTable table;
   private final Map<String, String> options;
   private final boolean overwrite;
   private final Supplier<Write> streaming; // the data source's write, for a streaming query
+  private final WriteRequirements requirements;
 
   NativeInsert(
       LakecatTable table,
@@ -47,16 +45,9 @@ final class NativeInsert implements V1Write, RequiresDistributionAndOrdering {
     this.requirements = WriteRequirements.of(table, "write", false);
   }
 
-  private final WriteRequirements requirements;
-
   @Override
-  public Distribution requiredDistribution() {
-    return requirements.distribution();
-  }
-
-  @Override
-  public SortOrder[] requiredOrdering() {
-    return requirements.ordering();
+  public WriteRequirements requirements() {
+    return requirements;
   }
 
   @Override

@@ -11,6 +11,7 @@ import org.apache.spark.sql.connector.expressions.NullOrdering;
 import org.apache.spark.sql.connector.expressions.SortDirection;
 import org.apache.spark.sql.connector.expressions.SortOrder;
 import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering;
 
 /**
  * How a write asks Spark to spread its rows over tasks before they reach lakecat's writer
@@ -25,6 +26,21 @@ import org.apache.spark.sql.connector.expressions.Transform;
  * <p>Each task's rows are not sorted here: lakecat's writers sort them by the table's order.
  */
 final class WriteRequirements {
+  /** A write whose distribution and ordering are its {@link #requirements()}. */
+  interface Spread extends RequiresDistributionAndOrdering {
+    WriteRequirements requirements();
+
+    @Override
+    default Distribution requiredDistribution() {
+      return requirements().distribution();
+    }
+
+    @Override
+    default SortOrder[] requiredOrdering() {
+      return requirements().ordering();
+    }
+  }
+
   /** Rows where they are. */
   static final WriteRequirements NONE = new WriteRequirements(Distributions.unspecified());
 
