@@ -231,16 +231,22 @@ def test_a_merge_into_an_unpartitioned_table_follows_its_range_mode(lake: Any) -
     assert lake.sql("SELECT count(*), sum(amount) FROM lake.db.t")[0] == (4000, 800.0)
 
 
-def test_a_bucketed_table_s_statements_cluster_by_bucket(lake: Any) -> None:
-    # the bucket transform clusters through the catalog's bucket function
-    table = lake.catalog.create_table("db.t", SCHEMA, partition_by=[("id", "bucket[3]")])
+@pytest.mark.parametrize(
+    ("field", "partitions"),
+    [(("id", "bucket[3]"), [0, 1, 2]), (("region", "truncate[1]"), ["a", "e", "s", "u"])],
+)
+def test_a_transformed_partition_s_statements_cluster_by_the_catalog_s_function(
+    lake: Any, field: tuple[str, str], partitions: list[Any]
+) -> None:
+    # Spark evaluates the bucket and truncate transforms with the catalog's functions
+    table = lake.catalog.create_table("db.t", SCHEMA, partition_by=[field])
     lake.sql(f"INSERT INTO lake.db.t {ROWS}")
-    assert len(files(table)) > 3
+    assert len(files(table)) > len(partitions)
     lake.sql("ALTER TABLE lake.db.t SET TBLPROPERTIES ('write.update.distribution-mode' = 'hash')")
 
     lake.sql("UPDATE lake.db.t SET amount = -1 WHERE id % 5 = 0")
 
-    assert sorted(f.partition[0] for f in files(table)) == [0, 1, 2]
+    assert sorted(f.partition[0] for f in files(table)) == partitions
     assert lake.sql("SELECT count(*), sum(amount) FROM lake.db.t WHERE amount < 0")[0] == (
         800,
         -800,
