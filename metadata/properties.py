@@ -55,7 +55,8 @@ PARQUET_PAGE_ROW_LIMIT_DEFAULT = 20_000
 PARQUET_ROW_GROUP_LIMIT = "write.parquet.row-group-limit"  # rows; pyiceberg's property
 PARQUET_ROW_GROUP_LIMIT_DEFAULT = 1_048_576
 WRITE_DISTRIBUTION_MODE = "write.distribution-mode"  # none, hash, range (Iceberg's writers)
-# the rows a row-level statement rewrites or adds; unset: write.distribution-mode
+# the rows a row-level statement rewrites or adds (Iceberg's names); unset: Iceberg's choice
+# when write.distribution-mode is set (lakecat.spark_ext.native.distribution.statement_mode)
 DELETE_DISTRIBUTION_MODE = "write.delete.distribution-mode"
 UPDATE_DISTRIBUTION_MODE = "write.update.distribution-mode"
 MERGE_DISTRIBUTION_MODE = "write.merge.distribution-mode"

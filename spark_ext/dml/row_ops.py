@@ -94,7 +94,8 @@ class RowLevelResult:
 
 def _stage(target: TargetTable, rows: Any, kind: OpKind) -> list[DataFile]:
     """Write the rows of a ``kind`` statement staged, spread over tasks by its distribution
-    mode (``write.<kind>.distribution-mode``, else ``write.distribution-mode``)."""
+    mode (``write.<kind>.distribution-mode``; without it, Iceberg's choice when the table sets
+    ``write.distribution-mode``: :func:`~lakecat.spark_ext.native.distribution.statement_mode`)."""
     mode = distribution_mode(target.metadata, kind.value)
     return stage_write(target, distributed(rows, target.metadata, mode))
 
