@@ -370,3 +370,35 @@ def test_an_insert_into_a_bucketed_table_clusters_by_the_catalog_s_bucket_functi
     buckets = sorted(f.partition[0] for f in files(table))
     assert sum(f.record_count for f in files(table)) == 4000
     assert (buckets == [0, 1, 2]) == (mode == "hash")
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_range_orders_a_statement_s_rows_by_partition_transform_and_sort_order(
+    lake: Any, mode: str
+) -> None:
+    # ordered by bucket(3, id) (the catalog's function), then id: within a bucket the files a
+    # statement writes do not overlap
+    table = lake.catalog.create_table(
+        "db.t",
+        SCHEMA,
+        partition_by=[("id", "bucket[3]")],
+        properties={"write.update.mode": mode, "write.update.distribution-mode": "range"},
+    )
+    lake.sql(f"INSERT INTO lake.db.t {ROWS}")
+    lake.sql("ALTER TABLE lake.db.t WRITE LOCALLY ORDERED BY id")  # the sort order; none
+    before = {f.file_path for f in files(table)}
+
+    lake.sql("UPDATE lake.db.t SET amount = -1 WHERE id % 5 = 0")
+
+    written: dict[int, list[tuple[int, int]]] = {}
+    for f in files(table):
+        if f.file_path not in before:
+            written.setdefault(f.partition[0], []).append(id_range(f))
+    assert sorted(written) == [0, 1, 2]
+    for ranges in written.values():
+        ranges.sort()
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
+    assert lake.sql("SELECT count(*), sum(amount) FROM lake.db.t WHERE amount < 0")[0] == (
+        800,
+        -800,
+    )
