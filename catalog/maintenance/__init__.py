@@ -5,6 +5,7 @@
 * :func:`rewrite_position_delete_files`: merge each data file's position delete files;
 * :func:`expire_snapshots`: drop old snapshots, then delete the files only they used;
 * :func:`remove_orphan_files`: delete files nothing references, older than a guard;
+* :func:`compute_partition_stats`: write and register a snapshot's partition statistics file;
 * snapshot management: :func:`rollback_to_snapshot`, :func:`rollback_to_timestamp`,
   :func:`set_current_snapshot`, :func:`cherry_pick`, :func:`publish_changes` (write-audit-publish),
   :func:`fast_forward`.
@@ -31,6 +32,10 @@ from lakecat.catalog.maintenance.expire import (
 )
 from lakecat.catalog.maintenance.manifests import ManifestRewriteResult, rewrite_manifests
 from lakecat.catalog.maintenance.orphans import OrphanResult, remove_orphan_files
+from lakecat.catalog.maintenance.partition_stats import (
+    PartitionStatisticsFile,
+    compute_partition_stats,
+)
 from lakecat.catalog.maintenance.position_deletes import (
     DeleteRewriteResult,
     rewrite_position_delete_files,
@@ -54,8 +59,10 @@ __all__ = [
     "FileGroup",
     "ManifestRewriteResult",
     "OrphanResult",
+    "PartitionStatisticsFile",
     "TableKeptChanging",
     "cherry_pick",
+    "compute_partition_stats",
     "expire_snapshots",
     "fast_forward",
     "plan_expiry",

@@ -46,7 +46,11 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lakecat.catalog.maintenance.reachable import require_gc_enabled, side_files
+from lakecat.catalog.maintenance.reachable import (
+    require_gc_enabled,
+    side_files,
+    statistics_files,
+)
 from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import LakecatError, NoSuchSnapshot, ValidationError
@@ -87,8 +91,8 @@ class ExpireResult:
     removed_refs: tuple[str, ...]
     deleted_data_files: tuple[str, ...]
     deleted_manifests: tuple[str, ...]
-    # manifest lists, and the side files that live as long as their snapshot (a compaction's
-    # row-moves record, ``reachable.side_files``)
+    # manifest lists, and the files that live as long as their snapshot (a compaction's
+    # row-moves record, ``reachable.side_files``; its statistics files, ``statistics_files``)
     deleted_manifest_lists: tuple[str, ...]
     not_deleted: tuple[str, ...] = ()
     cleanup_error: str | None = None
@@ -290,6 +294,7 @@ def _tree(
         snap = metadata.snapshot_by_id(snapshot_id)
         tree.manifest_lists.add(snap.manifest_list)
         tree.manifest_lists.update(side_files(snap))  # deleted with the list
+        tree.manifest_lists.update(statistics_files(metadata, snapshot_id))  # and its statistics
         try:
             manifests = read_manifest_list(io, snap.manifest_list)
         except FileNotFoundStorageError:

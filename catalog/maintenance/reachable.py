@@ -55,6 +55,17 @@ def reachable_files(
     return out
 
 
+def statistics_files(metadata: TableMetadata, snapshot_id: int) -> list[str]:
+    """The table and partition statistics files the metadata registers for ``snapshot_id``:
+    they describe that snapshot only, and an expiry of it removes their entries."""
+    return [
+        path
+        for stats in (*metadata.statistics, *metadata.partition_statistics)
+        if stats.get("snapshot-id") == snapshot_id
+        and isinstance(path := stats.get("statistics-path"), str)
+    ]
+
+
 def side_files(snapshot: Snapshot) -> list[str]:
     """Files a snapshot names in its summary and that live as long as it: a compaction's
     row-moves record (:mod:`lakecat.catalog.commit.moves`)."""

@@ -59,6 +59,7 @@ from lakecat.metadata.table.updates import (
     SetDefaultSortOrder,
     SetDefaultSpec,
     SetLocation,
+    SetPartitionStatistics,
     SetProperties,
     SetSnapshotRef,
     TableUpdate,
@@ -378,6 +379,15 @@ def _set_properties(m: TableMetadata, u: SetProperties, _: _ChangeSet) -> TableM
     return replace(m, properties={**m.properties, **changed})
 
 
+def _set_partition_statistics(
+    m: TableMetadata, u: SetPartitionStatistics, _: _ChangeSet
+) -> TableMetadata:
+    if not m.has_snapshot(u.snapshot_id):
+        raise InvalidUpdate(f"partition statistics of unknown snapshot {u.snapshot_id}")
+    kept = tuple(s for s in m.partition_statistics if s.get("snapshot-id") != u.snapshot_id)
+    return replace(m, partition_statistics=(*kept, u.entry()))
+
+
 def _remove_properties(m: TableMetadata, u: RemoveProperties, _: _ChangeSet) -> TableMetadata:
     _refuse_reserved(u.removals)
     doomed = set(u.removals) & m.properties.keys()
@@ -402,6 +412,7 @@ _HANDLERS: dict[type, Callable[[TableMetadata, Any, _ChangeSet], TableMetadata]]
     SetLocation: _set_location,
     SetProperties: _set_properties,
     RemoveProperties: _remove_properties,
+    SetPartitionStatistics: _set_partition_statistics,
 }
 
 

@@ -212,6 +212,27 @@ class RemoveProperties:
         return {"action": self.action, "removals": list(self.removals)}
 
 
+@dataclass(frozen=True, slots=True)
+class SetPartitionStatistics:
+    """Register a partition statistics file of a snapshot (replacing the snapshot's earlier
+    one): the spec's ``partition-statistics`` entry."""
+
+    snapshot_id: int
+    statistics_path: str
+    file_size_in_bytes: int
+    action: ClassVar[str] = "set-partition-statistics"
+
+    def entry(self) -> dict[str, Any]:
+        return {
+            "snapshot-id": self.snapshot_id,
+            "statistics-path": self.statistics_path,
+            "file-size-in-bytes": self.file_size_in_bytes,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.action, "partition-statistics": self.entry()}
+
+
 TableUpdate = (
     AssignUUID
     | UpgradeFormatVersion
@@ -228,6 +249,7 @@ TableUpdate = (
     | SetLocation
     | SetProperties
     | RemoveProperties
+    | SetPartitionStatistics
 )
 
 
@@ -483,6 +505,11 @@ _UPDATE_PARSERS: dict[str, Callable[[dict[str, Any]], TableUpdate]] = {
     SetLocation.action: lambda o: SetLocation(o["location"]),
     SetProperties.action: lambda o: SetProperties(dict(o["updates"])),
     RemoveProperties.action: lambda o: RemoveProperties(tuple(o["removals"])),
+    SetPartitionStatistics.action: lambda o: SetPartitionStatistics(
+        int(o["partition-statistics"]["snapshot-id"]),
+        o["partition-statistics"]["statistics-path"],
+        int(o["partition-statistics"]["file-size-in-bytes"]),
+    ),
 }
 
 _REQUIREMENT_PARSERS: dict[str, Callable[[dict[str, Any]], TableRequirement]] = {
@@ -555,6 +582,7 @@ __all__ = [
     "SetDefaultSortOrder",
     "SetDefaultSpec",
     "SetLocation",
+    "SetPartitionStatistics",
     "SetProperties",
     "SetSnapshotRef",
     "TableRequirement",

@@ -1,5 +1,6 @@
 """The maintenance procedures of ``lake.system``: ``rewrite_data_files``, ``rewrite_manifests``,
-``rewrite_position_delete_files``, ``expire_snapshots``, ``remove_orphan_files``.
+``rewrite_position_delete_files``, ``expire_snapshots``, ``remove_orphan_files``,
+``compute_partition_stats``.
 
 Each runs lakecat's maintenance job (:mod:`lakecat.catalog.engine`) on the named table and
 returns Iceberg's result row; the parameters and result columns are declared with the others
@@ -118,6 +119,16 @@ def _check_positive(procedure: str, name: str, value: int | None) -> None:
         raise ValidationError(f"{procedure}: {name} must be greater than 0, not {value}")
 
 
+def compute_partition_stats(
+    ctx: ProcedureContext, *, table: str, snapshot_id: int | None
+) -> list[Row]:
+    """Write and register the partition statistics file of a snapshot, the current one by
+    default (:func:`lakecat.catalog.engine.compute_partition_stats`); no row for a table
+    without snapshots, as Iceberg's."""
+    result = engine.compute_partition_stats(ctx.table(table), snapshot_id)
+    return [] if result is None else [(result.path,)]
+
+
 def rewrite_manifests(
     ctx: ProcedureContext, *, table: str, use_caching: bool | None, spec_id: int | None
 ) -> list[Row]:
@@ -214,6 +225,9 @@ def expire_snapshots(
         target, older_than=older_than, retain_last=retain_last, snapshot_ids=snapshot_ids or ()
     )
     lists = {s.manifest_list for s in before.snapshots}
+    statistics = {
+        s.get("statistics-path") for s in (*before.statistics, *before.partition_statistics)
+    }
     kinds = [delete_files.get(path, Content.DATA) for path in result.deleted_data_files]
     return [
         (
@@ -224,7 +238,8 @@ def expire_snapshots(
             # side files lakecat deletes with a manifest list (a compaction's row-moves
             # record) are not Iceberg's manifest lists
             sum(1 for path in result.deleted_manifest_lists if path in lists),
-            0,  # statistics files are left to remove_orphan_files
+            # and statistics files: the expired snapshots' table and partition statistics
+            sum(1 for path in result.deleted_manifest_lists if path in statistics),
         )
     ]
 

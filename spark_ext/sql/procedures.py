@@ -66,6 +66,7 @@ from lakecat.spark_ext.sql.history import (
 )
 from lakecat.spark_ext.sql.imports import add_files, migrate, snapshot
 from lakecat.spark_ext.sql.maintenance import (
+    compute_partition_stats,
     expire_snapshots,
     remove_orphan_files,
     rewrite_data_files,
@@ -434,6 +435,14 @@ PROCEDURES: dict[str, Procedure] = {
             ),
             _columns(("schema_id", INT, False), ("identifier_fields", STRING, False)),
             set_identifier_fields,
+        ),
+        Procedure(
+            "compute_partition_stats",
+            "Write and register the partition statistics file of a snapshot (default: the "
+            "current one)",
+            (Parameter("table", STRING, required=True), Parameter("snapshot_id", LONG)),
+            _columns(("partition_statistics_file", STRING, True)),
+            compute_partition_stats,
         ),
         Procedure(
             "rewrite_manifests",

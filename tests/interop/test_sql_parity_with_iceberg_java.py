@@ -940,3 +940,49 @@ def functions_answer(e: Engine) -> dict[str, Any]:
 
 def test_transform_functions_answer_as_iceberg_java_s(lakecat: Lakecat, java: JavaTables) -> None:
     assert_same(*both(lakecat, java, functions_answer))
+
+
+def partition_stats_answer(e: Engine, version: int) -> dict[str, Any]:
+    """``compute_partition_stats`` after appends and a merge-on-read delete (one data file and
+    one delete file per partition on both engines: ``hash`` distribution): the file's schema
+    (names, types, field ids) and rows; the sizes only as positive (each engine's own Parquet
+    writer), the last-updated snapshot as its place in the history."""
+    import pyarrow.parquet as pq
+
+    from lakecat.metadata.io import local_path
+
+    name = f"pstats_v{version}"
+    t = create(e, name, rows=0, mode="merge-on-read", version=version)
+    e.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.distribution-mode' = 'hash')")
+    e.sql(
+        f"INSERT INTO {t} SELECT id, CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' "
+        "END, id * 1.5 FROM range(0, 60)"
+    )
+    e.sql(f"INSERT INTO {t} VALUES (100, 'c', 1.0)")
+    e.sql(f"DELETE FROM {t} WHERE id % 7 = 0")
+    path = e.query(f"CALL {e.catalog}.system.compute_partition_stats('db.{name}')")[0][0]
+    history = snapshot_ids(e, t)
+    local = local_path(path)
+    assert local is not None
+    stats = pq.read_table(local)
+    rows = []
+    for r in stats.to_pylist():
+        r["total_data_file_size_in_bytes"] = r["total_data_file_size_in_bytes"] > 0
+        r["last_updated_at"] = r["last_updated_at"] is not None
+        r["last_updated_snapshot_id"] = history.index(r["last_updated_snapshot_id"])
+        rows.append(r)
+
+    assert len(rows) == 4  # a, b, null, c
+
+    def described(f: Any) -> list[Any]:
+        return [f.name, str(f.type), f.nullable, (f.metadata or {}).get(b"PARQUET:field_id")]
+
+    fields = [described(f) for f in [*stats.schema, *stats.schema.field("partition").type]]
+    return {"schema": json.loads(json.dumps(fields, default=bytes.decode)), "rows": rows}
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_partition_stats_files_hold_what_iceberg_java_s_hold(
+    lakecat: Lakecat, java: JavaTables, version: int
+) -> None:
+    assert_same(*both(lakecat, java, partition_stats_answer, version))

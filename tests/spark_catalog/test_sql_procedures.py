@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.errors import AnalysisException
 from pyspark.sql.types import (
@@ -418,6 +419,31 @@ def test_rewrite_manifests_regroups_the_manifests_into_one_and_counts_them(
     assert manifest_paths(three_appends.refresh()) == after
 
 
+def test_compute_partition_stats_writes_and_registers_the_snapshot_s_stats(
+    lake, three_appends
+) -> None:
+    first = three_appends.snapshots()[0].snapshot_id
+
+    columns, result = call(lake, "CALL lake.system.compute_partition_stats('db.t')")
+    _, older = call(
+        lake, f"CALL lake.system.compute_partition_stats(table => 'db.t', snapshot_id => {first})"
+    )
+
+    assert columns == ["partition_statistics_file"]
+    registered = {
+        s["snapshot-id"]: s["statistics-path"]
+        for s in three_appends.refresh().metadata.partition_statistics
+    }
+    assert registered == {
+        three_appends.metadata.current_snapshot_id: result[0][0],
+        first: older[0][0],
+    }
+    stats = pq.read_table(local_path(result[0][0])).to_pylist()
+    assert sum(r["data_record_count"] for r in stats) == 3
+    with pytest.raises(Exception, match="NoSuchSnapshot"):
+        lake.sql("CALL lake.system.compute_partition_stats('db.t', 42)")
+
+
 def test_rewrite_position_delete_files_merges_a_data_files_deletes(lake) -> None:
     table = merge_on_read_table(lake)
     table.append(rows((1, "eu"), (2, "eu"), (3, "eu")))
@@ -489,13 +515,17 @@ def test_expire_snapshots_deletes_what_only_old_snapshots_used_and_counts_it_by_
 
 def test_expire_snapshots_by_id_expires_only_those(lake, three_appends) -> None:
     first, second, head = (s.snapshot_id for s in three_appends.snapshots())
+    _, stats = call(lake, f"CALL lake.system.compute_partition_stats('db.t', {first})")
 
     _, result = call(
         lake, f"CALL lake.system.expire_snapshots('db.t', snapshot_ids => array({first}))"
     )
 
     assert [s.snapshot_id for s in three_appends.refresh().snapshots()] == [second, head]
-    assert result == [(0, 0, 0, 0, 1, 0)]  # appends: every manifest is still listed
+    # appends: every manifest is still listed; the snapshot's statistics file goes with it
+    assert result == [(0, 0, 0, 0, 1, 1)]
+    assert not os.path.exists(local(stats[0][0]))
+    assert three_appends.metadata.partition_statistics == ()
 
 
 def test_remove_orphan_files_deletes_only_old_unreferenced_files(lake, three_appends) -> None:
@@ -713,6 +743,7 @@ def test_show_and_describe_procedures_list_the_system_procedures(lake) -> None:
         "add_partition_field",
         "ancestors_of",
         "cherrypick_snapshot",
+        "compute_partition_stats",
         "create_branch",
         "create_changelog_view",
         "create_tag",

@@ -55,6 +55,7 @@ from lakecat.metadata.table.updates import (
     SetDefaultSortOrder,
     SetDefaultSpec,
     SetLocation,
+    SetPartitionStatistics,
     SetProperties,
     SetSnapshotRef,
     TableRequirement,
@@ -411,6 +412,20 @@ def test_remove_snapshots_drops_their_statistics() -> None:
     assert new.statistics == () and new.partition_statistics == ()
 
 
+def test_partition_statistics_are_registered_once_per_known_snapshot() -> None:
+    base = _with_history(2)
+    first = SetPartitionStatistics(1, "s3://x/metadata/partition-stats-1-a.parquet", 10)
+    again = SetPartitionStatistics(1, "s3://x/metadata/partition-stats-1-b.parquet", 20)
+    new = apply(base, [first, SetPartitionStatistics(2, "s3://x/2.parquet", 5), again])
+    assert [(s["snapshot-id"], s["file-size-in-bytes"]) for s in new.partition_statistics] == [
+        (2, 5),
+        (1, 20),
+    ]
+    assert TableMetadata.from_json(new.to_json()).partition_statistics == new.partition_statistics
+    with pytest.raises(InvalidUpdate, match="unknown snapshot 99"):
+        apply(base, [SetPartitionStatistics(99, "s3://x/99.parquet", 1)])
+
+
 def test_remove_main_clears_the_current_snapshot() -> None:
     new = apply(_with_history(1), [RemoveSnapshotRef("main")], now_ms=T0 + 5_000)
     assert new.current_snapshot_id is None
@@ -626,6 +641,7 @@ def _all_updates() -> list[TableUpdate]:
         SetLocation("s3://x"),
         SetProperties({"a": "b"}),
         RemoveProperties(("a",)),
+        SetPartitionStatistics(5, "s3://x/metadata/partition-stats-5.parquet", 123),
     ]
 
 
