@@ -364,6 +364,14 @@ def _add_maintenance_commands(
     p.add_argument("--target-size", type=byte_size, metavar="BYTES")
     p = commands.leaf(
         top,
+        "partition-stats",
+        "partition-stats",
+        "write and register a snapshot's partition statistics file",
+    )
+    p.add_argument("table")
+    p.add_argument("--snapshot-id", type=int, metavar="ID", help="default: the current one")
+    p = commands.leaf(
+        top,
         "rewrite-position-deletes",
         "rewrite-position-deletes",
         "merge each data file's position delete files into one",

@@ -244,6 +244,20 @@ def rewrite_manifests(ctx: Context, args: argparse.Namespace) -> Output:
     )
 
 
+def partition_stats(ctx: Context, args: argparse.Namespace) -> Output:
+    table = ctx.table(args.table)
+    result = maintenance.compute_partition_stats(table, args.snapshot_id)
+    if result is None:
+        return Output({"table": table.name}, message(f"{table.name}: no snapshot to describe"))
+    data = {"table": table.name, **_fields(result)}
+    return Output(
+        data,
+        message(
+            f"{table.name}: snapshot {result.snapshot_id}'s partition statistics in {result.path}"
+        ),
+    )
+
+
 def rewrite_position_deletes(ctx: Context, args: argparse.Namespace) -> Output:
     table = ctx.table(args.table)
     result = maintenance.rewrite_position_delete_files(table, min_input_files=args.min_input_files)
@@ -380,6 +394,7 @@ MAINTENANCE_COMMANDS: dict[str, Command] = {
     "expire-snapshots": expire_snapshots,
     "remove-orphans": remove_orphans,
     "rewrite-manifests": rewrite_manifests,
+    "partition-stats": partition_stats,
     "rewrite-position-deletes": rewrite_position_deletes,
     "rollback": rollback,
     "cherry-pick": cherry_pick,

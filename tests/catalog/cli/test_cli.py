@@ -653,6 +653,10 @@ def test_orphans_manifests_and_history_editing(
     manifests = cli("rewrite-manifests", "db.events", "--json").json()
     assert manifests["manifests_before"] == 3 and manifests["manifests_after"] < 3  # type: ignore[index]
 
+    stats = cli("partition-stats", "db.events", "--snapshot-id", str(second), "--json").json()
+    assert stats["snapshot_id"] == second and "partition-stats" in stats["path"]  # type: ignore[index]
+    assert "partition statistics in" in cli("partition-stats", "db.events").out
+
     def current() -> int:
         described = cli("tables", "describe", "db.events", "--json").json()
         return int(described["current_snapshot"]["snapshot_id"])  # type: ignore[index]
