@@ -30,11 +30,10 @@ from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.io.fileio import deleted_on_error, join
 from lakecat.metadata.manifests.datafile import Content, DataFile, Status
 from lakecat.metadata.manifests.manifest import read_manifest, read_manifest_list
-from lakecat.metadata.partitioning.transforms import parse_transform
+from lakecat.metadata.partitioning.union import union_type
 from lakecat.metadata.schema.arrow import schema_to_arrow
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import (
-    IcebergType,
     IntegerType,
     LongType,
     NestedField,
@@ -90,32 +89,9 @@ def compute_partition_stats(
 
 
 def partition_type(metadata: TableMetadata) -> StructType:
-    """The table's partition type over all its specs (Iceberg's ``Partitioning.partitionType``):
-    by field id, the fields whose source column the current schema has, each with the newest
-    spec's name and the result type of a non-void use."""
-    current = metadata.schema()
-    chosen: dict[int, tuple[str, Any]] = {}
-    for spec in sorted(metadata.partition_specs, key=lambda s: s.spec_id, reverse=True):
-        for p in spec.fields:
-            if not current.has_field(p.source_id):
-                continue
-            known = chosen.get(p.field_id)
-            if known is None:
-                chosen[p.field_id] = (p.name, p)
-            elif known[1].transform == "void" and p.transform != "void":
-                chosen[p.field_id] = (known[0], p)
-    fields = []
-    for field_id, (name, p) in sorted(chosen.items()):
-        result = parse_transform(p.transform, strict=False).result_type(_source(metadata, p))
-        fields.append(NestedField(field_id, name, result, required=False))
-    return StructType(tuple(fields))
-
-
-def _source(metadata: TableMetadata, p: Any) -> IcebergType:
-    for schema in sorted(metadata.schemas, key=lambda s: s.schema_id, reverse=True):
-        if schema.has_field(p.source_id):
-            return schema.find_type(p.source_id)
-    raise ValidationError(f"no schema has the partition source column {p.source_id}")
+    """The table's partition type over all its specs (Iceberg's ``Partitioning.partitionType``,
+    :func:`lakecat.metadata.partitioning.union_type`)."""
+    return union_type(metadata.partition_specs, metadata.schemas)
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Partitioning: partition specs (:mod:`.spec`) and the transforms of the spec with their
-projections of filters (:mod:`.transforms`). (Evolving a table's spec is a table change:
+projections of filters (:mod:`.transforms`), and the partition type over all of a table's
+specs (:mod:`.union`). (Evolving a table's spec is a table change:
 :mod:`lakecat.metadata.table.spec_evolution`.)
 """
 
@@ -18,6 +19,7 @@ from lakecat.metadata.partitioning.transforms import (
     YearTransform,
     parse_transform,
 )
+from lakecat.metadata.partitioning.union import source_type, union_fields, union_type
 
 __all__ = [
     "UNPARTITIONED",
@@ -31,4 +33,7 @@ __all__ = [
     "TruncateTransform",
     "YearTransform",
     "parse_transform",
+    "source_type",
+    "union_fields",
+    "union_type",
 ]

@@ -37,6 +37,8 @@ from lakecat.metadata.partitioning import (
     PartitionSpec,
     Transform,
     parse_transform,
+    source_type,
+    union_fields,
 )
 from lakecat.metadata.schema import (
     DoubleType,
@@ -182,7 +184,7 @@ class _PartitionField:
         p: PartitionField, schemas: Iterable[Schema], name: str | None = None
     ) -> _PartitionField:
         transform = parse_transform(p.transform, strict=False)
-        source = _source_type(schemas, p.source_id)
+        source = source_type(schemas, p.source_id)
         return _PartitionField(p.field_id, name or p.name, transform, transform.result_type(source))
 
     def human(self, value: Any) -> str | None:
@@ -487,29 +489,8 @@ def _metric_columns(schema: Schema) -> tuple[_MetricColumn, ...]:
 def _union_fields(
     specs: Iterable[PartitionSpec], schemas: tuple[Schema, ...]
 ) -> list[_PartitionField]:
-    """The partition type over all specs (Iceberg's ``Partitioning.partitionType``): the
-    fields whose source column the current schema has, by field id, with the newest spec's
-    name and the transform of a non-void use."""
-    current = max(schemas, key=lambda s: s.schema_id)
-    chosen: dict[int, tuple[str, PartitionField]] = {}
-    for spec in sorted(specs, key=lambda s: s.spec_id, reverse=True):
-        for p in spec.fields:
-            if not current.has_field(p.source_id):
-                continue
-            known = chosen.get(p.field_id)
-            if known is None:
-                chosen[p.field_id] = (p.name, p)
-            elif known[1].transform == "void" and p.transform != "void":
-                chosen[p.field_id] = (known[0], p)
-    return [_PartitionField.of(p, schemas, name) for _, (name, p) in sorted(chosen.items())]
-
-
-def _source_type(schemas: Iterable[Schema], source_id: int) -> IcebergType:
-    """The type of a partition source column, in the newest schema that has it."""
-    for s in sorted(schemas, key=lambda s: s.schema_id, reverse=True):
-        if s.has_field(source_id):
-            return s.find_type(source_id)
-    raise CorruptMetadata(f"no schema has the partition source column {source_id}")
+    """The partition type over all specs (Iceberg's ``Partitioning.partitionType``)."""
+    return [_PartitionField.of(p, schemas, name) for name, p in union_fields(specs, schemas)]
 
 
 def _dict(m: Mapping[int, Any] | None) -> dict[int, Any] | None:
