@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lakecat.catalog.commit.pipeline import delete_quietly
 from lakecat.catalog.commit.producer import metadata_dir
-from lakecat.metadata.errors import ValidationError
-from lakecat.metadata.io.fileio import deleted_on_error, join
+from lakecat.metadata.errors import CommitStateUnknown, ValidationError
+from lakecat.metadata.io.fileio import join
 from lakecat.metadata.manifests.datafile import Content, DataFile, Status
 from lakecat.metadata.manifests.manifest import read_manifest, read_manifest_list
 from lakecat.metadata.partitioning.union import union_type
@@ -81,10 +82,14 @@ def compute_partition_stats(
         metadata_dir(metadata), f"partition-stats-{snapshot.snapshot_id}-{uuid.uuid4()}.parquet"
     )
     update = SetPartitionStatistics(snapshot.snapshot_id, location, len(data))
-    with deleted_on_error(table.io) as written:
-        table.io.write(location, data, exclusive=True)
-        written.append(location)
+    table.io.write(location, data, exclusive=True)
+    try:
         table.commit_updates(lambda base: ([update], ()))
+    except CommitStateUnknown:
+        raise  # the file may be registered now: keep it (remove_orphan_files takes it if not)
+    except BaseException:
+        delete_quietly(table.io, [location])
+        raise
     return PartitionStatisticsFile(snapshot.snapshot_id, location, len(data))
 
 

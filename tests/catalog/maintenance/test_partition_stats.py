@@ -10,7 +10,12 @@ import pytest
 
 from lakecat.catalog import Catalog
 from lakecat.catalog.maintenance import compute_partition_stats, expire_snapshots
-from lakecat.metadata.errors import InvalidUpdate, NoSuchSnapshot, ValidationError
+from lakecat.metadata.errors import (
+    CommitStateUnknown,
+    InvalidUpdate,
+    NoSuchSnapshot,
+    ValidationError,
+)
 from lakecat.metadata.io.fileio import local_path
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string())])
@@ -172,3 +177,21 @@ def test_stats_of_a_snapshot_expired_meanwhile_are_refused_and_leave_no_file(
 
     assert t.refresh().metadata.partition_statistics == ()
     assert not [f for f in t.io.list_prefix(t.location) if "partition-stats" in f.location]
+
+
+def test_a_commit_of_unknown_outcome_keeps_the_stats_file(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = catalog.create_table("db.t", SCHEMA, partition_by=["region"])
+    t.append(rows(range(0, 10), "eu"))
+
+    def unknown(*args: object, **kwargs: object) -> None:
+        raise CommitStateUnknown("the catalog did not answer")
+
+    monkeypatch.setattr(t, "commit_updates", unknown)
+
+    with pytest.raises(CommitStateUnknown):
+        compute_partition_stats(t)
+
+    # it may have been registered: kept (remove_orphan_files takes it if it was not)
+    assert [f for f in t.io.list_prefix(t.location) if "partition-stats" in f.location]
