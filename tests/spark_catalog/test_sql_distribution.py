@@ -402,3 +402,23 @@ def test_range_orders_a_statement_s_rows_by_partition_transform_and_sort_order(
         800,
         -800,
     )
+
+
+def test_a_nested_partition_column_and_sort_field_spread_a_statement_s_rows(lake: Any) -> None:
+    # the transforms and sort order name a struct's field: Spark resolves them in the rows
+    lake.sql(
+        "CREATE TABLE lake.db.n (id bigint, s struct<r: string, x: int>) PARTITIONED BY (s.r) "
+        "TBLPROPERTIES ('write.distribution-mode' = 'hash', 'write.update.mode' = 'merge-on-read')"
+    )
+    lake.sql(
+        "INSERT INTO lake.db.n SELECT id, named_struct('r', element_at(array('a', 'b'), "
+        "int(id % 2) + 1), 'x', int(id % 3)) FROM range(0, 100, 1, 4)"
+    )
+    lake.sql("UPDATE lake.db.n SET id = id + 1000 WHERE id % 5 = 0")  # hash by s.r
+    lake.sql("ALTER TABLE lake.db.n WRITE ORDERED BY s.x, id")  # range by s.r, s.x, id
+    lake.sql("ALTER TABLE lake.db.n SET TBLPROPERTIES ('write.update.mode' = 'copy-on-write')")
+    lake.sql("UPDATE lake.db.n SET id = id + 100000 WHERE id % 2 = 0")
+
+    assert lake.sql("SELECT count(*), count(DISTINCT id) FROM lake.db.n")[0] == (100, 100)
+    assert lake.sql("SELECT count(*) FROM lake.db.n WHERE id >= 100000")[0][0] == 50
+    assert lake.sql("SELECT count(*) FROM lake.db.n WHERE id BETWEEN 1000 AND 1100")[0][0] == 10
