@@ -71,7 +71,7 @@ def compute_partition_stats(
             return None
     else:
         snapshot = metadata.snapshot_by_id(snapshot_id)  # NoSuchSnapshot for an unknown id
-    unified = partition_type(metadata)
+    unified = union_type(metadata.partition_specs, metadata.schemas)
     if not unified.fields:
         raise ValidationError(
             f"cannot compute partition statistics of {table.name}: it is not partitioned"
@@ -91,12 +91,6 @@ def compute_partition_stats(
         delete_quietly(table.io, [location])
         raise
     return PartitionStatisticsFile(snapshot.snapshot_id, location, len(data))
-
-
-def partition_type(metadata: TableMetadata) -> StructType:
-    """The table's partition type over all its specs (Iceberg's ``Partitioning.partitionType``,
-    :func:`lakecat.metadata.partitioning.union_type`)."""
-    return union_type(metadata.partition_specs, metadata.schemas)
 
 
 @dataclass

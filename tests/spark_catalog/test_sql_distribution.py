@@ -105,7 +105,7 @@ STATEMENTS = {
 }
 
 
-def regions_per_file(table: Any) -> dict[str, int]:
+def files_per_region(table: Any) -> dict[str, int]:
     counts: dict[str, int] = {}
     for f in files(table):
         region = f.partition[0]
@@ -124,7 +124,7 @@ def test_a_copy_on_write_statement_spreads_its_rows_by_its_distribution_mode(
         "db.t", SCHEMA, partition_by=["region"], properties=WRITERS["spark"]
     )
     lake.sql(f"INSERT INTO lake.db.t {ROWS}")  # no mode: each region in several files
-    assert min(regions_per_file(table).values()) > 1
+    assert min(files_per_region(table).values()) > 1
     property = {
         "own": f"write.{statement}.distribution-mode",
         "table": "write.distribution-mode",
@@ -141,7 +141,7 @@ def test_a_copy_on_write_statement_spreads_its_rows_by_its_distribution_mode(
 
     assert sum(f.record_count for f in files(table)) == count
     assert lake.sql("SELECT count(*) FROM lake.db.t WHERE id % 5 = 0 AND id < 4000")[0][0] == 0
-    per_region = regions_per_file(table)
+    per_region = files_per_region(table)
     if property is not None:
         assert per_region == {"eu": 1, "us": 1, "ap": 1, "sa": 1}
     else:  # rows written in the tasks they are in: some region's rows in several files
@@ -331,7 +331,7 @@ def test_a_stream_s_micro_batches_follow_the_distribution_mode(
     query.awaitTermination(120)
     assert query.exception() is None
 
-    per_region = regions_per_file(table)
+    per_region = files_per_region(table)
     assert sum(f.record_count for f in files(table)) == 200
     if mode == "hash":
         assert per_region == {"eu": 1, "us": 1, "ap": 1, "sa": 1}
@@ -352,7 +352,7 @@ def test_a_dynamic_overwrite_follows_the_distribution_mode(lake: Any, mode: str 
         lake.spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
 
     assert table.refresh().current_snapshot().operation == "overwrite"
-    per_region = regions_per_file(table)
+    per_region = files_per_region(table)
     assert (per_region == {"eu": 1, "us": 1, "ap": 1, "sa": 1}) == (mode == "hash")
 
 

@@ -52,17 +52,22 @@ final class SparkJson {
   static Transform[] transforms(JsonNode array) {
     List<Transform> out = new ArrayList<>();
     for (JsonNode node : array) {
-      List<Expression> args = new ArrayList<>();
-      for (JsonNode arg : node.path("args")) {
-        if (arg.has("ref")) {
-          args.add(Expressions.column(quoted(Names.strings(arg.get("ref")))));
-        } else {
-          args.add(Expressions.literal(arg.get("literal").asInt()));
-        }
-      }
-      out.add(Expressions.apply(node.get("name").asText(), args.toArray(new Expression[0])));
+      out.add(transform(node));
     }
     return out.toArray(new Transform[0]);
+  }
+
+  /** One transform ({@code {"name": ..., "args": [{"ref": [...]} | {"literal": n}]}}). */
+  static Transform transform(JsonNode node) {
+    List<Expression> args = new ArrayList<>();
+    for (JsonNode arg : node.path("args")) {
+      if (arg.has("ref")) {
+        args.add(Expressions.column(quoted(Names.strings(arg.get("ref")))));
+      } else {
+        args.add(Expressions.literal(arg.get("literal").asInt()));
+      }
+    }
+    return Expressions.apply(node.get("name").asText(), args.toArray(new Expression[0]));
   }
 
   private static String quoted(String[] parts) {

@@ -111,7 +111,7 @@ final class WriteRequirements {
           order.add(Expressions.sort(t, SortDirection.ASCENDING, NullOrdering.NULLS_FIRST));
         }
         for (JsonNode field : spec.path("sort_order")) {
-          Transform t = SparkJson.transforms(listOf(field.get("transform")))[0];
+          Transform t = SparkJson.transform(field.get("transform"));
           order.add(
               Expressions.sort(
                   t,
@@ -129,9 +129,5 @@ final class WriteRequirements {
       default:
         return NONE;
     }
-  }
-
-  private static JsonNode listOf(JsonNode node) {
-    return BridgeClient.JSON.createArrayNode().add(node);
   }
 }
