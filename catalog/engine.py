@@ -33,6 +33,8 @@ lies behind them can be reorganized freely.
   ``rewrite_position_delete_files``, ``rollback_to_snapshot``, ``rollback_to_timestamp``,
   ``set_current_snapshot``, ``cherry_pick``, ``publish_changes``, ``fast_forward``,
   ``ExpireResult``, ``OrphanResult``, ``ManifestRewriteResult``, ``DeleteRewriteResult``;
+  ``compute_partition_stats``; table statistics from sketches the engine computed:
+  ``sketch_columns``, ``write_table_statistics``, ``table_statistics``, ``StatisticsFile``;
 * the change feed: ``changes``, ``ChangeSet``, ``CHANGE_SNAPSHOT_ID``.
 """
 
@@ -60,6 +62,7 @@ from lakecat.catalog.maintenance import (
     ManifestRewriteResult,
     OrphanResult,
     PartitionStatisticsFile,
+    StatisticsFile,
     cherry_pick,
     compute_partition_stats,
     expire_snapshots,
@@ -72,6 +75,9 @@ from lakecat.catalog.maintenance import (
     rollback_to_snapshot,
     rollback_to_timestamp,
     set_current_snapshot,
+    sketch_columns,
+    table_statistics,
+    write_table_statistics,
 )
 from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES, commit_compaction
 from lakecat.catalog.read.deletes import DeleteReader, has_deletes
@@ -106,6 +112,7 @@ __all__ = [
     "RowFilter",
     "Scan",
     "ScanPlan",
+    "StatisticsFile",
     "app_versions",
     "changes",
     "check_metadata",
@@ -136,8 +143,11 @@ __all__ = [
     "rollback_to_snapshot",
     "rollback_to_timestamp",
     "set_current_snapshot",
+    "sketch_columns",
     "start_of",
+    "table_statistics",
     "to_timestamp_ms",
     "write_files",
     "write_position_deletes",
+    "write_table_statistics",
 ]

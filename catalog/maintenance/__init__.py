@@ -6,6 +6,8 @@
 * :func:`expire_snapshots`: drop old snapshots, then delete the files only they used;
 * :func:`remove_orphan_files`: delete files nothing references, older than a guard;
 * :func:`compute_partition_stats`: write and register a snapshot's partition statistics file;
+* :func:`write_table_statistics`: write and register a snapshot's column NDV sketches (computed
+  by an engine: Spark's ``compute_table_stats``), :func:`table_statistics` to read them back;
 * snapshot management: :func:`rollback_to_snapshot`, :func:`rollback_to_timestamp`,
   :func:`set_current_snapshot`, :func:`cherry_pick`, :func:`publish_changes` (write-audit-publish),
   :func:`fast_forward`.
@@ -48,6 +50,12 @@ from lakecat.catalog.maintenance.snapshots import (
     rollback_to_timestamp,
     set_current_snapshot,
 )
+from lakecat.catalog.maintenance.table_stats import (
+    StatisticsFile,
+    sketch_columns,
+    table_statistics,
+    write_table_statistics,
+)
 from lakecat.metadata.errors import TableKeptChanging
 
 __all__ = [
@@ -60,6 +68,7 @@ __all__ = [
     "ManifestRewriteResult",
     "OrphanResult",
     "PartitionStatisticsFile",
+    "StatisticsFile",
     "TableKeptChanging",
     "cherry_pick",
     "compute_partition_stats",
@@ -75,4 +84,7 @@ __all__ = [
     "rollback_to_snapshot",
     "rollback_to_timestamp",
     "set_current_snapshot",
+    "sketch_columns",
+    "table_statistics",
+    "write_table_statistics",
 ]

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakecat.catalog.commit.pipeline import delete_quietly
 from lakecat.catalog.commit.producer import metadata_dir
-from lakecat.metadata.errors import CommitStateUnknown, ValidationError
+from lakecat.catalog.maintenance.stats_files import write_and_register
+from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.io.fileio import join
 from lakecat.metadata.manifests.datafile import Content, DataFile, Status
 from lakecat.metadata.manifests.manifest import read_manifest, read_manifest_list
@@ -81,15 +81,9 @@ def compute_partition_stats(
     location = join(
         metadata_dir(metadata), f"partition-stats-{snapshot.snapshot_id}-{uuid.uuid4()}.parquet"
     )
-    update = SetPartitionStatistics(snapshot.snapshot_id, location, len(data))
-    table.io.write(location, data, exclusive=True)
-    try:
-        table.commit_updates(lambda base: ([update], ()))
-    except CommitStateUnknown:
-        raise  # the file may be registered now: keep it (remove_orphan_files takes it if not)
-    except BaseException:
-        delete_quietly(table.io, [location])
-        raise
+    write_and_register(
+        table, location, data, SetPartitionStatistics(snapshot.snapshot_id, location, len(data))
+    )
     return PartitionStatisticsFile(snapshot.snapshot_id, location, len(data))
 
 

@@ -2,7 +2,8 @@
 
 * :mod:`~lakecat.metadata.deletes.deletion_vector`: the v3 ``deletion-vector-v1`` blob
   (a 64-bit Roaring bitmap of deleted row positions).
-* :mod:`~lakecat.metadata.deletes.puffin`: the Puffin files that hold deletion vectors.
+* :mod:`~lakecat.metadata.deletes.puffin`: the Puffin files that hold deletion vectors (and
+  table statistics: :mod:`lakecat.metadata.statistics`).
 * :mod:`~lakecat.metadata.deletes.apply`: dropping deleted rows from Arrow data: position deletes
   and deletion vectors by row position, equality deletes by value.
 
@@ -34,11 +35,14 @@ from lakecat.metadata.deletes.deletion_vector import (
 )
 from lakecat.metadata.deletes.puffin import (
     PUFFIN_MAGIC,
+    ZSTD,
     BlobMetadata,
     DeletionVectorLocation,
     PuffinBlob,
     PuffinFooter,
+    blob_data,
     deletion_vectors,
+    footer_size,
     read_blob,
     read_deletion_vector,
     read_footer,
@@ -51,6 +55,7 @@ __all__ = [
     "DELETION_VECTOR_MAGIC",
     "MAX_POSITION",
     "PUFFIN_MAGIC",
+    "ZSTD",
     "BlobMetadata",
     "DeletionVectorLocation",
     "EqualityDeletes",
@@ -59,12 +64,14 @@ __all__ = [
     "Positions",
     "PuffinBlob",
     "PuffinFooter",
+    "blob_data",
     "deletion_vectors",
     "deserialize_bitmap",
     "deserialize_deletion_vector",
     "drop_deleted_positions",
     "drop_equality_deleted",
     "equality_deleted_mask",
+    "footer_size",
     "positions_array",
     "positions_by_file",
     "positions_for_file",

@@ -1,4 +1,4 @@
-"""A minimal Puffin file reader and writer: what Iceberg v3 deletion vectors need.
+"""A Puffin file reader and writer: what Iceberg v3 deletion vectors and table statistics need.
 
 Layout (Puffin spec)::
 
@@ -8,7 +8,9 @@ Layout (Puffin spec)::
 ``Magic`` is ``PFA1``; ``FooterPayload`` is UTF-8 JSON ``{"blobs": [BlobMetadata...],
 "properties": {...}}``; ``FooterPayloadSize`` a 4-byte little-endian signed int; ``Flags`` 4
 bytes whose bit 0 of byte 0 says the payload is LZ4-compressed (not supported here: Iceberg
-Java does not compress footers). A ``BlobMetadata`` holds ``type``, ``fields`` (field ids),
+Java does not compress footers). A blob may be compressed (``compression-codec``): ``zstd``, a
+single Zstandard frame with its content size (what Iceberg Java writes for statistics sketches),
+is written and read; ``lz4`` is refused. A ``BlobMetadata`` holds ``type``, ``fields`` (field ids),
 ``snapshot-id``, ``sequence-number``, ``offset``, ``length``, optional ``compression-codec`` and
 ``properties``.
 
@@ -16,7 +18,8 @@ Readers of a table never need the footer: a DV's manifest entry gives ``content_
 ``content_size_in_bytes``, and :func:`read_blob` / :func:`read_deletion_vector` read just those
 bytes. :func:`read_footer` and :func:`deletion_vectors` read a whole file (tests, tools).
 :func:`write_puffin` and :func:`write_deletion_vectors` build a file and report where each blob
-landed, which is what the DV's manifest entry records.
+landed, which is what the DV's manifest entry records; :func:`blob_data` reads a blob of the
+footer, decompressed, and :func:`footer_size` the size a statistics file's entry records.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TypeAlias
 
+import pyarrow as pa
 from pyroaring import BitMap64
 
 from lakecat.metadata.deletes.deletion_vector import (
@@ -41,12 +45,15 @@ from lakecat.metadata.errors import CorruptMetadata, StorageError, ValidationErr
 __all__ = [
     "PUFFIN_MAGIC",
     "ROW_POSITION_FIELD_ID",
+    "ZSTD",
     "BlobMetadata",
     "DeletionVectorLocation",
     "PuffinBlob",
     "PuffinFooter",
     "Source",
+    "blob_data",
     "deletion_vectors",
+    "footer_size",
     "read_blob",
     "read_deletion_vector",
     "read_footer",
@@ -64,6 +71,8 @@ REFERENCED_DATA_FILE = "referenced-data-file"
 Source: TypeAlias = bytes | bytearray | memoryview | BinaryIO
 """A whole Puffin file: its bytes, or a seekable binary file object."""
 CARDINALITY = "cardinality"
+ZSTD = "zstd"
+"""The blob compression codec lakecat writes and reads (the spec's other one, ``lz4``, is not)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,8 @@ class PuffinBlob:
     snapshot_id: int = -1
     sequence_number: int = -1
     properties: Mapping[str, str] = field(default_factory=dict)
+    compression_codec: str | None = None
+    """``zstd`` to store ``data`` compressed; None stores it as it is."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +165,34 @@ def read_deletion_vector(
     """
     blob = read_blob(source, offset, length)
     return deserialize_deletion_vector(blob, expected_cardinality=expected_cardinality)
+
+
+def blob_data(source: Source, blob: BlobMetadata) -> bytes:
+    """The data of a blob of the file's footer, decompressed."""
+    data = read_blob(source, blob.offset, blob.length)
+    if blob.compression_codec is None:
+        return data
+    if blob.compression_codec != ZSTD:
+        raise CorruptMetadata(
+            f"Puffin blob at {blob.offset} is compressed with {blob.compression_codec!r}, "
+            f"which lakecat does not read (it reads {ZSTD!r})"
+        )
+    try:
+        return bytes(pa.input_stream(pa.py_buffer(data), compression=ZSTD).read())
+    except (OSError, pa.ArrowException) as exc:
+        raise CorruptMetadata(f"Puffin blob at {blob.offset} is not a zstd frame: {exc}") from exc
+
+
+def footer_size(source: Source) -> int:
+    """The size of a Puffin file's footer: magic, payload and the 12-byte tail (a statistics
+    file's ``file-footer-size-in-bytes``)."""
+    size = _size(source)
+    if size < _MIN_SIZE:
+        raise CorruptMetadata(f"Puffin file truncated: {size} bytes")
+    payload_size: int = _FOOTER_TAIL.unpack(
+        _read_at(source, size - _FOOTER_TAIL.size, _FOOTER_TAIL.size)
+    )[0]
+    return len(PUFFIN_MAGIC) + payload_size + _FOOTER_TAIL.size
 
 
 def read_footer(source: Source) -> PuffinFooter:
@@ -214,11 +253,13 @@ def deletion_vectors(source: Source) -> dict[str, BitMap64]:
 def write_puffin(
     blobs: Sequence[PuffinBlob], *, properties: Mapping[str, str] | None = None
 ) -> tuple[bytes, tuple[BlobMetadata, ...]]:
-    """A Puffin file holding ``blobs`` (uncompressed), and each blob's footer metadata."""
+    """A Puffin file holding ``blobs`` (each compressed as it asks), and each blob's footer
+    metadata."""
     parts = [PUFFIN_MAGIC]
     at = len(PUFFIN_MAGIC)
     metadata = []
     for blob in blobs:
+        data = _compressed(blob)
         metadata.append(
             BlobMetadata(
                 type=blob.type,
@@ -226,12 +267,13 @@ def write_puffin(
                 snapshot_id=blob.snapshot_id,
                 sequence_number=blob.sequence_number,
                 offset=at,
-                length=len(blob.data),
+                length=len(data),
+                compression_codec=blob.compression_codec,
                 properties=dict(blob.properties),
             )
         )
-        parts.append(blob.data)
-        at += len(blob.data)
+        parts.append(data)
+        at += len(data)
     footer: dict[str, Any] = {"blobs": [m.to_json() for m in metadata]}
     if properties:
         footer["properties"] = dict(properties)
@@ -278,6 +320,17 @@ def write_deletion_vectors(
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+def _compressed(blob: PuffinBlob) -> bytes:
+    if blob.compression_codec is None:
+        return blob.data
+    if blob.compression_codec != ZSTD:
+        raise ValidationError(
+            f"Puffin blob compression {blob.compression_codec!r}: lakecat writes {ZSTD!r} or none"
+        )
+    # one Zstandard frame that records its content size, as the Puffin spec asks
+    return bytes(pa.compress(blob.data, codec=ZSTD, asbytes=True))
 
 
 def _size(source: Source) -> int:

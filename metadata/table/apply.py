@@ -55,6 +55,7 @@ from lakecat.metadata.table.updates import (
     RemoveProperties,
     RemoveSnapshotRef,
     RemoveSnapshots,
+    RemoveStatistics,
     SetCurrentSchema,
     SetDefaultSortOrder,
     SetDefaultSpec,
@@ -62,6 +63,7 @@ from lakecat.metadata.table.updates import (
     SetPartitionStatistics,
     SetProperties,
     SetSnapshotRef,
+    SetStatistics,
     TableUpdate,
     UpgradeFormatVersion,
 )
@@ -388,6 +390,18 @@ def _set_partition_statistics(
     return replace(m, partition_statistics=(*kept, u.entry()))
 
 
+def _set_statistics(m: TableMetadata, u: SetStatistics, _: _ChangeSet) -> TableMetadata:
+    if not m.has_snapshot(u.snapshot_id):
+        raise InvalidUpdate(f"statistics of unknown snapshot {u.snapshot_id}")
+    kept = tuple(s for s in m.statistics if s.get("snapshot-id") != u.snapshot_id)
+    return replace(m, statistics=(*kept, u.entry()))
+
+
+def _remove_statistics(m: TableMetadata, u: RemoveStatistics, _: _ChangeSet) -> TableMetadata:
+    kept = tuple(s for s in m.statistics if s.get("snapshot-id") != u.snapshot_id)
+    return m if len(kept) == len(m.statistics) else replace(m, statistics=kept)
+
+
 def _remove_properties(m: TableMetadata, u: RemoveProperties, _: _ChangeSet) -> TableMetadata:
     _refuse_reserved(u.removals)
     doomed = set(u.removals) & m.properties.keys()
@@ -413,6 +427,8 @@ _HANDLERS: dict[type, Callable[[TableMetadata, Any, _ChangeSet], TableMetadata]]
     SetProperties: _set_properties,
     RemoveProperties: _remove_properties,
     SetPartitionStatistics: _set_partition_statistics,
+    SetStatistics: _set_statistics,
+    RemoveStatistics: _remove_statistics,
 }
 
 

@@ -233,6 +233,93 @@ class SetPartitionStatistics:
         return {"action": self.action, "partition-statistics": self.entry()}
 
 
+@dataclass(frozen=True, slots=True)
+class StatisticsBlob:
+    """A blob of a table statistics file, as the metadata lists it (``blob-metadata``)."""
+
+    type: str
+    snapshot_id: int
+    sequence_number: int
+    fields: tuple[int, ...]
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", tuple(self.fields))
+        object.__setattr__(self, "properties", dict(self.properties))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type,
+            "snapshot-id": self.snapshot_id,
+            "sequence-number": self.sequence_number,
+            "fields": list(self.fields),
+        }
+        if self.properties:
+            out["properties"] = dict(self.properties)
+        return out
+
+    @staticmethod
+    def from_json(obj: Mapping[str, Any]) -> StatisticsBlob:
+        return StatisticsBlob(
+            type=str(obj["type"]),
+            snapshot_id=int(obj["snapshot-id"]),
+            sequence_number=int(obj["sequence-number"]),
+            fields=tuple(int(f) for f in obj["fields"]),
+            properties={str(k): str(v) for k, v in (obj.get("properties") or {}).items()},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SetStatistics:
+    """Register a table statistics file (Puffin) of a snapshot, replacing the snapshot's
+    earlier one: the spec's ``statistics`` entry."""
+
+    snapshot_id: int
+    statistics_path: str
+    file_size_in_bytes: int
+    file_footer_size_in_bytes: int
+    blob_metadata: tuple[StatisticsBlob, ...] = ()
+    action: ClassVar[str] = "set-statistics"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "blob_metadata", tuple(self.blob_metadata))
+
+    def entry(self) -> dict[str, Any]:
+        return {
+            "snapshot-id": self.snapshot_id,
+            "statistics-path": self.statistics_path,
+            "file-size-in-bytes": self.file_size_in_bytes,
+            "file-footer-size-in-bytes": self.file_footer_size_in_bytes,
+            "blob-metadata": [b.to_json() for b in self.blob_metadata],
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.action, "statistics": self.entry()}
+
+    @staticmethod
+    def from_json(obj: Mapping[str, Any]) -> SetStatistics:
+        entry = obj["statistics"]
+        return SetStatistics(
+            snapshot_id=int(entry["snapshot-id"]),
+            statistics_path=str(entry["statistics-path"]),
+            file_size_in_bytes=int(entry["file-size-in-bytes"]),
+            file_footer_size_in_bytes=int(entry["file-footer-size-in-bytes"]),
+            blob_metadata=tuple(StatisticsBlob.from_json(b) for b in entry["blob-metadata"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveStatistics:
+    """Unregister a snapshot's table statistics file (a no-op when it has none); the file
+    itself is left for orphan removal, as Iceberg leaves it."""
+
+    snapshot_id: int
+    action: ClassVar[str] = "remove-statistics"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.action, "snapshot-id": self.snapshot_id}
+
+
 TableUpdate = (
     AssignUUID
     | UpgradeFormatVersion
@@ -250,6 +337,8 @@ TableUpdate = (
     | SetProperties
     | RemoveProperties
     | SetPartitionStatistics
+    | SetStatistics
+    | RemoveStatistics
 )
 
 
@@ -510,6 +599,8 @@ _UPDATE_PARSERS: dict[str, Callable[[dict[str, Any]], TableUpdate]] = {
         o["partition-statistics"]["statistics-path"],
         int(o["partition-statistics"]["file-size-in-bytes"]),
     ),
+    SetStatistics.action: SetStatistics.from_json,
+    RemoveStatistics.action: lambda o: RemoveStatistics(int(o["snapshot-id"])),
 }
 
 _REQUIREMENT_PARSERS: dict[str, Callable[[dict[str, Any]], TableRequirement]] = {
@@ -578,6 +669,7 @@ __all__ = [
     "RemoveProperties",
     "RemoveSnapshotRef",
     "RemoveSnapshots",
+    "RemoveStatistics",
     "SetCurrentSchema",
     "SetDefaultSortOrder",
     "SetDefaultSpec",
@@ -585,6 +677,8 @@ __all__ = [
     "SetPartitionStatistics",
     "SetProperties",
     "SetSnapshotRef",
+    "SetStatistics",
+    "StatisticsBlob",
     "TableRequirement",
     "TableUpdate",
     "UpgradeFormatVersion",

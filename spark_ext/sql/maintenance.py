@@ -1,6 +1,6 @@
 """The maintenance procedures of ``lake.system``: ``rewrite_data_files``, ``rewrite_manifests``,
 ``rewrite_position_delete_files``, ``expire_snapshots``, ``remove_orphan_files``,
-``compute_partition_stats``.
+``compute_partition_stats``, ``compute_table_stats``.
 
 Each runs lakecat's maintenance job (:mod:`lakecat.catalog.engine`) on the named table and
 returns Iceberg's result row; the parameters and result columns are declared with the others
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from importlib import metadata as importlib_metadata
 from typing import TYPE_CHECKING
 
 from lakecat.catalog import Table, engine
@@ -21,6 +22,7 @@ from lakecat.catalog.engine import DEFAULT_MAX_GROUP_SIZE_BYTES
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.manifests import Content, ManifestContent, read_manifest, read_manifest_list
 from lakecat.spark_ext.dml.compaction import compact
+from lakecat.spark_ext.native.columns import quoted
 from lakecat.spark_ext.sql.convert import UnsupportedByCatalog
 
 if TYPE_CHECKING:
@@ -127,6 +129,59 @@ def compute_partition_stats(
     without snapshots, as Iceberg's."""
     result = engine.compute_partition_stats(ctx.table(table), snapshot_id)
     return [] if result is None else [(result.path,)]
+
+
+def compute_table_stats(
+    ctx: ProcedureContext,
+    *,
+    table: str,
+    snapshot_id: int | None,
+    columns: list[str] | None,
+) -> list[Row]:
+    """Sketch the distinct values of a snapshot's columns (the current snapshot, every
+    top-level primitive column by default) and register them as the snapshot's statistics
+    file (:func:`lakecat.catalog.engine.write_table_statistics`); no row for a table without
+    snapshots, as Iceberg's.
+
+    The sketches are one Spark aggregation over the snapshot's rows (deletes applied), with
+    the catalog's ``ndv_sketch`` function: Apache DataSketches theta sketches of each value's
+    Iceberg binary form, as Iceberg's Spark runtime builds them.
+    """
+    if ctx.spark is None:
+        raise UnsupportedByCatalog("compute_table_stats needs the catalog's Spark session")
+    target = ctx.table(table)
+    metadata = target.metadata
+    if snapshot_id is None:
+        snapshot = metadata.current_snapshot
+        if snapshot is None:
+            return []
+    else:
+        snapshot = metadata.snapshot_by_id(snapshot_id)  # NoSuchSnapshot for an unknown id
+    fields = engine.sketch_columns(metadata, snapshot, columns)
+    schema = metadata.schema(snapshot.schema_id)
+    function = f"{quoted(ctx.name)}.system.ndv_sketch"
+    selected = ", ".join(
+        f"{function}({'.'.join(map(quoted, schema.column_path(f.field_id)))})" for f in fields
+    )
+    source = ".".join(map(quoted, [ctx.name, *ctx.identifier(table)]))
+    row = ctx.spark.sql(
+        f"SELECT {selected} FROM {source} VERSION AS OF {snapshot.snapshot_id}"
+    ).first()
+    sketches = {f.field_id: bytes(row[i]) for i, f in enumerate(fields)}
+    written = engine.write_table_statistics(
+        target,
+        snapshot.snapshot_id,
+        sketches,
+        created_by=f"lakecat {_lakecat_version()} Spark {ctx.spark.version}",
+    )
+    return [(written.path,)]
+
+
+def _lakecat_version() -> str:
+    try:
+        return importlib_metadata.version("lakecat")
+    except importlib_metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def rewrite_manifests(

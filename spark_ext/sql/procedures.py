@@ -67,6 +67,7 @@ from lakecat.spark_ext.sql.history import (
 from lakecat.spark_ext.sql.imports import add_files, migrate, snapshot
 from lakecat.spark_ext.sql.maintenance import (
     compute_partition_stats,
+    compute_table_stats,
     expire_snapshots,
     remove_orphan_files,
     rewrite_data_files,
@@ -443,6 +444,18 @@ PROCEDURES: dict[str, Procedure] = {
             (Parameter("table", STRING, required=True), Parameter("snapshot_id", LONG)),
             _columns(("partition_statistics_file", STRING, True)),
             compute_partition_stats,
+        ),
+        Procedure(
+            "compute_table_stats",
+            "Sketch the distinct values of a snapshot's columns (default: the current snapshot, "
+            "every top-level primitive column) into a registered Puffin statistics file",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("snapshot_id", LONG),
+                Parameter("columns", STRING_ARRAY),
+            ),
+            _columns(("statistics_file", STRING, True)),
+            compute_table_stats,
         ),
         Procedure(
             "rewrite_manifests",

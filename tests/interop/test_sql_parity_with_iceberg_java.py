@@ -986,3 +986,89 @@ def test_partition_stats_files_hold_what_iceberg_java_s_hold(
     lakecat: Lakecat, java: JavaTables, version: int
 ) -> None:
     assert_same(*both(lakecat, java, partition_stats_answer, version))
+
+
+def table_stats_answer(e: Engine, version: int) -> dict[str, Any]:
+    """``compute_table_stats`` over a column of each primitive type, after a merge-on-read
+    delete, then over two named columns of the first snapshot: the result column, the Puffin
+    file's blobs (type, field ids, snapshot as its place in the history, sequence number,
+    compression, ``ndv``, and the sketch bytes, decompressed: the columns are small enough for
+    exact sketches, which hold the same hashes on both engines) and the blob metadata the
+    table metadata registers."""
+    from lakecat.metadata.deletes.puffin import blob_data, footer_size, read_footer
+    from lakecat.metadata.io import local_path
+    from lakecat.metadata.table.metadata_files import parse_metadata
+
+    name = f"tstats_v{version}"
+    t = table(e, name)
+    e.sql(
+        f"CREATE TABLE {t} (id bigint, i int, s string, dec decimal(12, 3), d date, "
+        "ts timestamp, f float, x double, flag boolean, b binary, st struct<a: int>) "
+        f"USING iceberg TBLPROPERTIES ('format-version' = '{version}', "
+        "'write.delete.mode' = 'merge-on-read')"
+    )
+    e.sql(
+        f"INSERT INTO {t} SELECT id, CAST(id % 17 AS INT) - 8, IF(id % 5 = 0, NULL, "
+        "concat('s', id % 23, 'é')), CAST(id AS DECIMAL(12, 3)) / 8 - 3, "
+        "date_add(DATE '1969-12-25', CAST(id % 11 AS INT)), "
+        "TIMESTAMP '2024-02-29 12:00:00' + make_interval(0, 0, 0, 0, CAST(id % 9 AS INT)), "
+        "CAST(id % 7 AS FLOAT) - 2.5, CAST(id AS DOUBLE) / 3, id % 3 = 0, "
+        "CAST(concat('b', id % 6) AS BINARY), named_struct('a', CAST(id % 4 AS INT)) "
+        "FROM range(0, 300)"
+    )
+    e.sql(f"DELETE FROM {t} WHERE id % 10 = 1")
+    nulls = ", ".join(["NULL"] * 8)
+    e.sql(f"INSERT INTO {t} VALUES (1000, NULL, '', {nulls}), (1001, NULL, NULL, {nulls})")
+    history = snapshot_ids(e, t)
+    answer: dict[str, Any] = {}
+    calls = {
+        "current": f"CALL {e.catalog}.system.compute_table_stats('db.{name}')",
+        "first": f"CALL {e.catalog}.system.compute_table_stats(table => 'db.{name}', "
+        f"snapshot_id => {history[0]}, columns => array('s', 'st.a'))",
+    }
+    for key, statement in calls.items():
+        [[path]] = e.query(statement)
+        local = local_path(path)
+        assert local is not None
+        data = Path(local).read_bytes()
+        footer = read_footer(data)
+        assert footer.properties["created-by"]  # who wrote it: each engine's own name
+        answer[key] = {
+            "footer_size_fits": 0 < footer_size(data) < len(data),
+            "blobs": [
+                [
+                    b.type,
+                    list(b.fields),
+                    history.index(b.snapshot_id),
+                    b.sequence_number,
+                    b.compression_codec,
+                    dict(b.properties),
+                    blob_data(data, b).hex(),
+                ]
+                for b in footer.blobs
+            ],
+        }
+    [[location]] = e.query(
+        f"SELECT file FROM {t}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1"
+    )
+    metadata_path = local_path(location)
+    assert metadata_path is not None
+    entries = parse_metadata(Path(metadata_path).read_bytes()).statistics  # gzip on Java's
+    answer["registered"] = sorted(
+        [
+            history.index(entry["snapshot-id"]),
+            [
+                [b["type"], b["fields"], history.index(b["snapshot-id"]), b.get("properties")]
+                for b in entry["blob-metadata"]
+            ],
+        ]
+        for entry in entries
+    )
+    return answer
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_table_stats_files_hold_the_sketches_iceberg_java_s_hold(
+    lakecat: Lakecat, java: JavaTables, version: int
+) -> None:
+    assert_same(*both(lakecat, java, table_stats_answer, version))

@@ -39,9 +39,11 @@ from lakecat.catalog.maintenance import (
     remove_orphan_files,
     rewrite_data_files,
     rewrite_manifests,
+    table_statistics,
 )
 from lakecat.catalog.read.incremental import changes
 from lakecat.metadata import properties as P
+from lakecat.metadata.deletes.puffin import blob_data, read_footer
 from lakecat.metadata.errors import UnsupportedFeature, ValidationError
 from lakecat.metadata.manifests import (
     ManifestContent,
@@ -51,6 +53,7 @@ from lakecat.metadata.manifests import (
     read_manifest_list,
 )
 from lakecat.metadata.schema import IntegerType
+from lakecat.metadata.statistics import ndvs, parse_theta_sketch
 
 pytestmark = pytest.mark.interop
 
@@ -538,6 +541,13 @@ def test_orphan_removal_and_purge_keep_or_take_the_puffin_statistics_java_wrote(
     table = lake.load_table("db.stats")
     stats = [s["statistics-path"] for s in table.metadata.statistics]
     assert stats and all(p.endswith(".stats") for p in stats)
+    # lakecat reads what Java registered and wrote: the ndv of each column, its zstd sketches
+    registered = table_statistics(table)
+    footer = read_footer(Path(local_path(stats[0])).read_bytes())
+    assert registered is not None and registered.ndvs == ndvs(footer) and registered.ndvs
+    for blob in footer.blobs:
+        sketch = blob_data(Path(local_path(stats[0])).read_bytes(), blob)
+        assert parse_theta_sketch(sketch).ndv == int(blob.properties["ndv"])
     orphans = remove_orphan_files(table, older_than=int(time.time() * 1000) + 60_000)
     assert not {local_path(p) for p in stats} & {local_path(p) for p in orphans.orphans}
     assert all(Path(local_path(p)).exists() for p in stats)

@@ -744,6 +744,7 @@ def test_show_and_describe_procedures_list_the_system_procedures(lake) -> None:
         "ancestors_of",
         "cherrypick_snapshot",
         "compute_partition_stats",
+        "compute_table_stats",
         "create_branch",
         "create_changelog_view",
         "create_tag",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,12 @@ from pyroaring import BitMap64
 
 from lakecat.metadata.deletes import (
     PUFFIN_MAGIC,
+    ZSTD,
     BlobMetadata,
     PuffinBlob,
+    blob_data,
     deletion_vectors,
+    footer_size,
     read_blob,
     read_deletion_vector,
     read_footer,
@@ -251,3 +255,44 @@ def test_two_vectors_for_one_file_are_corrupt() -> None:
 def test_writer_rejects_an_empty_data_file_location() -> None:
     with pytest.raises(ValidationError, match="location"):
         write_deletion_vectors({"": BitMap64([1])})
+
+
+def test_zstd_blobs_are_one_frame_that_records_its_size_and_read_back_decompressed() -> None:
+    payload = b"theta " * 1000
+    data, [zstd, plain] = write_puffin(
+        [
+            PuffinBlob(
+                "apache-datasketches-theta-v1", payload, fields=(1,), compression_codec=ZSTD
+            ),
+            PuffinBlob("x-plain", b"raw"),
+        ]
+    )
+
+    assert zstd.compression_codec == ZSTD and zstd.length < len(payload)
+    assert read_footer(data).blobs == (zstd, plain)
+    assert blob_data(data, zstd) == payload and blob_data(data, plain) == b"raw"
+    frame = data[zstd.offset : zstd.offset + zstd.length]
+    assert frame[:4] == b"\x28\xb5\x2f\xfd"  # a Zstandard frame
+    descriptor = frame[4]
+    # the frame header carries the content size (Iceberg Java's reader needs it): a size flag,
+    # or a single-segment frame, whose size field is always there
+    assert descriptor >> 6 or descriptor & 0x20
+    payload_json = json.loads(data[len(data) - footer_size(data) + 4 : -12])
+    assert payload_json["blobs"][0]["compression-codec"] == "zstd"
+
+
+def test_footer_size_is_magic_payload_and_tail() -> None:
+    data, _ = write_puffin([PuffinBlob("x", b"abc")], properties={"created-by": "me"})
+    payload = json.loads(data[4 + 3 + 4 : -12])
+    assert payload["properties"] == {"created-by": "me"}
+    assert footer_size(data) == len(data) - 4 - 3
+
+
+def test_unknown_compression_is_refused_on_write_and_read() -> None:
+    with pytest.raises(ValidationError, match="'lz4'"):
+        write_puffin([PuffinBlob("x", b"abc", compression_codec="lz4")])
+    data, [blob] = write_puffin([PuffinBlob("x", b"abc")])
+    with pytest.raises(CorruptMetadata, match="'lz4'"):
+        blob_data(data, replace(blob, compression_codec="lz4"))
+    with pytest.raises(CorruptMetadata, match="not a zstd frame"):
+        blob_data(data, replace(blob, compression_codec=ZSTD))

@@ -51,6 +51,7 @@ from lakecat.metadata.table.updates import (
     RemoveProperties,
     RemoveSnapshotRef,
     RemoveSnapshots,
+    RemoveStatistics,
     SetCurrentSchema,
     SetDefaultSortOrder,
     SetDefaultSpec,
@@ -58,6 +59,8 @@ from lakecat.metadata.table.updates import (
     SetPartitionStatistics,
     SetProperties,
     SetSnapshotRef,
+    SetStatistics,
+    StatisticsBlob,
     TableRequirement,
     TableUpdate,
     UpgradeFormatVersion,
@@ -426,6 +429,39 @@ def test_partition_statistics_are_registered_once_per_known_snapshot() -> None:
         apply(base, [SetPartitionStatistics(99, "s3://x/99.parquet", 1)])
 
 
+def test_table_statistics_are_registered_once_per_known_snapshot_and_removed() -> None:
+    base = _with_history(2)
+    blob = StatisticsBlob("apache-datasketches-theta-v1", 1, 1, (1,), {"ndv": "9"})
+    first = SetStatistics(1, "s3://x/metadata/1-a.stats", 10, 5, (blob,))
+    again = SetStatistics(1, "s3://x/metadata/1-b.stats", 20, 6, (blob,))
+    new = apply(base, [first, SetStatistics(2, "s3://x/metadata/2.stats", 5, 4), again])
+    assert [(s["snapshot-id"], s["statistics-path"]) for s in new.statistics] == [
+        (2, "s3://x/metadata/2.stats"),
+        (1, "s3://x/metadata/1-b.stats"),
+    ]
+    assert new.statistics[1] == {
+        "snapshot-id": 1,
+        "statistics-path": "s3://x/metadata/1-b.stats",
+        "file-size-in-bytes": 20,
+        "file-footer-size-in-bytes": 6,
+        "blob-metadata": [
+            {
+                "type": "apache-datasketches-theta-v1",
+                "snapshot-id": 1,
+                "sequence-number": 1,
+                "fields": [1],
+                "properties": {"ndv": "9"},
+            }
+        ],
+    }
+    assert TableMetadata.from_json(new.to_json()).statistics == new.statistics
+    removed = apply(new, [RemoveStatistics(1), RemoveStatistics(77)])
+    assert [s["snapshot-id"] for s in removed.statistics] == [2]
+    assert apply(removed, [RemoveStatistics(1)]) is removed  # nothing to remove: no change
+    with pytest.raises(InvalidUpdate, match="unknown snapshot 99"):
+        apply(base, [SetStatistics(99, "s3://x/99.stats", 1, 1)])
+
+
 def test_remove_main_clears_the_current_snapshot() -> None:
     new = apply(_with_history(1), [RemoveSnapshotRef("main")], now_ms=T0 + 5_000)
     assert new.current_snapshot_id is None
@@ -642,6 +678,17 @@ def _all_updates() -> list[TableUpdate]:
         SetProperties({"a": "b"}),
         RemoveProperties(("a",)),
         SetPartitionStatistics(5, "s3://x/metadata/partition-stats-5.parquet", 123),
+        SetStatistics(
+            5,
+            "s3://x/metadata/5-a.stats",
+            456,
+            78,
+            (
+                StatisticsBlob("apache-datasketches-theta-v1", 5, 4, (1,), {"ndv": "3"}),
+                StatisticsBlob("apache-datasketches-theta-v1", 5, 4, (2,)),
+            ),
+        ),
+        RemoveStatistics(5),
     ]
 
 

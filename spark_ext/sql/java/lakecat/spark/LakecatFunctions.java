@@ -38,7 +38,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  * since 1970-01-01; {@code bucket} is the 32-bit Murmur3 hash (x86, seed 0) of the value's
  * bytes, non-negative, modulo the number of buckets; {@code truncate} floors numbers to a
  * multiple of the width and cuts strings to that many code points and binary to that many
- * bytes.
+ * bytes. The catalog also serves the aggregate {@code ndv_sketch} ({@link NdvSketch}), the
+ * column sketches of {@code compute_table_stats}.
  */
 final class LakecatFunctions {
   private LakecatFunctions() {}
@@ -49,7 +50,8 @@ final class LakecatFunctions {
     for (UnboundFunction f :
         new UnboundFunction[] {
           new Unbound("years", 1), new Unbound("months", 1), new Unbound("days", 1),
-          new Unbound("hours", 1), new Unbound("bucket", 2), new Unbound("truncate", 2)
+          new Unbound("hours", 1), new Unbound("bucket", 2), new Unbound("truncate", 2),
+          new NdvSketch()
         }) {
       FUNCTIONS.put(f.name(), f);
     }
