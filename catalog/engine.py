@@ -33,8 +33,9 @@ lies behind them can be reorganized freely.
   ``rewrite_position_delete_files``, ``rollback_to_snapshot``, ``rollback_to_timestamp``,
   ``set_current_snapshot``, ``cherry_pick``, ``publish_changes``, ``fast_forward``,
   ``ExpireResult``, ``OrphanResult``, ``ManifestRewriteResult``, ``DeleteRewriteResult``;
-  ``compute_partition_stats``; table statistics from sketches the engine computed:
-  ``sketch_columns``, ``write_table_statistics``, ``table_statistics``, ``StatisticsFile``;
+  ``compute_partition_stats``, ``rewrite_table_path`` (``RewritePathResult``); table
+  statistics from sketches the engine computed: ``sketch_columns``,
+  ``write_table_statistics``, ``table_statistics``, ``StatisticsFile``;
 * the change feed: ``changes``, ``ChangeSet``, ``CHANGE_SNAPSHOT_ID``.
 """
 
@@ -62,6 +63,7 @@ from lakecat.catalog.maintenance import (
     ManifestRewriteResult,
     OrphanResult,
     PartitionStatisticsFile,
+    RewritePathResult,
     StatisticsFile,
     cherry_pick,
     compute_partition_stats,
@@ -72,6 +74,7 @@ from lakecat.catalog.maintenance import (
     remove_orphan_files,
     rewrite_manifests,
     rewrite_position_delete_files,
+    rewrite_table_path,
     rollback_to_snapshot,
     rollback_to_timestamp,
     set_current_snapshot,
@@ -109,6 +112,7 @@ __all__ = [
     "OrphanResult",
     "PartitionStatisticsFile",
     "PositionBlock",
+    "RewritePathResult",
     "RowFilter",
     "Scan",
     "ScanPlan",
@@ -140,6 +144,7 @@ __all__ = [
     "replaced_deletes",
     "rewrite_manifests",
     "rewrite_position_delete_files",
+    "rewrite_table_path",
     "rollback_to_snapshot",
     "rollback_to_timestamp",
     "set_current_snapshot",

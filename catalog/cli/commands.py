@@ -218,6 +218,18 @@ def tables_rename(ctx: Context, args: argparse.Namespace) -> Output:
     )
 
 
+def tables_register(ctx: Context, args: argparse.Namespace) -> Output:
+    table = ctx.catalog().register_table(args.table, args.metadata_location)
+    return Output(
+        {
+            "table": args.table,
+            "metadata_location": table.metadata_location,
+            "current_snapshot_id": table.metadata.current_snapshot_id,
+        },
+        message(f"registered table {args.table} at {table.metadata_location}"),
+    )
+
+
 def tables_add_files(ctx: Context, args: argparse.Namespace) -> Output:
     table = ctx.table(args.table)
     result = table.add_files(args.paths, check_duplicates=not args.allow_duplicates)
@@ -454,6 +466,7 @@ COMMANDS: dict[str, Command] = {
     "tables create": tables_create,
     "tables drop": tables_drop,
     "tables rename": tables_rename,
+    "tables register": tables_register,
     "tables add-files": tables_add_files,
     "history": history,
     "snapshots": snapshots,

@@ -227,6 +227,11 @@ def _add_table_commands(commands: _Commands, top: argparse._SubParsersAction[_Pa
     p.add_argument("source")
     p.add_argument("destination")
     p = commands.leaf(
+        group, "register", "tables register", "add an existing table by its metadata file"
+    )
+    p.add_argument("table")
+    p.add_argument("metadata_location", metavar="METADATA_FILE")
+    p = commands.leaf(
         group,
         "add-files",
         "tables add-files",
@@ -370,6 +375,19 @@ def _add_maintenance_commands(
     )
     p.add_argument("table")
     p.add_argument("--snapshot-id", type=int, metavar="ID", help="default: the current one")
+    p = commands.leaf(
+        top,
+        "rewrite-path",
+        "rewrite-path",
+        "stage the metadata with a new path prefix and plan the copy of a table",
+    )
+    p.add_argument("table")
+    p.add_argument("--source-prefix", required=True, metavar="URI")
+    p.add_argument("--target-prefix", required=True, metavar="URI")
+    p.add_argument("--start-version", metavar="FILE", help="metadata file name; default: all")
+    p.add_argument("--end-version", metavar="FILE", help="default: the current metadata file")
+    p.add_argument("--staging-location", metavar="URI", help="default: in the metadata folder")
+    p.add_argument("--no-file-list", action="store_true", help="do not write the copy plan file")
     p = commands.leaf(
         top,
         "rewrite-position-deletes",

@@ -258,6 +258,29 @@ def partition_stats(ctx: Context, args: argparse.Namespace) -> Output:
     )
 
 
+def rewrite_path(ctx: Context, args: argparse.Namespace) -> Output:
+    table = ctx.table(args.table)
+    result = maintenance.rewrite_table_path(
+        table,
+        args.source_prefix,
+        args.target_prefix,
+        start_version=args.start_version,
+        end_version=args.end_version,
+        staging_location=args.staging_location,
+        create_file_list=not args.no_file_list,
+    )
+    data = {"table": table.name, **_fields(result)}
+    data["copy_plan"] = [list(pair) for pair in result.copy_plan]
+    listed = "" if args.no_file_list else f"; the copy plan is {result.file_list_location}"
+    return Output(
+        data,
+        message(
+            f"{table.name}: {len(result.copy_plan)} files to copy, metadata staged in "
+            f"{result.staging_location}{listed}; register {result.latest_version} at the target"
+        ),
+    )
+
+
 def rewrite_position_deletes(ctx: Context, args: argparse.Namespace) -> Output:
     table = ctx.table(args.table)
     result = maintenance.rewrite_position_delete_files(table, min_input_files=args.min_input_files)
@@ -395,6 +418,7 @@ MAINTENANCE_COMMANDS: dict[str, Command] = {
     "remove-orphans": remove_orphans,
     "rewrite-manifests": rewrite_manifests,
     "partition-stats": partition_stats,
+    "rewrite-path": rewrite_path,
     "rewrite-position-deletes": rewrite_position_deletes,
     "rollback": rollback,
     "cherry-pick": cherry_pick,

@@ -8,6 +8,8 @@
 * :func:`compute_partition_stats`: write and register a snapshot's partition statistics file;
 * :func:`write_table_statistics`: write and register a snapshot's column NDV sketches (computed
   by an engine: Spark's ``compute_table_stats``), :func:`table_statistics` to read them back;
+* :func:`rewrite_table_path`: stage the metadata with a new path prefix and plan the copy of a
+  table to another location;
 * snapshot management: :func:`rollback_to_snapshot`, :func:`rollback_to_timestamp`,
   :func:`set_current_snapshot`, :func:`cherry_pick`, :func:`publish_changes` (write-audit-publish),
   :func:`fast_forward`.
@@ -50,6 +52,7 @@ from lakecat.catalog.maintenance.snapshots import (
     rollback_to_timestamp,
     set_current_snapshot,
 )
+from lakecat.catalog.maintenance.table_path import RewritePathResult, rewrite_table_path
 from lakecat.catalog.maintenance.table_stats import (
     StatisticsFile,
     sketch_columns,
@@ -68,6 +71,7 @@ __all__ = [
     "ManifestRewriteResult",
     "OrphanResult",
     "PartitionStatisticsFile",
+    "RewritePathResult",
     "StatisticsFile",
     "TableKeptChanging",
     "cherry_pick",
@@ -81,6 +85,7 @@ __all__ = [
     "rewrite_data_files",
     "rewrite_manifests",
     "rewrite_position_delete_files",
+    "rewrite_table_path",
     "rollback_to_snapshot",
     "rollback_to_timestamp",
     "set_current_snapshot",

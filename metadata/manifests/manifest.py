@@ -126,15 +126,18 @@ def write_manifest(
     content: ManifestContent = ManifestContent.DATA,
     codec: str = DEFAULT_CODEC,
     format_version: int = 2,
+    keep_order: bool = False,
 ) -> ManifestFile:
     """Write one manifest (exclusive create) of a table of ``format_version`` and return its
     manifest-list row.
 
     Entries are written ordered by partition (see :mod:`lakecat.metadata.manifests.order`),
-    otherwise as given: ``None`` snapshot ids and sequence numbers stay null so they are
-    inherited. Only ADDED entries may leave sequence numbers null. The returned row
-    has ``sequence_number == -1``; ``min_sequence_number`` is the smallest explicit data
-    sequence number of a live entry, or -1 when there is none (as Iceberg Java does).
+    or in the order given with ``keep_order`` (a copy of an existing manifest: in v3 the
+    ADDED data files inherit their row ids in manifest order). ``None`` snapshot ids and
+    sequence numbers stay null so they are inherited. Only ADDED entries may leave sequence
+    numbers null. The returned row has ``sequence_number == -1``; ``min_sequence_number`` is
+    the smallest explicit data sequence number of a live entry, or -1 when there is none (as
+    Iceberg Java does).
 
     In v3 manifests, ADDED data files are written with a null ``first_row_id`` (inherited from
     the manifest's, assigned by the manifest list), EXISTING and DELETED ones with the value
@@ -146,7 +149,7 @@ def write_manifest(
     stats = _ManifestStats(ptype)
     records = []
     listed = list(entries)
-    ordered = ordered_by_partition(listed)
+    ordered = None if keep_order else ordered_by_partition(listed)
     for entry in listed if ordered is None else ordered:
         _check_entry(entry, spec=spec, content=content, added_snapshot_id=added_snapshot_id)
         stats.add(entry)

@@ -1,6 +1,6 @@
 """The maintenance procedures of ``lake.system``: ``rewrite_data_files``, ``rewrite_manifests``,
 ``rewrite_position_delete_files``, ``expire_snapshots``, ``remove_orphan_files``,
-``compute_partition_stats``, ``compute_table_stats``.
+``compute_partition_stats``, ``compute_table_stats``, ``rewrite_table_path``.
 
 Each runs lakecat's maintenance job (:mod:`lakecat.catalog.engine`) on the named table and
 returns Iceberg's result row; the parameters and result columns are declared with the others
@@ -175,6 +175,39 @@ def compute_table_stats(
         created_by=f"lakecat {_lakecat_version()} Spark {ctx.spark.version}",
     )
     return [(written.path,)]
+
+
+def rewrite_table_path(
+    ctx: ProcedureContext,
+    *,
+    table: str,
+    source_prefix: str,
+    target_prefix: str,
+    start_version: str | None,
+    end_version: str | None,
+    staging_location: str | None,
+    create_file_list: bool | None,
+) -> list[Row]:
+    """Stage the table's metadata with ``source_prefix`` replaced by ``target_prefix`` and
+    write the copy plan (:func:`lakecat.catalog.engine.rewrite_table_path`); the table is not
+    changed."""
+    result = engine.rewrite_table_path(
+        ctx.table(table),
+        source_prefix,
+        target_prefix,
+        start_version=start_version,
+        end_version=end_version,
+        staging_location=staging_location,
+        create_file_list=True if create_file_list is None else create_file_list,
+    )
+    return [
+        (
+            result.latest_version,
+            result.file_list_location,
+            result.rewritten_manifest_file_paths_count,
+            result.rewritten_delete_file_paths_count,
+        )
+    ]
 
 
 def _lakecat_version() -> str:

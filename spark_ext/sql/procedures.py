@@ -73,6 +73,7 @@ from lakecat.spark_ext.sql.maintenance import (
     rewrite_data_files,
     rewrite_manifests,
     rewrite_position_delete_files,
+    rewrite_table_path,
 )
 
 SYSTEM_NAMESPACE = "system"
@@ -444,6 +445,27 @@ PROCEDURES: dict[str, Procedure] = {
             (Parameter("table", STRING, required=True), Parameter("snapshot_id", LONG)),
             _columns(("partition_statistics_file", STRING, True)),
             compute_partition_stats,
+        ),
+        Procedure(
+            "rewrite_table_path",
+            "Stage the table's metadata with a new path prefix and write the plan of the files "
+            "to copy (the table is not changed)",
+            (
+                Parameter("table", STRING, required=True),
+                Parameter("source_prefix", STRING, required=True),
+                Parameter("target_prefix", STRING, required=True),
+                Parameter("start_version", STRING),
+                Parameter("end_version", STRING),
+                Parameter("staging_location", STRING),
+                Parameter("create_file_list", BOOLEAN),
+            ),
+            _columns(
+                ("latest_version", STRING, True),
+                ("file_list_location", STRING, True),
+                ("rewritten_manifest_file_paths_count", INT, True),
+                ("rewritten_delete_file_paths_count", INT, True),
+            ),
+            rewrite_table_path,
         ),
         Procedure(
             "compute_table_stats",

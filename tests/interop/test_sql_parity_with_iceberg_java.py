@@ -1067,6 +1067,71 @@ def table_stats_answer(e: Engine, version: int) -> dict[str, Any]:
     return answer
 
 
+def table_path_answer(e: Engine) -> dict[str, Any]:
+    """``rewrite_table_path`` of a partitioned v2 table with appends, an overwrite and a
+    merge-on-read delete (position delete files), to a folder of its own; the files of the
+    plan copied (by the test, as a user's copy tool would) and the last metadata file
+    registered as another table (``register_table``): what the copy reads, now and at its first
+    snapshot, and that it names only files at the new place."""
+    import shutil
+    import tempfile
+
+    from lakecat.metadata.io import local_path
+
+    name = "tpath"
+    t = create(e, name, mode="merge-on-read", rows=0)
+    e.sql(f"INSERT INTO {t} VALUES (1, 'a', 1.0), (2, 'b', 2.0), (3, NULL, 3.0)")
+    e.sql(f"INSERT INTO {t} VALUES (4, 'a', 4.0), (5, 'b', 5.0)")
+    e.sql(f"DELETE FROM {t} WHERE id IN (1, 5)")
+    e.sql(f"INSERT OVERWRITE {t} SELECT * FROM {t} WHERE cat = 'b'")
+    [[metadata_file]] = e.query(
+        f"SELECT file FROM {t}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1"
+    )
+    source = metadata_file.rsplit("/metadata/", 1)[0]
+    target = Path(tempfile.mkdtemp(prefix=f"tpath-{e.catalog}-")).as_uri()
+    result = e.query(
+        f"CALL {e.catalog}.system.rewrite_table_path(table => 'db.{name}', "
+        f"source_prefix => '{source}', target_prefix => '{target}')"
+    )
+    columns = e.schema(
+        f"CALL {e.catalog}.system.rewrite_table_path('db.{name}', '{source}', '{target}/again')"
+    )
+    [[latest, file_list, *_]] = result
+    plan = Path(local_path(file_list) or "").read_text().splitlines()
+    for line in plan:
+        copied_from, copied_to = line.split(",")
+        destination = Path(local_path(copied_to) or "")
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(local_path(copied_from) or "", destination)
+    e.sql(f"CALL {e.catalog}.system.register_table('db.{name}_copy', '{target}/metadata/{latest}')")
+    copy = table(e, f"{name}_copy")
+    first = e.query(f"SELECT snapshot_id FROM {copy}.snapshots ORDER BY committed_at LIMIT 1")
+    files = [r[0] for r in e.query(f"SELECT file_path FROM {copy}.all_files")]
+    return {
+        "columns": columns[:2],
+        "latest_is_current": metadata_file.endswith("/" + latest),
+        "planned_to_target": all(line.split(",")[1].startswith(target + "/") for line in plan),
+        "rows": rows(e, copy),
+        "first": e.query(f"SELECT * FROM {copy} VERSION AS OF {first[0][0]} ORDER BY id"),
+        "files_at_target": bool(files) and all(f.startswith(target + "/") for f in files),
+        "history": operations(e, copy),
+        "copy_metadata": f"{target}/metadata/{latest}",
+    }
+
+
+def test_a_table_copied_by_rewrite_table_path_reads_as_iceberg_java_s_copy(
+    lakecat: Lakecat, java: JavaTables
+) -> None:
+    ours, theirs = both(lakecat, java, table_path_answer)
+    copies = {"ours": ours.pop("copy_metadata"), "theirs": theirs.pop("copy_metadata")}
+    assert_same(ours, theirs)
+    # each engine reads the other's copy: Iceberg Java lakecat's, lakecat Iceberg Java's
+    lakecat.sql(f"CALL parity.system.register_table('db.tpath_java', '{copies['theirs']}')")
+    java.sql(f"CALL peers.system.register_table('db.tpath_lakecat', '{copies['ours']}')")
+    assert rows(lakecat, "parity.db.tpath_java") == ours["rows"]
+    assert rows(java, "peers.db.tpath_lakecat") == ours["rows"]
+
+
 @pytest.mark.parametrize("version", [2, 3])
 def test_table_stats_files_hold_the_sketches_iceberg_java_s_hold(
     lakecat: Lakecat, java: JavaTables, version: int

@@ -760,6 +760,7 @@ def test_show_and_describe_procedures_list_the_system_procedures(lake) -> None:
         "rewrite_data_files",
         "rewrite_manifests",
         "rewrite_position_delete_files",
+        "rewrite_table_path",
         "rollback_to_snapshot",
         "rollback_to_timestamp",
         "set_current_snapshot",

@@ -32,6 +32,7 @@ from lakecat.catalog.cli.context import Context
 from lakecat.catalog.cli.entry import build_parser, main
 from lakecat.catalog.cli.schema import parse_partition_by, parse_schema, parse_sort_by
 from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.io import local_path
 from lakecat.metadata.schema.types import (
     DecimalType,
     ListType,
@@ -656,6 +657,50 @@ def test_orphans_manifests_and_history_editing(
     stats = cli("partition-stats", "db.events", "--snapshot-id", str(second), "--json").json()
     assert stats["snapshot_id"] == second and "partition-stats" in stats["path"]  # type: ignore[index]
     assert "partition statistics in" in cli("partition-stats", "db.events").out
+
+    with lake.catalog() as catalog:
+        source = catalog.load_table("db.events").location
+    staging = Path(lake.warehouse) / "staging"
+    path = cli(
+        "rewrite-path",
+        "db.events",
+        "--source-prefix",
+        source,
+        "--target-prefix",
+        "s3://elsewhere/events",
+        "--staging-location",
+        staging.as_uri(),
+        "--json",
+    ).json()
+    assert path["file_list_location"] == staging.as_uri() + "/file-list"  # type: ignore[index]
+    plan = (staging / "file-list").read_text().splitlines()
+    assert sorted(tuple(p) for p in path["copy_plan"]) == sorted(  # type: ignore[index]
+        tuple(line.split(",")) for line in plan
+    )
+    assert all(target.startswith("s3://elsewhere/events/") for _, target in path["copy_plan"])  # type: ignore[index]
+    text = cli(
+        "rewrite-path", "db.events", "--source-prefix", source, "--target-prefix", "/x",
+        "--no-file-list",
+    ).out  # fmt: skip
+    assert "files to copy" in text and "copy plan is" not in text
+    local = cli(
+        "rewrite-path", "db.events", "--source-prefix", source, "--target-prefix",
+        (Path(lake.warehouse) / "copy").as_uri(), "--json",
+    ).json()  # fmt: skip
+    for copied_from, copied_to in local["copy_plan"]:  # type: ignore[index]
+        destination = Path(local_path(copied_to) or "")
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(local_path(copied_from) or "", destination)
+    target = (Path(lake.warehouse) / "copy" / "metadata" / local["latest_version"]).as_uri()  # type: ignore[index]
+    registered = cli("tables", "register", "db.copy", target, "--json").json()
+    assert registered["metadata_location"] == target  # type: ignore[index]
+    assert cli("tables", "describe", "db.copy", "--json").json()["location"] == (  # type: ignore[index]
+        (Path(lake.warehouse) / "copy").as_uri()
+    )
+    assert "registered table db.copy" in cli("tables", "register", "db.copy2", target).out
+
+    bad = cli("rewrite-path", "db.events", "--source-prefix", "/nope", "--target-prefix", "/x")
+    assert bad.code != 0 and "not under the source prefix" in bad.err
 
     def current() -> int:
         described = cli("tables", "describe", "db.events", "--json").json()

@@ -1111,3 +1111,40 @@ def _iter_fields(node: Any) -> Iterator[dict[str, Any]]:
 def test_every_avro_field_carries_a_field_id() -> None:
     fields = list(_iter_fields(manifest_entry_schema(PTYPE)))
     assert fields and all("field-id" in f for f in fields)
+
+
+def test_keep_order_writes_entries_as_given_so_v3_row_ids_inherit_in_that_order() -> None:
+    schema = Schema.of(NestedField(1, "id", LongType()), NestedField(2, "region", StringType()))
+    spec = PartitionSpec(0, (PartitionField(2, 1000, "identity", "region"),))
+    entries = [
+        ManifestEntry(Status.ADDED, DataFile(f"s3://b/{r}.parquet", "PARQUET", (r,), n, 10, 0))
+        for r, n in (("us", 3), ("eu", 5), ("ap", 2))
+    ]
+    for keep_order, expected in ((True, ["us", "eu", "ap"]), (False, ["ap", "eu", "us"])):
+        io = MemoryFileIO()
+        written = write_manifest(
+            io,
+            "mem://m.avro",
+            spec=spec,
+            schema=schema,
+            entries=entries,
+            added_snapshot_id=1,
+            format_version=3,
+            keep_order=keep_order,
+        )
+        write_manifest_list(
+            io,
+            "mem://ml.avro",
+            [written],
+            snapshot_id=1,
+            parent_snapshot_id=None,
+            sequence_number=1,
+            format_version=3,
+            first_row_id=100,
+        )
+        (row,) = read_manifest_list(io, "mem://ml.avro")
+        got = read_manifest(io, row, specs={0: spec}, schema=schema)
+        assert [e.data_file.partition[0] for e in got] == expected
+        counts = {"us": 3, "eu": 5, "ap": 2}
+        starts = [100 + sum(counts[r] for r in expected[:i]) for i in range(3)]
+        assert [e.data_file.first_row_id for e in got] == starts
