@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from lakecat.catalog.commit.producer import metadata_dir
 from lakecat.catalog.maintenance.stats_files import write_and_register
 from lakecat.metadata.deletes.puffin import footer_size, write_puffin
-from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.io.fileio import join
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import NestedField, PrimitiveType, StructType
@@ -137,7 +137,10 @@ def table_statistics(table: Table, snapshot_id: int | None = None) -> Statistics
 
 
 def _statistics_file(entry: Mapping[str, object]) -> StatisticsFile:
-    parsed = SetStatistics.from_json({"statistics": entry})
+    try:
+        parsed = SetStatistics.from_json({"statistics": entry})
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptMetadata(f"malformed statistics entry {dict(entry)!r}: {exc!r}") from exc
     ndvs = {
         b.fields[0]: int(b.properties[NDV_PROPERTY])
         for b in parsed.blob_metadata

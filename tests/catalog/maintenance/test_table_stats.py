@@ -4,6 +4,7 @@ and refused without a trace when the input or the table is not what the job thin
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -183,3 +184,11 @@ def test_expiring_the_snapshot_deletes_its_statistics_file(table: Table) -> None
 
     assert written.path not in stats_files(t)
     assert t.refresh().metadata.statistics == ()
+
+
+def test_a_malformed_registered_entry_reads_as_corrupt_metadata(table: Table) -> None:
+    snapshot_id = table.current_snapshot().snapshot_id
+    # as another engine might have registered it: no path, sizes or blobs
+    table.metadata = replace(table.metadata, statistics=({"snapshot-id": snapshot_id},))
+    with pytest.raises(CorruptMetadata, match="malformed statistics entry"):
+        table_statistics(table)
