@@ -23,7 +23,7 @@ from lakecat.catalog.maintenance.reachable import reachable_files
 from lakecat.catalog.maintenance.table_path import NOT_APPLICABLE, new_path
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.io import local_path
-from lakecat.metadata.io.fileio import FileExistsStorageError
+from lakecat.metadata.io.fileio import FileExistsStorageError, FileNotFoundStorageError
 from lakecat.metadata.manifests import read_manifest, read_manifest_list
 from lakecat.metadata.table.metadata_files import read_metadata
 
@@ -332,3 +332,21 @@ def test_staging_never_writes_over_a_file_so_a_reused_or_wrong_staging_folder_ha
         if staged.startswith(staging)
     )
     assert snapshot_rows(t.refresh()) == expected
+
+
+def test_a_file_gone_midway_fails_the_run_which_deletes_what_it_staged(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    t = busy_table(catalog, 2)
+    records = [s.summary[ROW_MOVES_KEY] for s in t.snapshots() if ROW_MOVES_KEY in s.summary]
+    assert records
+    for record in records:
+        t.io.delete(record)  # as an expiry of the compaction would, while the run stages
+    staging = tmp_path / "staging"
+
+    with pytest.raises(FileNotFoundStorageError):
+        rewrite_table_path(t, t.location, "s3://b/t", staging_location=staging.as_uri())
+
+    # records are the last files a run reads: manifests and lists were staged, then deleted
+    assert not [p for p in staging.rglob("*") if p.is_file()]
+    assert t.refresh().metadata_location == t.metadata_location
