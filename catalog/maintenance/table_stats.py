@@ -28,7 +28,7 @@ from lakecat.metadata.deletes.puffin import footer_size, write_puffin
 from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.io.fileio import join
 from lakecat.metadata.schema.schema import Schema
-from lakecat.metadata.schema.types import NestedField, PrimitiveType, StructType
+from lakecat.metadata.schema.types import NestedField, PrimitiveType
 from lakecat.metadata.statistics.theta import NDV_PROPERTY, ndv_blob
 from lakecat.metadata.table.snapshots import Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
@@ -161,9 +161,6 @@ def _column(schema: Schema, name: str) -> NestedField:
         raise ValidationError(
             f"can't compute statistics of a non-primitive column: {name} ({found.field_type})"
         )
-    parent = schema.parent_id(found.field_id)
-    while parent is not None:
-        if not isinstance(schema.find_type(parent), StructType):
-            raise ValidationError(f"can't compute statistics of {name}: it is inside a list or map")
-        parent = schema.parent_id(parent)
+    if schema.in_list_or_map(found.field_id):
+        raise ValidationError(f"can't compute statistics of {name}: it is inside a list or map")
     return found

@@ -221,6 +221,16 @@ class Schema:
     def parent_id(self, field_id: int) -> int | None:
         return self._parent_by_id.get(field_id)
 
+    def in_list_or_map(self, field_id: int) -> bool:
+        """Whether the field lies inside a list or map (at any depth): such a field has no
+        single value per row, only structs on the way down."""
+        parent = self._parent_by_id.get(field_id)
+        while parent is not None:
+            if not isinstance(self._by_id[parent].field_type, StructType):
+                return True
+            parent = self._parent_by_id.get(parent)
+        return False
+
     def top_level_id(self, field_id: int) -> int:
         """The id of the top-level column that holds field ``field_id`` (itself if top-level)."""
         parent = self._parent_by_id.get(field_id)

@@ -71,7 +71,6 @@ from lakecat.metadata.schema import (
     PrimitiveType,
     Schema,
     StringType,
-    StructType,
     TimestampType,
     TimestamptzType,
 )
@@ -139,12 +138,9 @@ def plan_partition(pf: PartitionField, schema: Schema, taken: Collection[str]) -
 def _source_path(schema: Schema, field_id: int) -> tuple[str, ...]:
     """The names from the top-level column down to the source (walked by id: a name may
     contain dots); :class:`NotNative` for a source inside a list or map."""
-    parent = schema.parent_id(field_id)
-    while parent is not None:
-        if not isinstance(schema.find_type(parent), StructType):
-            name = schema.column_name(field_id)
-            raise NotNative(f"partition source {name!r} is in a list or map")
-        parent = schema.parent_id(parent)
+    if schema.in_list_or_map(field_id):
+        name = schema.column_name(field_id)
+        raise NotNative(f"partition source {name!r} is in a list or map")
     return schema.column_path(field_id)
 
 

@@ -43,8 +43,6 @@ from lakecat.metadata.schema import (
     DoubleType,
     FloatType,
     IcebergType,
-    ListType,
-    MapType,
     Schema,
     StringType,
     UUIDType,
@@ -127,11 +125,8 @@ def _column(f: ds.Filter, schema: Schema) -> tuple[str, IcebergType] | None:
     name = schema.column_name(field.field_id)
     if not schema.has_field(name):
         return None  # a schema written elsewhere with an ambiguous full name
-    parent = schema.parent_id(field.field_id)
-    while parent is not None:  # fields inside lists and maps have no value per row
-        if isinstance(schema.find_type(parent), ListType | MapType):
-            return None
-        parent = schema.parent_id(parent)
+    if schema.in_list_or_map(field.field_id):  # no value per row
+        return None
     return name, field.field_type
 
 

@@ -108,3 +108,11 @@ def test_a_name_two_fields_share_is_ambiguous_while_their_paths_and_ids_stay_exa
     assert schema.find_path(("a.b",)).field_id == 1
     assert schema.find_path(("a", "b")).field_id == 3
     assert (schema.column_path(1), schema.column_path(3)) == (("a.b",), ("a", "b"))
+
+
+def test_in_list_or_map_tells_fields_below_a_list_or_map_from_struct_fields() -> None:
+    # struct fields (top-level or nested in structs) have a value per row; anything below a
+    # list's element or a map's key or value does not
+    below = {7, 8, 10, 11}
+    for field_id in SCHEMA.field_ids():
+        assert SCHEMA.in_list_or_map(field_id) is (field_id in below), field_id
