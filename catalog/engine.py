@@ -36,8 +36,12 @@ lies behind them can be reorganized freely.
   ``compute_partition_stats``, ``rewrite_table_path`` (``RewritePathResult``); table
   statistics from sketches the engine computed: ``sketch_columns``,
   ``write_table_statistics``, ``table_statistics``, ``StatisticsFile``;
-* the change feed: ``changes``, ``ChangeSet``, ``CHANGE_SNAPSHOT_ID``.
+* the change feed: ``changes``, ``ChangeSet``, ``CHANGE_SNAPSHOT_ID``;
+* the installed lakecat's version, for the files an engine says it wrote
+  (``lakecat_version``; the CLI's ``--version`` too).
 """
+
+from importlib import metadata as importlib_metadata
 
 from lakecat.catalog.commit.conflicts import (
     app_versions,
@@ -96,6 +100,15 @@ from lakecat.catalog.write.row_ops import plan_delete
 from lakecat.catalog.write.writer import conform, write_files
 from lakecat.metadata.table.timetravel import to_timestamp_ms
 
+
+def lakecat_version() -> str:
+    """The installed lakecat distribution's version (``unknown`` when it is not installed)."""
+    try:
+        return importlib_metadata.version("lakecat")
+    except importlib_metadata.PackageNotFoundError:
+        return "unknown"
+
+
 __all__ = [
     "CHANGE_SNAPSHOT_ID",
     "DEFAULT_MAX_GROUP_SIZE_BYTES",
@@ -132,6 +145,7 @@ __all__ = [
     "expire_snapshots",
     "fast_forward",
     "has_deletes",
+    "lakecat_version",
     "merge_on_read",
     "metadata_delta",
     "metadata_dir",

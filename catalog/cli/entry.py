@@ -26,7 +26,6 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from importlib import metadata as importlib_metadata
 from typing import NoReturn
 
 from lakecat.catalog.cli.args import (
@@ -39,6 +38,7 @@ from lakecat.catalog.cli.args import (
 )
 from lakecat.catalog.cli.commands import run
 from lakecat.catalog.cli.values import FILE_FORMATS
+from lakecat.catalog.engine import lakecat_version
 from lakecat.metadata.errors import LakecatError
 
 __all__ = ["UsageError", "build_parser", "main"]
@@ -64,13 +64,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, self.prog)
-
-
-def _version() -> str:
-    try:
-        return importlib_metadata.version("lakecat")
-    except importlib_metadata.PackageNotFoundError:
-        return "unknown"
 
 
 # ---- the grammar -------------------------------------------------------------------------
@@ -162,7 +155,7 @@ def build_parser() -> _Parser:
         "./lakecat.toml. See docs/cli.md.",
         parents=[_global_options(suppress=False)],
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {lakecat_version()}")
     parser.add_argument(
         "--property",
         dest="catalog_properties",

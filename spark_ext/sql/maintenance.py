@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from importlib import metadata as importlib_metadata
 from typing import TYPE_CHECKING
 
 from lakecat.catalog import Table, engine
@@ -172,7 +171,7 @@ def compute_table_stats(
         target,
         snapshot.snapshot_id,
         sketches,
-        created_by=f"lakecat {_lakecat_version()} Spark {ctx.spark.version}",
+        created_by=f"lakecat {engine.lakecat_version()} Spark {ctx.spark.version}",
     )
     return [(written.path,)]
 
@@ -208,13 +207,6 @@ def rewrite_table_path(
             result.rewritten_delete_file_paths_count,
         )
     ]
-
-
-def _lakecat_version() -> str:
-    try:
-        return importlib_metadata.version("lakecat")
-    except importlib_metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def rewrite_manifests(
