@@ -163,10 +163,10 @@ def rewrite_table_path(
     old_snapshots = set() if start is None else {s.snapshot_id for s in start.snapshots}
     delta = {s.snapshot_id for v, _ in versions for s in v.snapshots} - old_snapshots
     lists = [s for s in end.snapshots if s.snapshot_id not in old_snapshots]
-    plan.check_lists(lists)
+    listed = plan.read_lists(lists)
     file_list = NOT_APPLICABLE
     try:
-        plan.stage(end, lists, delta)
+        plan.stage(end, listed, delta)
         for version, path in versions:
             plan.stage_version(version, path)
         if create_file_list:
@@ -199,7 +199,6 @@ class _Plan:
         self.rewritten_deletes: dict[str, int] = {}
         self.delete_entries: set[tuple[str, int | None]] = set()  # (location, DV offset)
         self.dv_offsets: dict[tuple[str, int], int] = {}
-        self.row_moves: set[str] = set()
         self.written: list[str] = []
 
     def write(self, location: str, data: bytes) -> None:
@@ -240,8 +239,6 @@ class _Plan:
 
     def stage_version(self, metadata: TableMetadata, path: str) -> None:
         staged = self.staged(path)
-        if (staged, self.moved(path)) in self.copies:
-            return
         write_metadata(self.io, staged, self.replace_paths(metadata))
         self.written.append(staged)
         self.copies.add((staged, self.moved(path)))
@@ -280,24 +277,33 @@ class _Plan:
 
     # -- manifest lists, manifests, delete files ---------------------------------------------
 
-    def check_lists(self, snapshots: Iterable[Snapshot]) -> None:
-        """Read every manifest list to rewrite and check that the manifests and row-moves
-        records they name lie under the source prefix, before anything is written."""
-        self._lists: dict[int, list[ManifestFile]] = {}
+    def read_lists(
+        self, snapshots: Iterable[Snapshot]
+    ) -> list[tuple[Snapshot, list[ManifestFile]]]:
+        """Each snapshot to rewrite with the rows of its manifest list, checked: the manifests
+        and row-moves records they name lie under the source prefix (before anything is
+        written)."""
+        out = []
         for snapshot in snapshots:
             manifests = read_manifest_list(self.io, snapshot.manifest_list)
-            self._lists[snapshot.snapshot_id] = manifests
             for m in manifests:
                 self.moved(m.manifest_path)
             if ROW_MOVES_KEY in snapshot.summary:
                 self.moved(snapshot.summary[ROW_MOVES_KEY])
+            out.append((snapshot, manifests))
+        return out
 
-    def stage(self, end: TableMetadata, snapshots: list[Snapshot], delta: set[int]) -> None:
+    def stage(
+        self,
+        end: TableMetadata,
+        lists: list[tuple[Snapshot, list[ManifestFile]]],
+        delta: set[int],
+    ) -> None:
         specs = end.specs_by_id()
         schema = end.schema()
         manifests: dict[str, ManifestFile] = {}
-        for snapshot in snapshots:
-            for m in self._lists[snapshot.snapshot_id]:
+        for _, listed in lists:
+            for m in listed:
                 manifests.setdefault(m.manifest_path, m)
         entries = {
             path: read_manifest(self.io, m, specs=specs, schema=schema)
@@ -339,14 +345,14 @@ class _Plan:
             if path in copied:
                 self.copies.add((staged, self.moved(path)))
                 self.manifests_copied += 1
-        for snapshot in snapshots:
+        for snapshot, listed in lists:
             rows = [
                 replace(
                     m,
                     manifest_path=self.moved(m.manifest_path),
                     manifest_length=lengths[m.manifest_path],
                 )
-                for m in self._lists[snapshot.snapshot_id]
+                for m in listed
             ]
             staged = self.staged(snapshot.manifest_list)
             # a snapshot from before a v3 upgrade has no first row id: its list stays v2
@@ -454,9 +460,6 @@ class _Plan:
         self.rewritten_deletes[f.file_path] = len(data)
 
     def _rewrite_row_moves(self, record: str) -> None:
-        if record in self.row_moves:
-            return
-        self.row_moves.add(record)
         staged = self.staged(record)
         self.write(staged, self._rewritten_parquet(self.io.read(record), "path", record))
         self.copies.add((staged, self.moved(record)))
@@ -506,7 +509,7 @@ def _under(path: str, prefix: str) -> bool:
 
 
 def _relative(path: str, prefix: str) -> str:
-    folder = _folder(prefix)
-    if not _folder(path).startswith(folder):
+    if not _under(path, prefix):
         raise ValidationError(f"{path} is not under the source prefix {prefix}")
+    folder = _folder(prefix)
     return "" if _folder(path) == folder else path[len(folder) :]
