@@ -29,7 +29,7 @@ from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.io.fileio import join
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import NestedField, PrimitiveType
-from lakecat.metadata.statistics.theta import NDV_PROPERTY, ndv_blob
+from lakecat.metadata.statistics.theta import ndv_blob, ndvs
 from lakecat.metadata.table.snapshots import Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
 from lakecat.metadata.table.updates import SetStatistics, StatisticsBlob
@@ -141,17 +141,12 @@ def _statistics_file(entry: Mapping[str, object]) -> StatisticsFile:
         parsed = SetStatistics.from_json({"statistics": entry})
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptMetadata(f"malformed statistics entry {dict(entry)!r}: {exc!r}") from exc
-    ndvs = {
-        b.fields[0]: int(b.properties[NDV_PROPERTY])
-        for b in parsed.blob_metadata
-        if len(b.fields) == 1 and b.properties.get(NDV_PROPERTY, "").isdigit()
-    }
     return StatisticsFile(
         parsed.snapshot_id,
         parsed.statistics_path,
         parsed.file_size_in_bytes,
         parsed.file_footer_size_in_bytes,
-        ndvs,
+        ndvs(parsed.blob_metadata),
     )
 
 

@@ -22,16 +22,18 @@ The sketches are built in Spark's JVM by DataSketches itself (the catalog plugin
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
-from lakecat.metadata.deletes.puffin import ZSTD, PuffinBlob, PuffinFooter
+from lakecat.metadata.deletes.puffin import ZSTD, PuffinBlob
 from lakecat.metadata.errors import CorruptMetadata
 
 __all__ = [
     "DEFAULT_SEED_HASH",
     "NDV_PROPERTY",
     "THETA_BLOB_TYPE",
+    "DescribedBlob",
     "ThetaSketch",
     "ndv_blob",
     "ndvs",
@@ -124,15 +126,29 @@ def ndv_blob(field_id: int, sketch: bytes, snapshot_id: int, sequence_number: in
     )
 
 
-def ndvs(footer: PuffinFooter) -> Mapping[int, int]:
-    """The ``ndv`` of each column a statistics file's theta blobs cover, by field id."""
+class DescribedBlob(Protocol):
+    """A blob as a Puffin footer or a table's ``statistics`` entry describes it."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def fields(self) -> tuple[int, ...]: ...
+
+    @property
+    def properties(self) -> Mapping[str, str]: ...
+
+
+def ndvs(blobs: Iterable[DescribedBlob]) -> Mapping[int, int]:
+    """The ``ndv`` of each column that theta blobs cover, by field id: the blobs of a
+    statistics file's footer, or the ``blob-metadata`` the table metadata registers."""
     out: dict[int, int] = {}
-    for blob in footer.blobs:
+    for blob in blobs:
         raw = blob.properties.get(NDV_PROPERTY)
         if blob.type != THETA_BLOB_TYPE or len(blob.fields) != 1 or raw is None:
             continue
         if not raw.isdigit():
-            raise CorruptMetadata(f"theta blob at {blob.offset} has ndv {raw!r}")
+            raise CorruptMetadata(f"theta blob of field {blob.fields[0]} has ndv {raw!r}")
         out[blob.fields[0]] = int(raw)
     return out
 

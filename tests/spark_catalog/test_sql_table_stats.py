@@ -91,11 +91,11 @@ def test_compute_table_stats_registers_one_sketch_per_primitive_column(
     counts = lake.sql(
         "SELECT " + ", ".join(f"count(DISTINCT {c})" for c in primitive) + " FROM lake.db.typed"
     )[0]
-    by_name = {c: ndvs(footer)[schema.find_field(c).field_id] for c in primitive}
+    by_name = {c: ndvs(footer.blobs)[schema.find_field(c).field_id] for c in primitive}
     assert by_name == dict(zip(primitive, counts, strict=True))
     assert by_name["id"] == 40 and by_name["flag"] == 2 and by_name["name"] == 11
     stats = table_statistics(typed)
-    assert stats is not None and stats.path == path and stats.ndvs == ndvs(footer)
+    assert stats is not None and stats.path == path and stats.ndvs == ndvs(footer.blobs)
 
 
 def test_other_engines_see_the_registered_statistics(lake: Any, typed: Any) -> None:
@@ -139,7 +139,7 @@ def test_named_columns_nested_ones_included_are_sketched_once(lake: Any, typed: 
 
     schema = typed.refresh().metadata.schema()
     footer = read_footer(Path(local_path(result[0][0]) or "").read_bytes())
-    assert dict(ndvs(footer)) == {
+    assert dict(ndvs(footer.blobs)) == {
         schema.find_field("s.a").field_id: 10,
         schema.find_field("name").field_id: 11,
     }
@@ -164,7 +164,7 @@ def test_an_older_snapshot_is_sketched_as_it_was_and_a_new_run_replaces_its_file
     assert registered == {first: again[0][0], metadata.current_snapshot_id: current[0][0]}
     schema = metadata.schema()
     id_field, name_field = schema.find_field("id").field_id, schema.find_field("label").field_id
-    older_ndvs = ndvs(read_footer(Path(local_path(older[0][0]) or "").read_bytes()))
+    older_ndvs = ndvs(read_footer(Path(local_path(older[0][0]) or "").read_bytes()).blobs)
     assert dict(older_ndvs) == {id_field: 40, name_field: 11}
     stats = table_statistics(typed)
     assert stats is not None and stats.ndvs[id_field] == 90

@@ -100,7 +100,7 @@ def test_an_ndv_blob_round_trips_through_a_zstd_puffin_file() -> None:
     ]
     assert all(b.compression_codec == ZSTD for b in footer.blobs)
     assert [blob_data(data, b) for b in footer.blobs] == list(sketches.values())
-    assert dict(ndvs(footer)) == {3: 50, 5: 1}
+    assert dict(ndvs(footer.blobs)) == {3: 50, 5: 1}
     assert footer.blobs[0].properties == {NDV_PROPERTY: "50"}
 
 
