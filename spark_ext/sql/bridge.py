@@ -373,6 +373,7 @@ class CatalogBridge:
             "properties": {**metadata.properties, _PROVIDER: "lakecat"},
             "format": self.data_format,
             "write_options": {OPTION_TABLE: staged.name, **staged.write_options()},
+            "distribution": _write_distribution(metadata),
         }
 
     def commit_staged(self, stage_id: str) -> int | None:

@@ -431,3 +431,78 @@ def test_a_nested_partition_column_and_sort_field_spread_a_statement_s_rows(lake
     assert lake.sql("SELECT count(*), count(DISTINCT id) FROM lake.db.n")[0] == (100, 100)
     assert lake.sql("SELECT count(*) FROM lake.db.n WHERE id >= 100000")[0][0] == 50
     assert lake.sql("SELECT count(*) FROM lake.db.n WHERE id BETWEEN 1000 AND 1100")[0][0] == 10
+
+
+# The statements that write into a staged table: the new definition's mode applies.
+STAGED = {
+    "create as select": "CREATE TABLE lake.db.s PARTITIONED BY (region) TBLPROPERTIES ({props}) "
+    "AS {rows}",
+    "replace as select": "REPLACE TABLE lake.db.s PARTITIONED BY (region) "
+    "TBLPROPERTIES ({props}) AS {rows}",
+    "create or replace": "CREATE OR REPLACE TABLE lake.db.s PARTITIONED BY (region) "
+    "TBLPROPERTIES ({props}) AS {rows}",
+}
+
+
+@pytest.mark.parametrize("statement", list(STAGED))
+@pytest.mark.parametrize("mode", ["hash", "none"])
+def test_a_create_or_replace_as_select_follows_the_new_definition_s_distribution_mode(
+    lake: Any, statement: str, mode: str
+) -> None:
+    if statement != "create as select":
+        lake.sql("CREATE TABLE lake.db.s (id bigint, region string, amount double)")
+        lake.sql("INSERT INTO lake.db.s VALUES (1, 'eu', 1.0)")
+    props = f"'write.distribution-mode' = '{mode}'"
+
+    lake.sql(STAGED[statement].format(props=props, rows=ROWS))
+
+    table = lake.catalog.load_table("db.s")
+    assert sum(f.record_count for f in files(table)) == 4000
+    if mode == "hash":
+        assert files_per_region(table) == {"eu": 1, "us": 1, "ap": 1, "sa": 1}
+    else:
+        assert len(files(table)) > 4  # each task writes a file for each region it holds
+
+
+def test_a_dataframe_create_or_replace_follows_the_new_definition_s_distribution_mode(
+    lake: Any,
+) -> None:
+    lake.sql("CREATE TABLE lake.db.s (id bigint, region string, amount double)")
+    rows = lake.spark.sql(ROWS)
+
+    (
+        rows.writeTo("lake.db.s")
+        .partitionedBy(rows.region)
+        .tableProperty("write.distribution-mode", "hash")
+        .createOrReplace()
+    )
+
+    assert files_per_region(lake.catalog.load_table("db.s")) == {
+        "eu": 1,
+        "us": 1,
+        "ap": 1,
+        "sa": 1,
+    }
+
+
+def test_a_create_as_select_with_an_unknown_mode_creates_nothing(lake: Any) -> None:
+    lake.sql("CREATE TABLE lake.db.s (id bigint, region string, amount double)")
+    lake.sql("INSERT INTO lake.db.s VALUES (1, 'eu', 1.0)")
+    before = lake.catalog.load_table("db.s").metadata_location
+
+    with pytest.raises(Exception, match=r"write\.distribution-mode='sideways'"):
+        lake.sql(
+            STAGED["create or replace"].format(
+                props="'write.distribution-mode' = 'sideways'", rows=ROWS
+            )
+        )
+    with pytest.raises(Exception, match=r"write\.distribution-mode='sideways'"):
+        lake.sql(
+            STAGED["create as select"]
+            .replace("lake.db.s", "lake.db.fresh")
+            .format(props="'write.distribution-mode' = 'sideways'", rows=ROWS)
+        )
+
+    assert lake.catalog.load_table("db.s").metadata_location == before
+    assert not lake.catalog.table_exists("db.fresh")
+    assert lake.sql("SELECT * FROM lake.db.s") == [(1, "eu", 1.0)]

@@ -17,7 +17,8 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 /**
  * The table of a {@code CREATE TABLE AS SELECT}, {@code REPLACE TABLE [AS SELECT]} or {@code
  * CREATE OR REPLACE TABLE} before it exists in the catalog (Spark's {@link StagedTable}): Spark
- * writes the statement's rows into it through the Python data source, which stages the files
+ * writes the statement's rows into it through the Python data source, spread over tasks as the
+ * new definition's distribution mode asks ({@link WriteRequirements}), which stages the files
  * against the new definition, then commits it (one lakecat commit: the new definition and rows
  * replace the old ones, or the table is created) or aborts it (the staged files are deleted and
  * the catalog never changed). See {@code spark_ext/sql/staging.py}.
@@ -41,6 +42,10 @@ final class LakecatStagedTable extends DescribedTable implements StagedTable, Su
     options.putAll(Names.map(descriptor.get("write_options")));
     WriteBuilder builder =
         delegate.newWriteBuilder(new LakecatWriteBuilder.Info(info, options, info.schema()));
+    // the new definition's write.distribution-mode (Spark 3.5 and later honour the
+    // RequiresDistributionAndOrdering of a CTAS's or RTAS's write); a mode that is not one is
+    // refused here, before any row is written, and Spark aborts the stage
+    WriteRequirements requirements = WriteRequirements.of(this, "write", false);
     return new SupportsTruncate() {
       @Override
       public WriteBuilder truncate() {
@@ -49,7 +54,7 @@ final class LakecatStagedTable extends DescribedTable implements StagedTable, Su
 
       @Override
       public Write build() {
-        return new LakecatWrite(bridge, builder.build(), WriteRequirements.NONE);
+        return new LakecatWrite(bridge, builder.build(), requirements);
       }
     };
   }
