@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import Lake
 
-from lakecat.spark_ext import lakecat_error
+from lakecat.spark_ext import lakecat_error, register
 
 pytestmark = pytest.mark.spark
 
@@ -124,6 +124,30 @@ def test_an_explicit_snapshot_property_wins_over_the_session(audited: Lake) -> N
     with wap_id(lake.spark, "session"):
         frame.writeTo("lake.db.t").option("snapshot-property.wap.id", "own").append()
     assert staged_snapshot(lake, "own") and ids(lake) == [1, 2, 3]
+
+
+def test_the_data_source_stages_by_its_options_as_it_cannot_see_the_session(
+    audited: Lake,
+) -> None:
+    # df.write.format("lakecat") runs in a Python worker without the session's configuration:
+    # the write options say what spark.wap.id and spark.wap.branch say to the SQL catalog
+    lake = audited
+    register(lake.spark, catalog=lake.catalog, format_name="lakecat_wap")
+    frame = lake.spark.createDataFrame([(9, "a")], "id bigint, cat string")
+
+    with wap_id(lake.spark, "unseen"):
+        frame.write.format("lakecat_wap").mode("append").option(
+            "snapshot-property.wap.id", "ds"
+        ).save("db.t")
+    frame.write.format("lakecat_wap").mode("append").option("branch", "audit").option(
+        "create-branch", "true"
+    ).save("db.t")
+
+    assert ids(lake) == [1, 2, 3]
+    assert staged_snapshot(lake, "ds")
+    assert ids(lake, "lake.db.t.branch_audit") == [1, 2, 3, 9]
+    lake.sql("CALL lake.system.publish_changes('db.t', 'ds')")
+    assert ids(lake) == [1, 2, 3, 9]
 
 
 def test_an_overwrite_and_a_stream_are_staged_too(audited: Lake, tmp_path: Path) -> None:
