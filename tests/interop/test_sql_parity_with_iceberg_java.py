@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import pytest
 from java_session import JavaTables, java_session
+from table_copies import copy_files, planned_copies
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
 
@@ -1073,10 +1074,7 @@ def table_path_answer(e: Engine) -> dict[str, Any]:
     plan copied (by the test, as a user's copy tool would) and the last metadata file
     registered as another table (``register_table``): what the copy reads, now and at its first
     snapshot, and that it names only files at the new place."""
-    import shutil
     import tempfile
-
-    from lakecat.metadata.io import local_path
 
     name = "tpath"
     t = create(e, name, mode="merge-on-read", rows=0)
@@ -1097,12 +1095,8 @@ def table_path_answer(e: Engine) -> dict[str, Any]:
         f"CALL {e.catalog}.system.rewrite_table_path('db.{name}', '{source}', '{target}/again')"
     )
     [[latest, file_list, *_]] = result
-    plan = Path(local_path(file_list) or "").read_text().splitlines()
-    for line in plan:
-        copied_from, copied_to = line.split(",")
-        destination = Path(local_path(copied_to) or "")
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(local_path(copied_from) or "", destination)
+    plan = planned_copies(file_list)
+    copy_files(plan)
     e.sql(f"CALL {e.catalog}.system.register_table('db.{name}_copy', '{target}/metadata/{latest}')")
     copy = table(e, f"{name}_copy")
     first = e.query(f"SELECT snapshot_id FROM {copy}.snapshots ORDER BY committed_at LIMIT 1")
@@ -1110,7 +1104,7 @@ def table_path_answer(e: Engine) -> dict[str, Any]:
     return {
         "columns": columns[:2],
         "latest_is_current": metadata_file.endswith("/" + latest),
-        "planned_to_target": all(line.split(",")[1].startswith(target + "/") for line in plan),
+        "planned_to_target": all(to.startswith(target + "/") for _, to in plan),
         "rows": rows(e, copy),
         "first": e.query(f"SELECT * FROM {copy} VERSION AS OF {first[0][0]} ORDER BY id"),
         "files_at_target": bool(files) and all(f.startswith(target + "/") for f in files),

@@ -3,25 +3,15 @@ the planned files, register the copy and read it through the SQL catalog."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from table_copies import copy_files, planned_copies
 
 from lakecat.metadata.io import local_path
 
 pytestmark = pytest.mark.spark
-
-
-def copy_planned(file_list: str) -> int:
-    lines = Path(local_path(file_list) or "").read_text().splitlines()
-    for line in lines:
-        source, target = line.split(",")
-        destination = Path(local_path(target) or "")
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(local_path(source) or "", destination)
-    return len(lines)
 
 
 def test_a_v3_table_with_deletion_vectors_is_copied_and_read_at_its_new_place(
@@ -53,7 +43,7 @@ def test_a_v3_table_with_deletion_vectors_is_copied_and_read_at_its_new_place(
     ]
     assert table.metadata_location.endswith("/" + result.latest_version)
     assert result.rewritten_delete_file_paths_count >= 2  # a DV per data file the DML touched
-    assert copy_planned(result.file_list_location) > 0
+    assert copy_files(planned_copies(result.file_list_location)) > 0
     lake.sql(
         f"CALL lake.system.register_table('db.moved', '{target}/metadata/{result.latest_version}')"
     )

@@ -24,6 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from rich.console import Console
+from table_copies import copy_files
 
 from lakecat.catalog import Catalog
 from lakecat.catalog.cli.args import byte_size, timestamp_ms
@@ -32,7 +33,6 @@ from lakecat.catalog.cli.context import Context
 from lakecat.catalog.cli.entry import build_parser, main
 from lakecat.catalog.cli.schema import parse_partition_by, parse_schema, parse_sort_by
 from lakecat.metadata.errors import ValidationError
-from lakecat.metadata.io import local_path
 from lakecat.metadata.schema.types import (
     DecimalType,
     ListType,
@@ -687,10 +687,7 @@ def test_orphans_manifests_and_history_editing(
         "rewrite-path", "db.events", "--source-prefix", source, "--target-prefix",
         (Path(lake.warehouse) / "copy").as_uri(), "--json",
     ).json()  # fmt: skip
-    for copied_from, copied_to in local["copy_plan"]:  # type: ignore[index]
-        destination = Path(local_path(copied_to) or "")
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(local_path(copied_from) or "", destination)
+    copy_files(local["copy_plan"])  # type: ignore[arg-type,index]
     target = (Path(lake.warehouse) / "copy" / "metadata" / local["latest_version"]).as_uri()  # type: ignore[index]
     registered = cli("tables", "register", "db.copy", target, "--json").json()
     assert registered["metadata_location"] == target  # type: ignore[index]

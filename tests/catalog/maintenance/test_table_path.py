@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from table_copies import copy_files
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.commit.moves import ROW_MOVES_KEY
@@ -57,14 +58,6 @@ def busy_table(catalog: Catalog, version: int) -> Table:
     return t.refresh()
 
 
-def copy(plan: tuple[tuple[str, str], ...]) -> None:
-    for source, target in plan:
-        local_source, local_target = local_path(source), local_path(target)
-        assert local_source is not None and local_target is not None
-        Path(local_target).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(local_source, local_target)
-
-
 def snapshot_rows(t: Table) -> dict[int, list[tuple[Any, ...]]]:
     return {
         s.snapshot_id: sorted(
@@ -107,7 +100,7 @@ def test_the_copied_table_reads_as_the_source_and_names_only_the_new_place(
         {m.manifest_path for s in t.snapshots() for m in read_manifest_list(t.io, s.manifest_list)}
     )
     assert result.rewritten_delete_file_paths_count > 0
-    copy(result.copy_plan)
+    copy_files(result.copy_plan)
     copied = target_catalog.register_table("db.t", f"{target}/metadata/{result.latest_version}")
 
     # nothing the copy's metadata names lies in the old place, and every file it names is there
@@ -139,7 +132,7 @@ def test_v3_row_lineage_survives_the_copy(
     target = (tmp_path / "v3copy").as_uri()
 
     result = rewrite_table_path(t, t.location, target)
-    copy(result.copy_plan)
+    copy_files(result.copy_plan)
     copied = target_catalog.register_table("db.t", f"{target}/metadata/{result.latest_version}")
 
     assert lineage(copied) == expected
@@ -156,7 +149,7 @@ def test_an_incremental_run_plans_only_what_changed_since_its_start_version(
     target = (tmp_path / "dr").as_uri()
     first = rewrite_table_path(t, t.location, target)
     first_snapshots = {s.snapshot_id for s in t.snapshots()}
-    copy(first.copy_plan)
+    copy_files(first.copy_plan)
     t.append(rows(range(20, 25), "eu"))
     t.delete("id = 3")
     old_data = {f for f, _ in first.copy_plan if f.endswith(".parquet")}
@@ -174,7 +167,7 @@ def test_an_incremental_run_plans_only_what_changed_since_its_start_version(
         if m.added_snapshot_id in {n.snapshot_id for n in new}
     }
     assert second.rewritten_manifest_file_paths_count == len(added)
-    copy(second.copy_plan)
+    copy_files(second.copy_plan)
     copied = target_catalog.register_table("db.t", f"{target}/metadata/{second.latest_version}")
     assert snapshot_rows(copied) == snapshot_rows(t)
 
@@ -192,7 +185,7 @@ def test_an_end_version_stages_the_table_as_it_was_then(
     result = rewrite_table_path(t, t.location, target, end_version=then)
 
     assert result.latest_version == then
-    copy(result.copy_plan)
+    copy_files(result.copy_plan)
     copied = target_catalog.register_table("db.t", f"{target}/metadata/{then}")
     assert snapshot_rows(copied) == was
 
