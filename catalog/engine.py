@@ -26,7 +26,8 @@ lies behind them can be reorganized freely.
   ``metadata_delta``, ``check_metadata``, ``check_protocol``, ``app_versions``,
   ``check_transaction``;
 * compaction planning and commits: ``plan_file_groups``, ``FileGroup``, ``CompactionResult``,
-  ``DEFAULT_MAX_GROUP_SIZE_BYTES``, ``commit_compaction``; where a compaction moved each row,
+  ``DEFAULT_MAX_GROUP_SIZE_BYTES``, ``commit_compaction``, ``compaction_sort`` (what a sorting
+  compaction sorts by, ``SortBy``); where a compaction moved each row,
   from the positions it saw its rows come from: ``observed_moves``, ``PositionBlock``;
 * the maintenance jobs an engine exposes as its own commands (Spark's ``CALL`` procedures),
   with their results: ``expire_snapshots``, ``remove_orphan_files``, ``rewrite_manifests``,
@@ -86,7 +87,12 @@ from lakecat.catalog.maintenance import (
     table_statistics,
     write_table_statistics,
 )
-from lakecat.catalog.maintenance.compaction import DEFAULT_MAX_GROUP_SIZE_BYTES, commit_compaction
+from lakecat.catalog.maintenance.compaction import (
+    DEFAULT_MAX_GROUP_SIZE_BYTES,
+    SortBy,
+    commit_compaction,
+    compaction_sort,
+)
 from lakecat.catalog.read.deletes import DeleteReader, has_deletes
 from lakecat.catalog.read.incremental import CHANGE_SNAPSHOT_ID, ChangeSet, changes
 from lakecat.catalog.read.scan import RowFilter, Scan, ScanPlan
@@ -129,6 +135,7 @@ __all__ = [
     "RowFilter",
     "Scan",
     "ScanPlan",
+    "SortBy",
     "StatisticsFile",
     "app_versions",
     "changes",
@@ -138,6 +145,7 @@ __all__ = [
     "cherry_pick",
     "commit_compaction",
     "commit_parent",
+    "compaction_sort",
     "compute_partition_stats",
     "conform",
     "data_dir",

@@ -83,6 +83,7 @@ from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError, join
 from lakecat.metadata.io.parquet import partition_path
 from lakecat.metadata.io.sorting import sort_rows
 from lakecat.metadata.manifests.datafile import Content, DataFile
+from lakecat.metadata.partitioning.transforms import parse_transform
 from lakecat.metadata.schema.name_mapping import name_mapping_of
 from lakecat.metadata.table.sorting import SortField
 from lakecat.metadata.table.table_metadata import TableMetadata
@@ -96,7 +97,9 @@ MIN_FILE_SIZE_RATIO = 0.75
 MAX_FILE_SIZE_RATIO = 1.80
 DEFAULT_MAX_GROUP_SIZE_BYTES = 10 * 1024**3
 
-SortBy = Literal["table"] | Sequence[str] | None
+# "table" (the table's sort order), column names each optionally followed by asc / desc, or
+# sort fields (source column, transform, direction, null order: an Iceberg sort order's terms)
+SortBy = Literal["table"] | Sequence[str] | Sequence[SortField] | None
 
 
 @dataclass(frozen=True)
@@ -170,13 +173,15 @@ def rewrite_data_files(
 
     ``row_filter`` selects the files to consider (files that may hold matching rows);
     ``target_file_size_bytes`` defaults to the table's ``write.target-file-size-bytes``;
-    ``sort_by`` is ``"table"`` (the table's sort order) or column names, each optionally
-    followed by ``asc`` / ``desc`` (``["region", "ts desc"]``); ``progress(done, total)`` is
-    called after each group. ``delete_file_threshold`` (Iceberg's ``delete-file-threshold``):
-    a file that this many delete files apply to or more is rewritten whatever its size (off by
-    default, as in Iceberg). Every rewritten file is read with its deletes applied, and the
-    delete files that applied only to rewritten files are removed in the same commit. The
-    table object is refreshed first and holds the latest committed metadata afterwards.
+    ``sort_by`` is ``"table"`` (the table's sort order), column names, each optionally
+    followed by ``asc`` / ``desc`` (``["region", "ts desc"]``), or sort fields (with
+    transforms: ``SortField(id, "bucket[16]")``; see :func:`compaction_sort`);
+    ``progress(done, total)`` is called after each group. ``delete_file_threshold``
+    (Iceberg's ``delete-file-threshold``): a file that this many delete files apply to or more
+    is rewritten whatever its size (off by default, as in Iceberg). Every rewritten file is
+    read with its deletes applied, and the delete files that applied only to rewritten files
+    are removed in the same commit. The table object is refreshed first and holds the latest
+    committed metadata afterwards.
     """
     if delete_file_threshold is not None and delete_file_threshold < 1:
         raise ValidationError(
@@ -197,7 +202,7 @@ def rewrite_data_files(
         )
         if target <= 0:
             raise ValidationError(f"target_file_size_bytes must be positive, not {target}")
-        sort_keys, sort_order_id = _sort_keys(start, sort_by)
+        sort_keys, sort_order_id = compaction_sort(start, sort_by)
         groups = (
             plan_file_groups(
                 table.io,
@@ -519,10 +524,14 @@ def _slices(files: Sequence[DataFile], target: int) -> Iterator[list[DataFile]]:
 
 
 # ---- sorting ------------------------------------------------------------------------------
-def _sort_keys(
+def compaction_sort(
     metadata: TableMetadata, sort_by: SortBy
-) -> tuple[Sequence[SortField] | None, int | None]:
-    """The sort keys for ``sort_by`` and the sort order id to record on the new files."""
+) -> tuple[tuple[SortField, ...] | None, int | None]:
+    """The sort keys a compaction sorts by for ``sort_by`` (None: no sort), and the id of
+    the table's sort order they are, to record on the new files (None: they are none of the
+    table's orders). ``"table"`` needs the table to have a sort order; column names take
+    Iceberg's default null order (first when ascending, last when descending); sort fields
+    must name columns of the current schema and transforms those columns take."""
     if sort_by is None:
         return None, None
     if isinstance(sort_by, str) and sort_by == "table":
@@ -537,19 +546,28 @@ def _sort_keys(
     if not sort_by:
         raise ValidationError("sort_by needs at least one column")
     schema = metadata.schema()
-    keys = []
+    keys: list[SortField] = []
     for item in sort_by:
+        if isinstance(item, SortField):
+            source = schema.find_type(item.source_id)  # a dropped column raises
+            transform = parse_transform(item.transform)
+            if not transform.can_transform(source):
+                raise ValidationError(f"cannot sort by {transform} of a {source} column")
+            keys.append(item)
+            continue
         name, _, direction = item.strip().partition(" ")
         direction = direction.strip().lower() or "asc"
         if direction not in ("asc", "desc"):
             raise ValidationError(f"sort direction must be asc or desc: {item!r}")
-        source = schema.find_field(name)
+        field = schema.find_field(name)
         # Iceberg's default null order: first when ascending, last when descending
         if direction == "asc":
-            keys.append(SortField(source.field_id, "identity", "asc", "nulls-first"))
+            keys.append(SortField(field.field_id, "identity", "asc", "nulls-first"))
         else:
-            keys.append(SortField(source.field_id, "identity", "desc", "nulls-last"))
-    return keys, None
+            keys.append(SortField(field.field_id, "identity", "desc", "nulls-last"))
+    fields = tuple(keys)
+    same = [o.order_id for o in metadata.sort_orders if o.fields == fields]
+    return fields, (same[0] if same else None)
 
 
 def commit_compaction(

@@ -13,7 +13,16 @@ with ``ConcurrentDeleteDelete``.
 What Spark does: one task per group reads the group's files (through the data source, pinned
 to the planned metadata) and writes its rows again at the target file size (through the data
 source's writer in staging mode: only successful attempts count, a failed job's files are
-deleted). Sorting is not done on Spark: compact with ``sort_by`` through the Python job.
+deleted).
+
+With ``sort_by`` (the table's sort order, columns, or sort fields with transforms: see
+:func:`lakecat.catalog.engine.compaction_sort`) each partition that has a file to rewrite is
+rewritten whole, as the Python job does; each group's task sorts its rows with Spark's own sort
+(which spills to disk) and writes them in that order, so that the group's new files do not
+overlap. The files record the table's sort order when the sort is one of its orders. A
+transform other than identity is computed by the session's lakecat SQL catalog's functions
+(``<catalog>.system.bucket``, ...). A sorted group records no row moves: a merge-on-read
+change that races it fails as against a compaction of another layout (nothing is lost).
 
 Where each row went: the rows carry their address (file and position) to the writer, which
 writes them in the order they come and reports the blocks of input positions it wrote. When
@@ -33,7 +42,11 @@ that applied only to the rewritten files.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
 
 from lakecat.catalog import Catalog
 from lakecat.catalog.engine import (
@@ -42,7 +55,9 @@ from lakecat.catalog.engine import (
     FileGroup,
     PositionBlock,
     RowFilter,
+    SortBy,
     commit_compaction,
+    compaction_sort,
     delete_quietly,
     observed_moves,
     plan_file_groups,
@@ -50,7 +65,10 @@ from lakecat.catalog.engine import (
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import CommitConflict, LakecatError, RetriesExhausted, ValidationError
 from lakecat.metadata.manifests import DataFile
-from lakecat.spark_ext.settings import DEFAULT_FORMAT
+from lakecat.metadata.table import SortField, TableMetadata
+from lakecat.spark_ext.native.columns import quoted
+from lakecat.spark_ext.native.partitions import source_column
+from lakecat.spark_ext.settings import DEFAULT_FORMAT, plugin_catalogs
 from lakecat.spark_ext.source.staging import (
     TargetTable,
     open_target,
@@ -68,11 +86,13 @@ def compact(
     min_input_files: int = 2,
     max_group_size_bytes: int = DEFAULT_MAX_GROUP_SIZE_BYTES,
     partial_progress: bool = True,
+    sort_by: SortBy = None,
     catalog: Catalog | None = None,
     format_name: str = DEFAULT_FORMAT,
 ) -> CompactionResult:
     """Compact a table's small files on Spark (see the module docstring); the arguments are
-    those of :func:`lakecat.catalog.maintenance.rewrite_data_files` without sorting."""
+    those of :func:`lakecat.catalog.maintenance.rewrite_data_files`, whose ``sort_by`` also
+    takes sort fields here."""
     if min_input_files < 1:
         raise ValidationError(f"min_input_files must be at least 1, not {min_input_files}")
     if max_group_size_bytes <= 0:
@@ -86,6 +106,9 @@ def compact(
         )
         if target_size <= 0:
             raise ValidationError(f"target_file_size_bytes must be positive, not {target_size}")
+        sort_keys, sort_order_id = compaction_sort(target.metadata, sort_by)
+        # before anything is read: a transform the session cannot compute is refused here
+        order = None if sort_keys is None else sort_columns(spark, target.metadata, sort_keys)
         groups = plan_file_groups(
             target.io,
             target.metadata,
@@ -93,6 +116,8 @@ def compact(
             target_file_size_bytes=target_size,
             min_input_files=min_input_files,
             max_group_size_bytes=max_group_size_bytes,
+            sort=sort_keys is not None,
+            sort_order_id=sort_order_id,
         )
         if start is None or not groups:
             return _result(len(groups), [], [])
@@ -102,16 +127,65 @@ def compact(
             [list(g.files) for g in groups],
             metadata_columns=False,
             row_lineage=target.row_lineage,
-            row_addresses=True,
+            row_addresses=order is None,
         )
-        staged = stage_write_by_task(target, rows, target_file_size=target_size, record_moves=True)
+        if order is None:
+            staged = stage_write_by_task(
+                target, rows, target_file_size=target_size, record_moves=True
+            )
+        else:  # each group's task sorts its rows (one Spark partition per group)
+            staged = stage_write_by_task(
+                target,
+                rows.sortWithinPartitions(*order),
+                target_file_size=target_size,
+                keep_order=True,
+            )
         new_files: list[list[DataFile]] = [[] for _ in groups]
         # a group whose task did not report (none should) has no known moves
         blocks: list[Sequence[PositionBlock] | None] = [None for _ in groups]
         for task in staged:  # one Spark task per group, in order
-            new_files[task.task].extend(task.files)
+            files = task.files
+            if sort_order_id is not None:
+                files = tuple(replace(f, sort_order_id=sort_order_id) for f in files)
+            new_files[task.task].extend(files)
             blocks[task.task] = task.blocks
         return _commit(target, groups, new_files, blocks, start.snapshot_id, partial_progress)
+
+
+# the lakecat SQL catalog's function computing each transform (bucket and truncate take the
+# width first)
+_TRANSFORM_FUNCTIONS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}
+
+
+def sort_columns(spark: Any, metadata: TableMetadata, fields: Sequence[SortField]) -> list[Column]:
+    """Spark sort expressions of sort fields over rows in table form: the source column
+    (inside structs too) through its transform, in the field's direction and null order. A
+    transform other than identity needs a lakecat SQL catalog in the session, whose function
+    computes it; a ``void`` field sorts nothing."""
+    schema = metadata.schema()
+    catalogs = plugin_catalogs(spark)
+    out = []
+    for f in fields:
+        value = source_column(schema.column_path(f.source_id))
+        if f.transform == "void":
+            continue
+        if f.transform != "identity":
+            if not catalogs:
+                raise ValidationError(
+                    f"sorting by {f.transform} on Spark needs a lakecat SQL catalog in the "
+                    "session (its functions compute the transform); sort by columns, or "
+                    "register the catalog (lk.session, attach_catalog)"
+                )
+            name, _, width = f.transform.rstrip("]").partition("[")
+            function = f"{quoted(catalogs[0])}.system.{_TRANSFORM_FUNCTIONS.get(name, name)}"
+            args = [F.lit(int(width)), value] if width else [value]
+            value = F.call_function(function, *args)
+        first = f.null_order == "nulls-first"
+        if f.direction == "asc":
+            out.append(value.asc_nulls_first() if first else value.asc_nulls_last())
+        else:
+            out.append(value.desc_nulls_first() if first else value.desc_nulls_last())
+    return out
 
 
 def _commit(

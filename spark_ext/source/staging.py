@@ -47,6 +47,9 @@ TARGET_FILE_SIZE = "target-file-size-bytes"  # write option (Iceberg Spark's nam
 # write option, "true": the rows carry their address last (read with ROW_ADDRESSES); write
 # them in order and hand over the blocks of input positions written
 RECORD_MOVES = "record-moves"
+# write option, "true": write the rows in the order they come, not sorted by the table's sort
+# order (a compaction that sorted them itself)
+KEEP_ORDER = "keep-order"
 
 
 def activate(spark: Any) -> None:
@@ -187,10 +190,12 @@ def stage_write_by_task(
     *,
     target_file_size: int | None = None,
     record_moves: bool = False,
+    keep_order: bool = False,
 ) -> Staged:
     """:func:`stage_write`, the files grouped by the Spark partition that wrote them;
     ``record_moves``: ``df`` ends with the row address column (``read_files(...,
-    row_addresses=True)``), written in order and reported as :attr:`StagedTask.blocks`."""
+    row_addresses=True)``), written in order and reported as :attr:`StagedTask.blocks`;
+    ``keep_order``: each task's rows are written in the order they come (sorted already)."""
     location = join(metadata_dir(target.metadata), f"spark-stage-{uuid.uuid4()}.pickle")
     activate(df.sparkSession)
     writer = (
@@ -204,6 +209,8 @@ def stage_write_by_task(
         writer = writer.option(TARGET_FILE_SIZE, str(target_file_size))
     if record_moves:
         writer = writer.option(RECORD_MOVES, "true")
+    if keep_order:
+        writer = writer.option(KEEP_ORDER, "true")
     writer.save(target.name)
     if not target.io.exists(location):
         return []  # a job without tasks

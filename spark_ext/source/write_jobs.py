@@ -72,6 +72,7 @@ from lakecat.metadata.table import MAIN_BRANCH, Snapshot, TableMetadata, read_me
 from lakecat.spark_ext.settings import CatalogSettings
 from lakecat.spark_ext.source.planning import METADATA_LOCATION
 from lakecat.spark_ext.source.staging import (
+    KEEP_ORDER,
     RECORD_MOVES,
     STAGE_TO,
     TARGET_FILE_SIZE,
@@ -137,6 +138,7 @@ class WriteJob:
     stage_to: str | None = None  # hand the files over here instead of committing
     target_file_size: int | None = None  # overrides write.target-file-size-bytes
     record_moves: bool = False  # staged compaction: rows carry their address (see write)
+    keep_order: bool = False  # staged compaction that sorted its rows: written as they come
     job_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
@@ -172,7 +174,7 @@ class WriteJob:
             required_filter=required,
             # only a driver-side operation's staged rows are copies that keep their lineage
             row_lineage=self.stage_to is not None and metadata.format_version >= 3,
-            keep_order=recorder is not None,
+            keep_order=self.keep_order or recorder is not None,
         )
         context = TaskContext.get()
         task = context.partitionId() if context is not None else -1
@@ -297,6 +299,7 @@ def plan_write(
             stage_to=stage_to,
             target_file_size=_target_file_size(options),
             record_moves=options.get(RECORD_MOVES, "false").strip().lower() == "true",
+            keep_order=options.get(KEEP_ORDER, "false").strip().lower() == "true",
         )
     with settings.open() as catalog:
         table = load_or_create(catalog, table_name, options, spark_schema)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from lakecat.catalog import Table, engine
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import NoSuchRef, ValidationError
+from lakecat.metadata.schema import Schema
 from lakecat.metadata.table import SortField, SortOrder
 
 if TYPE_CHECKING:
@@ -252,17 +253,13 @@ def parse_partition_term(text: str) -> tuple[str, str]:
     raise ValidationError(f"not a partition term: {text!r}")
 
 
-def set_write_order(
-    ctx: ProcedureContext, *, table: str, order: str | None, distribution_mode: str | None
-) -> list[Row]:
-    """Sort new data files by ``order`` (``id ASC NULLS FIRST, bucket(16, id) DESC``; empty:
-    unsorted; null: keep the current order) and, with ``distribution_mode`` (``none``,
-    ``hash``, ``range``), set ``write.distribution-mode`` in the same commit (``ALTER TABLE ...
-    WRITE ORDERED BY``, ``WRITE DISTRIBUTED BY PARTITION``, ``WRITE UNORDERED``)."""
-    target = ctx.table(table)
-    schema = target.schema()
+def parse_sort_order(schema: Schema, text: str) -> tuple[SortField, ...]:
+    """The sort fields of an Iceberg sort order in SQL form (``id ASC NULLS FIRST,
+    bucket(16, id) DESC``: a column or partition term, then an optional direction, ascending
+    by default, and null order, first when ascending and last when descending by default);
+    an empty text is no field."""
     fields = []
-    for item in _split_top_level(order or ""):
+    for item in _split_top_level(text):
         words = item.split()
         direction, nulls = "asc", None
         while words and words[-1].upper() in ("ASC", "DESC", "FIRST", "LAST"):
@@ -284,6 +281,19 @@ def set_write_order(
                 "nulls-first" if null_order == "nulls-first" else "nulls-last",
             )
         )
+    return tuple(fields)
+
+
+def set_write_order(
+    ctx: ProcedureContext, *, table: str, order: str | None, distribution_mode: str | None
+) -> list[Row]:
+    """Sort new data files by ``order`` (``id ASC NULLS FIRST, bucket(16, id) DESC``; empty:
+    unsorted; null: keep the current order) and, with ``distribution_mode`` (``none``,
+    ``hash``, ``range``), set ``write.distribution-mode`` in the same commit (``ALTER TABLE ...
+    WRITE ORDERED BY``, ``WRITE DISTRIBUTED BY PARTITION``, ``WRITE UNORDERED``)."""
+    target = ctx.table(table)
+    schema = target.schema()
+    fields = parse_sort_order(schema, order or "")
     properties = {}
     if distribution_mode is not None:
         if distribution_mode not in ("none", "hash", "range"):
@@ -295,7 +305,7 @@ def set_write_order(
         if properties:
             target.set_properties(properties)
     else:
-        target.replace_sort_order(SortOrder(1, tuple(fields)), properties=properties)
+        target.replace_sort_order(SortOrder(1, fields), properties=properties)
     current = target.refresh().sort_order()
     described = ", ".join(
         f"{schema.find_field(f.source_id).name}:{f.transform} {f.direction} {f.null_order}"

@@ -12,6 +12,7 @@ with :class:`UnsupportedByCatalog`.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from lakecat.metadata.manifests import Content, ManifestContent, read_manifest, 
 from lakecat.spark_ext.dml.compaction import compact
 from lakecat.spark_ext.native.columns import quoted
 from lakecat.spark_ext.sql.convert import UnsupportedByCatalog
+from lakecat.spark_ext.sql.history import parse_sort_order
 
 if TYPE_CHECKING:
     from lakecat.spark_ext.sql.procedures import ProcedureContext, Row
@@ -45,14 +47,9 @@ def rewrite_data_files(
     where: str | None,
     branch: str | None,
 ) -> list[Row]:
-    """Bin-pack compaction on Spark (:func:`lakecat.spark_ext.compact`)."""
-    if strategy is not None and strategy.lower() != "binpack":
-        raise UnsupportedByCatalog(
-            f"rewrite_data_files strategy {strategy!r}: on Spark lakecat compacts with "
-            "'binpack'; sort with lakecat.catalog.maintenance.rewrite_data_files(sort_by=...)"
-        )
-    if sort_order is not None:
-        raise UnsupportedByCatalog("rewrite_data_files cannot sort on Spark (sort_order)")
+    """Compaction on Spark (:func:`lakecat.spark_ext.compact`): bin-pack, or with
+    ``strategy => 'sort'`` (or a ``sort_order``) sorted by ``sort_order`` or the table's
+    sort order."""
     if branch is not None and branch != "main":
         raise UnsupportedByCatalog("rewrite_data_files compacts the main branch only")
     opts = dict(options or {})
@@ -65,6 +62,7 @@ def rewrite_data_files(
     if ctx.spark is None:
         raise UnsupportedByCatalog("rewrite_data_files needs the catalog's Spark session")
     target = ctx.table(table)
+    sort_by = _compaction_sort(target, strategy, sort_order)
     target_size = int_option(opts, _TARGET_SIZE)
     min_input_files = int_option(opts, _MIN_INPUT_FILES)
     min_input_files = 2 if min_input_files is None else min_input_files
@@ -81,6 +79,7 @@ def rewrite_data_files(
         min_input_files=min_input_files,
         max_group_size_bytes=max_group_size,
         partial_progress=partial == "true",
+        sort_by=sort_by,
         catalog=ctx.catalog,
         format_name=ctx.data_format,
     )
@@ -98,6 +97,41 @@ def rewrite_data_files(
             removed_deletes,
         )
     ]
+
+
+def _compaction_sort(target: Table, strategy: str | None, sort_order: str | None) -> engine.SortBy:
+    """What ``rewrite_data_files`` sorts by, as Iceberg's procedure reads ``strategy`` and
+    ``sort_order``: neither, or ``binpack``, is no sort; ``sort`` or a ``sort_order`` alone
+    sorts by the order given, else by the table's (which it must have)."""
+    kind = None if strategy is None else strategy.strip().lower()
+    if kind not in (None, "binpack", "sort"):
+        raise ValidationError(
+            f"rewrite_data_files: unsupported strategy {strategy!r}; only binpack or sort is "
+            "supported"
+        )
+    if kind == "binpack":
+        if sort_order is not None:
+            raise ValidationError(
+                "rewrite_data_files: the binpack strategy does not sort; use strategy => "
+                "'sort' with a sort_order"
+            )
+        return None
+    if kind is None and sort_order is None:
+        return None
+    if sort_order is not None and re.search(r"\bzorder\s*\(", sort_order, re.IGNORECASE):
+        raise UnsupportedByCatalog(
+            f"rewrite_data_files: lakecat does not z-order ({sort_order!r}); give a sort order "
+            "of columns and transforms, e.g. 'id DESC NULLS LAST, days(ts)'"
+        )
+    fields = parse_sort_order(target.schema(), sort_order or "")
+    if fields:
+        return fields
+    if target.sort_order().is_unsorted:
+        raise ValidationError(
+            "rewrite_data_files: cannot sort without a sort order; the table has none and no "
+            "sort_order was given"
+        )
+    return "table"
 
 
 def int_option(options: Mapping[str, str], key: str) -> int | None:

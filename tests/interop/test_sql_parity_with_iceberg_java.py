@@ -31,9 +31,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
+import pyarrow.parquet as pq
 import pytest
 from java_session import JavaTables, java_session
 from table_copies import copy_files, planned_copies
+
+from lakecat.metadata.io import local_path
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
 
@@ -888,6 +891,49 @@ def statement_distribution_answer(e: Engine, mode: str) -> dict[str, Any]:
         answer[statement.split()[0]] = e.query(per_partition)
     answer["rows"] = rows(e, t)
     return answer
+
+
+def sorted_compaction_answer(e: Engine, version: int) -> dict[str, Any]:
+    """``rewrite_data_files`` with the sort strategy and a ``sort_order``, over partitions of
+    several files with overlapping ids (one INSERT per id residue): the same rows and row
+    lineage after, and in each partition files sorted by the order that do not overlap."""
+    t = create(e, f"sorted_v{version}", rows=0, version=version)
+    for k in range(4):
+        e.sql(
+            f"INSERT INTO {t} SELECT id, CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' "
+            f"END, id * 1.5 FROM range({k}, 600, 4, 1)"
+        )
+    lineage = "id, cat, amount, _row_id" if version >= 3 else "*"
+    before = rows(e, t, lineage)
+    [result] = e.query(
+        f"CALL {e.catalog}.system.rewrite_data_files(table => 'db.sorted_v{version}', "
+        "strategy => 'sort', sort_order => 'id DESC NULLS LAST', "
+        "options => map('min-input-files', '1'))"
+    )
+    ranges: dict[Any, list[tuple[int, int]]] = {}
+    each_file_sorted = True
+    for path, cat in e.query(f"SELECT file_path, partition.cat FROM {t}.files"):
+        ids = pq.read_table(local_path(path) or "", columns=["id"]).column("id").to_pylist()
+        each_file_sorted &= ids == sorted(ids, reverse=True)
+        ranges.setdefault(cat, []).append((min(ids), max(ids)))
+    return {
+        "rewritten": result[0],
+        "same rows": rows(e, t, lineage) == before,
+        "each file sorted": each_file_sorted,
+        "overlapping files in a partition": any(
+            a[1] >= b[0] for r in ranges.values() for a, b in itertools.pairwise(sorted(r))
+        ),
+        "operation": operations(e, t)[-1],
+    }
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_sorting_compaction_sorts_files_as_iceberg_java_s(
+    lakecat: Lakecat, java: JavaTables, version: int
+) -> None:
+    ours, theirs = both(lakecat, java, sorted_compaction_answer, version)
+    assert ours["each file sorted"] and not ours["overlapping files in a partition"]
+    assert_same(ours, theirs)
 
 
 @pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])

@@ -792,7 +792,6 @@ BAD_CALLS = [
     ("CALL lake.system.drop_ref('db.t', 'main')", "ValidationError", "main branch"),
     ("CALL lake.system.ancestors_of('nope.t')", "NoSuchTable", "nope.t"),
     (f"{COMPACT}('db.t', options => map('bogus', '1'))", "ValidationError", "bogus"),
-    (f"{COMPACT}('db.t', strategy => 'sort')", "UnsupportedByCatalog", "sort"),
     (f"{MANIFESTS}('db.t', spec_id => 7)", "ValidationError", "no partition spec 7"),
     (f"{MANIFESTS}('db.t', use_caching => 'yes')", "ValidationError", "use_caching takes a"),
     (f"{DELETES}('db.t', where => 'id = 1')", "UnsupportedByCatalog", "where"),

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import pytest
 
 from lakecat.catalog import Catalog, Table
+from lakecat.catalog.engine import compaction_sort
 from lakecat.catalog.maintenance import (
     CompactionResult,
     plan_file_groups,
@@ -26,11 +27,15 @@ from lakecat.catalog.maintenance import (
 from lakecat.metadata.errors import (
     ConcurrentDeleteDelete,
     ConcurrentDeleteRead,
+    LakecatError,
     UnknownColumn,
     ValidationError,
 )
 from lakecat.metadata.io.parquet import read_data_file
+from lakecat.metadata.partitioning.transforms import BucketTransform
+from lakecat.metadata.schema.types import LongType
 from lakecat.metadata.table.snapshots import REPLACE
+from lakecat.metadata.table.sorting import SortField
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("v", pa.float64())])
 FAST_RETRIES = {
@@ -157,6 +162,34 @@ def test_compaction_sorts_by_given_columns_descending(table: Table) -> None:
         ids = read_data_file(table.io, f, projected=table.schema()).column("id").to_pylist()
         assert ids == sorted(ids, reverse=True)
         assert f.sort_order_id is None  # not the table's order
+
+
+def test_compaction_sorts_by_sort_fields_with_transforms(table: Table) -> None:
+    table.append(rows([9, 4, 7, 2, 5], "eu"))
+    by_bucket = (SortField(1, "bucket[4]", "asc", "nulls-first"), SortField(1, "identity"))
+    rewrite_data_files(table, sort_by=by_bucket)
+    bucket = BucketTransform(4)
+    for f in table.scan().plan_files():
+        ids = read_data_file(table.io, f, projected=table.schema()).column("id").to_pylist()
+        keys = [(bucket.apply(LongType(), i), i) for i in ids]
+        assert keys == sorted(keys)
+
+
+def test_columns_that_are_one_of_the_table_s_orders_record_its_id(table: Table) -> None:
+    # the table is sorted by id: sorting by "id" is that order, "id desc" none of them
+    assert compaction_sort(table.metadata, ["id"]) == (
+        table.sort_order().fields,
+        table.sort_order().order_id,
+    )
+    assert compaction_sort(table.metadata, ["id desc"])[1] is None
+    assert compaction_sort(table.metadata, None) == (None, None)
+
+
+def test_sort_fields_are_checked_against_the_schema(table: Table) -> None:
+    with pytest.raises(ValidationError, match="cannot sort by day"):
+        compaction_sort(table.metadata, [SortField(1, "day")])  # id is a long
+    with pytest.raises(LakecatError):
+        compaction_sort(table.metadata, [SortField(99, "identity")])
 
 
 def test_sort_options_are_validated(catalog: Catalog, table: Table) -> None:

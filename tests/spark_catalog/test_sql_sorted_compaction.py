@@ -1,0 +1,153 @@
+"""``CALL lake.system.rewrite_data_files`` with Iceberg's sort strategy (``strategy =>
+'sort'``, ``sort_order``), and ``lk.compact(..., sort_by=...)``: each partition with a file to
+rewrite is rewritten whole, its rows sorted by Spark in the group's task, so that every new
+file is sorted and the files of a partition do not overlap; the rows and their lineage stay."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from lakecat.metadata.io import local_path
+from lakecat.metadata.partitioning.transforms import BucketTransform
+from lakecat.metadata.schema.types import LongType
+from lakecat.spark_ext import compact, register
+
+pytestmark = pytest.mark.spark
+
+# 2,000 rows over two regions in four INSERTs, each of ids spread over the whole range: small
+# files whose id ranges overlap, at least 4 per region
+INSERTS = [
+    "SELECT id, IF(id DIV 4 % 2 = 0, 'eu', 'us') AS region, id * 1.0 AS amount "
+    f"FROM range({k}, 2000, 4, 1)"
+    for k in range(4)
+]
+
+
+@pytest.fixture
+def lake_t(lake: Any) -> Any:
+    lake.sql(
+        "CREATE TABLE lake.db.t (id bigint, region string, amount double) "
+        "PARTITIONED BY (region) TBLPROPERTIES ('format-version' = '3')"
+    )
+    for rows in INSERTS:
+        lake.sql(f"INSERT INTO lake.db.t {rows}")
+    return lake
+
+
+def file_ids(table: Any) -> dict[str, list[list[int]]]:
+    """Each region's files, as their ids in file order."""
+    out: dict[str, list[list[int]]] = {}
+    for f in table.refresh().scan().plan_files():
+        ids = pq.read_table(local_path(f.file_path), columns=["id"]).column("id").to_pylist()
+        out.setdefault(f.partition[0], []).append(ids)
+    return out
+
+
+def overlapping(files: list[list[int]]) -> bool:
+    ranges = sorted((min(ids), max(ids)) for ids in files)
+    return any(a[1] >= b[0] for a, b in itertools.pairwise(ranges))
+
+
+def lineage(lake: Any) -> list[tuple[int, int]]:
+    return sorted(tuple(r) for r in lake.sql("SELECT id, _row_id FROM lake.db.t"))
+
+
+def test_a_sort_order_sorts_each_partition_s_new_files_without_overlap(lake_t: Any) -> None:
+    lake = lake_t
+    table = lake.catalog.load_table("db.t")
+    assert all(overlapping(files) for files in file_ids(table).values())
+    before = lineage(lake)
+    # every file is small (under 75% of the target), and a partition's rows fill several
+    largest = max(f.file_size_in_bytes for f in table.scan().plan_files())
+    target = int(largest * 1.4)
+
+    [row] = lake.sql(
+        "CALL lake.system.rewrite_data_files(table => 'db.t', strategy => 'sort', "
+        "sort_order => 'id DESC NULLS LAST', "
+        f"options => map('target-file-size-bytes', '{target}'))"
+    )
+
+    assert row.rewritten_data_files_count == 8 and row.failed_data_files_count == 0
+    regions = file_ids(table)
+    assert all(len(files) > 1 for files in regions.values())  # several files per partition
+    for files in regions.values():
+        assert all(ids == sorted(ids, reverse=True) for ids in files)
+        assert not overlapping(files)
+    assert table.refresh().current_snapshot().operation == "replace"
+    assert lineage(lake) == before  # the same rows, with their row ids
+    # id DESC is none of the table's sort orders: the files record none
+    assert {f.sort_order_id for f in table.scan().plan_files()} == {None}
+
+
+def test_the_sort_strategy_sorts_by_the_table_s_order_and_records_it(lake_t: Any) -> None:
+    lake = lake_t
+    lake.sql("ALTER TABLE lake.db.t WRITE LOCALLY ORDERED BY amount")
+    table = lake.catalog.load_table("db.t")
+
+    lake.sql("CALL lake.system.rewrite_data_files('db.t', 'sort')")
+
+    for files in file_ids(table).values():
+        assert len(files) == 1 and files[0] == sorted(files[0])
+    order = table.refresh().sort_order()
+    assert {f.sort_order_id for f in table.scan().plan_files()} == {order.order_id}
+    # a second run finds every partition sorted in the table's order: nothing to do
+    [again] = lake.sql("CALL lake.system.rewrite_data_files('db.t', 'sort')")
+    assert again.rewritten_data_files_count == 0
+
+
+def test_a_sort_order_with_a_transform_is_computed_by_the_catalog_s_function(
+    lake_t: Any,
+) -> None:
+    lake = lake_t
+    table = lake.catalog.load_table("db.t")
+
+    lake.sql(
+        "CALL lake.system.rewrite_data_files(table => 'db.t', "
+        "sort_order => 'bucket(4, id), id DESC')"
+    )
+
+    bucket = BucketTransform(4)
+    for [ids] in file_ids(table).values():
+        keys = [(bucket.apply(LongType(), i), -i) for i in ids]
+        assert keys == sorted(keys)
+    assert lake.sql("SELECT count(*), sum(id) FROM lake.db.t")[0] == (2000, 1999000)
+
+
+def test_lk_compact_sorts_by_columns(lake_t: Any) -> None:
+    lake = lake_t
+    table = lake.catalog.load_table("db.t")
+
+    register(lake.spark, catalog=lake.catalog, format_name="lakecat_sorting")
+
+    result = compact(lake.spark, "db.t", sort_by=["amount desc"], format_name="lakecat_sorting")
+
+    assert result.groups_committed == 2
+    for [ids] in file_ids(table).values():
+        assert ids == sorted(ids, reverse=True)
+
+
+BAD = [
+    ("'db.t', strategy => 'sort'", "ValidationError", "the table has none"),
+    ("'db.t', strategy => 'shuffle'", "ValidationError", "only binpack or sort"),
+    ("'db.t', strategy => 'binpack', sort_order => 'id'", "ValidationError", "does not sort"),
+    ("'db.t', sort_order => 'zorder(id, amount)'", "UnsupportedByCatalog", "z-order"),
+    ("'db.t', sort_order => 'nope DESC'", "UnknownColumn", "nope"),
+    ("'db.t', sort_order => 'days(id)'", "ValidationError", "cannot sort by day"),
+]
+
+
+@pytest.mark.parametrize(("arguments", "kind", "names"), BAD)
+def test_a_bad_sort_is_refused_and_rewrites_nothing(
+    lake_t: Any, arguments: str, kind: str, names: str
+) -> None:
+    lake = lake_t
+    location = lake.catalog.load_table("db.t").metadata_location
+
+    with pytest.raises(Exception, match=f"(?s){kind}.*{names}"):
+        lake.sql(f"CALL lake.system.rewrite_data_files({arguments})")
+
+    assert lake.catalog.load_table("db.t").metadata_location == location
