@@ -23,6 +23,8 @@ overlap. The files record the table's sort order when the sort is one of its ord
 transform other than identity is computed by the session's lakecat SQL catalog's functions
 (``<catalog>.system.bucket``, ...). A sorted group records no row moves: a merge-on-read
 change that races it fails as against a compaction of another layout (nothing is lost).
+``zorder`` sorts the same way by the Z-order value of columns (Iceberg's ``zorder(...)``
+sort), computed by the catalog's ``zorder`` function.
 
 Where each row went: the rows carry their address (file and position) to the writer, which
 writes them in the order they come and reports the blocks of input positions it wrote. When
@@ -65,6 +67,18 @@ from lakecat.catalog.engine import (
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import CommitConflict, LakecatError, RetriesExhausted, ValidationError
 from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.schema import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+)
 from lakecat.metadata.table import SortField, TableMetadata
 from lakecat.spark_ext.native.columns import quoted
 from lakecat.spark_ext.native.partitions import source_column
@@ -87,12 +101,15 @@ def compact(
     max_group_size_bytes: int = DEFAULT_MAX_GROUP_SIZE_BYTES,
     partial_progress: bool = True,
     sort_by: SortBy = None,
+    zorder: Sequence[str] | None = None,
     catalog: Catalog | None = None,
     format_name: str = DEFAULT_FORMAT,
 ) -> CompactionResult:
     """Compact a table's small files on Spark (see the module docstring); the arguments are
     those of :func:`lakecat.catalog.maintenance.rewrite_data_files`, whose ``sort_by`` also
-    takes sort fields here."""
+    takes sort fields here. ``zorder``: column names to sort each rewritten partition by the
+    Z-order value of (Iceberg's ``zorder(...)`` sort, :func:`zorder_column`), in place of
+    ``sort_by``."""
     if min_input_files < 1:
         raise ValidationError(f"min_input_files must be at least 1, not {min_input_files}")
     if max_group_size_bytes <= 0:
@@ -106,9 +123,15 @@ def compact(
         )
         if target_size <= 0:
             raise ValidationError(f"target_file_size_bytes must be positive, not {target_size}")
-        sort_keys, sort_order_id = compaction_sort(target.metadata, sort_by)
-        # before anything is read: a transform the session cannot compute is refused here
-        order = None if sort_keys is None else sort_columns(spark, target.metadata, sort_keys)
+        if zorder is not None and sort_by is not None:
+            raise ValidationError("compact sorts by sort_by or by zorder, not both")
+        # before anything is read: what the session cannot sort by is refused here
+        if zorder is not None:
+            order: list[Column] | None = [zorder_column(spark, target.metadata, zorder)]
+            sort_order_id = None
+        else:
+            sort_keys, sort_order_id = compaction_sort(target.metadata, sort_by)
+            order = None if sort_keys is None else sort_columns(spark, target.metadata, sort_keys)
         groups = plan_file_groups(
             target.io,
             target.metadata,
@@ -116,7 +139,7 @@ def compact(
             target_file_size_bytes=target_size,
             min_input_files=min_input_files,
             max_group_size_bytes=max_group_size_bytes,
-            sort=sort_keys is not None,
+            sort=order is not None,
             sort_order_id=sort_order_id,
         )
         if start is None or not groups:
@@ -150,6 +173,55 @@ def compact(
             new_files[task.task].extend(files)
             blocks[task.task] = task.blocks
         return _commit(target, groups, new_files, blocks, start.snapshot_id, partial_progress)
+
+
+# the types Iceberg's Z-order takes (SparkZOrderUDF): their values order as bytes
+_ZORDER_TYPES = (
+    BooleanType,
+    IntegerType,
+    LongType,
+    FloatType,
+    DoubleType,
+    DateType,
+    TimestampType,
+    TimestamptzType,
+    StringType,
+    BinaryType,
+)
+
+
+def zorder_column(spark: Any, metadata: TableMetadata, columns: Sequence[str]) -> Column:
+    """The ascending sort by the Z-order value of ``columns`` (the lakecat SQL catalog's
+    ``zorder`` function, as Iceberg's ``zorder(...)`` sort strategy computes it). As in
+    Iceberg, identity partition columns are left out (constant within a partition); a column
+    that is not there or of another type than a boolean, number, date, timestamp, string or
+    binary is refused, and so is a list of nothing but identity partition columns."""
+    if not columns:
+        raise ValidationError("zorder needs at least one column")
+    schema = metadata.schema()
+    identity = {f.source_id for f in metadata.spec().fields if f.transform == "identity"}
+    kept = []
+    for name in columns:
+        field = schema.find_field(name)
+        if not isinstance(field.field_type, _ZORDER_TYPES):
+            raise ValidationError(
+                f"cannot Z-order by {name!r} of type {field.field_type}: use boolean, integer, "
+                "floating point, date, timestamp, string or binary columns"
+            )
+        if field.field_id not in identity:
+            kept.append(source_column(schema.column_path(field.field_id)))
+    if not kept:
+        raise ValidationError(
+            f"cannot Z-order by {', '.join(columns)}: identity partition columns are constant "
+            "within a partition, and all the columns given are"
+        )
+    catalogs = plugin_catalogs(spark)
+    if not catalogs:
+        raise ValidationError(
+            "Z-ordering on Spark needs a lakecat SQL catalog in the session (its zorder "
+            "function computes the values); register the catalog (lk.session, attach_catalog)"
+        )
+    return F.call_function(f"{quoted(catalogs[0])}.system.zorder", *kept).asc()
 
 
 # the lakecat SQL catalog's function computing each transform (bucket and truncate take the

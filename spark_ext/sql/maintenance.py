@@ -62,7 +62,7 @@ def rewrite_data_files(
     if ctx.spark is None:
         raise UnsupportedByCatalog("rewrite_data_files needs the catalog's Spark session")
     target = ctx.table(table)
-    sort_by = _compaction_sort(target, strategy, sort_order)
+    sort_by, zorder = _compaction_sort(target, strategy, sort_order)
     target_size = int_option(opts, _TARGET_SIZE)
     min_input_files = int_option(opts, _MIN_INPUT_FILES)
     min_input_files = 2 if min_input_files is None else min_input_files
@@ -80,6 +80,7 @@ def rewrite_data_files(
         max_group_size_bytes=max_group_size,
         partial_progress=partial == "true",
         sort_by=sort_by,
+        zorder=zorder,
         catalog=ctx.catalog,
         format_name=ctx.data_format,
     )
@@ -99,10 +100,13 @@ def rewrite_data_files(
     ]
 
 
-def _compaction_sort(target: Table, strategy: str | None, sort_order: str | None) -> engine.SortBy:
+def _compaction_sort(
+    target: Table, strategy: str | None, sort_order: str | None
+) -> tuple[engine.SortBy, list[str] | None]:
     """What ``rewrite_data_files`` sorts by, as Iceberg's procedure reads ``strategy`` and
     ``sort_order``: neither, or ``binpack``, is no sort; ``sort`` or a ``sort_order`` alone
-    sorts by the order given, else by the table's (which it must have)."""
+    sorts by the order given (sort fields, or the columns of one ``zorder(...)``), else by the
+    table's order (which it must have). Returns (sort_by, zorder columns)."""
     kind = None if strategy is None else strategy.strip().lower()
     if kind not in (None, "binpack", "sort"):
         raise ValidationError(
@@ -115,23 +119,31 @@ def _compaction_sort(target: Table, strategy: str | None, sort_order: str | None
                 "rewrite_data_files: the binpack strategy does not sort; use strategy => "
                 "'sort' with a sort_order"
             )
-        return None
+        return None, None
     if kind is None and sort_order is None:
-        return None
-    if sort_order is not None and re.search(r"\bzorder\s*\(", sort_order, re.IGNORECASE):
-        raise UnsupportedByCatalog(
-            f"rewrite_data_files: lakecat does not z-order ({sort_order!r}); give a sort order "
-            "of columns and transforms, e.g. 'id DESC NULLS LAST, days(ts)'"
-        )
-    fields = parse_sort_order(target.schema(), sort_order or "")
+        return None, None
+    text = sort_order or ""
+    zorder = _ZORDER.search(text)
+    if zorder is not None:
+        if text[: zorder.start()].strip() or text[zorder.end() :].strip():
+            raise ValidationError(
+                f"rewrite_data_files: cannot mix sort columns and a zorder(...) term: {text!r}"
+            )
+        columns = [c.strip().strip("`") for c in zorder.group(1).split(",") if c.strip()]
+        return None, columns
+    fields = parse_sort_order(target.schema(), text)
     if fields:
-        return fields
+        return fields, None
     if target.sort_order().is_unsorted:
         raise ValidationError(
             "rewrite_data_files: cannot sort without a sort order; the table has none and no "
             "sort_order was given"
         )
-    return "table"
+    return "table", None
+
+
+# Iceberg's Z-order term of a sort_order: zorder(c1, c2, ...)
+_ZORDER = re.compile(r"\bzorder\s*\(([^()]*)\)", re.IGNORECASE)
 
 
 def int_option(options: Mapping[str, str], key: str) -> int | None:

@@ -6,6 +6,7 @@ file is sorted and the files of a partition do not overlap; the rows and their l
 from __future__ import annotations
 
 import itertools
+import struct
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -130,11 +131,71 @@ def test_lk_compact_sorts_by_columns(lake_t: Any) -> None:
         assert ids == sorted(ids, reverse=True)
 
 
+def ordered_bytes(value: int | float | str | None) -> bytes:
+    """A value's Z-order bytes as Iceberg's ZOrderByteUtils makes them (the test's oracle)."""
+    if value is None:
+        return bytes(8)
+    if isinstance(value, str):
+        return value.encode()[:8].ljust(8, b"\0")
+    if isinstance(value, float):
+        (bits,) = struct.unpack(">q", struct.pack(">d", value))
+        bits ^= (bits >> 63) | -(2**63)
+        return struct.pack(">q", bits)
+    return struct.pack(">Q", (value ^ 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF)
+
+
+def interleaved(*values: int | float | str | None) -> bytes:
+    columns = [ordered_bytes(v) for v in values]
+    bits = [(c[i // 8] >> (7 - i % 8)) & 1 for i in range(64) for c in columns]
+    return bytes(
+        sum(bit << (7 - j) for j, bit in enumerate(bits[k : k + 8])) for k in range(0, len(bits), 8)
+    )
+
+
+def test_the_zorder_function_interleaves_iceberg_s_ordered_bytes(lake: Any) -> None:
+    cases = [
+        (7, -3.5, "abc"),
+        (-(2**63), 0.0, "a longer text"),
+        (None, float("-inf"), None),
+    ]
+    for a, b, c in cases:
+        literal = ", ".join(
+            f"CAST({'NULL' if v is None else repr(v)} AS {t})"
+            for v, t in ((a, "bigint"), (b, "double"), (c, "string"))
+        ).replace("-inf", "'-Infinity'")
+        [[got]] = lake.sql(f"SELECT lake.system.zorder({literal})")
+        assert bytes(got) == interleaved(a, b, c), (a, b, c)
+    # a NULL literal (void) is a null of any type: zeros
+    [[got]] = lake.sql("SELECT lake.system.zorder(NULL, CAST(7 AS bigint))")
+    assert bytes(got) == interleaved(None, 7)
+
+
+def test_a_zorder_sorts_each_partition_s_rows_by_their_z_values(lake_t: Any) -> None:
+    lake = lake_t
+    table = lake.catalog.load_table("db.t")
+    before = lineage(lake)
+
+    [row] = lake.sql(
+        "CALL lake.system.rewrite_data_files(table => 'db.t', "
+        "sort_order => 'zorder(region, id, amount)')"  # region: an identity partition
+    )
+
+    assert row.rewritten_data_files_count == 8
+    for f in table.refresh().scan().plan_files():
+        got = pq.read_table(local_path(f.file_path), columns=["id", "amount"]).to_pylist()
+        keys = [interleaved(r["id"], r["amount"]) for r in got]
+        assert keys == sorted(keys)
+        assert f.sort_order_id is None
+    assert lineage(lake) == before
+
+
 BAD = [
     ("'db.t', strategy => 'sort'", "ValidationError", "the table has none"),
     ("'db.t', strategy => 'shuffle'", "ValidationError", "only binpack or sort"),
     ("'db.t', strategy => 'binpack', sort_order => 'id'", "ValidationError", "does not sort"),
-    ("'db.t', sort_order => 'zorder(id, amount)'", "UnsupportedByCatalog", "z-order"),
+    ("'db.t', sort_order => 'zorder(id), amount'", "ValidationError", "cannot mix"),
+    ("'db.t', sort_order => 'zorder(region)'", "ValidationError", "identity partition"),
+    ("'db.t', sort_order => 'zorder(nope)'", "UnknownColumn", "nope"),
     ("'db.t', sort_order => 'nope DESC'", "UnknownColumn", "nope"),
     ("'db.t', sort_order => 'days(id)'", "ValidationError", "cannot sort by day"),
 ]
