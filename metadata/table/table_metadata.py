@@ -196,6 +196,13 @@ def _from_json(
                 f"{', '.join(map(str, READ_FORMAT_VERSIONS))}",
                 feature=f"format-version {version}",
             )
+        if version == 1:
+            raise UnsupportedFeature(
+                "this table is Iceberg format version 1; lakecat reads format versions "
+                f"{', '.join(map(str, READ_FORMAT_VERSIONS))}: upgrade it with the engine that "
+                "wrote it (ALTER TABLE ... SET TBLPROPERTIES ('format-version' = '2'))",
+                feature="format-version 1",
+            )
         raise CorruptMetadata(
             f"lakecat reads format version {FORMAT_VERSION} and 3 tables; this one is v{version}"
         )

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from java_session import JavaTables, java_session
@@ -1201,6 +1202,32 @@ def test_a_table_copied_by_rewrite_table_path_reads_as_iceberg_java_s_copy(
     java.sql(f"CALL peers.system.register_table('db.tpath_lakecat', '{copies['ours']}')")
     assert rows(lakecat, "parity.db.tpath_java") == ours["rows"]
     assert rows(java, "peers.db.tpath_lakecat") == ours["rows"]
+
+
+def test_a_format_v1_table_is_refused_until_upgraded_then_read_with_its_v1_history(
+    java: JavaTables,
+) -> None:
+    # lakecat reads and writes format v2 and v3; a v1 table is one another engine wrote
+    from java_session import lakecat_on
+
+    from lakecat.metadata.errors import UnsupportedFeature
+
+    java.sql(
+        "CREATE TABLE peers.db.old_v1 (id bigint, cat string) USING iceberg "
+        "PARTITIONED BY (cat) TBLPROPERTIES ('format-version' = '1')"
+    )
+    java.sql("INSERT INTO peers.db.old_v1 VALUES (1, 'a'), (2, 'b')")
+    java.sql("DELETE FROM peers.db.old_v1 WHERE id = 2")  # v1: a copy-on-write rewrite
+    for catalog in lakecat_on(java):
+        with pytest.raises(UnsupportedFeature, match="'format-version' = '2'"):
+            catalog.load_table("db.old_v1")
+        java.sql("ALTER TABLE peers.db.old_v1 SET TBLPROPERTIES ('format-version' = '2')")
+        t = catalog.load_table("db.old_v1")
+        assert t.to_arrow().to_pylist() == [{"id": 1, "cat": "a"}]
+        first = t.snapshots()[0].snapshot_id  # written as v1: manifests without sequences
+        assert sorted(r["id"] for r in t.to_arrow(snapshot_id=first).to_pylist()) == [1, 2]
+        t.append(pa.table({"id": pa.array([3], pa.int64()), "cat": ["a"]}))
+    assert sorted(r[0] for r in java.query("SELECT id FROM peers.db.old_v1")) == [1, 3]
 
 
 @pytest.mark.parametrize("version", [2, 3])

@@ -35,7 +35,7 @@ from pyiceberg.types import NestedField as PyNestedField
 from pyiceberg.types import StructType as PyStructType
 from pyiceberg.types import TimestamptzType as PyTimestamptzType
 
-from lakecat.metadata.errors import CorruptMetadata, ValidationError
+from lakecat.metadata.errors import CorruptMetadata, UnsupportedFeature, ValidationError
 from lakecat.metadata.io.fileio import FileExistsStorageError, LocalFileIO
 from lakecat.metadata.partitioning.spec import PartitionField, PartitionSpec
 from lakecat.metadata.properties import RESERVED
@@ -527,7 +527,7 @@ def test_a_missing_metadata_file_is_corrupt_metadata_naming_it(tmp_path: Path) -
         (b"{not json", "not valid JSON"),
         (b"[1, 2]", "does not hold a JSON object"),
         (b'{"format-version": 2}', "malformed table metadata"),
-        (b'{"format-version": 1}', "format version 2"),
+        (b'{"format-version": 0}', "format version 2"),
         (b"\x1f\x8b\x08garbage", "not valid gzip"),
     ],
 )
@@ -539,6 +539,13 @@ def test_a_corrupt_metadata_file_is_corrupt_metadata_naming_it(
     with pytest.raises(CorruptMetadata, match=message) as caught:
         read_metadata(LocalFileIO(), str(location))
     assert str(location) in str(caught.value)
+
+
+def test_a_format_v1_table_is_an_unsupported_feature_that_says_how_to_upgrade() -> None:
+    obj = _golden("v2_full.metadata.json")
+    obj["format-version"] = 1
+    with pytest.raises(UnsupportedFeature, match=r"format version 1.*'format-version' = '2'"):
+        TableMetadata.from_json(obj)
 
 
 def test_main_and_current_snapshot_id_that_disagree_are_corrupt() -> None:
