@@ -168,6 +168,9 @@ def rewrite_data_files(
     partial_progress: bool = True,
     progress: Callable[[int, int], None] | None = None,
     delete_file_threshold: int | None = None,
+    min_file_size_bytes: int | None = None,
+    max_file_size_bytes: int | None = None,
+    rewrite_all: bool = False,
 ) -> CompactionResult:
     """Compact the table's small files (see the module docstring for planning and semantics).
 
@@ -178,15 +181,12 @@ def rewrite_data_files(
     transforms: ``SortField(id, "bucket[16]")``; see :func:`compaction_sort`);
     ``progress(done, total)`` is called after each group. ``delete_file_threshold``
     (Iceberg's ``delete-file-threshold``): a file that this many delete files apply to or more
-    is rewritten whatever its size (off by default, as in Iceberg). Every rewritten file is
-    read with its deletes applied, and the delete files that applied only to rewritten files
-    are removed in the same commit. The table object is refreshed first and holds the latest
-    committed metadata afterwards.
+    is rewritten whatever its size (off by default, as in Iceberg). ``min_file_size_bytes``,
+    ``max_file_size_bytes`` and ``rewrite_all``: see :func:`plan_file_groups`. Every rewritten
+    file is read with its deletes applied, and the delete files that applied only to rewritten
+    files are removed in the same commit. The table object is refreshed first and holds the
+    latest committed metadata afterwards.
     """
-    if delete_file_threshold is not None and delete_file_threshold < 1:
-        raise ValidationError(
-            f"delete_file_threshold must be at least 1, not {delete_file_threshold}"
-        )
     if min_input_files < 1:
         raise ValidationError(f"min_input_files must be at least 1, not {min_input_files}")
     if max_group_size_bytes <= 0:
@@ -203,20 +203,19 @@ def rewrite_data_files(
         if target <= 0:
             raise ValidationError(f"target_file_size_bytes must be positive, not {target}")
         sort_keys, sort_order_id = compaction_sort(start, sort_by)
-        groups = (
-            plan_file_groups(
-                table.io,
-                start,
-                row_filter=row_filter,
-                target_file_size_bytes=target,
-                min_input_files=min_input_files,
-                max_group_size_bytes=max_group_size_bytes,
-                sort=sort_keys is not None,
-                sort_order_id=sort_order_id,
-                delete_file_threshold=delete_file_threshold,
-            )
-            if start.current_snapshot is not None
-            else []
+        groups = plan_file_groups(  # [] without a snapshot, after checking the thresholds
+            table.io,
+            start,
+            row_filter=row_filter,
+            target_file_size_bytes=target,
+            min_input_files=min_input_files,
+            max_group_size_bytes=max_group_size_bytes,
+            sort=sort_keys is not None,
+            sort_order_id=sort_order_id,
+            delete_file_threshold=delete_file_threshold,
+            min_file_size_bytes=min_file_size_bytes,
+            max_file_size_bytes=max_file_size_bytes,
+            rewrite_all=rewrite_all,
         )
         return _Plan(start, target, sort_keys, sort_order_id, groups)
 
@@ -247,14 +246,43 @@ def plan_file_groups(
     sort: bool = False,
     sort_order_id: int | None = None,
     delete_file_threshold: int | None = None,
+    min_file_size_bytes: int | None = None,
+    max_file_size_bytes: int | None = None,
+    rewrite_all: bool = False,
 ) -> list[FileGroup]:
     """The file groups a compaction of the current snapshot would rewrite (reads manifests).
 
     ``sort``: a partition that has a candidate is rewritten whole, so that it comes out sorted.
     ``sort_order_id``: files not written in this sort order must be rewritten.
     ``delete_file_threshold``: files that at least this many delete files apply to must be
-    rewritten. Each group names the delete files of its files (``FileGroup.deletes``).
+    rewritten. ``min_file_size_bytes`` / ``max_file_size_bytes`` (Iceberg's options): a file
+    smaller than the first is small, one larger than the second must be rewritten (defaults:
+    75% and 180% of the target); the target must lie between them. ``rewrite_all``: every file
+    the filter selects is rewritten, whatever its size. Each group names the delete files of its
+    files (``FileGroup.deletes``). Bad thresholds raise :class:`ValidationError` before any
+    manifest is read.
     """
+    min_size = (
+        int(target_file_size_bytes * MIN_FILE_SIZE_RATIO)
+        if min_file_size_bytes is None
+        else min_file_size_bytes
+    )
+    max_size = (
+        int(target_file_size_bytes * MAX_FILE_SIZE_RATIO)
+        if max_file_size_bytes is None
+        else max_file_size_bytes
+    )
+    if delete_file_threshold is not None and delete_file_threshold < 1:
+        raise ValidationError(
+            f"delete_file_threshold must be at least 1, not {delete_file_threshold}"
+        )
+    if min_size < 0:
+        raise ValidationError(f"min_file_size_bytes must be at least 0, not {min_size}")
+    if not min_size < target_file_size_bytes < max_size:
+        raise ValidationError(
+            f"the target file size ({target_file_size_bytes}) must be above the minimum file "
+            f"size ({min_size}) and below the maximum ({max_size})"
+        )
     snapshot = metadata.current_snapshot
     if snapshot is None:
         return []
@@ -263,12 +291,11 @@ def plan_file_groups(
         io, metadata, snapshot, schema, row_filter=row_filter, columns=rewrite_columns(metadata)
     ).plan()
     files = scanned.files
-    min_size = int(target_file_size_bytes * MIN_FILE_SIZE_RATIO)
-    max_size = int(target_file_size_bytes * MAX_FILE_SIZE_RATIO)
 
     def must_rewrite(f: DataFile) -> bool:
         return bool(
-            f.spec_id != metadata.default_spec_id
+            rewrite_all
+            or f.spec_id != metadata.default_spec_id
             or f.file_size_in_bytes > max_size
             or (sort_order_id is not None and f.sort_order_id != sort_order_id)
             or (

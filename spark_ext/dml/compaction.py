@@ -102,6 +102,10 @@ def compact(
     partial_progress: bool = True,
     sort_by: SortBy = None,
     zorder: Sequence[str] | None = None,
+    delete_file_threshold: int | None = None,
+    min_file_size_bytes: int | None = None,
+    max_file_size_bytes: int | None = None,
+    rewrite_all: bool = False,
     catalog: Catalog | None = None,
     format_name: str = DEFAULT_FORMAT,
 ) -> CompactionResult:
@@ -141,6 +145,10 @@ def compact(
             max_group_size_bytes=max_group_size_bytes,
             sort=order is not None,
             sort_order_id=sort_order_id,
+            delete_file_threshold=delete_file_threshold,
+            min_file_size_bytes=min_file_size_bytes,
+            max_file_size_bytes=max_file_size_bytes,
+            rewrite_all=rewrite_all,
         )
         if start is None or not groups:
             return _result(len(groups), [], [])

@@ -34,7 +34,29 @@ _TARGET_SIZE = "target-file-size-bytes"
 _MIN_INPUT_FILES = "min-input-files"
 _MAX_GROUP_SIZE = "max-file-group-size-bytes"
 _PARTIAL_PROGRESS = "partial-progress.enabled"
-_REWRITE_OPTIONS = (_TARGET_SIZE, _MIN_INPUT_FILES, _MAX_GROUP_SIZE, _PARTIAL_PROGRESS)
+_MIN_FILE_SIZE = "min-file-size-bytes"
+_MAX_FILE_SIZE = "max-file-size-bytes"
+_REWRITE_ALL = "rewrite-all"
+_DELETE_FILE_THRESHOLD = "delete-file-threshold"
+# Iceberg's options that only tune how its Spark action runs: accepted, no effect (lakecat
+# rewrites every group in one Spark job, each group in one task)
+_MAX_CONCURRENT = "max-concurrent-file-group-rewrites"
+_JOB_ORDER = "rewrite-job-order"
+_JOB_ORDERS = ("none", "bytes-asc", "bytes-desc", "files-asc", "files-desc")
+_SORT_TUNING = ("shuffle-partitions-per-file", "compression-factor")
+_REWRITE_OPTIONS = (
+    _TARGET_SIZE,
+    _MIN_INPUT_FILES,
+    _MAX_GROUP_SIZE,
+    _PARTIAL_PROGRESS,
+    _MIN_FILE_SIZE,
+    _MAX_FILE_SIZE,
+    _REWRITE_ALL,
+    _DELETE_FILE_THRESHOLD,
+    _MAX_CONCURRENT,
+    _JOB_ORDER,
+    *_SORT_TUNING,
+)
 
 
 def rewrite_data_files(
@@ -68,9 +90,19 @@ def rewrite_data_files(
     min_input_files = 2 if min_input_files is None else min_input_files
     max_group_size = int_option(opts, _MAX_GROUP_SIZE)
     max_group_size = DEFAULT_MAX_GROUP_SIZE_BYTES if max_group_size is None else max_group_size
-    partial = opts.get(_PARTIAL_PROGRESS, "true").lower()
-    if partial not in ("true", "false"):
-        raise ValidationError(f"option {_PARTIAL_PROGRESS} is true or false, not {partial!r}")
+    partial = bool_option(opts, _PARTIAL_PROGRESS, default=True)
+    rewrite_all = bool_option(opts, _REWRITE_ALL, default=False)
+    concurrency = int_option(opts, _MAX_CONCURRENT)
+    if concurrency is not None and concurrency < 1:
+        raise ValidationError(f"option {_MAX_CONCURRENT} must be at least 1, not {concurrency}")
+    order = opts.get(_JOB_ORDER, "none").strip().lower()
+    if order not in _JOB_ORDERS:
+        raise ValidationError(
+            f"option {_JOB_ORDER} is one of {', '.join(_JOB_ORDERS)}, not {order!r}"
+        )
+    for key in _SORT_TUNING:
+        if key in opts and sort_by is None and zorder is None:
+            raise ValidationError(f"option {key} applies to a sort only")
     result = compact(
         ctx.spark,
         target.name,
@@ -78,9 +110,13 @@ def rewrite_data_files(
         target_file_size_bytes=target_size,
         min_input_files=min_input_files,
         max_group_size_bytes=max_group_size,
-        partial_progress=partial == "true",
+        partial_progress=partial,
         sort_by=sort_by,
         zorder=zorder,
+        delete_file_threshold=int_option(opts, _DELETE_FILE_THRESHOLD),
+        min_file_size_bytes=int_option(opts, _MIN_FILE_SIZE),
+        max_file_size_bytes=int_option(opts, _MAX_FILE_SIZE),
+        rewrite_all=rewrite_all,
         catalog=ctx.catalog,
         format_name=ctx.data_format,
     )
@@ -155,6 +191,17 @@ def int_option(options: Mapping[str, str], key: str) -> int | None:
         return int(raw)
     except ValueError:
         raise ValidationError(f"option {key} must be an integer, not {raw!r}") from None
+
+
+def bool_option(options: Mapping[str, str], key: str, *, default: bool) -> bool:
+    """A true/false procedure option (an ``options`` map entry), ``default`` when absent."""
+    raw = options.get(key)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise ValidationError(f"option {key} is true or false, not {raw!r}")
+    return value == "true"
 
 
 _DAY_MS = 24 * 60 * 60 * 1000

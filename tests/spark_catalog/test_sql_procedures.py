@@ -368,6 +368,25 @@ def test_rewrite_data_files_compacts_on_spark_and_counts_like_iceberg(lake, thre
     assert lake.rows("db.t", "id", "region") == [(1, "eu"), (2, "eu"), (3, "us")]
 
 
+def test_rewrite_data_files_takes_iceberg_s_file_selection_and_tuning_options(
+    lake, three_appends
+) -> None:
+    # by default the us partition's one file is left alone (min-input-files: 2)
+    [default] = lake.sql("CALL lake.system.rewrite_data_files('db.t')")
+    assert default[0] == 2
+    three_appends.append(rows((4, "us")))
+
+    [row] = lake.sql(
+        "CALL lake.system.rewrite_data_files('db.t', options => map("
+        "'rewrite-all', 'true', 'max-concurrent-file-group-rewrites', '4', "
+        "'rewrite-job-order', 'bytes-desc', 'min-input-files', '5'))"
+    )
+
+    assert row[0] == 3  # every file: eu's compacted one and us's two
+    assert len(data_files(three_appends)) == 2
+    assert lake.rows("db.t", "id") == [(1,), (2,), (3,), (4,)]
+
+
 def test_rewrite_data_files_where_compacts_only_the_matching_partition(lake, three_appends) -> None:
     three_appends.append(rows((4, "us")))
     us_before = {f for f in data_files(three_appends) if "region=us" in f}
@@ -442,6 +461,21 @@ def test_compute_partition_stats_writes_and_registers_the_snapshot_s_stats(
     assert sum(r["data_record_count"] for r in stats) == 3
     with pytest.raises(Exception, match="NoSuchSnapshot"):
         lake.sql("CALL lake.system.compute_partition_stats('db.t', 42)")
+
+
+def test_rewrite_data_files_delete_file_threshold_rewrites_a_file_with_deletes(lake) -> None:
+    table = merge_on_read_table(lake)
+    table.append(rows((1, "eu"), (2, "eu"), (3, "eu")))
+    table.delete("id = 2")
+    options = "options => map('min-input-files', '5', 'delete-file-threshold', '{}')"
+
+    [untouched] = lake.sql(f"CALL lake.system.rewrite_data_files('db.m', {options.format(2)})")
+    [row] = lake.sql(f"CALL lake.system.rewrite_data_files('db.m', {options.format(1)})")
+
+    assert untouched[0] == 0  # one delete file: under the threshold of 2
+    assert (row[0], row[1], row[4]) == (1, 1, 1)  # the file rewritten, its delete file removed
+    assert own_deletes(table) == []
+    assert lake.rows("db.m", "id") == [(1,), (3,)]
 
 
 def test_rewrite_position_delete_files_merges_a_data_files_deletes(lake) -> None:
@@ -792,6 +826,10 @@ BAD_CALLS = [
     ("CALL lake.system.drop_ref('db.t', 'main')", "ValidationError", "main branch"),
     ("CALL lake.system.ancestors_of('nope.t')", "NoSuchTable", "nope.t"),
     (f"{COMPACT}('db.t', options => map('bogus', '1'))", "ValidationError", "bogus"),
+    (f"{COMPACT}('db.t', options => map('rewrite-job-order', 'x'))", "ValidationError", "one of"),
+    (f"{COMPACT}('db.t', options => map('rewrite-all', 'maybe'))", "ValidationError", "true or"),
+    (f"{COMPACT}('db.t', options => map('min-file-size-bytes', '-1'))", "Validation", "at least 0"),
+    (f"{COMPACT}('db.t', options => map('compression-factor', '2'))", "Validation", "sort only"),
     (f"{MANIFESTS}('db.t', spec_id => 7)", "ValidationError", "no partition spec 7"),
     (f"{MANIFESTS}('db.t', use_caching => 'yes')", "ValidationError", "use_caching takes a"),
     (f"{DELETES}('db.t', where => 'id = 1')", "UnsupportedByCatalog", "where"),

@@ -223,6 +223,55 @@ def test_progress_reports_every_group(table: Table) -> None:
     assert calls == [(0, 2), (1, 2), (2, 2)]
 
 
+def planned_files(table: Table, **options: object) -> int:
+    groups = plan_file_groups(table.io, table.metadata, **options)  # type: ignore[arg-type]
+    return sum(len(g.files) for g in groups)
+
+
+def test_file_size_thresholds_and_rewrite_all_choose_the_files(table: Table) -> None:
+    sizes = sorted(f.file_size_in_bytes for f in table.scan().plan_files())
+    big = 10 * sizes[-1]  # every file is small against it
+    assert planned_files(table, target_file_size_bytes=big) == 8
+    # nothing is small below a minimum of 0; min_input_files keeps single-file groups
+    assert planned_files(table, target_file_size_bytes=big, min_file_size_bytes=0) == 0
+    # a file over the maximum must be rewritten, alone if need be
+    over = planned_files(
+        table,
+        target_file_size_bytes=sizes[0] - 2,
+        min_file_size_bytes=0,
+        max_file_size_bytes=sizes[0] - 1,
+    )
+    assert over == 8
+    # rewrite_all: every file, whatever its size and the group's file count
+    assert (
+        planned_files(
+            table,
+            target_file_size_bytes=big,
+            min_file_size_bytes=0,
+            min_input_files=100,
+            rewrite_all=True,
+        )
+        == 8
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"min_file_size_bytes": -1}, "at least 0"),
+        ({"min_file_size_bytes": 1000}, "above the minimum"),
+        ({"max_file_size_bytes": 1000}, "below the maximum"),
+        ({"delete_file_threshold": 0}, "at least 1"),
+    ],
+)
+def test_bad_thresholds_are_refused_even_on_an_empty_table(
+    catalog: Catalog, options: dict[str, int], message: str
+) -> None:
+    empty = catalog.create_table("db.empty", SCHEMA)
+    with pytest.raises(ValidationError, match=message):
+        rewrite_data_files(empty, target_file_size_bytes=1000, **options)  # type: ignore[arg-type]
+
+
 def test_plan_matches_what_compaction_rewrites(table: Table) -> None:
     planned = plan_file_groups(table.io, table.metadata, target_file_size_bytes=512 * 1024**2)
     result = rewrite_data_files(table)
