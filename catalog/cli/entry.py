@@ -340,6 +340,21 @@ def _add_maintenance_commands(
         help="also rewrite files that N or more delete files apply to",
     )
     p.add_argument(
+        "--min-file-size",
+        type=byte_size,
+        metavar="BYTES",
+        help="files under this are small (default: 75%% of the target)",
+    )
+    p.add_argument(
+        "--max-file-size",
+        type=byte_size,
+        metavar="BYTES",
+        help="files over this are split (default: 180%% of the target)",
+    )
+    p.add_argument(
+        "--rewrite-all", action="store_true", help="rewrite every file the filter selects"
+    )
+    p.add_argument(
         "--sort-by", metavar="COLS|table", help='sort rewritten files: "id,ts:desc" or "table"'
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan, commit nothing")

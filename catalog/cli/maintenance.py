@@ -31,6 +31,7 @@ from lakecat.catalog.cli.render import (
 )
 from lakecat.catalog.cli.schema import parse_sort_by
 from lakecat.catalog.commit.pipeline import CommitResult
+from lakecat.catalog.maintenance.compaction import compaction_sort
 from lakecat.catalog.read import incremental as change_feed
 from lakecat.catalog.table import Table
 from lakecat.metadata import properties as P
@@ -89,6 +90,9 @@ def compact(ctx: Context, args: argparse.Namespace) -> Output:
             sort_by=sort_by,
             progress=progress,
             delete_file_threshold=args.delete_file_threshold,
+            min_file_size_bytes=args.min_file_size,
+            max_file_size_bytes=args.max_file_size,
+            rewrite_all=args.rewrite_all,
         )
     failed = [
         {"group": group, "error": type(error).__name__, "message": str(error)}
@@ -116,14 +120,9 @@ def _compaction_plan(ctx: Context, table: Table, args: argparse.Namespace, sort_
     """The groups ``rewrite_data_files`` would rewrite with these options (nothing is done)."""
     # The options are resolved as rewrite_data_files resolves them, so the plan is its plan.
     metadata = table.metadata
-    sort_order_id = None
-    if sort_by == _SORT_BY_TABLE:
-        if metadata.sort_order().is_unsorted:
-            raise ValidationError(f"--sort-by table: {table.name} has no sort order; name columns")
-        sort_order_id = metadata.default_sort_order_id
-    elif sort_by is not None:
-        for item in sort_by:
-            metadata.schema().find_field(item.split(" ")[0])  # UnknownColumn, as the real run
+    if sort_by == _SORT_BY_TABLE and metadata.sort_order().is_unsorted:
+        raise ValidationError(f"--sort-by table: {table.name} has no sort order; name columns")
+    sort_keys, sort_order_id = compaction_sort(metadata, sort_by)  # UnknownColumn, as the run
     target = args.target_file_size or P.get_int(
         metadata.properties, P.WRITE_TARGET_FILE_SIZE_BYTES, P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
     )
@@ -133,9 +132,12 @@ def _compaction_plan(ctx: Context, table: Table, args: argparse.Namespace, sort_
         row_filter=args.filter,
         target_file_size_bytes=target,
         min_input_files=args.min_input_files,
-        sort=sort_by is not None,
+        sort=sort_keys is not None,
         sort_order_id=sort_order_id,
         delete_file_threshold=args.delete_file_threshold,
+        min_file_size_bytes=args.min_file_size,
+        max_file_size_bytes=args.max_file_size,
+        rewrite_all=args.rewrite_all,
     )
     groups = [
         {

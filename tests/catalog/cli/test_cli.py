@@ -616,6 +616,17 @@ def test_compaction_and_expiry_with_and_without_dry_run(
         "--json",
     ).json()
     assert sorted_plan["groups_total"] == 3  # type: ignore[index]
+    every = cli(
+        "compact", "db.events", "--dry-run", "--rewrite-all", "--min-input-files", "9", "--json"
+    ).json()
+    assert every["groups_total"] == 3  # type: ignore[index]  # each partition's one file
+    none_small = cli(
+        "compact", "db.events", "--dry-run", "--min-input-files", "1", "--min-file-size", "1",
+        "--json",
+    ).json()  # fmt: skip
+    assert none_small["groups_total"] == 0  # type: ignore[index]
+    bad = cli("compact", "db.events", "--dry-run", "--max-file-size", "1")
+    assert bad.code == 1 and "below the maximum" in bad.error_line()
     unsorted = cli("compact", "db.events", "--dry-run", "--sort-by", "table")
     assert unsorted.code == 1 and "sort order" in unsorted.error_line()
     assert "compacted" in cli("compact", "db.events", "--filter", "region = 'us'").out
