@@ -27,8 +27,9 @@ lies behind them can be reorganized freely.
   ``check_transaction``;
 * compaction planning and commits: ``plan_file_groups``, ``FileGroup``, ``CompactionResult``,
   ``DEFAULT_MAX_GROUP_SIZE_BYTES``, ``commit_compaction``, ``compaction_sort`` (what a sorting
-  compaction sorts by, ``SortBy``); where a compaction moved each row,
-  from the positions it saw its rows come from: ``observed_moves``, ``PositionBlock``;
+  compaction sorts by, ``SortBy``), ``commit_batches`` (partial progress's commits,
+  ``DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS``, ``check_max_commits``); where a compaction moved
+  each row, from the positions it saw its rows come from: ``observed_moves``, ``PositionBlock``;
 * the maintenance jobs an engine exposes as its own commands (Spark's ``CALL`` procedures),
   with their results: ``expire_snapshots``, ``remove_orphan_files``, ``rewrite_manifests``,
   ``rewrite_position_delete_files``, ``rollback_to_snapshot``, ``rollback_to_timestamp``,
@@ -89,7 +90,10 @@ from lakecat.catalog.maintenance import (
 )
 from lakecat.catalog.maintenance.compaction import (
     DEFAULT_MAX_GROUP_SIZE_BYTES,
+    DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
     SortBy,
+    check_max_commits,
+    commit_batches,
     commit_compaction,
     compaction_sort,
 )
@@ -118,6 +122,7 @@ def lakecat_version() -> str:
 __all__ = [
     "CHANGE_SNAPSHOT_ID",
     "DEFAULT_MAX_GROUP_SIZE_BYTES",
+    "DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS",
     "ChangeSet",
     "CompactionResult",
     "DeleteReader",
@@ -139,10 +144,12 @@ __all__ = [
     "StatisticsFile",
     "app_versions",
     "changes",
+    "check_max_commits",
     "check_metadata",
     "check_protocol",
     "check_transaction",
     "cherry_pick",
+    "commit_batches",
     "commit_compaction",
     "commit_parent",
     "compaction_sort",

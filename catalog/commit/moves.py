@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -67,6 +67,21 @@ class RowMoves:
 
     def covers(self, path: str) -> bool:
         return path in self.inputs
+
+    @staticmethod
+    def joined(parts: Sequence[RowMoves | None]) -> RowMoves | None:
+        """The moves of rewrites committed together (their runs one after the other); None
+        when any part's moves are not known, or for no parts."""
+        known = [p for p in parts if p is not None]
+        if not known or len(known) != len(parts):
+            return None
+        inputs: dict[str, MovedFile] = {}
+        runs: list[Sequence[tuple[str, int]]] = []
+        for part in known:
+            for path, moved in part.inputs.items():
+                inputs[path] = replace(moved, run=moved.run + len(runs))
+            runs.extend(part.runs)
+        return RowMoves(inputs, tuple(runs))
 
     def moved(self, path: str, positions: pa.Int64Array) -> dict[str, pa.Int64Array]:
         """Output file -> positions there, for ``positions`` of input file ``path`` (rows

@@ -23,9 +23,12 @@ snapshot. The commit path gives the concurrency semantics (``docs/concurrency.md
 * a concurrent change of schema, spec, sort order or properties fails it with
   :class:`MetadataChanged`.
 
-With ``partial_progress`` (the default) each group commits on its own, so a conflict loses that
-group, not the job: failed groups are reported in :attr:`CompactionResult.groups_failed`.
-Without it, all groups commit as one snapshot and a conflict raises.
+With ``partial_progress`` (the default) the groups commit in batches of consecutive groups, at
+most ``partial_progress_max_commits`` (10) snapshots for the job, as Iceberg's
+``partial-progress.max-commits``: up to 10 groups each commit on their own. A conflict loses
+that batch's groups, not the job: failed groups are reported in
+:attr:`CompactionResult.groups_failed`. Without it, all groups commit as one snapshot and a
+conflict raises.
 
 Planning reads the manifest list and manifests of the current snapshot. A concurrent manifest
 rewrite or compaction followed by an expiry can delete them between the refresh and the read;
@@ -57,7 +60,7 @@ import contextlib
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypeVar
 
 import pyarrow as pa
 
@@ -96,6 +99,10 @@ if TYPE_CHECKING:
 MIN_FILE_SIZE_RATIO = 0.75
 MAX_FILE_SIZE_RATIO = 1.80
 DEFAULT_MAX_GROUP_SIZE_BYTES = 10 * 1024**3
+# Iceberg's partial-progress.max-commits default: the most snapshots one compaction makes
+DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS = 10
+
+T = TypeVar("T")
 
 # "table" (the table's sort order), column names each optionally followed by asc / desc, or
 # sort fields (source column, transform, direction, null order: an Iceberg sort order's terms)
@@ -171,6 +178,7 @@ def rewrite_data_files(
     min_file_size_bytes: int | None = None,
     max_file_size_bytes: int | None = None,
     rewrite_all: bool = False,
+    partial_progress_max_commits: int = DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
 ) -> CompactionResult:
     """Compact the table's small files (see the module docstring for planning and semantics).
 
@@ -182,7 +190,10 @@ def rewrite_data_files(
     ``progress(done, total)`` is called after each group. ``delete_file_threshold``
     (Iceberg's ``delete-file-threshold``): a file that this many delete files apply to or more
     is rewritten whatever its size (off by default, as in Iceberg). ``min_file_size_bytes``,
-    ``max_file_size_bytes`` and ``rewrite_all``: see :func:`plan_file_groups`. Every rewritten
+    ``max_file_size_bytes`` and ``rewrite_all``: see :func:`plan_file_groups`.
+    ``partial_progress_max_commits`` (Iceberg's ``partial-progress.max-commits``): with
+    partial progress, the groups commit in at most this many snapshots (consecutive groups
+    together), not one snapshot per group. Every rewritten
     file is read with its deletes applied, and the delete files that applied only to rewritten
     files are removed in the same commit. The table object is refreshed first and holds the
     latest committed metadata afterwards.
@@ -191,6 +202,7 @@ def rewrite_data_files(
         raise ValidationError(f"min_input_files must be at least 1, not {min_input_files}")
     if max_group_size_bytes <= 0:
         raise ValidationError(f"max_group_size_bytes must be positive, not {max_group_size_bytes}")
+    check_max_commits(partial_progress_max_commits)
     table.refresh()
 
     def plan() -> _Plan:  # on table.metadata as it is: refreshed on a re-plan
@@ -228,8 +240,8 @@ def rewrite_data_files(
     if groups:
         assert snapshot is not None
         if partial_progress:
-            for group in groups:
-                job.run_group(group, snapshot.snapshot_id)
+            for batch in commit_batches(groups, partial_progress_max_commits):
+                job.run_batch(batch, snapshot.snapshot_id)
         else:
             job.run_all(groups, snapshot.snapshot_id)
     return job.result()
@@ -332,6 +344,18 @@ def plan_file_groups(
     return groups
 
 
+def check_max_commits(max_commits: int) -> None:
+    if max_commits < 1:
+        raise ValidationError(f"partial_progress_max_commits must be at least 1, not {max_commits}")
+
+
+def commit_batches(groups: Sequence[T], max_commits: int) -> list[list[T]]:
+    """``groups`` in at most ``max_commits`` runs of consecutive groups of near equal size
+    (Iceberg's ``partial-progress.max-commits``: each run is one commit)."""
+    size = -(-len(groups) // max_commits) if groups else 1
+    return [list(groups[i : i + size]) for i in range(0, len(groups), size)]
+
+
 def _pack(files: list[DataFile], max_bytes: int) -> Iterator[list[DataFile]]:
     """First-fit packing with lookback 1 (Iceberg's ``ListPacker`` default), in input order."""
     current: list[DataFile] = []
@@ -382,17 +406,41 @@ class _Job:
         if self.progress is not None:
             self.progress(self.done, self.total)
 
-    def run_group(self, group: FileGroup, starting_snapshot_id: int) -> None:
+    def run_batch(self, groups: Sequence[FileGroup], starting_snapshot_id: int) -> None:
+        """Rewrite ``groups`` and commit them as one snapshot (partial progress: a conflict
+        loses these groups, not the job)."""
+        kept: list[FileGroup] = []
+        written: list[DataFile] = []
+        moves: list[RowMoves | None] = []
         try:
-            new_files, moves = self._rewrite(group)
-            self._commit([group], new_files, starting_snapshot_id, moves)
+            for group in groups:
+                try:
+                    new_files, group_moves = self._rewrite(group)
+                except FileNotFoundStorageError as exc:
+                    # a concurrent commit removed an input and an expiry deleted it already:
+                    # this group lost (its new files are gone), the others go on
+                    self._lost([group], exc)
+                else:
+                    kept.append(group)
+                    written.extend(new_files)
+                    moves.append(group_moves)
+                self.done += 1
+                self.report()
+        except BaseException:
+            delete_quietly(self.table.io, [f.file_path for f in written])
+            raise
+        if not kept:
+            return
+        try:
+            self._commit(kept, written, starting_snapshot_id, RowMoves.joined(moves))
         except (CommitConflict, RetriesExhausted, FileNotFoundStorageError) as exc:
-            # FileNotFound: a concurrent commit removed an input and expiry already deleted it.
-            # Either way this group lost; its new files are gone, the table is unchanged.
+            # the commit deleted the new files: these groups lost, the table is unchanged
+            self._lost(kept, exc)
+
+    def _lost(self, groups: Sequence[FileGroup], exc: LakecatError) -> None:
+        for group in groups:
             self.failed.append((group.describe(), exc))
             self.failed_files += len(group.files)
-        self.done += 1
-        self.report()
 
     def run_all(self, groups: list[FileGroup], starting_snapshot_id: int) -> None:
         written: list[DataFile] = []

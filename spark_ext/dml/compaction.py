@@ -53,11 +53,14 @@ from pyspark.sql import functions as F
 from lakecat.catalog import Catalog
 from lakecat.catalog.engine import (
     DEFAULT_MAX_GROUP_SIZE_BYTES,
+    DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
     CompactionResult,
     FileGroup,
     PositionBlock,
     RowFilter,
     SortBy,
+    check_max_commits,
+    commit_batches,
     commit_compaction,
     compaction_sort,
     delete_quietly,
@@ -106,6 +109,7 @@ def compact(
     min_file_size_bytes: int | None = None,
     max_file_size_bytes: int | None = None,
     rewrite_all: bool = False,
+    partial_progress_max_commits: int = DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
     catalog: Catalog | None = None,
     format_name: str = DEFAULT_FORMAT,
 ) -> CompactionResult:
@@ -118,6 +122,7 @@ def compact(
         raise ValidationError(f"min_input_files must be at least 1, not {min_input_files}")
     if max_group_size_bytes <= 0:
         raise ValidationError(f"max_group_size_bytes must be positive, not {max_group_size_bytes}")
+    check_max_commits(partial_progress_max_commits)
     with open_target(spark, table, catalog, format_name) as target:
         start = target.head
         target_size = target_file_size_bytes or P.get_int(
@@ -180,7 +185,14 @@ def compact(
                 files = tuple(replace(f, sort_order_id=sort_order_id) for f in files)
             new_files[task.task].extend(files)
             blocks[task.task] = task.blocks
-        return _commit(target, groups, new_files, blocks, start.snapshot_id, partial_progress)
+        batches = (
+            commit_batches(range(len(groups)), partial_progress_max_commits)
+            if partial_progress
+            else [list(range(len(groups)))]
+        )
+        return _commit(
+            target, groups, new_files, blocks, start.snapshot_id, batches, partial_progress
+        )
 
 
 # the types Iceberg's Z-order takes (SparkZOrderUDF): their values order as bytes
@@ -274,10 +286,13 @@ def _commit(
     new_files: Sequence[list[DataFile]],
     blocks: Sequence[Sequence[PositionBlock] | None],
     starting_snapshot_id: int,
+    indices: Sequence[Sequence[int]],
     partial_progress: bool,
 ) -> CompactionResult:
+    """Commit the groups' new files, one commit per batch of group ``indices``; with partial
+    progress a conflict loses that batch's groups, else it raises."""
     runs = list(zip(groups, blocks, new_files, strict=True))
-    batches = [[run] for run in runs] if partial_progress else [runs]
+    batches = [[runs[i] for i in batch] for batch in indices]
     committed: list[tuple[list[FileGroup], list[DataFile], int | None]] = []
     failed: list[tuple[FileGroup, LakecatError]] = []
     for index, batch in enumerate(batches):
@@ -298,7 +313,7 @@ def _commit(
         except (CommitConflict, RetriesExhausted) as exc:
             if not partial_progress:
                 raise
-            failed.append((batch_groups[0], exc))  # one group a batch with partial progress
+            failed.extend((g, exc) for g in batch_groups)  # the batch's groups lost
             continue
         except BaseException:
             # The groups not tried yet leave nothing behind; this one's outcome may be unknown.

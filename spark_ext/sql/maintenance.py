@@ -34,6 +34,7 @@ _TARGET_SIZE = "target-file-size-bytes"
 _MIN_INPUT_FILES = "min-input-files"
 _MAX_GROUP_SIZE = "max-file-group-size-bytes"
 _PARTIAL_PROGRESS = "partial-progress.enabled"
+_MAX_COMMITS = "partial-progress.max-commits"
 _MIN_FILE_SIZE = "min-file-size-bytes"
 _MAX_FILE_SIZE = "max-file-size-bytes"
 _REWRITE_ALL = "rewrite-all"
@@ -49,6 +50,7 @@ _REWRITE_OPTIONS = (
     _MIN_INPUT_FILES,
     _MAX_GROUP_SIZE,
     _PARTIAL_PROGRESS,
+    _MAX_COMMITS,
     _MIN_FILE_SIZE,
     _MAX_FILE_SIZE,
     _REWRITE_ALL,
@@ -117,6 +119,11 @@ def rewrite_data_files(
         min_file_size_bytes=int_option(opts, _MIN_FILE_SIZE),
         max_file_size_bytes=int_option(opts, _MAX_FILE_SIZE),
         rewrite_all=rewrite_all,
+        partial_progress_max_commits=(
+            engine.DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS
+            if (max_commits := int_option(opts, _MAX_COMMITS)) is None
+            else max_commits
+        ),
         catalog=ctx.catalog,
         format_name=ctx.data_format,
     )

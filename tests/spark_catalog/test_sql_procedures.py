@@ -387,6 +387,22 @@ def test_rewrite_data_files_takes_iceberg_s_file_selection_and_tuning_options(
     assert lake.rows("db.t", "id") == [(1,), (2,), (3,), (4,)]
 
 
+@pytest.mark.parametrize(("max_commits", "snapshots"), [(None, 2), ("1", 1)])
+def test_rewrite_data_files_commits_in_at_most_max_commits_snapshots(
+    lake, three_appends, max_commits: str | None, snapshots: int
+) -> None:
+    before = len(three_appends.snapshots())
+    extra = "" if max_commits is None else f", 'partial-progress.max-commits', '{max_commits}'"
+
+    [row] = lake.sql(
+        "CALL lake.system.rewrite_data_files('db.t', options => map('min-input-files', '1'"
+        f"{extra}))"
+    )
+
+    assert row[0] == 3  # both partitions' groups
+    assert len(three_appends.refresh().snapshots()) == before + snapshots
+
+
 def test_rewrite_data_files_where_compacts_only_the_matching_partition(lake, three_appends) -> None:
     three_appends.append(rows((4, "us")))
     us_before = {f for f in data_files(three_appends) if "region=us" in f}

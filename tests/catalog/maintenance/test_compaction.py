@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pytest
 
 from lakecat.catalog import Catalog, Table
-from lakecat.catalog.engine import compaction_sort
+from lakecat.catalog.engine import commit_batches, compaction_sort
 from lakecat.catalog.maintenance import (
     CompactionResult,
     plan_file_groups,
@@ -327,6 +327,78 @@ def test_without_partial_progress_a_conflict_fails_the_whole_job(
 def test_without_partial_progress_all_groups_commit_as_one_snapshot(table: Table) -> None:
     result = rewrite_data_files(table, partial_progress=False)
     assert result.groups_committed == 2 and len(result.snapshot_ids) == 1
+
+
+def test_partial_progress_commits_the_groups_in_at_most_max_commits_snapshots(
+    catalog: Catalog,
+) -> None:
+    t = catalog.create_table("db.many", SCHEMA, partition_by=["region"])
+    for _ in range(2):  # two small files in each of 12 partitions: 12 groups
+        t.append(pa.concat_tables([rows([i], f"r{i}") for i in range(12)]))
+    before = checksum(t.to_arrow())
+
+    result = rewrite_data_files(t)  # Iceberg's default: 10 commits at most
+
+    assert result.groups_committed == 12 and len(result.snapshot_ids) == 6  # 2 groups each
+    assert checksum(t.to_arrow()) == before
+    t.append(pa.concat_tables([rows([i], f"r{i}") for i in range(12)]))
+    again = rewrite_data_files(t, partial_progress_max_commits=1)
+    assert again.groups_committed == 12 and len(again.snapshot_ids) == 1
+    with pytest.raises(ValidationError, match="at least 1"):
+        rewrite_data_files(t, partial_progress_max_commits=0)
+
+
+def test_a_conflict_loses_the_groups_of_its_commit_batch(catalog: Catalog, table: Table) -> None:
+    other = catalog.load_table("db.events")
+    result = rewrite_data_files(
+        table,
+        partial_progress_max_commits=1,  # both groups in one commit
+        progress=in_callback(lambda: other.delete("id = 101")),
+    )
+    assert result.groups_committed == 0 and len(result.groups_failed) == 2
+    assert {type(e) for _, e in result.groups_failed} == {ConcurrentDeleteDelete}
+    assert result.files_failed == 8
+    table.refresh()
+    assert remove_orphan_files(table, older_than=soon(), dry_run=True).orphans == ()
+
+
+@pytest.mark.parametrize("version", ["2", "3"])
+def test_a_batch_of_groups_carries_deletes_raced_into_any_of_them(
+    catalog: Catalog, version: str
+) -> None:
+    # both groups in one commit: their row moves joined, the second group's runs after the
+    # first's; merge-on-read deletes in each group commit first and stay deleted
+    t = catalog.create_table(
+        "db.mor",
+        SCHEMA,
+        partition_by=["region"],
+        properties={"write.delete.mode": "merge-on-read", "format-version": version},
+    )
+    for i in range(3):
+        t.append(pa.concat_tables([rows(range(i * 10, i * 10 + 10), r) for r in ("eu", "us")]))
+    ids = sorted(t.to_arrow().column("id").to_pylist())
+    other = catalog.load_table("db.mor")
+
+    result = rewrite_data_files(
+        t,
+        partial_progress_max_commits=1,
+        progress=in_callback(lambda: other.delete("id IN (4, 17, 23)")),
+    )
+
+    assert result.groups_failed == () and result.groups_committed == 2
+    assert len(result.snapshot_ids) == 1
+    t.refresh()
+    remaining = sorted(t.to_arrow().column("id").to_pylist())
+    assert remaining == sorted(i for i in ids if i not in (4, 17, 23))
+    assert len(remaining) == len(ids) - 6  # each id in both regions
+
+
+def test_commit_batches_split_groups_into_runs_of_near_equal_size() -> None:
+    assert commit_batches(list(range(25)), 10) == [
+        list(range(i, min(i + 3, 25))) for i in range(0, 25, 3)
+    ]
+    assert commit_batches([1, 2], 10) == [[1], [2]]
+    assert commit_batches([], 10) == []
 
 
 def test_delete_committed_first_fails_only_the_group_of_its_partition(
