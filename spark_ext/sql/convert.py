@@ -142,6 +142,10 @@ def _predicate(p: Mapping[str, Any], schema: Schema) -> Expression:
         return AlwaysTrue()
     if op == "ALWAYS_FALSE":
         return AlwaysFalse()
+    if op is None and p.get("type") == "boolean" and p.get("literal") in ("true", "false"):
+        # Spark's AlwaysTrue / AlwaysFalse predicates are boolean literals too (TRUNCATE TABLE,
+        # DELETE FROM ... WHERE true)
+        return AlwaysTrue() if p["literal"] == "true" else AlwaysFalse()
     if op == "AND":
         return and_(*(_predicate(c, schema) for c in children))
     if op == "OR":

@@ -117,6 +117,43 @@ def test_delete_from_a_merge_on_read_table_writes_a_position_delete_file(lake, b
     assert both_views(lake, "db.sales") == [(1, "eu"), (3, "eu"), (5, "us")]
 
 
+def test_truncate_table_deletes_every_row_in_one_commit_and_keeps_the_history(
+    lake, by_region
+) -> None:
+    before = by_region.current_snapshot().snapshot_id
+
+    lake.sql("TRUNCATE TABLE lake.db.sales")
+
+    snapshot = by_region.refresh().current_snapshot()
+    assert snapshot.operation == "delete" and snapshot.parent_snapshot_id == before
+    assert snapshot.summary["deleted-data-files"] == "2"  # whole files dropped
+    assert both_views(lake, "db.sales") == []
+    assert len(lake.sql(f"SELECT * FROM lake.db.sales VERSION AS OF {before}")) == 5
+
+
+def test_truncate_table_of_a_branch_empties_only_the_branch(lake, by_region) -> None:
+    lake.sql("ALTER TABLE lake.db.sales CREATE BRANCH audit")
+    lake.sql("ALTER TABLE lake.db.sales CREATE TAG v1")
+
+    lake.sql("TRUNCATE TABLE lake.db.sales.branch_audit")
+
+    assert lake.sql("SELECT * FROM lake.db.sales.branch_audit") == []
+    assert len(both_views(lake, "db.sales")) == 5
+    for relation in ("lake.db.sales.tag_v1", "lake.db.sales.snapshots"):
+        with pytest.raises(Exception, match="read-only"):
+            lake.sql(f"TRUNCATE TABLE {relation}")
+    assert len(both_views(lake, "db.sales")) == 5
+
+
+def test_delete_where_true_drops_every_file_without_rewriting(lake, by_region) -> None:
+    lake.sql("DELETE FROM lake.db.sales WHERE true")
+
+    snapshot = by_region.refresh().current_snapshot()
+    assert snapshot.summary["deleted-data-files"] == "2"
+    assert "added-data-files" not in snapshot.summary
+    assert both_views(lake, "db.sales") == []
+
+
 def test_delete_from_with_a_condition_lakecat_would_evaluate_differently_is_rewritten_by_spark(
     lake, by_region
 ) -> None:

@@ -20,6 +20,7 @@ import org.apache.spark.sql.connector.catalog.SupportsRowLevelOperations;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.expressions.filter.AlwaysTrue;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
@@ -447,6 +448,21 @@ final class LakecatTable extends DescribedTable
   @Override
   public boolean canDeleteWhere(Predicate[] predicates) {
     return writable() && bridge.call("can_delete", predicateArgs(predicates)).asBoolean();
+  }
+
+  /**
+   * {@code TRUNCATE TABLE}: every row deleted in one commit, as {@code DELETE FROM} without a
+   * condition. Spark's default asks {@link #canDeleteWhere} first and silently does nothing when
+   * it says no, so a relation that cannot be written (a time-travel read, a tag, a metadata
+   * table) is refused here instead.
+   */
+  @Override
+  public boolean truncateTable() {
+    if (!writable() || !dataTable()) {
+      throw new UnsupportedOperationException(name() + " is read-only");
+    }
+    deleteWhere(new Predicate[] {new AlwaysTrue()});
+    return true;
   }
 
   @Override
