@@ -64,6 +64,11 @@ from lakecat.metadata.schema import (
 FILE_COLUMN = "_file"
 POS_COLUMN = "_pos"
 METADATA_COLUMNS = (FILE_COLUMN, POS_COLUMN)
+# ... and constants of each row's file, made from its manifest entry by the row's _file
+# (lakecat.spark_ext.source.partition_column): its partition spec's id and its partition
+SPEC_ID_COLUMN = "_spec_id"
+PARTITION_COLUMN = "_partition"
+FILE_CONSTANTS = (SPEC_ID_COLUMN, PARTITION_COLUMN)
 # What a compaction's rows carry to its writer instead (one long, not a path per row): the
 # index of the row's file among its read task's files, shifted left by ROW_ADDRESS_SHIFT,
 # plus its position in the file.
@@ -153,7 +158,8 @@ def spark_schema(
 
 def project(schema: Schema, requested: st.StructType) -> tuple[Schema, bool]:
     """The table columns a Spark schema asks for (a user-given schema projects), and whether
-    it asks for the metadata columns (or the row address, which is made from them). The row
+    it asks for the metadata columns (or the row address, ``_spec_id`` or ``_partition``,
+    which are made from them). The row
     lineage columns (``_row_id``, ``_last_updated_sequence_number``) resolve to their reserved
     fields unless the table has a column of that name.
 
@@ -164,7 +170,11 @@ def project(schema: Schema, requested: st.StructType) -> tuple[Schema, bool]:
     chosen: list[NestedField] = []
     wants_metadata = False
     for field in requested.fields:
-        if field.name in METADATA_COLUMNS or field.name == ROW_ADDRESS_COLUMN:
+        if (
+            field.name in METADATA_COLUMNS
+            or field.name in FILE_CONSTANTS
+            or field.name == ROW_ADDRESS_COLUMN
+        ):
             wants_metadata = True
             continue
         found = next((f for f in schema.fields if f.name == field.name), None)

@@ -55,6 +55,7 @@ from lakecat.spark_ext.native.read import (
 )
 from lakecat.spark_ext.native.support import NotNative
 from lakecat.spark_ext.source.planning import FilePlan, ReadView, plan_files
+from lakecat.spark_ext.types import FILE_CONSTANTS
 
 log = logging.getLogger("lakecat.spark")
 
@@ -150,6 +151,9 @@ def _native_files(
     view: ReadView, io: FileIO, plan: FilePlan | None, columns: Sequence[str]
 ) -> tuple[NativeFile, ...]:
     check_native_options(view.options)
+    asked = [c for c in columns if c in FILE_CONSTANTS]
+    if asked:
+        raise NotNative(f"the {' and '.join(asked)} metadata columns are the data source's")
     if view.options.row_filter:
         raise NotNative("the filter read option is applied to the rows by the data source")
     check_native_schema(view, view.schema.select([c for c in columns if c not in METADATA_COLUMNS]))

@@ -57,6 +57,7 @@ from lakecat.spark_ext.settings import (
     table_identifier,
 )
 from lakecat.spark_ext.source.filters import to_expression
+from lakecat.spark_ext.source.partition_column import PartitionColumn, with_file_constants
 from lakecat.spark_ext.source.planning import ReadOptions, ReadView, groups_of, plan_files
 from lakecat.spark_ext.source.stream_read import LakecatStreamReader
 from lakecat.spark_ext.source.streaming import plan_stream
@@ -64,6 +65,7 @@ from lakecat.spark_ext.source.tasks import FileReader
 from lakecat.spark_ext.source.write_jobs import WriteJob, plan_write
 from lakecat.spark_ext.types import (
     FILE_COLUMN,
+    FILE_CONSTANTS,
     METADATA_COLUMNS,
     POS_COLUMN,
     ROW_ADDRESS_COLUMN,
@@ -218,16 +220,23 @@ class LakecatReader(DataSourceReader):
             return iter(())
         wanted = to_arrow_schema(self.spark_schema, timezone="UTC")
         read = wanted
-        if ROW_ADDRESS_COLUMN in wanted.names:
-            read = wanted.remove(wanted.get_field_index(ROW_ADDRESS_COLUMN))
+        for made in (ROW_ADDRESS_COLUMN, *FILE_CONSTANTS):  # made from _file and _pos
+            if made in read.names:
+                read = read.remove(read.get_field_index(made))
         target = _with_both_metadata_columns(read) if self.metadata_columns else read
         batches = self.file_reader().read(
             partition.files, target, partition.deletes, partition.sequence_numbers
         )
-        if read is not wanted:
+        if ROW_ADDRESS_COLUMN in wanted.names:
             paths = pa.array([f.file_path for f in partition.files], pa.string())
-            return (_with_row_address(batch, paths).select(wanted.names) for batch in batches)
-        if target is wanted:
+            batches = (_with_row_address(batch, paths) for batch in batches)
+        if any(c in wanted.names for c in FILE_CONSTANTS):
+            column = PartitionColumn.of(self.view.metadata)
+            files = partition.files
+            batches = (
+                with_file_constants(batch, files, column, wanted, FILE_COLUMN) for batch in batches
+            )
+        if read is wanted and target is wanted:
             return batches
         return (batch.select(wanted.names) for batch in batches)
 

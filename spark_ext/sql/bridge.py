@@ -60,6 +60,7 @@ from lakecat.spark_ext.native.support import NotNative
 from lakecat.spark_ext.native.write import folder_owned, remove_empty_folders
 from lakecat.spark_ext.native.write import write as native_write
 from lakecat.spark_ext.settings import OPTION_TABLE, table_identifier
+from lakecat.spark_ext.source.partition_column import PartitionColumn
 from lakecat.spark_ext.source.planning import (
     AS_OF_TIMESTAMP,
     BRANCH,
@@ -687,6 +688,12 @@ class CatalogBridge:
             "write_options": None if travel else {OPTION_TABLE: table.name},
             "dynamic_overwrite_options": {OVERWRITE_MODE: "dynamic"},
             "data_table": True,
+            # the _partition metadata column's type (none: the table has no partition fields)
+            "partition_type": (
+                column.spark_type().json()
+                if (column := PartitionColumn.of(table.metadata)).partitioned
+                else None
+            ),
             "row_lineage": table.metadata.format_version >= 3,
             "distribution": _write_distribution(table.metadata),
         }

@@ -228,3 +228,35 @@ def test_metadata_columns_name_the_file_and_position_of_each_row(lake, regions) 
 
     assert [(r.id, r._file, r._pos) for r in got] == [(10 + i, files["us"], i) for i in range(10)]
     assert [r._pos for r in lake.sql("SELECT _pos FROM lake.db.r WHERE id = 23")] == [3]
+
+
+def test_spec_id_and_partition_are_each_row_s_file_s_over_every_spec(lake, regions) -> None:
+    lake.sql("ALTER TABLE lake.db.r ADD PARTITION FIELD bucket(4, id)")  # spec 1
+    lake.sql("INSERT INTO lake.db.r VALUES (30, 'eu')")
+    bucket = lake.sql("SELECT lake.system.bucket(4, 30L)")[0][0]
+
+    got = lake.sql("SELECT id, _spec_id, _partition FROM lake.db.r WHERE id IN (0, 15, 30)")
+
+    assert sorted((r.id, r._spec_id, r._partition.asDict()) for r in got) == [
+        (0, 0, {"region": "eu", "id_bucket_4": None}),  # spec 0 has no bucket field
+        (15, 0, {"region": "us", "id_bucket_4": None}),
+        (30, 1, {"region": "eu", "id_bucket_4": bucket}),
+    ]
+    counts = lake.sql(
+        "SELECT _spec_id, _partition.region, count(*) FROM lake.db.r GROUP BY 1, 2 ORDER BY 1, 2"
+    )
+    assert [tuple(r) for r in counts] == [(0, "ap", 10), (0, "eu", 10), (0, "us", 10), (1, "eu", 1)]
+    # the data source reads them (Spark's Parquet reader does not know the files' partitions)
+    assert "reader=lakecat" in scan_description(lake, "SELECT _partition FROM lake.db.r")
+
+
+def test_an_unpartitioned_table_has_a_spec_id_and_no_partition_column(lake) -> None:
+    lake.catalog.create_table("db.flat", SCHEMA).append(batch(range(3), "eu"))
+
+    assert [tuple(r) for r in lake.sql("SELECT id, _spec_id FROM lake.db.flat ORDER BY id")] == [
+        (0, 0),
+        (1, 0),
+        (2, 0),
+    ]
+    with pytest.raises(Exception, match="_partition"):
+        lake.sql("SELECT _partition FROM lake.db.flat")

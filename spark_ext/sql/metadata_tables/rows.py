@@ -55,10 +55,9 @@ from lakecat.metadata.schema import (
     TimeType,
     UUIDType,
     decode_bound,
-    human_string,
-    to_python,
 )
 from lakecat.metadata.table import TableMetadata
+from lakecat.spark_ext.source.partition_column import spark_value
 from lakecat.spark_ext.sql.metadata_tables.schemas import METADATA_TABLES, Shape, schema
 from lakecat.spark_ext.types import spark_field, spark_type
 
@@ -234,7 +233,7 @@ def _bound_reader(t: PrimitiveType) -> Callable[[bytes], Any]:
 
 
 def _bound(t: PrimitiveType, data: bytes) -> Any:
-    return _spark_value(t, decode_bound(t, data))
+    return spark_value(t, decode_bound(t, data))
 
 
 def _integer_bound(sizes: tuple[int, ...], t: PrimitiveType, data: bytes) -> Any:
@@ -257,20 +256,6 @@ def _text_bound(t: PrimitiveType, data: bytes) -> Any:
 
 
 _COUNTS = ("column_size", "value_count", "null_value_count", "nan_value_count")
-
-
-def _spark_value(t: IcebergType, value: Any) -> Any:
-    """An in-memory value of primitive type ``t`` as PySpark takes it for its Spark type
-    (:func:`~lakecat.spark_ext.types.spark_type` with ``time_as_text``)."""
-    if value is None:
-        return None
-    if isinstance(t, TimeType):
-        return human_string(t, value)
-    if isinstance(t, UUIDType):
-        return str(value)
-    if isinstance(t, PrimitiveType):
-        return to_python(t, value)
-    raise CorruptMetadata(f"a metadata value of the non-primitive type {t}")
 
 
 @dataclass(frozen=True)
@@ -325,7 +310,7 @@ class _Decoder:
         partition type): null for a field its spec lacks."""
         spec = self.specs[f.spec_id]
         values = {p.field_id: v for p, v in zip(spec.fields, f.partition, strict=True)}
-        return tuple(_spark_value(u.result_type, values.get(u.field_id)) for u in self.union)
+        return tuple(spark_value(u.result_type, values.get(u.field_id)) for u in self.union)
 
     def partition_column(self, f: DataFile) -> tuple[Any, ...]:
         """The ``partition`` column's value, or nothing where the table has no partition

@@ -61,9 +61,19 @@ final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPus
 
   @Override
   public void pruneColumns(StructType requiredSchema) {
-    // A read of no column (count(*)) still reads one: Arrow batches without columns carry no
-    // row count through the Python data source.
-    required = requiredSchema.isEmpty() ? cheapestColumn(table.schema()) : requiredSchema;
+    // A read of no column (count(*)), or of metadata columns only, still reads one: Arrow
+    // batches without columns carry no row count through the Python data source.
+    for (StructField field : requiredSchema.fields()) {
+      if (!LakecatTable.METADATA_COLUMNS.contains(field.name())) {
+        required = requiredSchema;
+        return;
+      }
+    }
+    StructType cheapest = cheapestColumn(table.schema());
+    for (StructField field : requiredSchema.fields()) {
+      cheapest = cheapest.add(field);
+    }
+    required = cheapest;
   }
 
   /** The first fixed-width column of the schema (else its first column) as a schema. */

@@ -144,6 +144,15 @@ final class LakecatTable extends DescribedTable
       return new MetadataColumn[0];
     }
     List<MetadataColumn> columns = new ArrayList<>();
+    // constants of the row's file: its partition spec's id and its partition over every spec
+    // (Iceberg's partition type; a table without partition fields has no _partition)
+    columns.add(new Column(SPEC_ID, DataTypes.IntegerType, false, false, true, true));
+    JsonNode partitionType = descriptor.path("partition_type");
+    if (partitionType.isTextual()) {
+      columns.add(
+          new Column(
+              PARTITION, DataType.fromJson(partitionType.asText()), true, false, true, true));
+    }
     // a row's id: kept on delete and update (Spark's defaults), so that deltas name the row
     columns.add(new Column(LakecatScan.FILE, DataTypes.StringType, false, false, true, true));
     columns.add(new Column(LakecatScan.POS, DataTypes.LongType, false, false, true, true));
@@ -156,8 +165,14 @@ final class LakecatTable extends DescribedTable
     return columns.toArray(new MetadataColumn[0]);
   }
 
+  static final String SPEC_ID = "_spec_id";
+  static final String PARTITION = "_partition";
   static final String ROW_ID = "_row_id";
   static final String LAST_UPDATED = "_last_updated_sequence_number";
+
+  /** The names of every metadata column a data table may offer. */
+  static final java.util.Set<String> METADATA_COLUMNS =
+      java.util.Set.of(SPEC_ID, PARTITION, LakecatScan.FILE, LakecatScan.POS, ROW_ID, LAST_UPDATED);
 
   /** Format v3: rows carry lineage, which copy-on-write rewrites must keep. */
   boolean rowLineage() {
