@@ -928,6 +928,28 @@ def sorted_compaction_answer(e: Engine, version: int) -> dict[str, Any]:
     }
 
 
+def metadata_columns_answer(e: Engine) -> dict[str, Any]:
+    """``_spec_id`` and ``_partition`` of rows written before and after a partition field was
+    added (Iceberg's partition type over both specs)."""
+    t = create(e, "meta_columns", rows=6)
+    e.sql(f"ALTER TABLE {t} ADD PARTITION FIELD bucket(4, id)")
+    e.sql(f"INSERT INTO {t} VALUES (100, 'a', 1.0), (101, NULL, 2.0)")
+    return {
+        "rows": e.query(f"SELECT id, _spec_id, _partition FROM {t} ORDER BY id"),
+        "grouped": e.query(
+            f"SELECT _spec_id, _partition.cat, count(*) FROM {t} GROUP BY 1, 2 ORDER BY 1, 2"
+        ),
+    }
+
+
+def test_spec_id_and_partition_columns_read_as_in_iceberg_java(
+    lakecat: Lakecat, java: JavaTables
+) -> None:
+    ours, theirs = both(lakecat, java, metadata_columns_answer)
+    assert len(ours["rows"]) == 8
+    assert_same(ours, theirs)
+
+
 def zorder_compaction_answer(e: Engine) -> dict[str, Any]:
     """``rewrite_data_files`` with ``sort_order => 'zorder(id, amount)'`` over partitions of
     several overlapping files: each partition's one new file holds its rows in the order of
