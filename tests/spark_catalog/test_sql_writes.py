@@ -154,6 +154,42 @@ def test_delete_where_true_drops_every_file_without_rewriting(lake, by_region) -
     assert both_views(lake, "db.sales") == []
 
 
+def test_merge_and_insert_with_schema_evolution_add_the_source_s_new_columns(lake) -> None:
+    lake.sql("CREATE TABLE lake.db.ev (id bigint, s string) PARTITIONED BY (s)")
+    lake.sql("INSERT INTO lake.db.ev VALUES (1, 'a')")
+
+    lake.sql(
+        "MERGE WITH SCHEMA EVOLUTION INTO lake.db.ev t USING (SELECT 1L AS id, 'a' AS s, 5 AS n, "
+        "named_struct('x', 1) AS st UNION ALL SELECT 2L, 'b', 6, named_struct('x', 2)) u "
+        "ON t.id = u.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
+    lake.sql("INSERT WITH SCHEMA EVOLUTION INTO lake.db.ev BY NAME SELECT 3L AS id, 7L AS m")
+
+    table = lake.catalog.load_table("db.ev")
+    assert list(table.schema().column_names)[:4] == ["id", "s", "n", "st"]
+    got = lake.sql("SELECT id, s, n, st.x, m FROM lake.db.ev ORDER BY id")
+    assert [tuple(r) for r in got] == [
+        (1, "a", 5, 1, None),
+        (2, "b", 6, 2, None),
+        (3, None, None, None, 7),
+    ]
+    assert lake.iceberg_rows("db.ev", "id", "n") == [(1, 5), (2, 6), (3, None)]
+
+
+def test_schema_evolution_refuses_a_type_change_lakecat_cannot_make(lake) -> None:
+    lake.sql("CREATE TABLE lake.db.ev (id bigint, s string)")
+    lake.sql("INSERT INTO lake.db.ev VALUES (1, 'a')")
+    before = lake.catalog.load_table("db.ev").metadata_location
+
+    with pytest.raises(Exception, match="InvalidUpdate: cannot change 's' from string to double"):
+        lake.sql(
+            "MERGE WITH SCHEMA EVOLUTION INTO lake.db.ev t USING (SELECT 1L AS id, 1.5D AS s) u "
+            "ON t.id = u.id WHEN MATCHED THEN UPDATE SET *"
+        )
+
+    assert lake.catalog.load_table("db.ev").metadata_location == before
+
+
 def test_delete_from_with_a_condition_lakecat_would_evaluate_differently_is_rewritten_by_spark(
     lake, by_region
 ) -> None:

@@ -72,6 +72,10 @@ final class LakecatTable extends DescribedTable
       out.add(TableCapability.TRUNCATE);
       out.add(TableCapability.OVERWRITE_BY_FILTER);
       out.add(TableCapability.OVERWRITE_DYNAMIC);
+      if (dataTable()) {
+        // MERGE WITH SCHEMA EVOLUTION: Spark adds the source's new columns (alterTable) first
+        out.add(TableCapability.AUTOMATIC_SCHEMA_EVOLUTION);
+      }
     }
     return out;
   }
