@@ -38,7 +38,7 @@ from lakecat.catalog.cli.args import (
 )
 from lakecat.catalog.cli.commands import run
 from lakecat.catalog.cli.values import FILE_FORMATS
-from lakecat.catalog.engine import lakecat_version
+from lakecat.catalog.engine import DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS, lakecat_version
 from lakecat.metadata.errors import LakecatError
 
 __all__ = ["UsageError", "build_parser", "main"]
@@ -353,6 +353,13 @@ def _add_maintenance_commands(
     )
     p.add_argument(
         "--rewrite-all", action="store_true", help="rewrite every file the filter selects"
+    )
+    p.add_argument(
+        "--max-commits",
+        type=positive_int,
+        default=DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
+        metavar="N",
+        help="commit the groups in at most N snapshots (default: %(default)s)",
     )
     p.add_argument(
         "--sort-by", metavar="COLS|table", help='sort rewritten files: "id,ts:desc" or "table"'

@@ -93,6 +93,7 @@ def compact(ctx: Context, args: argparse.Namespace) -> Output:
             min_file_size_bytes=args.min_file_size,
             max_file_size_bytes=args.max_file_size,
             rewrite_all=args.rewrite_all,
+            partial_progress_max_commits=args.max_commits,
         )
     failed = [
         {"group": group, "error": type(error).__name__, "message": str(error)}

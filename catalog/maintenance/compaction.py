@@ -269,7 +269,8 @@ def plan_file_groups(
     ``delete_file_threshold``: files that at least this many delete files apply to must be
     rewritten. ``min_file_size_bytes`` / ``max_file_size_bytes`` (Iceberg's options): a file
     smaller than the first is small, one larger than the second must be rewritten (defaults:
-    75% and 180% of the target); the target must lie between them. ``rewrite_all``: every file
+    75% and 180% of the target); a target given with either must lie between them (Iceberg's
+    check). ``rewrite_all``: every file
     the filter selects is rewritten, whatever its size. Each group names the delete files of its
     files (``FileGroup.deletes``). Bad thresholds raise :class:`ValidationError` before any
     manifest is read.
@@ -290,7 +291,8 @@ def plan_file_groups(
         )
     if min_size < 0:
         raise ValidationError(f"min_file_size_bytes must be at least 0, not {min_size}")
-    if not min_size < target_file_size_bytes < max_size:
+    explicit = min_file_size_bytes is not None or max_file_size_bytes is not None
+    if explicit and not min_size < target_file_size_bytes < max_size:
         raise ValidationError(
             f"the target file size ({target_file_size_bytes}) must be above the minimum file "
             f"size ({min_size}) and below the maximum ({max_size})"
