@@ -15,7 +15,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as st
-from pyspark.sql.pandas.types import to_arrow_type
 
 from lakecat.metadata.errors import CorruptMetadata
 from lakecat.metadata.manifests import DataFile
@@ -89,13 +88,11 @@ class PartitionColumn:
         values = {p.field_id: v for p, v in zip(spec.fields, f.partition, strict=True)}
         return tuple(spark_value(t, values.get(field_id)) for field_id, _, t in self.fields)
 
-    def arrow(self, files: Sequence[DataFile], arrow_type: pa.DataType | None = None) -> pa.Array:
-        """The column's value for each of ``files``, in Spark's Arrow form: the whole struct, or
-        ``arrow_type``, the fields a query kept of it (Spark prunes nested columns)."""
+    def arrow(self, files: Sequence[DataFile], arrow_type: pa.DataType) -> pa.Array:
+        """The column's value for each of ``files``, as ``arrow_type`` (Spark's Arrow form of
+        the struct, or of the fields a query kept of it: Spark prunes nested columns)."""
         names = [name for _, name, _ in self.fields]
         rows = [dict(zip(names, self.value(f), strict=True)) for f in files]
-        if arrow_type is None:
-            arrow_type = to_arrow_type(self.spark_type(), timezone="UTC")
         return pa.array(rows, type=arrow_type)
 
 
