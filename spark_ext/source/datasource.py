@@ -57,16 +57,18 @@ from lakecat.spark_ext.settings import (
     table_identifier,
 )
 from lakecat.spark_ext.source.filters import to_expression
-from lakecat.spark_ext.source.partition_column import PartitionColumn, with_file_constants
+from lakecat.spark_ext.source.partition_column import (
+    PartitionColumn,
+    add_file_constants,
+    constants_read,
+)
 from lakecat.spark_ext.source.planning import ReadOptions, ReadView, groups_of, plan_files
 from lakecat.spark_ext.source.stream_read import LakecatStreamReader
 from lakecat.spark_ext.source.streaming import plan_stream
-from lakecat.spark_ext.source.tasks import FileReader
+from lakecat.spark_ext.source.tasks import FileReader, with_both_metadata_columns
 from lakecat.spark_ext.source.write_jobs import WriteJob, plan_write
 from lakecat.spark_ext.types import (
     FILE_COLUMN,
-    FILE_CONSTANTS,
-    METADATA_COLUMNS,
     POS_COLUMN,
     ROW_ADDRESS_COLUMN,
     ROW_ADDRESS_SHIFT,
@@ -219,23 +221,23 @@ class LakecatReader(DataSourceReader):
         if not isinstance(partition, FileGroup):  # Spark's placeholder for "no partitions"
             return iter(())
         wanted = to_arrow_schema(self.spark_schema, timezone="UTC")
-        read = wanted
-        for made in (ROW_ADDRESS_COLUMN, *FILE_CONSTANTS):  # made from _file and _pos
-            if made in read.names:
-                read = read.remove(read.get_field_index(made))
-        target = _with_both_metadata_columns(read) if self.metadata_columns else read
+        read = constants_read(wanted)  # the file constants and the address are made below
+        if ROW_ADDRESS_COLUMN in read.names:
+            read = read.remove(read.get_field_index(ROW_ADDRESS_COLUMN))
+        target = with_both_metadata_columns(read) if self.metadata_columns else read
         batches = self.file_reader().read(
             partition.files, target, partition.deletes, partition.sequence_numbers
         )
         if ROW_ADDRESS_COLUMN in wanted.names:
             paths = pa.array([f.file_path for f in partition.files], pa.string())
             batches = (_with_row_address(batch, paths) for batch in batches)
-        if any(c in wanted.names for c in FILE_CONSTANTS):
-            column = PartitionColumn.of(self.view.metadata)
-            files = partition.files
-            batches = (
-                with_file_constants(batch, files, column, wanted, FILE_COLUMN) for batch in batches
-            )
+        batches = add_file_constants(
+            batches,
+            partition.files,
+            lambda: PartitionColumn.of(self.view.metadata),
+            wanted,
+            FILE_COLUMN,
+        )
         if read is wanted and target is wanted:
             return batches
         return (batch.select(wanted.names) for batch in batches)
@@ -264,15 +266,6 @@ def _with_row_address(batch: pa.RecordBatch, paths: pa.Array) -> pa.RecordBatch:
     shifted = pc.shift_left(index, pa.scalar(ROW_ADDRESS_SHIFT, pa.int64()))
     address = pc.add(shifted, batch.column(POS_COLUMN))
     return batch.append_column(pa.field(ROW_ADDRESS_COLUMN, pa.int64(), False), address)
-
-
-def _with_both_metadata_columns(schema: pa.Schema) -> pa.Schema:
-    """A read schema that asks for ``_file`` or ``_pos``, with both last, as the file reader
-    yields them (a read that asked for one drops the other)."""
-    data = [f for f in schema if f.name not in METADATA_COLUMNS]
-    return pa.schema(
-        [*data, pa.field(FILE_COLUMN, pa.string(), False), pa.field(POS_COLUMN, pa.int64(), False)]
-    )
 
 
 class PushdownReader(LakecatReader):

@@ -8,7 +8,7 @@ struct there)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from lakecat.metadata.partitioning import (
 from lakecat.metadata.schema import (
     IcebergType,
     PrimitiveType,
+    Schema,
     TimeType,
     UUIDType,
     human_string,
@@ -60,14 +61,17 @@ class PartitionColumn:
 
     @staticmethod
     def of(metadata: TableMetadata) -> PartitionColumn:
-        schemas = metadata.schemas
+        return PartitionColumn.of_specs(metadata.specs_by_id(), metadata.schemas)
+
+    @staticmethod
+    def of_specs(specs: Mapping[int, PartitionSpec], schemas: Sequence[Schema]) -> PartitionColumn:
         fields = []
-        for name, p in union_fields(metadata.partition_specs, schemas):
+        for name, p in union_fields(specs.values(), schemas):
             transform = parse_transform(p.transform, strict=False)
             fields.append(
                 (p.field_id, name, transform.result_type(source_type(schemas, p.source_id)))
             )
-        return PartitionColumn(metadata.specs_by_id(), tuple(fields))
+        return PartitionColumn(dict(specs), tuple(fields))
 
     @property
     def partitioned(self) -> bool:
@@ -94,6 +98,32 @@ class PartitionColumn:
         names = [name for _, name, _ in self.fields]
         rows = [dict(zip(names, self.value(f), strict=True)) for f in files]
         return pa.array(rows, type=arrow_type)
+
+
+def constants_read(wanted: pa.Schema) -> pa.Schema:
+    """What a read of ``wanted`` (Spark's schema, in Arrow form) asks the file reader for:
+    ``wanted`` without ``_spec_id`` and ``_partition``, which :func:`with_file_constants`
+    adds."""
+    read = wanted
+    for made in (SPEC_ID_COLUMN, PARTITION_COLUMN):
+        if made in read.names:
+            read = read.remove(read.get_field_index(made))
+    return read
+
+
+def add_file_constants(
+    batches: Iterator[pa.RecordBatch],
+    files: Sequence[DataFile],
+    column: Callable[[], PartitionColumn],
+    wanted: pa.Schema,
+    file_column: str,
+) -> Iterator[pa.RecordBatch]:
+    """``batches`` with the file constants ``wanted`` asks for (none: as they are);
+    ``column`` makes the partition type when one is asked for."""
+    if SPEC_ID_COLUMN not in wanted.names and PARTITION_COLUMN not in wanted.names:
+        return batches
+    partition = column()
+    return (with_file_constants(b, files, partition, wanted, file_column) for b in batches)
 
 
 def with_file_constants(

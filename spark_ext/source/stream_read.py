@@ -75,6 +75,11 @@ from lakecat.metadata.table import (
 )
 from lakecat.spark_ext.errors import error_headline
 from lakecat.spark_ext.settings import CatalogSettings, table_identifier
+from lakecat.spark_ext.source.partition_column import (
+    PartitionColumn,
+    add_file_constants,
+    constants_read,
+)
 from lakecat.spark_ext.source.planning import (
     FilePlan,
     ReadOptions,
@@ -82,8 +87,8 @@ from lakecat.spark_ext.source.planning import (
     appended_files,
     groups_of,
 )
-from lakecat.spark_ext.source.tasks import FileReader
-from lakecat.spark_ext.types import project
+from lakecat.spark_ext.source.tasks import FileReader, with_both_metadata_columns
+from lakecat.spark_ext.types import FILE_COLUMN, project
 
 STREAM_FROM_TIMESTAMP = "stream-from-timestamp"
 SKIP_DELETE = "streaming-skip-delete-snapshots"
@@ -414,8 +419,20 @@ class LakecatStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             schemas=partition.schemas,
             name_mapping=partition.name_mapping,
         )
-        target = to_arrow_schema(self.spark_schema, timezone="UTC")
-        return reader.read(list(partition.files), target, {}, {})
+        wanted = to_arrow_schema(self.spark_schema, timezone="UTC")
+        read = constants_read(wanted)  # _spec_id and _partition are made from _file
+        target = with_both_metadata_columns(read) if metadata_columns else read
+        files = list(partition.files)
+        batches = add_file_constants(
+            reader.read(files, target, {}, {}),
+            files,
+            lambda: PartitionColumn.of_specs(partition.specs, partition.schemas),
+            wanted,
+            FILE_COLUMN,
+        )
+        if read is wanted and target is wanted:
+            return batches
+        return (batch.select(wanted.names) for batch in batches)
 
 
 def snapshot_files(

@@ -48,7 +48,13 @@ from lakecat.metadata.schema import (
     with_lineage,
 )
 from lakecat.metadata.table import TableMetadata
-from lakecat.spark_ext.types import FILE_COLUMN, POS_COLUMN, from_spark_table, to_spark_batch
+from lakecat.spark_ext.types import (
+    FILE_COLUMN,
+    METADATA_COLUMNS,
+    POS_COLUMN,
+    from_spark_table,
+    to_spark_batch,
+)
 
 log = logging.getLogger("lakecat.spark")
 
@@ -145,6 +151,15 @@ class FileReader:
                     batch = _with_metadata(batch, f.file_path, position)
                     position += batch.num_rows
                 yield to_spark_batch(batch, target)
+
+
+def with_both_metadata_columns(schema: pa.Schema) -> pa.Schema:
+    """A read schema that asks for ``_file`` or ``_pos``, with both last, as the file reader
+    yields them (a read that asked for one drops the other)."""
+    data = [f for f in schema if f.name not in METADATA_COLUMNS]
+    return pa.schema(
+        [*data, pa.field(FILE_COLUMN, pa.string(), False), pa.field(POS_COLUMN, pa.int64(), False)]
+    )
 
 
 def _with_lineage(

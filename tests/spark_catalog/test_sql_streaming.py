@@ -93,6 +93,34 @@ def test_read_stream_reads_each_append_once_and_skips_compactions(lake, tmp_path
     assert read_stream(lake.spark, "lake.db.t", checkpoint) == [4, 5]
 
 
+def test_a_stream_reads_the_metadata_columns_of_each_row(lake, tmp_path: Path) -> None:
+    lake.sql("CREATE TABLE lake.db.m (id bigint, cat string) PARTITIONED BY (cat)")
+    lake.sql("INSERT INTO lake.db.m VALUES (1, 'a'), (2, 'b')")
+    lake.sql("ALTER TABLE lake.db.m ADD PARTITION FIELD bucket(2, id)")
+    lake.sql("INSERT INTO lake.db.m VALUES (3, 'a')")
+    files = {
+        f.partition[0]: f.file_path for f in lake.catalog.load_table("db.m").scan().plan_files()
+    }
+    seen: list[tuple[Any, ...]] = []
+
+    def collect(batch: Any, _: int) -> None:
+        seen.extend(tuple(r) for r in batch.collect())
+
+    query = (
+        lake.spark.readStream.table("lake.db.m")
+        .selectExpr("id", "_spec_id", "_partition.cat", "_pos", "_file")
+        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .foreachBatch(collect)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+
+    assert query.exception() is None
+    assert sorted(r[:4] for r in seen) == [(1, 0, "a", 0), (2, 0, "b", 0), (3, 1, "a", 0)]
+    assert {r[4] for r in seen if r[0] == 2} == {files["b"]}
+
+
 def test_read_stream_from_a_timestamp(lake, tmp_path: Path) -> None:
     table = lake.catalog.create_table("db.t", SCHEMA)
     table.append(pa.table({"id": pa.array([1], pa.int64())}))
