@@ -193,10 +193,10 @@ def rewrite_data_files(
     ``max_file_size_bytes`` and ``rewrite_all``: see :func:`plan_file_groups`.
     ``partial_progress_max_commits`` (Iceberg's ``partial-progress.max-commits``): with
     partial progress, the groups commit in at most this many snapshots (consecutive groups
-    together), not one snapshot per group. Every rewritten
-    file is read with its deletes applied, and the delete files that applied only to rewritten
-    files are removed in the same commit. The table object is refreshed first and holds the
-    latest committed metadata afterwards.
+    together), not one snapshot per group. Every rewritten file is read with its deletes
+    applied, and the delete files that applied only to rewritten files are removed in the same
+    commit. The table object is refreshed first and holds the latest committed metadata
+    afterwards.
     """
     if min_input_files < 1:
         raise ValidationError(f"min_input_files must be at least 1, not {min_input_files}")
@@ -270,10 +270,9 @@ def plan_file_groups(
     rewritten. ``min_file_size_bytes`` / ``max_file_size_bytes`` (Iceberg's options): a file
     smaller than the first is small, one larger than the second must be rewritten (defaults:
     75% and 180% of the target); a target given with either must lie between them (Iceberg's
-    check). ``rewrite_all``: every file
-    the filter selects is rewritten, whatever its size. Each group names the delete files of its
-    files (``FileGroup.deletes``). Bad thresholds raise :class:`ValidationError` before any
-    manifest is read.
+    check). ``rewrite_all``: every file the filter selects is rewritten, whatever its size.
+    Each group names the delete files of its files (``FileGroup.deletes``). Bad thresholds
+    raise :class:`ValidationError` before any manifest is read.
     """
     min_size = (
         int(target_file_size_bytes * MIN_FILE_SIZE_RATIO)
