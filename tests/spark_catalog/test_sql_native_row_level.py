@@ -210,3 +210,32 @@ def test_a_sort_order_the_native_writer_cannot_apply_goes_through_the_data_sourc
     local = local_path(rewritten.file_path)
     assert local is not None
     assert pq.read_table(local).column("amount").to_pylist() == [11.0, 3.0, 2.0]
+
+
+@pytest.mark.parametrize("native", ["true", "false"])
+def test_a_cached_table_shows_the_rows_of_each_copy_on_write_statement(
+    lake, spark, native: str
+) -> None:
+    lake.sql("CREATE TABLE lake.db.c (id bigint, s string) PARTITIONED BY (s)")
+    lake.sql("INSERT INTO lake.db.c VALUES (1, 'a'), (2, 'b'), (3, 'a')")
+    spark.conf.set("spark.lakecat.nativeRowLevelWrites", native)
+    lake.sql("CACHE TABLE lake.db.c")
+    try:
+
+        def ids() -> list[int]:
+            return sorted(r.id for r in lake.sql("SELECT id FROM lake.db.c"))
+
+        assert ids() == [1, 2, 3]
+        lake.sql("UPDATE lake.db.c SET id = id + 10 WHERE id = 1")
+        assert ids() == [2, 3, 11]
+        lake.sql("DELETE FROM lake.db.c WHERE id % 2 = 0")
+        assert ids() == [3, 11]
+        lake.sql(
+            "MERGE INTO lake.db.c t USING (SELECT 3L AS id) u ON t.id = u.id "
+            "WHEN MATCHED THEN UPDATE SET id = 30"
+        )
+        assert ids() == [11, 30]
+        assert spark.catalog.isCached("lake.db.c")
+    finally:
+        lake.sql("UNCACHE TABLE IF EXISTS lake.db.c")
+        spark.conf.unset("spark.lakecat.nativeRowLevelWrites")

@@ -1,6 +1,7 @@
 package lakecat.spark;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.ProjectingInternalRow;
@@ -13,9 +14,11 @@ import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.ReplaceData;
+import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.SparkStrategy;
 import org.apache.spark.sql.execution.datasources.v2.AppendDataExecV1;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanRelation;
 import scala.collection.Iterator;
 import scala.collection.immutable.Seq;
@@ -49,6 +52,30 @@ final class NativeRowLevelWrites extends SparkStrategy {
     this.session = (org.apache.spark.sql.classic.SparkSession) session;
   }
 
+  /**
+   * After the commit, what Spark's own {@code refreshCache} does for a row-level write: the
+   * cached queries of the table are cached again from the table as the catalog now loads it (by
+   * name; recaching by the plan would read the version the statement started from again).
+   */
+  private void refreshCache(LogicalPlan original) {
+    if (original instanceof DataSourceV2Relation) {
+      DataSourceV2Relation relation = (DataSourceV2Relation) original;
+      if (relation.catalog().isDefined() && relation.identifier().isDefined()) {
+        Identifier ident = relation.identifier().get();
+        List<String> parts = new ArrayList<>();
+        parts.add(relation.catalog().get().name());
+        parts.addAll(Arrays.asList(ident.namespace()));
+        parts.add(ident.name());
+        session
+            .sharedState()
+            .cacheManager()
+            .recacheTableOrView(session, CollectionConverters.asScala(parts).toSeq(), false);
+        return;
+      }
+    }
+    session.sharedState().cacheManager().recacheByPlan(session, original);
+  }
+
   @Override
   public Seq<SparkPlan> apply(LogicalPlan plan) {
     if (!(plan instanceof ReplaceData)) {
@@ -70,7 +97,7 @@ final class NativeRowLevelWrites extends SparkStrategy {
         new AbstractFunction0<BoxedUnit>() {
           @Override
           public BoxedUnit apply() {
-            session.sharedState().cacheManager().recacheByPlan(session, original);
+            refreshCache(original);
             return BoxedUnit.UNIT;
           }
         };
