@@ -45,6 +45,7 @@ from pyspark.sql.types import (
 
 from lakecat.catalog import Catalog, Table
 from lakecat.metadata.errors import NotFound, ValidationError
+from lakecat.spark_ext.native.columns import quoted
 from lakecat.spark_ext.sql.changelog import create_changelog_view
 from lakecat.spark_ext.sql.history import (
     add_partition_field,
@@ -263,7 +264,7 @@ PROCEDURES: dict[str, Procedure] = {
     for p in (
         Procedure(
             "rewrite_data_files",
-            "Compact small data files (bin-pack) on Spark, one replace commit per file group",
+            "Compact small data files on Spark (bin-pack, sort or zorder) in replace commits",
             (
                 Parameter("table", STRING, required=True),
                 Parameter("strategy", STRING),
@@ -643,7 +644,36 @@ def find_procedure(namespace: Sequence[str], name: str) -> Procedure:
     return procedure
 
 
+# Procedures that change what their table reads (its current snapshot, rows or layout): after
+# one, the Spark queries cached from the table are cached again, as Iceberg's procedures do
+# (refreshSparkCache); else CACHE TABLE would keep answering with the rows from before.
+_CHANGE_THE_TABLE = frozenset(
+    {
+        "rollback_to_snapshot",
+        "rollback_to_timestamp",
+        "set_current_snapshot",
+        "cherrypick_snapshot",
+        "publish_changes",
+        "fast_forward",
+        "rewrite_data_files",
+        "rewrite_position_delete_files",
+        "rewrite_manifests",
+        "add_files",
+        "add_partition_field",
+        "drop_partition_field",
+        "replace_partition_field",
+        "set_identifier_fields",
+        "set_write_order",
+    }
+)
+
+
 def call_procedure(ctx: ProcedureContext, name: str, given: Mapping[str, Any]) -> list[list[Any]]:
     """Run a procedure with the argument values the plugin sent; its rows in result order."""
     procedure = find_procedure([SYSTEM_NAMESPACE], name)
-    return [list(row) for row in procedure.run(ctx, **procedure.arguments(given))]
+    arguments = procedure.arguments(given)
+    rows = [list(row) for row in procedure.run(ctx, **arguments)]
+    if procedure.name in _CHANGE_THE_TABLE and ctx.spark is not None:
+        parts = [ctx.name, *ctx.identifier(arguments["table"])]
+        ctx.spark.sql(f"REFRESH TABLE {'.'.join(quoted(p) for p in parts)}")
+    return rows

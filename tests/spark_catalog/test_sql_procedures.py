@@ -939,3 +939,21 @@ def test_argument_values_are_checked_and_converted_by_parameter_type() -> None:
     assert identifier_parts("lake.`my.db`.`t``x`") == ["lake", "my.db", "t`x"]
     with pytest.raises(ValidationError, match="not a table name"):
         identifier_parts("db..t")
+
+
+def test_a_cached_table_shows_what_a_procedure_changed(lake, three_appends) -> None:
+    first = three_appends.snapshots()[0].snapshot_id
+    latest = three_appends.current_snapshot().snapshot_id
+    lake.sql("CACHE TABLE lake.db.t")
+    try:
+        assert len(lake.sql("SELECT * FROM lake.db.t")) == 3
+
+        lake.sql(f"CALL lake.system.rollback_to_snapshot('db.t', {first})")
+        assert lake.rows("db.t", "id") == [(1,)]
+        assert [r.id for r in lake.sql("SELECT id FROM lake.db.t")] == [1]  # not the cache's
+
+        lake.sql(f"CALL lake.system.set_current_snapshot('db.t', {latest})")
+        assert sorted(r.id for r in lake.sql("SELECT id FROM lake.db.t")) == [1, 2, 3]
+        assert lake.spark.catalog.isCached("lake.db.t")
+    finally:
+        lake.sql("UNCACHE TABLE IF EXISTS lake.db.t")
