@@ -38,7 +38,6 @@ from lakecat.metadata.partitioning import (
     Transform,
     parse_transform,
     source_type,
-    union_fields,
 )
 from lakecat.metadata.schema import (
     DoubleType,
@@ -57,7 +56,7 @@ from lakecat.metadata.schema import (
     decode_bound,
 )
 from lakecat.metadata.table import TableMetadata
-from lakecat.spark_ext.source.partition_column import spark_value
+from lakecat.spark_ext.source.partition_column import PartitionColumn, spark_value
 from lakecat.spark_ext.sql.metadata_tables.schemas import METADATA_TABLES, Shape, schema
 from lakecat.spark_ext.types import spark_field, spark_type
 
@@ -179,18 +178,13 @@ class _PartitionField:
     result_type: IcebergType
 
     @staticmethod
-    def of(
-        p: PartitionField, schemas: Iterable[Schema], name: str | None = None
-    ) -> _PartitionField:
+    def of(p: PartitionField, schemas: Iterable[Schema]) -> _PartitionField:
         transform = parse_transform(p.transform, strict=False)
         source = source_type(schemas, p.source_id)
-        return _PartitionField(p.field_id, name or p.name, transform, transform.result_type(source))
+        return _PartitionField(p.field_id, p.name, transform, transform.result_type(source))
 
     def human(self, value: Any) -> str | None:
         return None if value is None else self.transform.to_human_string(self.result_type, value)
-
-    def spark_field(self) -> st.StructField:
-        return st.StructField(self.name, spark_type(self.result_type, self.name, time_as_text=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +259,7 @@ class _Decoder:
 
     specs: Mapping[int, PartitionSpec]
     schema: Schema
-    union: tuple[_PartitionField, ...]
+    union: PartitionColumn  # the partition type over all specs, as the _partition column's
     fields: Mapping[int, tuple[_PartitionField, ...]]
     metric_columns: tuple[_MetricColumn, ...]
     format_version: int
@@ -277,7 +271,7 @@ class _Decoder:
         return _Decoder(
             metadata.specs_by_id(),
             schema,
-            tuple(_union_fields(metadata.partition_specs, metadata.schemas)),
+            PartitionColumn.of(metadata),
             {
                 s.spec_id: tuple(_PartitionField.of(p, metadata.schemas) for p in s.fields)
                 for s in metadata.partition_specs
@@ -289,7 +283,7 @@ class _Decoder:
     def shape(self) -> Shape:
         """The table-dependent columns of the table's metadata tables."""
         return Shape(
-            partition=st.StructType([u.spark_field() for u in self.union]),
+            partition=self.union.spark_type(),
             readable_metrics=st.StructType([c.spark_field() for c in self.metric_columns]),
             row=st.StructType(
                 [spark_field(f, f.name, time_as_text=True) for f in self.schema.fields]
@@ -308,14 +302,12 @@ class _Decoder:
     def partition(self, f: DataFile) -> tuple[Any, ...]:
         """``f``'s partition over the union of the table's partition fields (Iceberg's
         partition type): null for a field its spec lacks."""
-        spec = self.specs[f.spec_id]
-        values = {p.field_id: v for p, v in zip(spec.fields, f.partition, strict=True)}
-        return tuple(spark_value(u.result_type, values.get(u.field_id)) for u in self.union)
+        return self.union.value(f)
 
     def partition_column(self, f: DataFile) -> tuple[Any, ...]:
         """The ``partition`` column's value, or nothing where the table has no partition
         fields (Iceberg leaves the column out)."""
-        return (self.partition(f),) if self.union else ()
+        return (self.partition(f),) if self.union.partitioned else ()
 
     def row(self, stored: Mapping[str, Any]) -> tuple[Any, ...]:
         """A deleted row a position delete file stores, in the table's current columns
@@ -471,13 +463,6 @@ def _metric_columns(schema: Schema) -> tuple[_MetricColumn, ...]:
     return tuple(sorted(columns, key=lambda c: c.name))
 
 
-def _union_fields(
-    specs: Iterable[PartitionSpec], schemas: tuple[Schema, ...]
-) -> list[_PartitionField]:
-    """The partition type over all specs (Iceberg's ``Partitioning.partitionType``)."""
-    return [_PartitionField.of(p, schemas, name) for name, p in union_fields(specs, schemas)]
-
-
 def _dict(m: Mapping[int, Any] | None) -> dict[int, Any] | None:
     return None if m is None else dict(m)
 
@@ -621,7 +606,7 @@ def _partitions(t: _Tables) -> list[tuple[Any, ...]]:
             None if snapshot is None else snapshot.timestamp_ms,
             None if snapshot is None else snapshot.snapshot_id,
         )
-    partitioned = bool(t.decoder.union)
+    partitioned = t.decoder.union.partitioned
     return [
         (
             *((key, p.spec_id) if partitioned else ()),
