@@ -84,6 +84,7 @@ from lakecat.metadata.schema import (
 )
 from lakecat.metadata.table import SortField, TableMetadata
 from lakecat.spark_ext.native.columns import quoted
+from lakecat.spark_ext.native.distribution import catalog_transform, ordered
 from lakecat.spark_ext.native.partitions import source_column
 from lakecat.spark_ext.settings import DEFAULT_FORMAT, plugin_catalogs
 from lakecat.spark_ext.source.staging import (
@@ -244,11 +245,6 @@ def zorder_column(spark: Any, metadata: TableMetadata, columns: Sequence[str]) -
     return F.call_function(f"{quoted(catalogs[0])}.system.zorder", *kept).asc()
 
 
-# the lakecat SQL catalog's function computing each transform (bucket and truncate take the
-# width first)
-_TRANSFORM_FUNCTIONS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}
-
-
 def sort_columns(spark: Any, metadata: TableMetadata, fields: Sequence[SortField]) -> list[Column]:
     """Spark sort expressions of sort fields over rows in table form: the source column
     (inside structs too) through its transform, in the field's direction and null order. A
@@ -268,15 +264,8 @@ def sort_columns(spark: Any, metadata: TableMetadata, fields: Sequence[SortField
                     "session (its functions compute the transform); sort by columns, or "
                     "register the catalog (lk.session, attach_catalog)"
                 )
-            name, _, width = f.transform.rstrip("]").partition("[")
-            function = f"{quoted(catalogs[0])}.system.{_TRANSFORM_FUNCTIONS.get(name, name)}"
-            args = [F.lit(int(width)), value] if width else [value]
-            value = F.call_function(function, *args)
-        first = f.null_order == "nulls-first"
-        if f.direction == "asc":
-            out.append(value.asc_nulls_first() if first else value.asc_nulls_last())
-        else:
-            out.append(value.desc_nulls_first() if first else value.desc_nulls_last())
+            value = catalog_transform(catalogs[0], f.transform, value)
+        out.append(ordered(value, f.direction, f.null_order))
     return out
 
 

@@ -135,9 +135,7 @@ def partition_keys(
             if pf.transform == "identity":
                 keys.append(source_column(path))
             elif functions is not None and pf.transform.startswith(("bucket[", "truncate[")):
-                name, _, width = pf.transform.rstrip("]").partition("[")
-                function = f"{quoted(functions)}.system.{name}"
-                keys.append(F.call_function(function, F.lit(int(width)), source_column(path)))
+                keys.append(catalog_transform(functions, pf.transform, source_column(path)))
             continue
         if hidden.column is not None:
             keys.append(partition_value(hidden))
@@ -164,12 +162,25 @@ def column_sort(metadata: TableMetadata) -> tuple[tuple[str, str, str], ...]:
 
 def sort_columns(sort: Sequence[tuple[str, str, str]]) -> list[Column]:
     """Spark sort expressions of (column, direction, null order) triples."""
-    out = []
-    for name, direction, null_order in sort:
-        column = F.col(quoted(name))
-        first = null_order == "nulls-first"
-        if direction == "asc":
-            out.append(column.asc_nulls_first() if first else column.asc_nulls_last())
-        else:
-            out.append(column.desc_nulls_first() if first else column.desc_nulls_last())
-    return out
+    return [ordered(F.col(quoted(name)), direction, nulls) for name, direction, nulls in sort]
+
+
+def ordered(value: Column, direction: str, null_order: str) -> Column:
+    """``value`` as a Spark sort expression: ``asc``/``desc``, ``nulls-first``/``nulls-last``."""
+    first = null_order == "nulls-first"
+    if direction == "asc":
+        return value.asc_nulls_first() if first else value.asc_nulls_last()
+    return value.desc_nulls_first() if first else value.desc_nulls_last()
+
+
+# the catalog's function of each transform whose name is not the transform's own
+_FUNCTION_NAMES = {"year": "years", "month": "months", "day": "days", "hour": "hours"}
+
+
+def catalog_transform(catalog: str, transform: str, value: Column) -> Column:
+    """``transform`` (``bucket[N]``, ``truncate[W]``, ``year``, ``month``, ``day``, ``hour``)
+    of ``value``, computed by the function of the lakecat SQL catalog ``catalog``
+    (``<catalog>.system.bucket(N, value)``, ...)."""
+    name, _, width = transform.rstrip("]").partition("[")
+    function = f"{quoted(catalog)}.system.{_FUNCTION_NAMES.get(name, name)}"
+    return F.call_function(function, *([F.lit(int(width))] if width else []), value)
