@@ -25,15 +25,19 @@ lies behind them can be reorganized freely.
 * the checks a job runs against the version it started from before it commits:
   ``metadata_delta``, ``check_metadata``, ``check_protocol``, ``app_versions``,
   ``check_transaction``;
-* compaction planning and commits: ``plan_file_groups``, ``FileGroup``, ``CompactionResult``,
-  ``DEFAULT_MAX_GROUP_SIZE_BYTES``, ``commit_compaction``, ``compaction_sort`` (what a sorting
-  compaction sorts by, ``SortBy``), ``commit_batches`` (partial progress's commits,
-  ``DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS``, ``check_max_commits``); where a compaction moved
-  each row, from the positions it saw its rows come from: ``observed_moves``, ``PositionBlock``;
+* compaction planning and commits: ``plan_file_groups`` by a ``FileSelection``, ``FileGroup``,
+  ``CompactionResult``, ``DEFAULT_MAX_GROUP_SIZE_BYTES``, ``DEFAULT_MIN_INPUT_FILES`` (and
+  Iceberg's, ``ICEBERG_MIN_INPUT_FILES``), ``DEFAULT_DELETE_RATIO_THRESHOLD``,
+  ``commit_compaction``, ``compaction_sort`` (what a sorting compaction sorts by,
+  ``SortBy``), ``commit_batches`` (partial progress's commits,
+  ``DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS``, ``check_max_commits``, ``check_failed_commits``);
+  where a compaction moved each row, from the positions it saw its rows come from:
+  ``observed_moves``, ``PositionBlock``;
 * the maintenance jobs an engine exposes as its own commands (Spark's ``CALL`` procedures),
   with their results: ``expire_snapshots``, ``remove_orphan_files``, ``rewrite_manifests``,
-  ``rewrite_position_delete_files``, ``rollback_to_snapshot``, ``rollback_to_timestamp``,
-  ``set_current_snapshot``, ``cherry_pick``, ``publish_changes``, ``fast_forward``,
+  ``rewrite_position_delete_files``, ``remove_dangling_deletes`` (``DanglingDeletesResult``),
+  ``rollback_to_snapshot``, ``rollback_to_timestamp``, ``set_current_snapshot``,
+  ``cherry_pick``, ``publish_changes``, ``fast_forward``,
   ``ExpireResult``, ``OrphanResult``, ``ManifestRewriteResult``, ``DeleteRewriteResult``;
   ``compute_partition_stats``, ``rewrite_table_path`` (``RewritePathResult``); table
   statistics from sketches the engine computed: ``sketch_columns``,
@@ -63,9 +67,11 @@ from lakecat.catalog.commit.pipeline import delete_quietly, metadata_delta
 from lakecat.catalog.commit.producer import data_dir, metadata_dir
 from lakecat.catalog.maintenance import (
     CompactionResult,
+    DanglingDeletesResult,
     DeleteRewriteResult,
     ExpireResult,
     FileGroup,
+    FileSelection,
     ManifestRewriteResult,
     OrphanResult,
     PartitionStatisticsFile,
@@ -77,6 +83,7 @@ from lakecat.catalog.maintenance import (
     fast_forward,
     plan_file_groups,
     publish_changes,
+    remove_dangling_deletes,
     remove_orphan_files,
     rewrite_manifests,
     rewrite_position_delete_files,
@@ -89,13 +96,19 @@ from lakecat.catalog.maintenance import (
     write_table_statistics,
 )
 from lakecat.catalog.maintenance.compaction import (
-    DEFAULT_MAX_GROUP_SIZE_BYTES,
     DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
     SortBy,
+    check_failed_commits,
     check_max_commits,
     commit_batches,
     commit_compaction,
     compaction_sort,
+)
+from lakecat.catalog.maintenance.compaction_plan import (
+    DEFAULT_DELETE_RATIO_THRESHOLD,
+    DEFAULT_MAX_GROUP_SIZE_BYTES,
+    DEFAULT_MIN_INPUT_FILES,
+    ICEBERG_MIN_INPUT_FILES,
 )
 from lakecat.catalog.read.deletes import DeleteReader, has_deletes
 from lakecat.catalog.read.incremental import CHANGE_SNAPSHOT_ID, ChangeSet, changes
@@ -121,15 +134,20 @@ def lakecat_version() -> str:
 
 __all__ = [
     "CHANGE_SNAPSHOT_ID",
+    "DEFAULT_DELETE_RATIO_THRESHOLD",
     "DEFAULT_MAX_GROUP_SIZE_BYTES",
+    "DEFAULT_MIN_INPUT_FILES",
     "DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS",
+    "ICEBERG_MIN_INPUT_FILES",
     "ChangeSet",
     "CompactionResult",
+    "DanglingDeletesResult",
     "DeleteReader",
     "DeleteRewriteResult",
     "ExpireResult",
     "FileDeletes",
     "FileGroup",
+    "FileSelection",
     "Intent",
     "ManifestRewriteResult",
     "OpKind",
@@ -144,6 +162,7 @@ __all__ = [
     "StatisticsFile",
     "app_versions",
     "changes",
+    "check_failed_commits",
     "check_max_commits",
     "check_metadata",
     "check_protocol",
@@ -169,6 +188,7 @@ __all__ = [
     "plan_delete",
     "plan_file_groups",
     "publish_changes",
+    "remove_dangling_deletes",
     "remove_orphan_files",
     "replaced_deletes",
     "rewrite_manifests",

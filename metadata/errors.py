@@ -40,6 +40,8 @@ calls the library, so callers never need to catch a library's own exception type
         │   └── RequirementFailed  a requirement record did not hold against the base
         ├── CommitStateUnknown     the change may or may not have landed
         ├── RetriesExhausted       lost the swap on every attempt the retry policy allowed
+        ├── TooManyFailedCommits   a compaction lost more of its commits than allowed (the
+        │                          others landed and stay)
         └── CommitConflict         a concurrent commit conflicts with this one (typed below)
             ├── ConcurrentAppend
             ├── ConcurrentDeleteRead
@@ -225,6 +227,16 @@ class CommitStateUnknown(CommitError):
 
 class RetriesExhausted(CommitFailed):
     """Every attempt that the table's retry policy allows lost the compare-and-swap."""
+
+
+class TooManyFailedCommits(CommitError):
+    """A compaction with partial progress lost more of its commits than it may (Iceberg's
+    ``partial-progress.max-failed-commits``). The commits that landed stay; ``result`` is
+    what the job did (a :class:`~lakecat.catalog.maintenance.CompactionResult`)."""
+
+    def __init__(self, message: str, *, result: object = None) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class CommitConflict(CommitError):

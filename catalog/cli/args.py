@@ -92,6 +92,17 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def ratio(text: str) -> float:
+    """A share: above 0, at most 1 (``0.3``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1: {text!r}")
+    return value
+
+
 def _int(text: str) -> int:
     try:
         return int(text)

@@ -34,11 +34,17 @@ from lakecat.catalog.cli.args import (
     non_blank,
     non_negative_int,
     positive_int,
+    ratio,
     timestamp_ms,
 )
 from lakecat.catalog.cli.commands import run
 from lakecat.catalog.cli.values import FILE_FORMATS
-from lakecat.catalog.engine import DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS, lakecat_version
+from lakecat.catalog.engine import (
+    DEFAULT_DELETE_RATIO_THRESHOLD,
+    DEFAULT_MIN_INPUT_FILES,
+    DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
+    lakecat_version,
+)
 from lakecat.metadata.errors import LakecatError
 
 __all__ = ["UsageError", "build_parser", "main"]
@@ -332,7 +338,9 @@ def _add_maintenance_commands(
     p.add_argument("table")
     p.add_argument("--filter", metavar="EXPR", help="only files that may hold matching rows")
     p.add_argument("--target-file-size", type=byte_size, metavar="BYTES", help="e.g. 128MB")
-    p.add_argument("--min-input-files", type=positive_int, default=2, metavar="N")
+    p.add_argument(
+        "--min-input-files", type=positive_int, default=DEFAULT_MIN_INPUT_FILES, metavar="N"
+    )
     p.add_argument(
         "--delete-file-threshold",
         type=positive_int,
@@ -353,6 +361,20 @@ def _add_maintenance_commands(
     )
     p.add_argument(
         "--rewrite-all", action="store_true", help="rewrite every file the filter selects"
+    )
+    p.add_argument(
+        "--delete-ratio-threshold",
+        type=ratio,
+        default=DEFAULT_DELETE_RATIO_THRESHOLD,
+        metavar="R",
+        help="also rewrite files whose deletes remove this share of their rows "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-group-input-files", type=positive_int, metavar="N", help="at most N files a group"
+    )
+    p.add_argument(
+        "--max-files-to-rewrite", type=positive_int, metavar="N", help="rewrite at most N files"
     )
     p.add_argument(
         "--max-commits",
@@ -379,6 +401,14 @@ def _add_maintenance_commands(
     p.add_argument("--older-than", type=timestamp_ms, metavar="TIME", help="default: 3 days ago")
     p.add_argument("--location", metavar="URI", help="only under this location")
     p.add_argument("--dry-run", action="store_true", help="list orphans, delete nothing")
+    p = commands.leaf(
+        top,
+        "remove-dangling-deletes",
+        "remove-dangling-deletes",
+        "remove delete files that apply to no data file",
+    )
+    p.add_argument("table")
+    p.add_argument("--dry-run", action="store_true", help="list them, remove nothing")
     p = commands.leaf(top, "rewrite-manifests", "rewrite-manifests", "regroup manifests")
     p.add_argument("table")
     p.add_argument("--target-size", type=byte_size, metavar="BYTES")

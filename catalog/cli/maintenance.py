@@ -76,24 +76,35 @@ def _sort_by(text: str | None) -> str | list[str] | None:
     return out
 
 
+def _selection(args: argparse.Namespace) -> maintenance.FileSelection:
+    """The files and groups ``lakecat compact`` rewrites, by its options."""
+    return maintenance.FileSelection(
+        min_input_files=args.min_input_files,
+        min_file_size_bytes=args.min_file_size,
+        max_file_size_bytes=args.max_file_size,
+        rewrite_all=args.rewrite_all,
+        delete_file_threshold=args.delete_file_threshold,
+        delete_ratio_threshold=args.delete_ratio_threshold,
+        max_group_input_files=args.max_group_input_files,
+        max_files_to_rewrite=args.max_files_to_rewrite,
+    )
+
+
 def compact(ctx: Context, args: argparse.Namespace) -> Output:
     table = ctx.table(args.table)
     sort_by = _sort_by(args.sort_by)
     if args.dry_run:
         return _compaction_plan(ctx, table, args, sort_by)
     with ctx.progress(f"compacting {table.name}") as progress:
+        selection = _selection(args)
         result = maintenance.rewrite_data_files(
             table,
             row_filter=args.filter,
             target_file_size_bytes=args.target_file_size,
-            min_input_files=args.min_input_files,
             sort_by=sort_by,
             progress=progress,
-            delete_file_threshold=args.delete_file_threshold,
-            min_file_size_bytes=args.min_file_size,
-            max_file_size_bytes=args.max_file_size,
-            rewrite_all=args.rewrite_all,
             partial_progress_max_commits=args.max_commits,
+            **_fields(selection),
         )
     failed = [
         {"group": group, "error": type(error).__name__, "message": str(error)}
@@ -130,15 +141,11 @@ def _compaction_plan(ctx: Context, table: Table, args: argparse.Namespace, sort_
     plan = maintenance.plan_file_groups(
         table.io,
         metadata,
-        row_filter=args.filter,
+        _selection(args),
         target_file_size_bytes=target,
-        min_input_files=args.min_input_files,
+        row_filter=args.filter,
         sort=sort_keys is not None,
         sort_order_id=sort_order_id,
-        delete_file_threshold=args.delete_file_threshold,
-        min_file_size_bytes=args.min_file_size,
-        max_file_size_bytes=args.max_file_size,
-        rewrite_all=args.rewrite_all,
     )
     groups = [
         {
@@ -225,6 +232,30 @@ def remove_orphans(ctx: Context, args: argparse.Namespace) -> Output:
         title,
         [{"path": p} for p in result.orphans],
         [Column("path", "path", fold=True)],
+        limit=ctx.list_limit,
+    )
+    return Output(data, view)
+
+
+def remove_dangling_deletes(ctx: Context, args: argparse.Namespace) -> Output:
+    table = ctx.table(args.table)
+    with ctx.progress(f"looking for dangling delete files of {table.name}"):
+        result = maintenance.remove_dangling_deletes(table, dry_run=args.dry_run)
+    removed = [
+        {"path": f.file_path, "content": f.content.name.lower(), "record_count": f.record_count}
+        for f in result.removed
+    ]
+    data = {
+        "table": table.name,
+        "dry_run": args.dry_run,
+        "removed": removed,
+        "snapshot_id": result.snapshot_id,
+    }
+    verb = "would remove" if args.dry_run else "removed"
+    view = records(
+        f"{table.name}: {verb} {len(removed)} dangling delete files",
+        removed,
+        [Column("path", "path", fold=True), Column("content", "content")],
         limit=ctx.list_limit,
     )
     return Output(data, view)
@@ -419,6 +450,7 @@ MAINTENANCE_COMMANDS: dict[str, Command] = {
     "compact": compact,
     "expire-snapshots": expire_snapshots,
     "remove-orphans": remove_orphans,
+    "remove-dangling-deletes": remove_dangling_deletes,
     "rewrite-manifests": rewrite_manifests,
     "partition-stats": partition_stats,
     "rewrite-path": rewrite_path,

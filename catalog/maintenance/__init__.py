@@ -3,6 +3,8 @@
 * :func:`rewrite_data_files`: compaction (bin-pack, optionally sort) as ``replace`` snapshots;
 * :func:`rewrite_manifests`: regroup manifests by partition;
 * :func:`rewrite_position_delete_files`: merge each data file's position delete files;
+* :func:`remove_dangling_deletes`: remove delete files that apply to no live data file (other
+  engines leave them behind);
 * :func:`expire_snapshots`: drop old snapshots, then delete the files only they used;
 * :func:`remove_orphan_files`: delete files nothing references, older than a guard;
 * :func:`compute_partition_stats`: write and register a snapshot's partition statistics file;
@@ -21,11 +23,11 @@ manifest rewrite or a compaction) plans again on the newer metadata, a bounded n
 Incremental reads and the data version live in :mod:`lakecat.catalog.read.incremental`.
 """
 
-from lakecat.catalog.maintenance.compaction import (
-    CompactionResult,
-    FileGroup,
-    plan_file_groups,
-    rewrite_data_files,
+from lakecat.catalog.maintenance.compaction import CompactionResult, rewrite_data_files
+from lakecat.catalog.maintenance.compaction_plan import FileGroup, FileSelection, plan_file_groups
+from lakecat.catalog.maintenance.dangling_deletes import (
+    DanglingDeletesResult,
+    remove_dangling_deletes,
 )
 from lakecat.catalog.maintenance.expire import (
     ExpireResult,
@@ -63,11 +65,13 @@ from lakecat.metadata.errors import TableKeptChanging
 
 __all__ = [
     "CompactionResult",
+    "DanglingDeletesResult",
     "DeleteRewriteResult",
     "ExpireResult",
     "ExpiryPlan",
     "ExpiryPolicy",
     "FileGroup",
+    "FileSelection",
     "ManifestRewriteResult",
     "OrphanResult",
     "PartitionStatisticsFile",
@@ -81,6 +85,7 @@ __all__ = [
     "plan_expiry",
     "plan_file_groups",
     "publish_changes",
+    "remove_dangling_deletes",
     "remove_orphan_files",
     "rewrite_data_files",
     "rewrite_manifests",

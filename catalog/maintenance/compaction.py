@@ -1,14 +1,11 @@
 """Compaction (``rewrite_data_files``): bin-pack small files, optionally sort, as ``replace``.
 
-Planning looks at the live files of the current snapshot that may hold rows matching a filter
-and groups them by (partition spec, partition). In each partition the candidates are, as in
-Iceberg's bin-pack strategy, files smaller than 75% of the target size, files larger than 180%
-of it (they are split), and files written for an older partition spec (they are re-partitioned);
-with ``sort_by="table"`` also files not written in the table's sort order. With a sort, a
-partition that has a candidate contributes all its files, so that it comes out sorted.
-Candidates are packed, in manifest order, into groups of at most ``max_group_size_bytes``; a
-group is rewritten when it holds at least ``min_input_files`` files or a file that must be
-rewritten (too large, older spec, unsorted).
+Planning (:mod:`lakecat.catalog.maintenance.compaction_plan`) chooses files and groups them
+as Iceberg's bin-pack planner does, by its options (:class:`FileSelection`): per partition,
+the small files, the files too large, written for an older partition spec, with too many
+delete files or too high a share of deleted rows (and, with ``sort_by="table"``, not in the
+table's sort order), packed into groups; a group is rewritten when it holds enough files,
+enough content, or a file that must be rewritten.
 
 Each group's files are read in the current schema, concatenated (and sorted), and written as new
 files of the table's default spec; the group then commits as an ordinary
@@ -27,8 +24,11 @@ With ``partial_progress`` (the default) the groups commit in batches of consecut
 most ``partial_progress_max_commits`` (10) snapshots for the job, as Iceberg's
 ``partial-progress.max-commits``: up to 10 groups each commit on their own. A conflict loses
 that batch's groups, not the job: failed groups are reported in
-:attr:`CompactionResult.groups_failed`. Without it, all groups commit as one snapshot and a
-conflict raises.
+:attr:`CompactionResult.groups_failed`. When more commits than
+``partial_progress_max_failed_commits`` (Iceberg's ``partial-progress.max-failed-commits``;
+by default every one may fail) failed, the job raises :class:`TooManyFailedCommits` after the
+others landed (they stay; the error carries the result). Without partial progress, all groups
+commit as one snapshot and a conflict raises.
 
 Planning reads the manifest list and manifests of the current snapshot. A concurrent manifest
 rewrite or compaction followed by an expiry can delete them between the refresh and the read;
@@ -59,7 +59,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple, TypeVar
 
 import pyarrow as pa
@@ -68,6 +68,14 @@ from lakecat.catalog.commit.intent import Intent, OpKind
 from lakecat.catalog.commit.moves import ROW_MOVES_KEY, MovedFile, RowMoves, write_row_moves
 from lakecat.catalog.commit.pipeline import CommitResult, delete_quietly
 from lakecat.catalog.commit.producer import metadata_dir
+from lakecat.catalog.maintenance.compaction_plan import (
+    DEFAULT_DELETE_RATIO_THRESHOLD,
+    DEFAULT_MAX_GROUP_SIZE_BYTES,
+    DEFAULT_MIN_INPUT_FILES,
+    FileGroup,
+    FileSelection,
+    plan_file_groups,
+)
 from lakecat.catalog.maintenance.replan import plan_with_replans
 from lakecat.catalog.read.deletes import DeleteReader
 from lakecat.catalog.read.scan import RowFilter, Scan, ScanPlan
@@ -80,10 +88,10 @@ from lakecat.metadata.errors import (
     LakecatError,
     RetriesExhausted,
     StorageError,
+    TooManyFailedCommits,
     ValidationError,
 )
-from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError, join
-from lakecat.metadata.io.parquet import partition_path
+from lakecat.metadata.io.fileio import FileNotFoundStorageError, join
 from lakecat.metadata.io.sorting import sort_rows
 from lakecat.metadata.manifests.datafile import Content, DataFile
 from lakecat.metadata.partitioning.transforms import parse_transform
@@ -94,11 +102,6 @@ from lakecat.metadata.table.table_metadata import TableMetadata
 if TYPE_CHECKING:
     from lakecat.catalog.table import Table
 
-# Iceberg's bin-pack defaults (SizeBasedFileRewritePlanner): files under 75% of the target are
-# too small, files over 180% too large.
-MIN_FILE_SIZE_RATIO = 0.75
-MAX_FILE_SIZE_RATIO = 1.80
-DEFAULT_MAX_GROUP_SIZE_BYTES = 10 * 1024**3
 # Iceberg's partial-progress.max-commits default: the most snapshots one compaction makes
 DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS = 10
 
@@ -107,33 +110,6 @@ T = TypeVar("T")
 # "table" (the table's sort order), column names each optionally followed by asc / desc, or
 # sort fields (source column, transform, direction, null order: an Iceberg sort order's terms)
 SortBy = Literal["table"] | Sequence[str] | Sequence[SortField] | None
-
-
-@dataclass(frozen=True)
-class FileGroup:
-    """Files of one partition that are rewritten (and committed) together."""
-
-    spec_id: int
-    partition: tuple[object, ...]
-    partition_name: str
-    files: tuple[DataFile, ...]
-    # the delete files that apply to each file (by path): the rewrite applies them
-    deletes: Mapping[str, tuple[DataFile, ...]] = field(
-        default_factory=dict, compare=False, hash=False
-    )
-    # data sequence numbers by path (v3: rows keep the _last_updated_sequence_number they had)
-    sequence_numbers: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(f.file_size_in_bytes for f in self.files)
-
-    def describe(self) -> str:
-        where = self.partition_name or "<unpartitioned>"
-        return (
-            f"partition {where} (spec {self.spec_id}): "
-            f"{len(self.files)} file(s), {self.size_bytes} bytes"
-        )
 
 
 @dataclass(frozen=True)
@@ -169,7 +145,7 @@ def rewrite_data_files(
     *,
     row_filter: RowFilter = None,
     target_file_size_bytes: int | None = None,
-    min_input_files: int = 2,
+    min_input_files: int = DEFAULT_MIN_INPUT_FILES,
     sort_by: SortBy = None,
     max_group_size_bytes: int = DEFAULT_MAX_GROUP_SIZE_BYTES,
     partial_progress: bool = True,
@@ -179,6 +155,10 @@ def rewrite_data_files(
     max_file_size_bytes: int | None = None,
     rewrite_all: bool = False,
     partial_progress_max_commits: int = DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
+    max_group_input_files: int | None = None,
+    delete_ratio_threshold: float = DEFAULT_DELETE_RATIO_THRESHOLD,
+    max_files_to_rewrite: int | None = None,
+    partial_progress_max_failed_commits: int | None = None,
 ) -> CompactionResult:
     """Compact the table's small files (see the module docstring for planning and semantics).
 
@@ -187,22 +167,36 @@ def rewrite_data_files(
     ``sort_by`` is ``"table"`` (the table's sort order), column names, each optionally
     followed by ``asc`` / ``desc`` (``["region", "ts desc"]``), or sort fields (with
     transforms: ``SortField(id, "bucket[16]")``; see :func:`compaction_sort`);
-    ``progress(done, total)`` is called after each group. ``delete_file_threshold``
-    (Iceberg's ``delete-file-threshold``): a file that this many delete files apply to or more
-    is rewritten whatever its size (off by default, as in Iceberg). ``min_file_size_bytes``,
-    ``max_file_size_bytes`` and ``rewrite_all``: see :func:`plan_file_groups`.
+    ``progress(done, total)`` is called after each group.
+
+    Which files and groups (:class:`FileSelection`, Iceberg's options of the same names):
+    ``min_input_files``, ``max_group_size_bytes``, ``max_group_input_files``,
+    ``min_file_size_bytes``, ``max_file_size_bytes``, ``rewrite_all``,
+    ``delete_file_threshold`` (a file that this many delete files apply to is rewritten
+    whatever its size; off by default, as in Iceberg), ``delete_ratio_threshold`` (a file
+    whose file-scoped deletes remove this share of its rows, 0.3 by default, is rewritten)
+    and ``max_files_to_rewrite``.
+
     ``partial_progress_max_commits`` (Iceberg's ``partial-progress.max-commits``): with
     partial progress, the groups commit in at most this many snapshots (consecutive groups
-    together), not one snapshot per group. Every rewritten file is read with its deletes
-    applied, and the delete files that applied only to rewritten files are removed in the same
-    commit. The table object is refreshed first and holds the latest committed metadata
-    afterwards.
+    together), not one snapshot per group; ``partial_progress_max_failed_commits``: more
+    failed commits than this raise :class:`TooManyFailedCommits` (the others stay). Every
+    rewritten file is read with its deletes applied, and the delete files that applied only
+    to rewritten files are removed in the same commit. The table object is refreshed first
+    and holds the latest committed metadata afterwards.
     """
-    if min_input_files < 1:
-        raise ValidationError(f"min_input_files must be at least 1, not {min_input_files}")
-    if max_group_size_bytes <= 0:
-        raise ValidationError(f"max_group_size_bytes must be positive, not {max_group_size_bytes}")
-    check_max_commits(partial_progress_max_commits)
+    selection = FileSelection(
+        min_input_files=min_input_files,
+        max_group_size_bytes=max_group_size_bytes,
+        max_group_input_files=max_group_input_files,
+        min_file_size_bytes=min_file_size_bytes,
+        max_file_size_bytes=max_file_size_bytes,
+        rewrite_all=rewrite_all,
+        delete_file_threshold=delete_file_threshold,
+        delete_ratio_threshold=delete_ratio_threshold,
+        max_files_to_rewrite=max_files_to_rewrite,
+    )
+    check_max_commits(partial_progress_max_commits, partial_progress_max_failed_commits)
     table.refresh()
 
     def plan() -> _Plan:  # on table.metadata as it is: refreshed on a re-plan
@@ -212,22 +206,15 @@ def rewrite_data_files(
             P.WRITE_TARGET_FILE_SIZE_BYTES,
             P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
         )
-        if target <= 0:
-            raise ValidationError(f"target_file_size_bytes must be positive, not {target}")
         sort_keys, sort_order_id = compaction_sort(start, sort_by)
         groups = plan_file_groups(  # [] without a snapshot, after checking the thresholds
             table.io,
             start,
-            row_filter=row_filter,
+            selection,
             target_file_size_bytes=target,
-            min_input_files=min_input_files,
-            max_group_size_bytes=max_group_size_bytes,
+            row_filter=row_filter,
             sort=sort_keys is not None,
             sort_order_id=sort_order_id,
-            delete_file_threshold=delete_file_threshold,
-            min_file_size_bytes=min_file_size_bytes,
-            max_file_size_bytes=max_file_size_bytes,
-            rewrite_all=rewrite_all,
         )
         return _Plan(start, target, sort_keys, sort_order_id, groups)
 
@@ -240,114 +227,48 @@ def rewrite_data_files(
     if groups:
         assert snapshot is not None
         if partial_progress:
-            for batch in commit_batches(groups, partial_progress_max_commits):
+            batches = commit_batches(groups, partial_progress_max_commits)
+            for batch in batches:
                 job.run_batch(batch, snapshot.snapshot_id)
-        else:
-            job.run_all(groups, snapshot.snapshot_id)
+            return check_failed_commits(
+                job.result(), job.commits_failed, len(batches), partial_progress_max_failed_commits
+            )
+        job.run_all(groups, snapshot.snapshot_id)
     return job.result()
 
 
-def plan_file_groups(
-    io: FileIO,
-    metadata: TableMetadata,
-    *,
-    row_filter: RowFilter = None,
-    target_file_size_bytes: int,
-    min_input_files: int = 2,
-    max_group_size_bytes: int = DEFAULT_MAX_GROUP_SIZE_BYTES,
-    sort: bool = False,
-    sort_order_id: int | None = None,
-    delete_file_threshold: int | None = None,
-    min_file_size_bytes: int | None = None,
-    max_file_size_bytes: int | None = None,
-    rewrite_all: bool = False,
-) -> list[FileGroup]:
-    """The file groups a compaction of the current snapshot would rewrite (reads manifests).
-
-    ``sort``: a partition that has a candidate is rewritten whole, so that it comes out sorted.
-    ``sort_order_id``: files not written in this sort order must be rewritten.
-    ``delete_file_threshold``: files that at least this many delete files apply to must be
-    rewritten. ``min_file_size_bytes`` / ``max_file_size_bytes`` (Iceberg's options): a file
-    smaller than the first is small, one larger than the second must be rewritten (defaults:
-    75% and 180% of the target); a target given with either must lie between them (Iceberg's
-    check). ``rewrite_all``: every file the filter selects is rewritten, whatever its size.
-    Each group names the delete files of its files (``FileGroup.deletes``). Bad thresholds
-    raise :class:`ValidationError` before any manifest is read.
-    """
-    min_size = (
-        int(target_file_size_bytes * MIN_FILE_SIZE_RATIO)
-        if min_file_size_bytes is None
-        else min_file_size_bytes
-    )
-    max_size = (
-        int(target_file_size_bytes * MAX_FILE_SIZE_RATIO)
-        if max_file_size_bytes is None
-        else max_file_size_bytes
-    )
-    if delete_file_threshold is not None and delete_file_threshold < 1:
-        raise ValidationError(
-            f"delete_file_threshold must be at least 1, not {delete_file_threshold}"
-        )
-    if min_size < 0:
-        raise ValidationError(f"min_file_size_bytes must be at least 0, not {min_size}")
-    explicit = min_file_size_bytes is not None or max_file_size_bytes is not None
-    if explicit and not min_size < target_file_size_bytes < max_size:
-        raise ValidationError(
-            f"the target file size ({target_file_size_bytes}) must be above the minimum file "
-            f"size ({min_size}) and below the maximum ({max_size})"
-        )
-    snapshot = metadata.current_snapshot
-    if snapshot is None:
-        return []
-    schema = metadata.schema()
-    scanned = Scan(
-        io, metadata, snapshot, schema, row_filter=row_filter, columns=rewrite_columns(metadata)
-    ).plan()
-    files = scanned.files
-
-    def must_rewrite(f: DataFile) -> bool:
-        return bool(
-            rewrite_all
-            or f.spec_id != metadata.default_spec_id
-            or f.file_size_in_bytes > max_size
-            or (sort_order_id is not None and f.sort_order_id != sort_order_id)
-            or (
-                delete_file_threshold is not None
-                and len(scanned.deletes.get(f.file_path, ())) >= delete_file_threshold
-            )
-        )
-
-    by_partition: dict[tuple[int, tuple[object, ...]], list[DataFile]] = {}
-    for f in files:
-        by_partition.setdefault((f.spec_id, f.partition), []).append(f)
-    specs = metadata.specs_by_id()
-    groups: list[FileGroup] = []
-    for (spec_id, partition), in_partition in by_partition.items():
-        candidates = [f for f in in_partition if must_rewrite(f) or f.file_size_in_bytes < min_size]
-        if sort and candidates:
-            candidates = in_partition
-        name = partition_path(specs[spec_id], schema, partition)
-        for packed in _pack(candidates, max_group_size_bytes):
-            if len(packed) >= min_input_files or any(must_rewrite(f) for f in packed):
-                deletes = {
-                    f.file_path: scanned.deletes[f.file_path]
-                    for f in packed
-                    if f.file_path in scanned.deletes
-                }
-                sequence_numbers = {
-                    f.file_path: scanned.sequence_numbers[f.file_path]
-                    for f in packed
-                    if f.file_path in scanned.sequence_numbers
-                }
-                groups.append(
-                    FileGroup(spec_id, partition, name, tuple(packed), deletes, sequence_numbers)
-                )
-    return groups
-
-
-def check_max_commits(max_commits: int) -> None:
+def check_max_commits(max_commits: int, max_failed_commits: int | None = None) -> None:
+    """Iceberg's checks of ``partial-progress.max-commits`` and ``max-failed-commits``."""
     if max_commits < 1:
         raise ValidationError(f"partial_progress_max_commits must be at least 1, not {max_commits}")
+    if max_failed_commits is not None and max_failed_commits < 0:
+        raise ValidationError(
+            f"partial_progress_max_failed_commits must be at least 0, not {max_failed_commits}"
+        )
+
+
+def check_failed_commits(
+    result: CompactionResult, failed: int, commits: int, max_failed_commits: int | None
+) -> CompactionResult:
+    """``result`` of a compaction that tried ``commits`` commits (partial progress), of which
+    ``failed`` failed, unless that is more than ``max_failed_commits`` allows: then
+    :class:`TooManyFailedCommits` carrying it (the commits that landed stay)."""
+    if max_failed_commits is not None and failed > max_failed_commits:
+        raise TooManyFailedCommits(
+            f"{failed} of the compaction's {commits} commits failed, more than the "
+            f"{max_failed_commits} allowed (partial-progress.max-failed-commits); the other "
+            f"{commits - failed} landed. First failure: {_first_failure(result)}. If this "
+            "persists, more commits (partial-progress.max-commits) make each one smaller",
+            result=result,
+        )
+    return result
+
+
+def _first_failure(result: CompactionResult) -> str:
+    if not result.groups_failed:
+        return "none recorded"
+    group, error = result.groups_failed[0]
+    return f"{group}: {type(error).__name__}: {error}"
 
 
 def commit_batches(groups: Sequence[T], max_commits: int) -> list[list[T]]:
@@ -355,20 +276,6 @@ def commit_batches(groups: Sequence[T], max_commits: int) -> list[list[T]]:
     (Iceberg's ``partial-progress.max-commits``: each run is one commit)."""
     size = -(-len(groups) // max_commits) if groups else 1
     return [list(groups[i : i + size]) for i in range(0, len(groups), size)]
-
-
-def _pack(files: list[DataFile], max_bytes: int) -> Iterator[list[DataFile]]:
-    """First-fit packing with lookback 1 (Iceberg's ``ListPacker`` default), in input order."""
-    current: list[DataFile] = []
-    size = 0
-    for f in files:
-        if current and size + f.file_size_in_bytes > max_bytes:
-            yield current
-            current, size = [], 0
-        current.append(f)
-        size += f.file_size_in_bytes
-    if current:
-        yield current
 
 
 class _Job:
@@ -399,6 +306,7 @@ class _Job:
         self.committed = 0
         self.failed: list[tuple[str, LakecatError]] = []
         self.failed_files = 0
+        self.commits_failed = 0
         self.removed: list[DataFile] = []
         self.added: list[DataFile] = []
         self.snapshot_ids: list[int] = []
@@ -431,12 +339,14 @@ class _Job:
             delete_quietly(self.table.io, [f.file_path for f in written])
             raise
         if not kept:
+            self.commits_failed += 1
             return
         try:
             self._commit(kept, written, starting_snapshot_id, RowMoves.joined(moves))
         except (CommitConflict, RetriesExhausted, FileNotFoundStorageError) as exc:
             # the commit deleted the new files: these groups lost, the table is unchanged
             self._lost(kept, exc)
+            self.commits_failed += 1
 
     def _lost(self, groups: Sequence[FileGroup], exc: LakecatError) -> None:
         for group in groups:

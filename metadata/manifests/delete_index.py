@@ -127,6 +127,17 @@ class DeleteIndex:
                     "delete file"
                 )
 
+    def files(self) -> list[DataFile]:
+        """Every live delete file of the index."""
+        refs = (
+            *(r for group in self._by_path.values() for r in group),
+            *(r for group in self._dvs.values() for r in group),
+            *(r for group in self._positional.values() for r in group),
+            *(r for group in self._equality.values() for r in group),
+            *self._global,
+        )
+        return [r.file for r in refs]
+
     def for_data_file(self, data_file: DataFile, sequence_number: int) -> tuple[DataFile, ...]:
         """The delete files that apply to ``data_file`` (of data sequence number
         ``sequence_number``)."""
@@ -251,6 +262,41 @@ def dangling_deletes(
             else:
                 staying.update(d.key for d in applying)
     return tuple(d for key, d in candidates.items() if key not in staying)
+
+
+def unused_deletes(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    cache: ManifestCache | None = None,
+) -> tuple[DataFile, ...]:
+    """The live delete files of ``snapshot`` that apply to no live data file of it (by the
+    rules of :class:`DeleteIndex`): nothing reads them any more. Other engines leave them
+    behind (Iceberg Java's compaction keeps the position delete files of the files it
+    rewrites); Iceberg's ``remove-dangling-deletes`` removes them.
+
+    Valid on any later base too, for the reason :func:`dangling_deletes` gives."""
+    if snapshot is None:
+        return ()
+    cache = cache or NoCache()
+    listing = cache.manifest_list(io, snapshot.manifest_list)
+    deleting = delete_manifests(listing.manifests)
+    if not deleting:
+        return ()
+    specs = metadata.specs_by_id()
+    schema = metadata.schema()
+    index = delete_index(io, deleting, specs=specs, schema=schema, cache=cache)
+    used: set[tuple[str, int | None]] = set()
+    for manifest in listing.manifests:
+        if manifest.content is not ManifestContent.DATA or manifest.live_files_count == 0:
+            continue
+        for e in cache.read(io, manifest, specs=specs, schema=schema):
+            if e.status is not Status.DELETED:
+                used.update(d.key for d in index.for_data_file(e.data_file, e.sequence_number or 0))
+    unused: dict[tuple[str, int | None], DataFile] = {
+        f.key: f for f in index.files() if f.key not in used
+    }
+    return tuple(unused.values())
 
 
 def live_deletes_naming(

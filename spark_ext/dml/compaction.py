@@ -52,13 +52,17 @@ from pyspark.sql import functions as F
 
 from lakecat.catalog import Catalog
 from lakecat.catalog.engine import (
+    DEFAULT_DELETE_RATIO_THRESHOLD,
     DEFAULT_MAX_GROUP_SIZE_BYTES,
+    DEFAULT_MIN_INPUT_FILES,
     DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
     CompactionResult,
     FileGroup,
+    FileSelection,
     PositionBlock,
     RowFilter,
     SortBy,
+    check_failed_commits,
     check_max_commits,
     commit_batches,
     commit_compaction,
@@ -101,7 +105,7 @@ def compact(
     *,
     row_filter: RowFilter = None,
     target_file_size_bytes: int | None = None,
-    min_input_files: int = 2,
+    min_input_files: int = DEFAULT_MIN_INPUT_FILES,
     max_group_size_bytes: int = DEFAULT_MAX_GROUP_SIZE_BYTES,
     partial_progress: bool = True,
     sort_by: SortBy = None,
@@ -111,6 +115,10 @@ def compact(
     max_file_size_bytes: int | None = None,
     rewrite_all: bool = False,
     partial_progress_max_commits: int = DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,
+    max_group_input_files: int | None = None,
+    delete_ratio_threshold: float = DEFAULT_DELETE_RATIO_THRESHOLD,
+    max_files_to_rewrite: int | None = None,
+    partial_progress_max_failed_commits: int | None = None,
     catalog: Catalog | None = None,
     format_name: str = DEFAULT_FORMAT,
 ) -> CompactionResult:
@@ -119,11 +127,18 @@ def compact(
     takes sort fields here. ``zorder``: column names to sort each rewritten partition by the
     Z-order value of (Iceberg's ``zorder(...)`` sort, :func:`zorder_column`), in place of
     ``sort_by``."""
-    if min_input_files < 1:
-        raise ValidationError(f"min_input_files must be at least 1, not {min_input_files}")
-    if max_group_size_bytes <= 0:
-        raise ValidationError(f"max_group_size_bytes must be positive, not {max_group_size_bytes}")
-    check_max_commits(partial_progress_max_commits)
+    selection = FileSelection(
+        min_input_files=min_input_files,
+        max_group_size_bytes=max_group_size_bytes,
+        max_group_input_files=max_group_input_files,
+        min_file_size_bytes=min_file_size_bytes,
+        max_file_size_bytes=max_file_size_bytes,
+        rewrite_all=rewrite_all,
+        delete_file_threshold=delete_file_threshold,
+        delete_ratio_threshold=delete_ratio_threshold,
+        max_files_to_rewrite=max_files_to_rewrite,
+    )
+    check_max_commits(partial_progress_max_commits, partial_progress_max_failed_commits)
     with open_target(spark, table, catalog, format_name) as target:
         start = target.head
         target_size = target_file_size_bytes or P.get_int(
@@ -131,8 +146,6 @@ def compact(
             P.WRITE_TARGET_FILE_SIZE_BYTES,
             P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
         )
-        if target_size <= 0:
-            raise ValidationError(f"target_file_size_bytes must be positive, not {target_size}")
         if zorder is not None and sort_by is not None:
             raise ValidationError("compact sorts by sort_by or by zorder, not both")
         # before anything is read: what the session cannot sort by is refused here
@@ -145,16 +158,11 @@ def compact(
         groups = plan_file_groups(
             target.io,
             target.metadata,
-            row_filter=row_filter,
+            selection,
             target_file_size_bytes=target_size,
-            min_input_files=min_input_files,
-            max_group_size_bytes=max_group_size_bytes,
+            row_filter=row_filter,
             sort=order is not None,
             sort_order_id=sort_order_id,
-            delete_file_threshold=delete_file_threshold,
-            min_file_size_bytes=min_file_size_bytes,
-            max_file_size_bytes=max_file_size_bytes,
-            rewrite_all=rewrite_all,
         )
         if start is None or not groups:
             return _result(len(groups), [], [])
@@ -191,8 +199,13 @@ def compact(
             if partial_progress
             else [list(range(len(groups)))]
         )
-        return _commit(
+        result, failed_commits = _commit(
             target, groups, new_files, blocks, start.snapshot_id, batches, partial_progress
+        )
+        if not partial_progress:
+            return result
+        return check_failed_commits(
+            result, failed_commits, len(batches), partial_progress_max_failed_commits
         )
 
 
@@ -277,9 +290,10 @@ def _commit(
     starting_snapshot_id: int,
     indices: Sequence[Sequence[int]],
     partial_progress: bool,
-) -> CompactionResult:
+) -> tuple[CompactionResult, int]:
     """Commit the groups' new files, one commit per batch of group ``indices``; with partial
-    progress a conflict loses that batch's groups, else it raises."""
+    progress a conflict loses that batch's groups, else it raises. Also how many commits
+    failed."""
     runs = list(zip(groups, blocks, new_files, strict=True))
     batches = [[runs[i] for i in batch] for batch in indices]
     committed: list[tuple[list[FileGroup], list[DataFile], int | None]] = []
@@ -310,7 +324,7 @@ def _commit(
             delete_quietly(target.io, untried)
             raise
         committed.append((batch_groups, added, result.snapshot_id))
-    return _result(len(groups), committed, failed)
+    return _result(len(groups), committed, failed), len(batches) - len(committed)
 
 
 def _result(

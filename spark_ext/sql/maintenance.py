@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from lakecat.catalog import Table, engine
-from lakecat.catalog.engine import DEFAULT_MAX_GROUP_SIZE_BYTES
+from lakecat.catalog.engine import DEFAULT_MAX_GROUP_SIZE_BYTES, ICEBERG_MIN_INPUT_FILES
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.manifests import Content, ManifestContent, read_manifest, read_manifest_list
 from lakecat.spark_ext.dml.compaction import compact
@@ -39,6 +39,14 @@ _MIN_FILE_SIZE = "min-file-size-bytes"
 _MAX_FILE_SIZE = "max-file-size-bytes"
 _REWRITE_ALL = "rewrite-all"
 _DELETE_FILE_THRESHOLD = "delete-file-threshold"
+_DELETE_RATIO_THRESHOLD = "delete-ratio-threshold"
+_MAX_GROUP_FILES = "max-file-group-input-files"
+_MAX_FILES = "max-files-to-rewrite"
+_MAX_FAILED_COMMITS = "partial-progress.max-failed-commits"
+_REMOVE_DANGLING = "remove-dangling-deletes"
+# lakecat's compaction gives its files the commit's sequence number: Iceberg's option is
+# accepted when false
+_STARTING_SEQUENCE_NUMBER = "use-starting-sequence-number"
 # Iceberg's options that only tune how its Spark action runs: accepted, no effect (lakecat
 # rewrites every group in one Spark job, each group in one task)
 _MAX_CONCURRENT = "max-concurrent-file-group-rewrites"
@@ -55,6 +63,12 @@ _REWRITE_OPTIONS = (
     _MAX_FILE_SIZE,
     _REWRITE_ALL,
     _DELETE_FILE_THRESHOLD,
+    _DELETE_RATIO_THRESHOLD,
+    _MAX_GROUP_FILES,
+    _MAX_FILES,
+    _MAX_FAILED_COMMITS,
+    _REMOVE_DANGLING,
+    _STARTING_SEQUENCE_NUMBER,
     _MAX_CONCURRENT,
     _JOB_ORDER,
     *_SORT_TUNING,
@@ -73,7 +87,9 @@ def rewrite_data_files(
 ) -> list[Row]:
     """Compaction on Spark (:func:`lakecat.spark_ext.compact`): bin-pack, or with
     ``strategy => 'sort'`` (or a ``sort_order``) sorted by ``sort_order`` or the table's
-    sort order."""
+    sort order; with ``remove-dangling-deletes``, when there were groups to rewrite, the delete
+    files that apply to no data file are removed after them
+    (:func:`lakecat.catalog.engine.remove_dangling_deletes`), as Iceberg's does."""
     if branch is not None and branch != "main":
         raise UnsupportedByCatalog("rewrite_data_files compacts the main branch only")
     opts = dict(options or {})
@@ -89,11 +105,12 @@ def rewrite_data_files(
     sort_by, zorder = _compaction_sort(target, strategy, sort_order)
     target_size = int_option(opts, _TARGET_SIZE)
     min_input_files = int_option(opts, _MIN_INPUT_FILES)
-    min_input_files = 2 if min_input_files is None else min_input_files
+    min_input_files = ICEBERG_MIN_INPUT_FILES if min_input_files is None else min_input_files
     max_group_size = int_option(opts, _MAX_GROUP_SIZE)
     max_group_size = DEFAULT_MAX_GROUP_SIZE_BYTES if max_group_size is None else max_group_size
     partial = bool_option(opts, _PARTIAL_PROGRESS, default=True)
     rewrite_all = bool_option(opts, _REWRITE_ALL, default=False)
+    remove_dangling = bool_option(opts, _REMOVE_DANGLING, default=False)
     concurrency = int_option(opts, _MAX_CONCURRENT)
     if concurrency is not None and concurrency < 1:
         raise ValidationError(f"option {_MAX_CONCURRENT} must be at least 1, not {concurrency}")
@@ -102,6 +119,13 @@ def rewrite_data_files(
         raise ValidationError(
             f"option {_JOB_ORDER} is one of {', '.join(_JOB_ORDERS)}, not {order!r}"
         )
+    if bool_option(opts, _STARTING_SEQUENCE_NUMBER, default=False):
+        raise UnsupportedByCatalog(
+            f"rewrite_data_files: lakecat's compaction gives its new files the sequence number "
+            f"of its own commit; {_STARTING_SEQUENCE_NUMBER} = true is not supported: leave it "
+            "out or set it to false (a concurrent equality delete fails the compaction instead)"
+        )
+    ratio = float_option(opts, _DELETE_RATIO_THRESHOLD)
     for key in _SORT_TUNING:
         if key in opts and sort_by is None and zorder is None:
             raise ValidationError(f"option {key} applies to a sort only")
@@ -124,6 +148,10 @@ def rewrite_data_files(
             if (max_commits := int_option(opts, _MAX_COMMITS)) is None
             else max_commits
         ),
+        partial_progress_max_failed_commits=int_option(opts, _MAX_FAILED_COMMITS),
+        max_group_input_files=int_option(opts, _MAX_GROUP_FILES),
+        max_files_to_rewrite=int_option(opts, _MAX_FILES),
+        delete_ratio_threshold=(engine.DEFAULT_DELETE_RATIO_THRESHOLD if ratio is None else ratio),
         catalog=ctx.catalog,
         format_name=ctx.data_format,
     )
@@ -132,6 +160,9 @@ def rewrite_data_files(
         committed.snapshot_by_id(s).summary_count("removed-delete-files") or 0
         for s in result.snapshot_ids
     )
+    if remove_dangling and result.groups_total:
+        # after a compaction that had groups to rewrite, in a commit of its own, as Iceberg's
+        removed_deletes += len(engine.remove_dangling_deletes(target).removed)
     return [
         (
             result.files_removed,
@@ -198,6 +229,17 @@ def int_option(options: Mapping[str, str], key: str) -> int | None:
         return int(raw)
     except ValueError:
         raise ValidationError(f"option {key} must be an integer, not {raw!r}") from None
+
+
+def float_option(options: Mapping[str, str], key: str) -> float | None:
+    """A number procedure option (an ``options`` map entry), ``None`` when absent."""
+    raw = options.get(key)
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValidationError(f"option {key} must be a number, not {raw!r}") from None
 
 
 def bool_option(options: Mapping[str, str], key: str, *, default: bool) -> bool:

@@ -34,9 +34,10 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from java_session import JavaTables, java_session
+from java_session import JavaTables, java_session, lakecat_on
 from table_copies import copy_files, planned_copies
 
+from lakecat.catalog.maintenance import remove_dangling_deletes
 from lakecat.metadata.io import local_path
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
@@ -562,6 +563,62 @@ def test_procedures_return_icebergs_columns_and_leave_the_same_rows(
     assert_same(*both(lakecat, java, procedures_answer))
 
 
+def values(ids: range, cat: str) -> str:
+    """One INSERT's rows of ``cat``: ``VALUES`` is one Spark task, so one file."""
+    return ", ".join(f"({i}, '{cat}', {i}.5)" for i in ids)
+
+
+def live_files(e: Engine, t: str) -> list[list[Any]]:
+    return e.query(f"SELECT content, count(*) FROM {t}.files GROUP BY ALL ORDER BY ALL")
+
+
+def compaction_selection_answer(e: Engine, version: int) -> dict[str, Any]:
+    """Which files ``rewrite_data_files`` chooses by Iceberg's planner options: partition
+    ``a`` has six small files, ``b`` three, ``c`` one file whose deletes remove 40% of its
+    rows and ``d`` one with 20% deleted (merge-on-read: file-scoped position deletes on v2,
+    deletion vectors on v3). Compared: the result rows but for the bytes, the rows, and how
+    many live data and delete files are left."""
+    t = create(e, f"selection_v{version}", mode="merge-on-read", version=version, rows=0)
+    # one file per partition and INSERT in both (lakecat's unset mode is none, Iceberg's hash)
+    e.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.distribution-mode' = 'hash')")
+    for n in range(6):
+        e.sql(f"INSERT INTO {t} VALUES {values(range(10 * n, 10 * n + 10), 'a')}")
+    for n in range(3):
+        e.sql(f"INSERT INTO {t} VALUES {values(range(100 + 10 * n, 110 + 10 * n), 'b')}")
+    e.sql(f"INSERT INTO {t} VALUES {values(range(200, 210), 'c')}, {values(range(300, 310), 'd')}")
+    e.sql(f"DELETE FROM {t} WHERE id IN (200, 201, 202, 203)")
+    e.sql(f"DELETE FROM {t} WHERE id IN (300, 301)")
+    e.sql(f"INSERT INTO {t} VALUES (400, 'e', 1.0)")  # a newer sequence number than the deletes
+    name = t.split(".")[-1]
+    compact = f"CALL {e.catalog}.system.rewrite_data_files(table => 'db.{name}', options => map("
+    answer: dict[str, Any] = {}
+    # Iceberg's defaults: a's six files (min-input-files 5) and c's file (deletes over 30%);
+    # b's three are too few; the delete files of c go (v2: Iceberg Java's compaction leaves
+    # them, remove-dangling-deletes takes them; lakecat's compaction takes them itself)
+    [default] = e.query(f"{compact}'remove-dangling-deletes', 'true'))")
+    answer["defaults"] = default[:2] + default[3:]
+    answer["rows after the defaults"] = rows(e, t)
+    answer["files after the defaults"] = live_files(e, t)
+    [ratio] = e.query(
+        f"{compact}'delete-ratio-threshold', '0.2', 'remove-dangling-deletes', 'true'))"
+    )
+    answer["a lower delete ratio"] = ratio[:2] + ratio[3:]
+    # b's three files are a group (min-input-files 2), cut to one file by max-files-to-rewrite
+    # (max-file-group-input-files is newer than Iceberg 1.10)
+    [capped] = e.query(f"{compact}'min-input-files', '2', 'max-files-to-rewrite', '1'))")
+    answer["a capped plan"] = capped[:2] + capped[3:]
+    answer["rows at the end"] = rows(e, t)
+    answer["files at the end"] = live_files(e, t)
+    return answer
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_compaction_chooses_the_files_iceberg_java_chooses(
+    lakecat: Lakecat, java: JavaTables, version: int
+) -> None:
+    assert_same(*both(lakecat, java, compaction_selection_answer, version))
+
+
 def ddl_answer(e: Engine) -> dict[str, Any]:
     """Tags, branches, partition evolution, write order, time travel, atomic replace."""
     t = create(e, "ddl", rows=20)
@@ -684,7 +741,6 @@ RELAY = [
 @pytest.fixture(scope="module")
 def relay(spark: Any, java: JavaTables) -> Iterator[Lakecat]:
     """lakecat's catalog on Iceberg Java's JDBC catalog, attached as ``relay``."""
-    from java_session import lakecat_on
 
     from lakecat.spark_ext import attach_catalog
 
@@ -721,6 +777,49 @@ def test_one_table_changed_by_both_engines_in_turn_reads_as_if_java_did_it_all(
             assert rows(relay, table(relay, name), columns) == rows(
                 java, table(java, name), columns
             ), where
+
+
+def test_delete_files_iceberg_java_s_compaction_left_behind_are_removed_as_java_removes_them(
+    relay: Lakecat, java: JavaTables
+) -> None:
+    """Iceberg Java's compaction keeps the partition-scoped position delete files of the
+    partition it rewrites (format v2, ``write.delete.granularity = partition``): they apply
+    to nothing. ``remove-dangling-deletes`` on lakecat's catalog removes what it removes on
+    Iceberg Java's own (a control table), and changes no row."""
+    tables = {"shared": "dangling", "control": "dangling_control"}
+    for name in tables.values():
+        t = create(java, name, mode="merge-on-read", rows=30)
+        java.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.granularity' = 'partition')")
+        java.sql(f"INSERT INTO {t} SELECT id, 'b', 2.0 FROM range(30, 40)")
+        java.sql(f"DELETE FROM {t} WHERE id % 4 = 0")
+        java.sql(f"INSERT INTO {t} VALUES (90, 'a', 9.0)")  # newer than the deletes
+        # partition a only: the older files elsewhere keep Java's commit from dropping the
+        # deletes older than every data file (it does so table-wide)
+        java.sql(
+            f"CALL peers.system.rewrite_data_files(table => 'db.{name}', where => 'cat = \"a\"', "
+            "options => map('rewrite-all', 'true'))"
+        )
+    shared, control = (table(java, n) for n in tables.values())
+    # one partition-scoped delete file per partition; a's applies to nothing now
+    assert java.query(f"SELECT count(*) FROM {shared}.delete_files") == [[3]]
+    before = rows(java, shared)
+    for catalog in lakecat_on(java):  # the Python job finds the one that dangles
+        found = remove_dangling_deletes(catalog.load_table("db.dangling"), dry_run=True)
+        assert [f.partition for f in found.removed] == [("a",)] and found.snapshot_id is None
+    # b's two files are compacted (Iceberg removes dangling deletes after a compaction that
+    # had files to rewrite): lakecat's compaction takes b's deletes, Java's removal does
+    call = "CALL {c}.system.rewrite_data_files(table => 'db.{n}', "
+    call += "options => map('remove-dangling-deletes', 'true', 'min-input-files', '2'))"
+
+    ours = relay.query(call.format(c=relay.catalog, n=tables["shared"]))
+    theirs = java.query(call.format(c="peers", n=tables["control"]))
+
+    assert [r[:2] + r[3:] for r in ours] == [r[:2] + r[3:] for r in theirs]
+    assert ours[0][4] == 2  # a's, left by Java's compaction, and b's
+    for e, t in ((relay, table(relay, tables["shared"])), (java, shared), (java, control)):
+        assert e.query(f"SELECT count(*) FROM {t}.delete_files") == [[1]]  # the null's
+        assert rows(e, t) == before
+    assert operations(java, shared)[-1] == operations(java, control)[-1] == ["replace"]
 
 
 def wap_answer(e: Engine, mode: str) -> dict[str, Any]:
@@ -1230,7 +1329,6 @@ def test_a_format_v1_table_is_refused_until_upgraded_then_read_with_its_v1_histo
     java: JavaTables,
 ) -> None:
     # lakecat reads and writes format v2 and v3; a v1 table is one another engine wrote
-    from java_session import lakecat_on
 
     from lakecat.metadata.errors import UnsupportedFeature
 

@@ -351,10 +351,13 @@ def test_rewrite_data_files_compacts_on_spark_and_counts_like_iceberg(lake, thre
     columns, result = call(
         lake,
         "CALL lake.system.rewrite_data_files(table => 'db.t', "
-        "options => map('min-input-files', '1'))",
+        "options => map('min-input-files', '2'))",
     )
 
     after = data_files(three_appends)
+    us_bytes = sum(  # the file left
+        f.file_size_in_bytes for f in three_appends.scan().plan_files() if f.file_path in before
+    )
     assert columns == [
         "rewritten_data_files_count",
         "added_data_files_count",
@@ -362,8 +365,9 @@ def test_rewrite_data_files_compacts_on_spark_and_counts_like_iceberg(lake, thre
         "failed_data_files_count",
         "removed_delete_files_count",
     ]
-    assert result == [(3, 2, bytes_before, 0, 0)]  # eu: 2 files -> 1, us: 1 -> 1
-    assert len(after) == 2 and not after & before
+    # eu: 2 files -> 1; us's lone small file is left (rewritten alone it comes out the same)
+    assert result == [(2, 1, bytes_before - us_bytes, 0, 0)]
+    assert len(after) == 2 and len(after & before) == 1
     assert three_appends.current_snapshot().operation == "replace"
     assert lake.rows("db.t", "id", "region") == [(1, "eu"), (2, "eu"), (3, "us")]
 
@@ -371,9 +375,10 @@ def test_rewrite_data_files_compacts_on_spark_and_counts_like_iceberg(lake, thre
 def test_rewrite_data_files_takes_iceberg_s_file_selection_and_tuning_options(
     lake, three_appends
 ) -> None:
-    # by default the us partition's one file is left alone (min-input-files: 2)
+    # by default nothing: Iceberg's min-input-files is 5, and two small files hold less than
+    # the target
     [default] = lake.sql("CALL lake.system.rewrite_data_files('db.t')")
-    assert default[0] == 2
+    assert default[0] == 0
     three_appends.append(rows((4, "us")))
 
     [row] = lake.sql(
@@ -382,7 +387,7 @@ def test_rewrite_data_files_takes_iceberg_s_file_selection_and_tuning_options(
         "'rewrite-job-order', 'bytes-desc', 'min-input-files', '5'))"
     )
 
-    assert row[0] == 3  # every file: eu's compacted one and us's two
+    assert row[0] == 4  # every file: eu's two and us's two
     assert len(data_files(three_appends)) == 2
     assert lake.rows("db.t", "id") == [(1,), (2,), (3,), (4,)]
 
@@ -391,16 +396,46 @@ def test_rewrite_data_files_takes_iceberg_s_file_selection_and_tuning_options(
 def test_rewrite_data_files_commits_in_at_most_max_commits_snapshots(
     lake, three_appends, max_commits: str | None, snapshots: int
 ) -> None:
+    three_appends.append(rows((4, "us")))
     before = len(three_appends.snapshots())
     extra = "" if max_commits is None else f", 'partial-progress.max-commits', '{max_commits}'"
 
     [row] = lake.sql(
-        "CALL lake.system.rewrite_data_files('db.t', options => map('min-input-files', '1'"
+        "CALL lake.system.rewrite_data_files('db.t', options => map('min-input-files', '2'"
         f"{extra}))"
     )
 
-    assert row[0] == 3  # both partitions' groups
+    assert row[0] == 4  # both partitions' groups
     assert len(three_appends.refresh().snapshots()) == before + snapshots
+
+
+def test_rewrite_data_files_takes_iceberg_s_newer_planner_and_commit_options(
+    lake, three_appends
+) -> None:
+    three_appends.append(rows((4, "us")))  # two small files in each partition
+
+    [capped] = lake.sql(
+        "CALL lake.system.rewrite_data_files('db.t', options => map('min-input-files', '2', "
+        "'max-files-to-rewrite', '2', 'max-file-group-input-files', '2', "
+        "'partial-progress.max-failed-commits', '0', 'use-starting-sequence-number', 'false', "
+        "'remove-dangling-deletes', 'true'))"
+    )
+
+    assert capped[0] == 2 and capped[1] == 1  # one partition's group: the cap reached
+    assert capped[4] == 0  # nothing dangling in a table lakecat wrote
+    assert len(data_files(three_appends)) == 3
+    # a file whose deletes remove a third of its rows is rewritten (Iceberg's default 0.3)
+    table = merge_on_read_table(lake)
+    table.append(rows(*((i, "eu") for i in range(1, 10))))
+    table.delete("id IN (1, 2, 3)")
+    [kept] = lake.sql(
+        "CALL lake.system.rewrite_data_files('db.m', options => map("
+        "'delete-ratio-threshold', '0.5'))"
+    )
+    [ratio] = lake.sql("CALL lake.system.rewrite_data_files('db.m')")
+    assert kept[0] == 0 and (ratio[0], ratio[1], ratio[4]) == (1, 1, 1)
+    assert own_deletes(table) == []
+    assert lake.rows("db.m", "id") == [(i,) for i in range(4, 10)]
 
 
 def test_rewrite_data_files_where_compacts_only_the_matching_partition(lake, three_appends) -> None:
@@ -408,7 +443,9 @@ def test_rewrite_data_files_where_compacts_only_the_matching_partition(lake, thr
     us_before = {f for f in data_files(three_appends) if "region=us" in f}
 
     _, result = call(
-        lake, "CALL lake.system.rewrite_data_files('db.t', where => \"region = 'eu'\")"
+        lake,
+        "CALL lake.system.rewrite_data_files('db.t', where => \"region = 'eu'\", "
+        "options => map('min-input-files', '2'))",
     )
 
     after = data_files(three_appends)
@@ -481,8 +518,8 @@ def test_compute_partition_stats_writes_and_registers_the_snapshot_s_stats(
 
 def test_rewrite_data_files_delete_file_threshold_rewrites_a_file_with_deletes(lake) -> None:
     table = merge_on_read_table(lake)
-    table.append(rows((1, "eu"), (2, "eu"), (3, "eu")))
-    table.delete("id = 2")
+    table.append(rows(*((i, "eu") for i in range(1, 11))))
+    table.delete("id = 2")  # 10% of the rows: under the delete-ratio-threshold
     options = "options => map('min-input-files', '5', 'delete-file-threshold', '{}')"
 
     [untouched] = lake.sql(f"CALL lake.system.rewrite_data_files('db.m', {options.format(2)})")
@@ -491,7 +528,7 @@ def test_rewrite_data_files_delete_file_threshold_rewrites_a_file_with_deletes(l
     assert untouched[0] == 0  # one delete file: under the threshold of 2
     assert (row[0], row[1], row[4]) == (1, 1, 1)  # the file rewritten, its delete file removed
     assert own_deletes(table) == []
-    assert lake.rows("db.m", "id") == [(1,), (3,)]
+    assert lake.rows("db.m", "id") == [(1,), *((i,) for i in range(3, 11))]
 
 
 def test_rewrite_position_delete_files_merges_a_data_files_deletes(lake) -> None:
@@ -825,6 +862,7 @@ def test_show_and_describe_procedures_list_the_system_procedures(lake) -> None:
 # ---- bad calls ------------------------------------------------------------------------------
 TAG = "CALL lake.system.create_tag"
 COMPACT = "CALL lake.system.rewrite_data_files"
+COMPACT_OPTIONS = f"{COMPACT}('db.t', options => map"
 MANIFESTS = "CALL lake.system.rewrite_manifests"
 DELETES = "CALL lake.system.rewrite_position_delete_files"
 EXPIRE = "CALL lake.system.expire_snapshots"
@@ -846,6 +884,13 @@ BAD_CALLS = [
     (f"{COMPACT}('db.t', options => map('rewrite-all', 'maybe'))", "ValidationError", "true or"),
     (f"{COMPACT}('db.t', options => map('min-file-size-bytes', '-1'))", "Validation", "at least 0"),
     (f"{COMPACT}('db.t', options => map('compression-factor', '2'))", "Validation", "sort only"),
+    (f"{COMPACT_OPTIONS}('delete-ratio-threshold', '1.5'))", "Validation", "at most 1"),
+    (f"{COMPACT_OPTIONS}('delete-ratio-threshold', 'x'))", "Validation", "a number"),
+    (f"{COMPACT_OPTIONS}('max-files-to-rewrite', '0'))", "Validation", "at least 1"),
+    (f"{COMPACT_OPTIONS}('max-file-group-input-files', '0'))", "Validation", "at least 1"),
+    (f"{COMPACT_OPTIONS}('partial-progress.max-failed-commits', '-1'))", "Valid", "least 0"),
+    (f"{COMPACT_OPTIONS}('remove-dangling-deletes', 'x'))", "Validation", "true or false"),
+    (f"{COMPACT_OPTIONS}('use-starting-sequence-number', 'true'))", "Unsupported", "false"),
     (f"{MANIFESTS}('db.t', spec_id => 7)", "ValidationError", "no partition spec 7"),
     (f"{MANIFESTS}('db.t', use_caching => 'yes')", "ValidationError", "use_caching takes a"),
     (f"{DELETES}('db.t', where => 'id = 1')", "UnsupportedByCatalog", "where"),

@@ -108,7 +108,7 @@ def test_a_sort_order_with_a_transform_is_computed_by_the_catalog_s_function(
 
     lake.sql(
         "CALL lake.system.rewrite_data_files(table => 'db.t', "
-        "sort_order => 'bucket(4, id), id DESC')"
+        "sort_order => 'bucket(4, id), id DESC', options => map('min-input-files', '2'))"
     )
 
     bucket = BucketTransform(4)
@@ -177,7 +177,8 @@ def test_a_zorder_sorts_each_partition_s_rows_by_their_z_values(lake_t: Any) -> 
 
     [row] = lake.sql(
         "CALL lake.system.rewrite_data_files(table => 'db.t', "
-        "sort_order => 'zorder(region, id, amount)')"  # region: an identity partition
+        "sort_order => 'zorder(region, id, amount)', "  # region: an identity partition
+        "options => map('min-input-files', '2'))"
     )
 
     assert row.rewritten_data_files_count == 8

@@ -11,6 +11,7 @@ import hashlib
 import multiprocessing as mp
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,6 +21,7 @@ from lakecat.catalog import Catalog, Table
 from lakecat.catalog.engine import commit_batches, compaction_sort
 from lakecat.catalog.maintenance import (
     CompactionResult,
+    FileSelection,
     plan_file_groups,
     remove_orphan_files,
     rewrite_data_files,
@@ -28,6 +30,7 @@ from lakecat.metadata.errors import (
     ConcurrentDeleteDelete,
     ConcurrentDeleteRead,
     LakecatError,
+    TooManyFailedCommits,
     UnknownColumn,
     ValidationError,
 )
@@ -223,8 +226,13 @@ def test_progress_reports_every_group(table: Table) -> None:
     assert calls == [(0, 2), (1, 2), (2, 2)]
 
 
-def planned_files(table: Table, **options: object) -> int:
-    groups = plan_file_groups(table.io, table.metadata, **options)  # type: ignore[arg-type]
+def planned_files(table: Table, *, target_file_size_bytes: int, **options: Any) -> int:
+    groups = plan_file_groups(
+        table.io,
+        table.metadata,
+        FileSelection(**options),
+        target_file_size_bytes=target_file_size_bytes,
+    )
     return sum(len(g.files) for g in groups)
 
 
@@ -255,6 +263,116 @@ def test_file_size_thresholds_and_rewrite_all_choose_the_files(table: Table) -> 
     )
 
 
+def partition_sizes(table: Table) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for f in table.scan().plan_files():
+        region = str(f.partition[0])
+        sizes[region] = sizes.get(region, 0) + f.file_size_in_bytes
+    return sizes
+
+
+def planned_regions(table: Table, *, target_file_size_bytes: int, **options: Any) -> list[str]:
+    groups = plan_file_groups(
+        table.io,
+        table.metadata,
+        FileSelection(**options),
+        target_file_size_bytes=target_file_size_bytes,
+    )
+    return sorted(str(g.partition[0]) for g in groups)
+
+
+def test_a_group_of_small_files_holding_more_than_the_target_is_rewritten(table: Table) -> None:
+    # Iceberg's "enough content": four small files (under min_input_files) that hold more
+    # than the target are rewritten; the other partition's four, holding less, are not
+    sizes = partition_sizes(table)
+    assert sizes["us"] < sizes["eu"]
+    target = sizes["eu"] - 1  # every file is small against it (under 75%)
+    assert planned_regions(table, target_file_size_bytes=target, min_input_files=5) == ["eu"]
+    assert planned_regions(table, target_file_size_bytes=2 * target, min_input_files=5) == []
+
+
+def test_a_lone_small_file_is_left_whatever_min_input_files_says(catalog: Catalog) -> None:
+    t = catalog.create_table("db.lone", SCHEMA, partition_by=["region"])
+    t.append(pa.concat_tables([rows(range(10), "eu"), rows([100, 101], "us")]))
+    t.append(rows([102], "us"))
+    # a small file rewritten alone comes out the same; two small files do not
+    assert planned_regions(t, target_file_size_bytes=1 << 20, min_input_files=1) == ["us"]
+    assert rewrite_data_files(t, min_input_files=1).files_removed == 2
+
+
+def test_max_group_input_files_and_max_files_to_rewrite_bound_the_plan(table: Table) -> None:
+    big = 1 << 30
+    groups = plan_file_groups(
+        table.io, table.metadata, FileSelection(max_group_input_files=3), target_file_size_bytes=big
+    )
+    # four files per partition: a group of three, then one left alone (not worth rewriting)
+    assert sorted(len(g.files) for g in groups) == [3, 3]
+    capped = plan_file_groups(
+        table.io, table.metadata, FileSelection(max_files_to_rewrite=6), target_file_size_bytes=big
+    )
+    assert [len(g.files) for g in capped] == [4, 2]  # the last group cut to the cap
+    result = rewrite_data_files(table, max_files_to_rewrite=3)
+    assert result.files_removed == 3 and result.groups_committed == 1
+    assert len(live_files(table)) == 8 - 3 + 1
+
+
+@pytest.mark.parametrize("version", ["2", "3"])
+def test_files_whose_deletes_remove_a_third_of_their_rows_are_rewritten(
+    catalog: Catalog, version: str
+) -> None:
+    # Iceberg's delete-ratio-threshold (0.3 by default): a file whose position deletes or
+    # deletion vector remove that share of its rows is rewritten alone, its deletes with it
+    t = catalog.create_table(
+        "db.ratio",
+        SCHEMA,
+        partition_by=["region"],
+        properties={"write.delete.mode": "merge-on-read", "format-version": version},
+    )
+    t.append(pa.concat_tables([rows(range(10), "eu"), rows(range(100, 110), "us")]))
+    t.delete("id IN (0, 1, 2, 100, 101)")  # 30% of eu's file, 20% of us's
+    assert planned_regions(t, target_file_size_bytes=1 << 30) == ["eu"]
+    assert planned_regions(t, target_file_size_bytes=1 << 30, delete_ratio_threshold=0.2) == [
+        "eu",
+        "us",
+    ]
+    assert planned_regions(t, target_file_size_bytes=1 << 30, delete_ratio_threshold=0.5) == []
+    before = checksum(t.to_arrow())
+    result = rewrite_data_files(t)
+    assert result.files_removed == 1 and result.files_added == 1
+    t.refresh()
+    assert checksum(t.to_arrow()) == before
+    removed = t.snapshot(result.snapshot_ids[0]).summary_count("removed-delete-files")
+    assert removed == 1  # eu's deletes went with its file; us's stay
+    assert len(t.scan().plan().deletes) == 1
+
+
+def test_more_failed_commits_than_allowed_raise_after_the_others_landed(
+    catalog: Catalog, table: Table
+) -> None:
+    other = catalog.load_table("db.events")
+    with pytest.raises(TooManyFailedCommits, match="1 of the compaction's 2 commits failed") as e:
+        rewrite_data_files(
+            table,
+            partial_progress_max_failed_commits=0,
+            progress=in_callback(lambda: other.delete("id = 101")),  # fails us's commit
+        )
+    result = e.value.result
+    assert isinstance(result, CompactionResult)
+    assert result.groups_committed == 1 and len(result.groups_failed) == 1
+    table.refresh()  # eu's compaction stays
+    assert table.snapshot(result.snapshot_ids[0]).operation == REPLACE
+    assert table.current_snapshot().snapshot_id == result.snapshot_ids[0]
+    # one failure allowed: the same race reports it
+    again = catalog.load_table("db.events")
+    race = catalog.load_table("db.events")
+    allowed = rewrite_data_files(
+        again,
+        partial_progress_max_failed_commits=1,
+        progress=in_callback(lambda: race.delete("id = 102")),
+    )
+    assert allowed.groups_committed == 0 and len(allowed.groups_failed) == 1
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -262,6 +380,13 @@ def test_file_size_thresholds_and_rewrite_all_choose_the_files(table: Table) -> 
         ({"min_file_size_bytes": 1000}, "above the minimum"),
         ({"max_file_size_bytes": 1000}, "below the maximum"),
         ({"delete_file_threshold": 0}, "at least 1"),
+        ({"delete_ratio_threshold": 0}, "above 0 and at most 1"),
+        ({"delete_ratio_threshold": 1.5}, "above 0 and at most 1"),
+        ({"delete_ratio_threshold": float("nan")}, "above 0 and at most 1"),
+        ({"max_group_input_files": 0}, "at least 1"),
+        ({"max_files_to_rewrite": 0}, "at least 1"),
+        ({"partial_progress_max_failed_commits": -1}, "at least 0"),
+        ({"min_input_files": 0}, "at least 1"),
     ],
 )
 def test_bad_thresholds_are_refused_even_on_an_empty_table(

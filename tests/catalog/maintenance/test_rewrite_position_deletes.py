@@ -80,7 +80,8 @@ def test_a_compaction_of_the_data_file_in_between_is_a_conflict(
     real = position_deletes.write_position_deletes
 
     def compact_first(*args: object, **kwargs: object) -> object:
-        rewrite_data_files(catalog.load_table("db.t"), min_input_files=1)  # removes the file
+        # its delete files make the file one to rewrite: the compaction removes it
+        rewrite_data_files(catalog.load_table("db.t"), delete_file_threshold=1)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(position_deletes, "write_position_deletes", compact_first)
