@@ -401,9 +401,19 @@ class CatalogBridge:
     def rename_table(
         self, namespace: Sequence[str], name: str, to_namespace: Sequence[str], to_name: str
     ) -> None:
-        # ALTER TABLE lake.db.a RENAME TO b keeps the namespace.
-        destination = (*(to_namespace or namespace), to_name)
-        self.catalog.rename_table((*namespace, name), destination)
+        # ALTER TABLE lake.db.a RENAME TO b keeps the namespace. Spark hands the new name over
+        # as written, relative to this catalog: RENAME TO lake.db.b (the form Iceberg's docs
+        # show, which fails on Iceberg's SparkCatalog) names namespace lake.db. When that
+        # namespace does not exist and it starts with this catalog's name, the rest is meant.
+        target = list(to_namespace or namespace)
+        if (
+            len(target) > 1
+            and target[0] == self.name
+            and not self.catalog.namespace_exists(target)
+            and self.catalog.namespace_exists(target[1:])
+        ):
+            target = target[1:]
+        self.catalog.rename_table((*namespace, name), (*target, to_name))
 
     # ---- row-level ------------------------------------------------------------------------
     def can_delete(

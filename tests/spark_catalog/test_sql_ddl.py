@@ -245,3 +245,10 @@ def test_rename_table_moves_it_in_the_catalog(lake) -> None:
 
     assert not lake.catalog.table_exists("db.old")
     assert lake.rows("db.new", "id") == [(0,), (1,)]
+    # the new name with this catalog's name in front, as Iceberg's docs write it
+    lake.sql("ALTER TABLE lake.db.new RENAME TO lake.db.newer")
+    assert lake.rows("db.newer", "id") == [(0,), (1,)]
+    # a namespace that exists under that name is taken as it is
+    lake.catalog.create_namespace(("lake", "db"))
+    lake.sql("ALTER TABLE lake.db.newer RENAME TO lake.db.newest")
+    assert lake.catalog.table_exists(("lake", "db", "newest"))
