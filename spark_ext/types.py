@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql import types as st
@@ -163,8 +164,10 @@ def project(schema: Schema, requested: st.StructType) -> tuple[Schema, bool]:
     lineage columns (``_row_id``, ``_last_updated_sequence_number``) resolve to their reserved
     fields unless the table has a column of that name.
 
-    Names resolve exactly, then case-insensitively. A requested column whose type differs from
-    the table column's Spark type raises :class:`SchemaMismatch`.
+    Names resolve exactly, then case-insensitively. A struct may be asked for in part (Spark's
+    nested schema pruning: some of its fields, in Spark's order, also in list elements and map
+    values); the column then reads as that part. A requested column whose type is neither the
+    table column's Spark type nor such a part of it raises :class:`SchemaMismatch`.
     """
     by_lower = {f.name.lower(): f for f in schema.fields}
     chosen: list[NestedField] = []
@@ -184,14 +187,44 @@ def project(schema: Schema, requested: st.StructType) -> tuple[Schema, bool]:
                 f"column {field.name!r} is not in the table (columns: "
                 f"{', '.join(schema.column_names)})"
             )
-        expected = spark_type(found.field_type, found.name)
-        if expected != field.dataType:
+        pruned = _pruned(found.field_type, field.dataType, found.name)
+        if pruned is None:
+            expected = spark_type(found.field_type, found.name)
             raise SchemaMismatch(
                 f"column {field.name!r} reads as {expected.simpleString()}, not "
                 f"{field.dataType.simpleString()}"
             )
-        chosen.append(found)
+        chosen.append(replace(found, field_type=pruned))
     return Schema(tuple(chosen), schema.schema_id), wants_metadata
+
+
+def _pruned(t: IcebergType, requested: st.DataType, path: str) -> IcebergType | None:
+    """``t`` cut down to what ``requested`` asks for: Spark's nested schema pruning asks for
+    some fields of a struct (in a list's elements and a map's values too), in its own order.
+    ``None`` when ``requested`` is not ``t``'s Spark type or such a pruning of it."""
+    if isinstance(t, StructType) and isinstance(requested, st.StructType):
+        by_lower = {f.name.lower(): f for f in t.fields}
+        fields = []
+        for wanted in requested.fields:
+            sub = next((f for f in t.fields if f.name == wanted.name), None)
+            sub = sub or by_lower.get(wanted.name.lower())
+            if sub is None:
+                return None
+            sub_type = _pruned(sub.field_type, wanted.dataType, f"{path}.{sub.name}")
+            if sub_type is None:
+                return None
+            fields.append(replace(sub, field_type=sub_type))
+        return StructType(tuple(fields))
+    if isinstance(t, ListType) and isinstance(requested, st.ArrayType):
+        element = _pruned(t.element_type, requested.elementType, f"{path}.element")
+        return None if element is None else replace(t, element_type=element)
+    if isinstance(t, MapType) and isinstance(requested, st.MapType):
+        key = _pruned(t.key_type, requested.keyType, f"{path}.key")
+        value = _pruned(t.value_type, requested.valueType, f"{path}.value")
+        if key is None or value is None:
+            return None
+        return replace(t, key_type=key, value_type=value)
+    return t if spark_type(t, path) == requested else None
 
 
 # ---- Arrow: lakecat's form -> Spark's form (reads) -----------------------------------------

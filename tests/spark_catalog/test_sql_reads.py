@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -260,3 +261,37 @@ def test_an_unpartitioned_table_has_a_spec_id_and_no_partition_column(lake) -> N
     ]
     with pytest.raises(Exception, match="_partition"):
         lake.sql("SELECT _partition FROM lake.db.flat")
+
+
+def test_a_read_of_some_fields_of_a_struct_through_the_data_source_reads_them(lake) -> None:
+    # Spark prunes nested columns: asks the data source (deletes to apply) for some fields of a
+    # struct, of the structs in a list and in a map's values, in its own order; renamed and
+    # widened fields too
+    lake.sql(
+        "CREATE TABLE lake.db.nested (id bigint, s struct<a: int, b: string, c: struct<x: int, "
+        "y: int>>, l array<struct<p: int, q: string>>, m map<string, struct<u: int, v: int>>) "
+        "TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')"
+    )
+    lake.sql(
+        "INSERT INTO lake.db.nested VALUES "
+        "(1, named_struct('a', 1, 'b', 'x', 'c', named_struct('x', 1, 'y', 2)), "
+        "array(named_struct('p', 1, 'q', 'a')), map('k', named_struct('u', 1, 'v', 2))), "
+        "(2, named_struct('a', 2, 'b', 'y', 'c', named_struct('x', 3, 'y', 4)), "
+        "array(named_struct('p', 2, 'q', 'b'), named_struct('p', 3, 'q', 'c')), "
+        "map('k', named_struct('u', 5, 'v', 6)))"
+    )
+    lake.sql("DELETE FROM lake.db.nested WHERE id = 1")
+
+    def query(columns: str, where: str = "true") -> list[tuple[Any, ...]]:
+        rows = lake.sql(f"SELECT {columns} FROM lake.db.nested WHERE {where} ORDER BY id")
+        return [tuple(r) for r in rows]
+
+    assert query("id, s.a") == [(2, 2)]
+    assert query("id, s.c.y, s.b") == [(2, 4, "y")]
+    assert query("id, l.q") == [(2, ["b", "c"])]
+    assert query("id, m['k'].v") == [(2, 6)]
+    assert query("id, s.c.x", "s.a = 2") == [(2, 3)]
+    assert query("id, s.c.y, _file IS NOT NULL") == [(2, 4, True)]
+    lake.sql("ALTER TABLE lake.db.nested RENAME COLUMN s.b TO bb")
+    lake.sql("ALTER TABLE lake.db.nested ALTER COLUMN s.a TYPE bigint")
+    assert query("id, s.bb, s.a", "s.a > 1") == [(2, "y", 2)]
