@@ -377,6 +377,12 @@ def _add_maintenance_commands(
         "--max-files-to-rewrite", type=positive_int, metavar="N", help="rewrite at most N files"
     )
     p.add_argument(
+        "--output-spec-id",
+        type=non_negative_int,
+        metavar="ID",
+        help="write the new files for this partition spec (default: the table's)",
+    )
+    p.add_argument(
         "--max-commits",
         type=positive_int,
         default=DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,

@@ -87,6 +87,7 @@ def _selection(args: argparse.Namespace) -> maintenance.FileSelection:
         delete_ratio_threshold=args.delete_ratio_threshold,
         max_group_input_files=args.max_group_input_files,
         max_files_to_rewrite=args.max_files_to_rewrite,
+        output_spec_id=args.output_spec_id,
     )
 
 

@@ -8,7 +8,7 @@ table's sort order), packed into groups; a group is rewritten when it holds enou
 enough content, or a file that must be rewritten.
 
 Each group's files are read in the current schema, concatenated (and sorted), and written as new
-files of the table's default spec; the group then commits as an ordinary
+files of the table's default spec (or ``output_spec_id``'s); the group then commits as an ordinary
 :class:`~lakecat.catalog.commit.intent.Intent` of kind ``REPLACE`` that started at the planned
 snapshot. The commit path gives the concurrency semantics (``docs/concurrency.md``):
 
@@ -159,6 +159,8 @@ def rewrite_data_files(
     delete_ratio_threshold: float = DEFAULT_DELETE_RATIO_THRESHOLD,
     max_files_to_rewrite: int | None = None,
     partial_progress_max_failed_commits: int | None = None,
+    output_spec_id: int | None = None,
+    repartition: bool = True,
 ) -> CompactionResult:
     """Compact the table's small files (see the module docstring for planning and semantics).
 
@@ -175,7 +177,10 @@ def rewrite_data_files(
     ``delete_file_threshold`` (a file that this many delete files apply to is rewritten
     whatever its size; off by default, as in Iceberg), ``delete_ratio_threshold`` (a file
     whose file-scoped deletes remove this share of its rows, 0.3 by default, is rewritten)
-    and ``max_files_to_rewrite``.
+    and ``max_files_to_rewrite``. ``output_spec_id``: the partition spec the new files are
+    written for (Iceberg's ``output-spec-id``; the table's default spec by default);
+    ``repartition``: files of another spec must be rewritten (Iceberg's planner leaves them
+    unless their size or deletes say otherwise: ``repartition=False``).
 
     ``partial_progress_max_commits`` (Iceberg's ``partial-progress.max-commits``): with
     partial progress, the groups commit in at most this many snapshots (consecutive groups
@@ -195,6 +200,8 @@ def rewrite_data_files(
         delete_file_threshold=delete_file_threshold,
         delete_ratio_threshold=delete_ratio_threshold,
         max_files_to_rewrite=max_files_to_rewrite,
+        output_spec_id=output_spec_id,
+        repartition=repartition,
     )
     check_max_commits(partial_progress_max_commits, partial_progress_max_failed_commits)
     table.refresh()
@@ -222,7 +229,16 @@ def rewrite_data_files(
         table, plan, job="rewrite_data_files"
     )
     snapshot = start.current_snapshot
-    job = _Job(table, start, target, sort_keys, sort_order_id, len(groups), progress)
+    job = _Job(
+        table,
+        start,
+        target,
+        selection.output_spec(start),
+        sort_keys,
+        sort_order_id,
+        len(groups),
+        progress,
+    )
     job.report()
     if groups:
         assert snapshot is not None
@@ -286,6 +302,7 @@ class _Job:
         table: Table,
         start: TableMetadata,
         target: int,
+        output_spec_id: int,
         sort_keys: Sequence[SortField] | None,
         sort_order_id: int | None,
         total: int,
@@ -293,9 +310,12 @@ class _Job:
     ) -> None:
         self.table = table
         self.start = start
-        # write_files takes the target from the properties; a private copy carries ours.
+        # write_files takes the target from the properties and writes for the default spec; a
+        # private copy carries ours.
         self.write_metadata = replace(
-            start, properties={**start.properties, P.WRITE_TARGET_FILE_SIZE_BYTES: str(target)}
+            start,
+            properties={**start.properties, P.WRITE_TARGET_FILE_SIZE_BYTES: str(target)},
+            default_spec_id=output_spec_id,
         )
         self.target = target
         self.sort_keys = sort_keys

@@ -6,12 +6,17 @@ read; :func:`plan_file_groups` applies them to the live files of the current sna
 may hold rows matching a filter, grouped by (partition spec, partition):
 
 * **candidates** are the files that must be rewritten: larger than ``max-file-size-bytes``
-  (180% of the target), written for an older partition spec, that ``delete-file-threshold``
+  (180% of the target), written for another partition spec than the output one (the table's,
+  or ``output-spec-id``; lakecat's ``repartition``, on by default: Iceberg's planner leaves
+  such files unless their size or deletes say otherwise, and so does lakecat without it),
+  that ``delete-file-threshold``
   delete files apply to, whose file-scoped deletes (deletion vectors, position deletes that
   name it) remove at least ``delete-ratio-threshold`` (30%) of its rows, or, with a sort by
   the table's order, not written in it; and the small files, under ``min-file-size-bytes``
   (75% of the target). With a sort, a partition that has a candidate contributes all its
   files, so that it comes out sorted. ``rewrite-all`` makes every file a candidate.
+* files are grouped by partition of the table's spec; files of other specs are one group
+  (their rows may belong to several partitions now: Iceberg groups them so too);
 * candidates are packed, in manifest order, into groups of at most
   ``max-file-group-size-bytes`` and ``max-file-group-input-files`` files (first fit, as
   Iceberg's ``ListPacker``);
@@ -66,6 +71,22 @@ class FileSelection:
     delete_file_threshold: int | None = None
     delete_ratio_threshold: float = DEFAULT_DELETE_RATIO_THRESHOLD
     max_files_to_rewrite: int | None = None
+    # the spec the new files are written for (None: the table's default spec)
+    output_spec_id: int | None = None
+    # files of another spec than the output one must be rewritten (re-partitioned)
+    repartition: bool = True
+
+    def output_spec(self, metadata: TableMetadata) -> int:
+        """The id of the spec the new files are written for; one the table does not have is
+        refused (Iceberg's check)."""
+        spec_id = metadata.default_spec_id if self.output_spec_id is None else self.output_spec_id
+        specs = metadata.specs_by_id()
+        if spec_id not in specs:
+            raise ValidationError(
+                f"cannot write the compacted files for partition spec {spec_id}: the table has "
+                f"specs {', '.join(str(i) for i in sorted(specs))}"
+            )
+        return spec_id
 
     def __post_init__(self) -> None:
         _at_least("min_input_files", self.min_input_files, 1)
@@ -105,11 +126,16 @@ def _at_least(name: str, value: int | None, least: int) -> None:
         raise ValidationError(f"{name} must be at least {least}, not {value}")
 
 
+# the name of the group of files written for other specs than the table's
+OTHER_SPECS = "<files of other partition specs>"
+
+
 @dataclass(frozen=True)
 class FileGroup:
-    """Files of one partition that are rewritten (and committed) together."""
+    """Files of one partition that are rewritten (and committed) together; ``spec_id`` None:
+    files of other partition specs than the table's, of any partition."""
 
-    spec_id: int
+    spec_id: int | None
     partition: tuple[object, ...]
     partition_name: str
     files: tuple[DataFile, ...]
@@ -126,10 +152,8 @@ class FileGroup:
 
     def describe(self) -> str:
         where = self.partition_name or "<unpartitioned>"
-        return (
-            f"partition {where} (spec {self.spec_id}): "
-            f"{len(self.files)} file(s), {self.size_bytes} bytes"
-        )
+        spec = "" if self.spec_id is None else f" (spec {self.spec_id})"
+        return f"partition {where}{spec}: {len(self.files)} file(s), {self.size_bytes} bytes"
 
 
 def plan_file_groups(
@@ -149,6 +173,7 @@ def plan_file_groups(
     (``FileGroup.deletes``). Thresholds that do not fit the target raise
     :class:`ValidationError` before any manifest is read."""
     min_size, max_size = selection.size_thresholds(target_file_size_bytes)
+    output_spec = selection.output_spec(metadata)
     snapshot = metadata.current_snapshot
     if snapshot is None:
         return []
@@ -161,7 +186,7 @@ def plan_file_groups(
         deletes = scanned.deletes.get(f.file_path, ())
         return bool(
             selection.rewrite_all
-            or f.spec_id != metadata.default_spec_id
+            or (selection.repartition and f.spec_id != output_spec)
             or f.file_size_in_bytes > max_size
             or (sort_order_id is not None and f.sort_order_id != sort_order_id)
             or (
@@ -181,9 +206,11 @@ def plan_file_groups(
             or any(must_rewrite(f) for f in group)
         )
 
-    by_partition: dict[tuple[int, tuple[object, ...]], list[DataFile]] = {}
+    # by partition of the table's spec; the files of other specs together (Iceberg's grouping)
+    by_partition: dict[tuple[int | None, tuple[object, ...]], list[DataFile]] = {}
     for f in scanned.files:
-        by_partition.setdefault((f.spec_id, f.partition), []).append(f)
+        key = (f.spec_id, f.partition) if f.spec_id == metadata.default_spec_id else (None, ())
+        by_partition.setdefault(key, []).append(f)
     specs = metadata.specs_by_id()
     groups: list[FileGroup] = []
     left = selection.max_files_to_rewrite
@@ -191,7 +218,7 @@ def plan_file_groups(
         candidates = [f for f in in_partition if must_rewrite(f) or f.file_size_in_bytes < min_size]
         if sort and candidates:
             candidates = in_partition
-        name = partition_path(specs[spec_id], schema, partition)
+        name = OTHER_SPECS if spec_id is None else partition_path(specs[spec_id], schema, partition)
         packed_groups = _pack(
             candidates, selection.max_group_size_bytes, selection.max_group_input_files
         )

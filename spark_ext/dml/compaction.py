@@ -119,6 +119,8 @@ def compact(
     delete_ratio_threshold: float = DEFAULT_DELETE_RATIO_THRESHOLD,
     max_files_to_rewrite: int | None = None,
     partial_progress_max_failed_commits: int | None = None,
+    output_spec_id: int | None = None,
+    repartition: bool = True,
     catalog: Catalog | None = None,
     format_name: str = DEFAULT_FORMAT,
 ) -> CompactionResult:
@@ -137,6 +139,8 @@ def compact(
         delete_file_threshold=delete_file_threshold,
         delete_ratio_threshold=delete_ratio_threshold,
         max_files_to_rewrite=max_files_to_rewrite,
+        output_spec_id=output_spec_id,
+        repartition=repartition,
     )
     check_max_commits(partial_progress_max_commits, partial_progress_max_failed_commits)
     with open_target(spark, table, catalog, format_name) as target:
@@ -174,9 +178,14 @@ def compact(
             row_lineage=target.row_lineage,
             row_addresses=order is None,
         )
+        spec_id = selection.output_spec(target.metadata)
         if order is None:
             staged = stage_write_by_task(
-                target, rows, target_file_size=target_size, record_moves=True
+                target,
+                rows,
+                target_file_size=target_size,
+                record_moves=True,
+                output_spec_id=spec_id,
             )
         else:  # each group's task sorts its rows (one Spark partition per group)
             staged = stage_write_by_task(
@@ -184,6 +193,7 @@ def compact(
                 rows.sortWithinPartitions(*order),
                 target_file_size=target_size,
                 keep_order=True,
+                output_spec_id=spec_id,
             )
         new_files: list[list[DataFile]] = [[] for _ in groups]
         # a group whose task did not report (none should) has no known moves

@@ -50,6 +50,7 @@ RECORD_MOVES = "record-moves"
 # write option, "true": write the rows in the order they come, not sorted by the table's sort
 # order (a compaction that sorted them itself)
 KEEP_ORDER = "keep-order"
+OUTPUT_SPEC_ID = "output-spec-id"  # staged write: the spec the files are for (Iceberg's name)
 
 
 def activate(spark: Any) -> None:
@@ -191,11 +192,14 @@ def stage_write_by_task(
     target_file_size: int | None = None,
     record_moves: bool = False,
     keep_order: bool = False,
+    output_spec_id: int | None = None,
 ) -> Staged:
     """:func:`stage_write`, the files grouped by the Spark partition that wrote them;
     ``record_moves``: ``df`` ends with the row address column (``read_files(...,
     row_addresses=True)``), written in order and reported as :attr:`StagedTask.blocks`;
-    ``keep_order``: each task's rows are written in the order they come (sorted already)."""
+    ``keep_order``: each task's rows are written in the order they come (sorted already);
+    ``output_spec_id``: the files are written for that partition spec of the table, not its
+    default one."""
     location = join(metadata_dir(target.metadata), f"spark-stage-{uuid.uuid4()}.pickle")
     activate(df.sparkSession)
     writer = (
@@ -211,6 +215,8 @@ def stage_write_by_task(
         writer = writer.option(RECORD_MOVES, "true")
     if keep_order:
         writer = writer.option(KEEP_ORDER, "true")
+    if output_spec_id is not None:
+        writer = writer.option(OUTPUT_SPEC_ID, str(output_spec_id))
     writer.save(target.name)
     if not target.io.exists(location):
         return []  # a job without tasks

@@ -73,6 +73,7 @@ from lakecat.spark_ext.settings import CatalogSettings
 from lakecat.spark_ext.source.planning import METADATA_LOCATION
 from lakecat.spark_ext.source.staging import (
     KEEP_ORDER,
+    OUTPUT_SPEC_ID,
     RECORD_MOVES,
     STAGE_TO,
     TARGET_FILE_SIZE,
@@ -291,6 +292,9 @@ def plan_write(
         if overwrite or not location:
             raise ValidationError(f"{STAGE_TO} is an append against {METADATA_LOCATION}")
         metadata = read_metadata(settings.file_io(location), location)
+        if (spec := options.get(OUTPUT_SPEC_ID)) is not None:
+            # the files are written for that spec (the commit knows it from their spec ids)
+            metadata = replace(metadata, default_spec_id=metadata.spec(int(spec)).spec_id)
         return WriteJob(
             table_name,
             settings,

@@ -44,6 +44,7 @@ _MAX_GROUP_FILES = "max-file-group-input-files"
 _MAX_FILES = "max-files-to-rewrite"
 _MAX_FAILED_COMMITS = "partial-progress.max-failed-commits"
 _REMOVE_DANGLING = "remove-dangling-deletes"
+_OUTPUT_SPEC = "output-spec-id"
 # lakecat's compaction gives its files the commit's sequence number: Iceberg's option is
 # accepted when false
 _STARTING_SEQUENCE_NUMBER = "use-starting-sequence-number"
@@ -68,6 +69,7 @@ _REWRITE_OPTIONS = (
     _MAX_FILES,
     _MAX_FAILED_COMMITS,
     _REMOVE_DANGLING,
+    _OUTPUT_SPEC,
     _STARTING_SEQUENCE_NUMBER,
     _MAX_CONCURRENT,
     _JOB_ORDER,
@@ -152,6 +154,9 @@ def rewrite_data_files(
         max_group_input_files=int_option(opts, _MAX_GROUP_FILES),
         max_files_to_rewrite=int_option(opts, _MAX_FILES),
         delete_ratio_threshold=(engine.DEFAULT_DELETE_RATIO_THRESHOLD if ratio is None else ratio),
+        output_spec_id=int_option(opts, _OUTPUT_SPEC),
+        # Iceberg's planner: a file of another spec is rewritten for its size or deletes only
+        repartition=False,
         catalog=ctx.catalog,
         format_name=ctx.data_format,
     )

@@ -619,6 +619,38 @@ def test_compaction_chooses_the_files_iceberg_java_chooses(
     assert_same(*both(lakecat, java, compaction_selection_answer, version))
 
 
+def compaction_across_specs_answer(e: Engine) -> dict[str, Any]:
+    """Compaction of a table whose spec changed: the files of the older spec are one group
+    (Iceberg's grouping) and, well sized, are left alone; ``output-spec-id`` writes the new
+    files for the older spec."""
+    t = create(e, "across_specs", rows=0)
+    e.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.distribution-mode' = 'hash')")
+    e.sql(f"INSERT INTO {t} VALUES {values(range(0, 4), 'a')}, {values(range(10, 14), 'b')}")
+    e.sql(f"INSERT INTO {t} VALUES {values(range(4, 8), 'a')}")
+    e.sql(f"ALTER TABLE {t} ADD PARTITION FIELD bucket(2, id)")
+    e.sql(f"INSERT INTO {t} VALUES {values(range(20, 30), 'a')}")
+    e.sql(f"INSERT INTO {t} VALUES {values(range(30, 40), 'a')}")
+    compact = "CALL {c}.system.rewrite_data_files(table => 'db.across_specs', options => map("
+    compact = compact.format(c=e.catalog)
+    by_spec = f"SELECT spec_id, count(*), sum(record_count) FROM {t}.files GROUP BY 1 ORDER BY 1"
+    answer: dict[str, Any] = {"files by spec": e.query(by_spec)}
+    # spec 0's three files (two partitions) are one group: three files are enough
+    [grouped] = e.query(f"{compact}'min-input-files', '3'))")
+    answer["grouped"] = grouped[:2] + grouped[3:]
+    answer["files by spec after grouping"] = e.query(by_spec)
+    [back] = e.query(f"{compact}'output-spec-id', '0', 'rewrite-all', 'true'))")
+    answer["back to spec 0"] = back[:1] + back[3:]
+    answer["files by spec at the end"] = [r[0] for r in e.query(by_spec)]
+    answer["rows"] = rows(e, t)
+    return answer
+
+
+def test_compaction_across_partition_specs_chooses_and_writes_as_iceberg_java(
+    lakecat: Lakecat, java: JavaTables
+) -> None:
+    assert_same(*both(lakecat, java, compaction_across_specs_answer))
+
+
 def ddl_answer(e: Engine) -> dict[str, Any]:
     """Tags, branches, partition evolution, write order, time travel, atomic replace."""
     t = create(e, "ddl", rows=20)

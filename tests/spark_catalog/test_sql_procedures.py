@@ -891,6 +891,7 @@ BAD_CALLS = [
     (f"{COMPACT_OPTIONS}('partial-progress.max-failed-commits', '-1'))", "Valid", "least 0"),
     (f"{COMPACT_OPTIONS}('remove-dangling-deletes', 'x'))", "Validation", "true or false"),
     (f"{COMPACT_OPTIONS}('use-starting-sequence-number', 'true'))", "Unsupported", "false"),
+    (f"{COMPACT_OPTIONS}('output-spec-id', '7'))", "ValidationError", "partition spec 7"),
     (f"{MANIFESTS}('db.t', spec_id => 7)", "ValidationError", "no partition spec 7"),
     (f"{MANIFESTS}('db.t', use_caching => 'yes')", "ValidationError", "use_caching takes a"),
     (f"{DELETES}('db.t', where => 'id = 1')", "UnsupportedByCatalog", "where"),

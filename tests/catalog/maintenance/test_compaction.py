@@ -220,6 +220,59 @@ def test_files_of_an_older_spec_are_rewritten_into_the_current_spec(catalog: Cat
     assert checksum(t.to_arrow()) == before
 
 
+def evolved(catalog: Catalog) -> Table:
+    """Spec 0 by region: eu and us, one file each; spec 1 adds bucket(2, id): eu again."""
+    t = catalog.create_table("db.evolved", SCHEMA, partition_by=["region"])
+    t.append(pa.concat_tables([rows(range(5), "eu"), rows(range(5, 8), "us")]))
+    with t.update_spec() as spec:
+        spec.add_field("id", "bucket[2]")
+    t.append(rows(range(10, 14), "eu"))
+    return t
+
+
+def specs_of_files(t: Table) -> list[int]:
+    return sorted(f.spec_id for f in t.refresh().scan().plan_files())
+
+
+def test_output_spec_id_writes_the_new_files_for_another_spec(catalog: Catalog) -> None:
+    t = evolved(catalog)
+    assert specs_of_files(t) == [0, 0, 1, 1]
+    before = checksum(t.to_arrow())
+
+    result = rewrite_data_files(t, output_spec_id=0, rewrite_all=True)
+
+    # grouped by the table's partitions (eu's two buckets, and spec 0's files), each group's
+    # rows written by region again
+    assert result.files_removed == 4 and result.groups_committed == 3
+    assert specs_of_files(t) == [0, 0, 0, 0]
+    assert checksum(t.to_arrow()) == before
+    with pytest.raises(ValidationError, match="partition spec 7"):
+        rewrite_data_files(t, output_spec_id=7)
+    assert specs_of_files(t) == [0, 0, 0, 0]
+
+
+def test_without_repartition_files_of_another_spec_are_chosen_as_iceberg_chooses(
+    catalog: Catalog,
+) -> None:
+    t = evolved(catalog)
+    sizes = sorted(f.file_size_in_bytes for f in t.scan().plan_files())
+    # every file sized right (none small, none too large): only repartition rewrites any
+    sized = {
+        "target_file_size_bytes": sizes[-1],
+        "min_file_size_bytes": sizes[0] - 1,
+        "max_file_size_bytes": 2 * sizes[-1],
+    }
+    assert rewrite_data_files(t, repartition=False, **sized).groups_total == 0  # type: ignore[arg-type]
+    # small, the two files of spec 0 (two partitions then) are one group, as Iceberg's
+    groups = plan_file_groups(
+        t.io, t.metadata, FileSelection(repartition=False), target_file_size_bytes=1 << 30
+    )
+    assert [(g.spec_id, len(g.files)) for g in groups] == [(None, 2)]
+    assert "files of other partition specs" in groups[0].describe()
+    result = rewrite_data_files(t, **sized)  # type: ignore[arg-type]
+    assert result.files_removed == 2 and set(specs_of_files(t)) == {1}
+
+
 def test_progress_reports_every_group(table: Table) -> None:
     calls: list[tuple[int, int]] = []
     rewrite_data_files(table, progress=lambda done, total: calls.append((done, total)))
