@@ -18,7 +18,6 @@ Iceberg Java reads each result back. The groups of tests:
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,7 +32,7 @@ from peers import canonical_rows, local_path
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.cli.entry import main as lakecat_main
-from lakecat.catalog.engine import has_deletes, plan_file_groups
+from lakecat.catalog.engine import FileGroup, FileSelection, has_deletes, plan_file_groups
 from lakecat.catalog.maintenance import (
     expire_snapshots,
     remove_orphan_files,
@@ -351,9 +350,11 @@ def test_compaction_rewrites_files_with_enough_delete_files_whatever_else(
 ) -> None:
     table = fresh(java, lake, "eq", "compact_threshold")  # small files, one delete for all
     data_files = table.scan().plan().files
-    plan = functools.partial(
-        plan_file_groups, table.io, table.metadata, target_file_size_bytes=1 << 20
-    )
+
+    def plan(**options: Any) -> list[FileGroup]:
+        selection = FileSelection(**options)
+        return plan_file_groups(table.io, table.metadata, selection, target_file_size_bytes=1 << 20)
+
     assert plan(min_input_files=10) == []  # too few files to compact
     groups = plan(min_input_files=10, delete_file_threshold=1)
     assert [len(g.files) for g in groups] == [len(data_files)]
