@@ -2,15 +2,15 @@
 
 Planning (:mod:`lakecat.catalog.maintenance.compaction_plan`) chooses files and groups them
 as Iceberg's bin-pack planner does, by its options (:class:`FileSelection`): per partition,
-the small files, the files too large, written for an older partition spec, with too many
+the small files, the files too large, written for another partition spec, with too many
 delete files or too high a share of deleted rows (and, with ``sort_by="table"``, not in the
 table's sort order), packed into groups; a group is rewritten when it holds enough files,
 enough content, or a file that must be rewritten.
 
-Each group's files are read in the current schema, concatenated (and sorted), and written as new
-files of the table's default spec (or ``output_spec_id``'s); the group then commits as an ordinary
-:class:`~lakecat.catalog.commit.intent.Intent` of kind ``REPLACE`` that started at the planned
-snapshot. The commit path gives the concurrency semantics (``docs/concurrency.md``):
+Each group's files are read in the current schema, concatenated (and sorted), and written as
+new files of the table's default spec (or ``output_spec_id``'s); the group then commits as an
+ordinary :class:`~lakecat.catalog.commit.intent.Intent` of kind ``REPLACE`` that started at
+the planned snapshot. The commit path gives the concurrency semantics (``docs/concurrency.md``):
 
 * a concurrent append never fails, and never makes the compaction fail: the compaction
   re-applies on top of it (its new files do not matter to a ``replace``);

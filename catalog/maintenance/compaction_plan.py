@@ -3,18 +3,18 @@
 :class:`FileSelection` holds the options of Iceberg's ``BinPackRewriteFilePlanner`` (by the
 names of its ``rewrite_data_files`` options), checked when it is made, before any manifest is
 read; :func:`plan_file_groups` applies them to the live files of the current snapshot that
-may hold rows matching a filter, grouped by (partition spec, partition):
+may hold rows matching a filter:
 
-* **candidates** are the files that must be rewritten: larger than ``max-file-size-bytes``
-  (180% of the target), written for another partition spec than the output one (the table's,
-  or ``output-spec-id``; lakecat's ``repartition``, on by default: Iceberg's planner leaves
-  such files unless their size or deletes say otherwise, and so does lakecat without it),
-  that ``delete-file-threshold``
-  delete files apply to, whose file-scoped deletes (deletion vectors, position deletes that
-  name it) remove at least ``delete-ratio-threshold`` (30%) of its rows, or, with a sort by
-  the table's order, not written in it; and the small files, under ``min-file-size-bytes``
-  (75% of the target). With a sort, a partition that has a candidate contributes all its
-  files, so that it comes out sorted. ``rewrite-all`` makes every file a candidate.
+* **candidates** are the small files, under ``min-file-size-bytes`` (75% of the target), and
+  the files that must be rewritten: those larger than ``max-file-size-bytes`` (180% of the
+  target); those that ``delete-file-threshold`` delete files apply to; those whose
+  file-scoped deletes (deletion vectors, position deletes that name the file) remove at least
+  ``delete-ratio-threshold`` (30%) of their rows; with a sort by the table's order, those not
+  written in it; and those written for another partition spec than the output one (the
+  table's, or ``output-spec-id``), unless ``repartition`` is off (lakecat's option, on by
+  default; Iceberg's planner, which the procedure follows, leaves such files unless their size
+  or deletes say otherwise). ``rewrite-all`` makes every file a candidate. With a sort, a
+  partition that has a candidate contributes all its files, so that it comes out sorted.
 * files are grouped by partition of the table's spec; files of other specs are one group
   (their rows may belong to several partitions now: Iceberg groups them so too);
 * candidates are packed, in manifest order, into groups of at most

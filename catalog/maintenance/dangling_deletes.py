@@ -2,8 +2,9 @@
 
 lakecat's own commits remove the delete files they leave dangling (a rewrite removes those
 that applied only to the files it rewrote). Other engines do not always: Iceberg Java's
-compaction keeps the position delete files of the files it rewrites, and a partition-scoped
-delete outlives its partition's files. Such files cost every scan planning a read; Iceberg's
+compaction of a partition keeps its partition-scoped position delete files (while older data
+files remain elsewhere in the table), and pyiceberg's delete of whole files keeps the delete
+files that name them. Such files cost every scan planning a read; Iceberg's
 ``remove-dangling-deletes`` (an option of ``rewrite_data_files``) removes them, and so does
 :func:`remove_dangling_deletes`.
 

@@ -272,8 +272,9 @@ def unused_deletes(
 ) -> tuple[DataFile, ...]:
     """The live delete files of ``snapshot`` that apply to no live data file of it (by the
     rules of :class:`DeleteIndex`): nothing reads them any more. Other engines leave them
-    behind (Iceberg Java's compaction keeps the position delete files of the files it
-    rewrites); Iceberg's ``remove-dangling-deletes`` removes them.
+    behind (Iceberg Java's compaction keeps partition-scoped position delete files, pyiceberg
+    the delete files of the data files it drops); Iceberg's ``remove-dangling-deletes``
+    removes them.
 
     Valid on any later base too, for the reason :func:`dangling_deletes` gives."""
     if snapshot is None:
