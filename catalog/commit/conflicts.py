@@ -219,10 +219,18 @@ def check_new_deletes(intent: Intent, commit: ConcurrentCommit) -> None:
     deletes) that may apply to a data file this operation removes: rewriting that file from
     what this operation read would bring the deleted rows back (Iceberg's
     ``validateNoNewDeletesForDataFiles``). A conflict under both isolation levels, for every
-    operation that removes files (compaction included)."""
+    operation that removes files (compaction included). Equality deletes are none when the
+    operation's new files keep an older data sequence number (``added_data_sequence_number``,
+    a compaction's starting one): they apply to the new files as to the removed ones."""
     removed = [f for f in intent.removed_files if f.content is Content.DATA]
     deletes = [
-        f for f in commit.added_files if f.content is not Content.DATA and not carried(intent, f)
+        f
+        for f in commit.added_files
+        if f.content is not Content.DATA
+        and not carried(intent, f)
+        and not (
+            f.content is Content.EQUALITY_DELETES and intent.added_data_sequence_number is not None
+        )
     ]
     if not removed or not deletes:
         return

@@ -105,6 +105,11 @@ class Intent:
     # ``_last_updated_sequence_number``) of the rows they copy from the files it removes. A
     # rewrite that does not cannot commit to a v3 table (see ``require_row_lineage``).
     keeps_row_lineage: bool = False
+    # The data sequence number of the data files it adds, when not this commit's: a compaction
+    # that gives its files its starting snapshot's (Iceberg's use-starting-sequence-number), so
+    # that equality deletes committed meanwhile, newer than that, apply to them as they did to
+    # the files they replace (those deletes are then no conflict, and never dangling here).
+    added_data_sequence_number: int | None = None
     # A replace of the table's definition (REPLACE TABLE ... AS SELECT): applied to each base
     # before the snapshot is built on it, which then has no parent (see metadata/table/replace.py).
     replacement: Replacement | None = field(default=None, compare=False)

@@ -313,8 +313,14 @@ class SnapshotProducer:
             cached = self._new_manifests.get(key)
             if cached is None:
                 # Snapshot id and sequence numbers left null: inherited from the manifest list,
-                # which is what lets every retry reuse this file unchanged.
-                entries = (ManifestEntry(Status.ADDED, f) for f in files)
+                # which is what lets every retry reuse this file unchanged. A data sequence
+                # number the intent fixes (a compaction's starting one) is written out.
+                fixed = (
+                    self.intent.added_data_sequence_number
+                    if content is ManifestContent.DATA
+                    else None
+                )
+                entries = (ManifestEntry(Status.ADDED, f, sequence_number=fixed) for f in files)
                 cached = self._write(base, spec_id, entries, content)
                 self._new_manifests[key] = cached
             out.append(cached)
@@ -347,7 +353,12 @@ class SnapshotProducer:
         found = self._dangling_by_parent.get(parent.snapshot_id)
         if found is None:
             found = dangling_deletes(
-                self.io, base, parent, self.intent.removed_files, self.manifests
+                self.io,
+                base,
+                parent,
+                self.intent.removed_files,
+                self.manifests,
+                added_data_sequence_number=self.intent.added_data_sequence_number,
             )
             self._dangling_by_parent[parent.snapshot_id] = found
         return found
@@ -455,7 +466,9 @@ class SnapshotProducer:
         entries: list[ManifestEntry] = []
         for m in bin_:
             for e in self.manifests.read(self.io, m, specs=specs, schema=base.schema()):
-                entries.extend(_merge_entry(e, m, snapshot_id))
+                entries.extend(
+                    _merge_entry(e, m, snapshot_id, self.intent.added_data_sequence_number)
+                )
         merged = self._write(base, spec_id, entries)
         self._merged[key] = merged
         return merged
@@ -588,11 +601,13 @@ def _mark_deleted(
 
 
 def _merge_entry(
-    e: ManifestEntry, manifest: ManifestFile, snapshot_id: int
+    e: ManifestEntry, manifest: ManifestFile, snapshot_id: int, fixed: int | None
 ) -> Iterable[ManifestEntry]:
     if e.snapshot_id == snapshot_id and e.status is Status.ADDED:
-        # our own new files: keep them inheriting this commit's sequence number
-        yield replace(e, sequence_number=None, file_sequence_number=None)
+        # our own new files: keep them inheriting this commit's sequence number, or keep the
+        # data sequence number the intent fixes for its data files
+        kept = fixed if fixed is not None and e.data_file.content is Content.DATA else None
+        yield replace(e, sequence_number=kept, file_sequence_number=None)
     elif e.status is Status.DELETED:
         if e.snapshot_id == snapshot_id:
             yield e

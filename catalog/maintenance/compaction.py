@@ -44,10 +44,15 @@ with a sort the whole group is held in memory (size it with ``max_group_size_byt
 Delete files (merge-on-read deletes another engine wrote): each rewritten file is read with the
 delete files that apply to it (``FileGroup.deletes``), so the new files hold only live rows, and
 the commit removes the delete files that applied only to the rewritten files. A file that at
-least ``delete_file_threshold`` delete files apply to is rewritten whatever its size. A
-concurrent commit that adds equality deletes to a file of a group fails that group (the rows it
-deletes would come back), as Iceberg's ``validateNoNewDeletesForDataFiles`` does. Concurrent
-*position* deletes and deletion vectors do not: a group rewritten without a sort records where
+least ``delete_file_threshold`` delete files apply to is rewritten whatever its size. The new
+files take the starting snapshot's data sequence number (Iceberg's
+``use-starting-sequence-number``, on by default): an equality delete another engine (Flink,
+say) commits meanwhile is newer, so it applies to them as it did to the files they replace,
+and does not fail the group; the commit keeps it however few files it still names. With
+``use_starting_sequence_number=False`` the new files take the commit's sequence number, and
+such a delete fails the group (the rows it deletes would come back), as Iceberg's
+``validateNoNewDeletesForDataFiles`` does. Concurrent *position* deletes and deletion vectors
+fail neither way: a group rewritten without a sort records where
 each input row went (:class:`~lakecat.catalog.commit.moves.RowMoves`: input rows are written in
 order, to one partition), and the commit writes the same deletes again for the new files, so a
 merge-on-read DELETE, UPDATE or MERGE that commits first does not fail the compaction (a sorted
@@ -161,6 +166,7 @@ def rewrite_data_files(
     partial_progress_max_failed_commits: int | None = None,
     output_spec_id: int | None = None,
     repartition: bool = True,
+    use_starting_sequence_number: bool = True,
 ) -> CompactionResult:
     """Compact the table's small files (see the module docstring for planning and semantics).
 
@@ -181,6 +187,9 @@ def rewrite_data_files(
     written for (Iceberg's ``output-spec-id``; the table's default spec by default);
     ``repartition``: files of another spec must be rewritten (Iceberg's planner leaves them
     unless their size or deletes say otherwise: ``repartition=False``).
+    ``use_starting_sequence_number`` (Iceberg's option and default): the new files take the
+    starting snapshot's data sequence number, so that an equality delete another engine
+    commits meanwhile applies to them too, and does not fail the group.
 
     ``partial_progress_max_commits`` (Iceberg's ``partial-progress.max-commits``): with
     partial progress, the groups commit in at most this many snapshots (consecutive groups
@@ -238,6 +247,7 @@ def rewrite_data_files(
         sort_order_id,
         len(groups),
         progress,
+        use_starting_sequence_number,
     )
     job.report()
     if groups:
@@ -307,9 +317,11 @@ class _Job:
         sort_order_id: int | None,
         total: int,
         progress: Callable[[int, int], None] | None,
+        use_starting_sequence_number: bool,
     ) -> None:
         self.table = table
         self.start = start
+        self.use_starting_sequence_number = use_starting_sequence_number
         # write_files takes the target from the properties and writes for the default spec; a
         # private copy carries ours.
         self.write_metadata = replace(
@@ -400,6 +412,7 @@ class _Job:
             removed=removed,
             added=new_files,
             moves=moves,
+            use_starting_sequence_number=self.use_starting_sequence_number,
         )
         self.committed += len(groups)
         self.removed.extend(removed)
@@ -584,9 +597,13 @@ def commit_compaction(
     removed: Sequence[DataFile],
     added: Sequence[DataFile],
     moves: RowMoves | None = None,
+    use_starting_sequence_number: bool = True,
 ) -> CommitResult:
     """Commit a compaction that rewrote ``removed`` as ``added``, planned on ``start``: a
-    ``replace`` that keeps row lineage (the rows were copied with it). ``moves``: where each
+    ``replace`` that keeps row lineage (the rows were copied with it).
+    ``use_starting_sequence_number`` (Iceberg's option and default): ``added`` take the
+    starting snapshot's data sequence number, not the commit's, so that equality deletes
+    committed meanwhile apply to them too (and are no conflict). ``moves``: where each
     row went, when the rewrite knows (:mod:`lakecat.catalog.commit.moves`); the commit then
     carries a concurrent change's deletes over to ``added`` instead of failing, and on a
     format v2 table it writes the record next to the metadata and names it in its snapshot
@@ -603,6 +620,11 @@ def commit_compaction(
         removed_files=tuple(removed),
         moves=moves,
         keeps_row_lineage=True,  # v3: the rows are read and written with their lineage
+        added_data_sequence_number=(
+            start.snapshot_by_id(starting_snapshot_id).sequence_number
+            if use_starting_sequence_number
+            else None
+        ),
         extra_summary=((ROW_MOVES_KEY, record),) if record else (),
     )
     try:

@@ -84,6 +84,8 @@ class DeleteIndex:
         self._positional: dict[tuple[int, tuple[Any, ...]], list[DeleteRef]] = {}
         self._equality: dict[tuple[int, tuple[Any, ...]], list[DeleteRef]] = {}
         self._global: list[DeleteRef] = []
+        # each live delete file's data sequence number, by entry key
+        self.sequence_numbers: dict[tuple[str, int | None], int] = {}
         self.count = 0
         for entry in entries:
             if entry.status is Status.DELETED:
@@ -92,6 +94,7 @@ class DeleteIndex:
             if entry.sequence_number is None:
                 raise CorruptMetadata(f"delete file {f.file_path} has no data sequence number")
             ref = DeleteRef(f, entry.sequence_number)
+            self.sequence_numbers[f.key] = entry.sequence_number
             self.count += 1
             if f.is_deletion_vector:
                 if not f.referenced_data_file or f.content_offset is None:
@@ -222,6 +225,8 @@ def dangling_deletes(
     snapshot: Snapshot | None,
     removed: Iterable[DataFile],
     cache: ManifestCache | None = None,
+    *,
+    added_data_sequence_number: int | None = None,
 ) -> tuple[DataFile, ...]:
     """The live delete files of ``snapshot`` that apply to some of the ``removed`` data files
     and to no data file that stays: once those are gone, nothing reads them.
@@ -235,7 +240,9 @@ def dangling_deletes(
 
     Valid on any later base too: a data file a delete applies to is older than the delete,
     and a concurrent commit cannot add one without removing files this operation removes
-    (a conflict)."""
+    (a conflict). ``added_data_sequence_number``: the data sequence number of the files this
+    operation adds when it is not the commit's (a compaction's starting one); an equality
+    delete newer than that applies to them, so it never dangles here."""
     removed_paths = {f.file_path for f in removed}
     if snapshot is None or not removed_paths:
         return ()
@@ -261,6 +268,13 @@ def dangling_deletes(
                 candidates.update((d.key, d) for d in applying)
             else:
                 staying.update(d.key for d in applying)
+    if added_data_sequence_number is not None:  # these apply to the added files too
+        staying.update(
+            key
+            for key, d in candidates.items()
+            if d.content is Content.EQUALITY_DELETES
+            and index.sequence_numbers[key] > added_data_sequence_number
+        )
     return tuple(d for key, d in candidates.items() if key not in staying)
 
 

@@ -121,6 +121,7 @@ def compact(
     partial_progress_max_failed_commits: int | None = None,
     output_spec_id: int | None = None,
     repartition: bool = True,
+    use_starting_sequence_number: bool = True,
     catalog: Catalog | None = None,
     format_name: str = DEFAULT_FORMAT,
 ) -> CompactionResult:
@@ -210,7 +211,14 @@ def compact(
             else [list(range(len(groups)))]
         )
         result, failed_commits = _commit(
-            target, groups, new_files, blocks, start.snapshot_id, batches, partial_progress
+            target,
+            groups,
+            new_files,
+            blocks,
+            start.snapshot_id,
+            batches,
+            partial_progress=partial_progress,
+            use_starting_sequence_number=use_starting_sequence_number,
         )
         if not partial_progress:
             return result
@@ -299,7 +307,9 @@ def _commit(
     blocks: Sequence[Sequence[PositionBlock] | None],
     starting_snapshot_id: int,
     indices: Sequence[Sequence[int]],
+    *,
     partial_progress: bool,
+    use_starting_sequence_number: bool,
 ) -> tuple[CompactionResult, int]:
     """Commit the groups' new files, one commit per batch of group ``indices``; with partial
     progress a conflict loses that batch's groups, else it raises. Also how many commits
@@ -322,6 +332,7 @@ def _commit(
                 removed=[f for g in batch_groups for f in g.files],
                 added=added,
                 moves=moves,
+                use_starting_sequence_number=use_starting_sequence_number,
             )
         except (CommitConflict, RetriesExhausted) as exc:
             if not partial_progress:

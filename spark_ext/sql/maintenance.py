@@ -45,8 +45,6 @@ _MAX_FILES = "max-files-to-rewrite"
 _MAX_FAILED_COMMITS = "partial-progress.max-failed-commits"
 _REMOVE_DANGLING = "remove-dangling-deletes"
 _OUTPUT_SPEC = "output-spec-id"
-# lakecat's compaction gives its files the commit's sequence number: Iceberg's option is
-# accepted when false
 _STARTING_SEQUENCE_NUMBER = "use-starting-sequence-number"
 # Iceberg's options that only tune how its Spark action runs: accepted, no effect (lakecat
 # rewrites every group in one Spark job, each group in one task)
@@ -110,7 +108,8 @@ def rewrite_data_files(
     min_input_files = ICEBERG_MIN_INPUT_FILES if min_input_files is None else min_input_files
     max_group_size = int_option(opts, _MAX_GROUP_SIZE)
     max_group_size = DEFAULT_MAX_GROUP_SIZE_BYTES if max_group_size is None else max_group_size
-    partial = bool_option(opts, _PARTIAL_PROGRESS, default=True)
+    # Iceberg's default: every group in one commit (lk.compact's is partial progress)
+    partial = bool_option(opts, _PARTIAL_PROGRESS, default=False)
     rewrite_all = bool_option(opts, _REWRITE_ALL, default=False)
     remove_dangling = bool_option(opts, _REMOVE_DANGLING, default=False)
     concurrency = int_option(opts, _MAX_CONCURRENT)
@@ -121,12 +120,7 @@ def rewrite_data_files(
         raise ValidationError(
             f"option {_JOB_ORDER} is one of {', '.join(_JOB_ORDERS)}, not {order!r}"
         )
-    if bool_option(opts, _STARTING_SEQUENCE_NUMBER, default=False):
-        raise UnsupportedByCatalog(
-            f"rewrite_data_files: lakecat's compaction gives its new files the sequence number "
-            f"of its own commit; {_STARTING_SEQUENCE_NUMBER} = true is not supported: leave it "
-            "out or set it to false (a concurrent equality delete fails the compaction instead)"
-        )
+    starting_sequence_number = bool_option(opts, _STARTING_SEQUENCE_NUMBER, default=True)
     ratio = float_option(opts, _DELETE_RATIO_THRESHOLD)
     for key in _SORT_TUNING:
         if key in opts and sort_by is None and zorder is None:
@@ -157,6 +151,7 @@ def rewrite_data_files(
         output_spec_id=int_option(opts, _OUTPUT_SPEC),
         # Iceberg's planner: a file of another spec is rewritten for its size or deletes only
         repartition=False,
+        use_starting_sequence_number=starting_sequence_number,
         catalog=ctx.catalog,
         format_name=ctx.data_format,
     )

@@ -24,6 +24,8 @@ Commands (the answer of a failed command is ``{"error": "<type>: <message>"}``):
     every row Iceberg Java reads (``spark.read.format("iceberg").options(...)``: ``branch``,
     ``snapshot-id``, ``start-snapshot-id``, ``end-snapshot-id``), as sorted ``[id, cat, note]``
     lists: ``{"rows": [...]}``.
+``{"op": "eq_delete", "table": name, "ids": [...]}``
+    commits an equality delete on ``id`` of those ids (a row delta): ``{"done": true}``.
 ``{"op": "lineage", "table": name, "options": {...}}``
     every row's ``[id, _row_id, _last_updated_sequence_number]`` as Iceberg Java reads them
     (format v3 row lineage), sorted by id: ``{"rows": [...]}``.
@@ -220,6 +222,9 @@ class Tables(Fixtures):
             return self.create_all()
         if op == "make":
             return self.make(command["table"], command["recipe"])
+        if op == "eq_delete":
+            self.eq_delete(command["table"], list(command["ids"]))
+            return {"done": True}
         if op == "lineage":
             return self.lineage(command["table"], command.get("options") or {})
         if op == "rows":

@@ -599,6 +599,12 @@ def compaction_selection_answer(e: Engine, version: int) -> dict[str, Any]:
     answer["defaults"] = default[:2] + default[3:]
     answer["rows after the defaults"] = rows(e, t)
     answer["files after the defaults"] = live_files(e, t)
+    # the new files take the starting snapshot's data sequence number (as old as the last
+    # INSERT's), their file sequence number is the compaction's
+    answer["data sequence numbers after the defaults"] = e.query(
+        f"SELECT sequence_number, file_sequence_number FROM {t}.entries "
+        "WHERE data_file.content = 0 AND status < 2 ORDER BY 1, 2"
+    )
     [ratio] = e.query(
         f"{compact}'delete-ratio-threshold', '0.2', 'remove-dangling-deletes', 'true'))"
     )

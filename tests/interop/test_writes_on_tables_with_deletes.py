@@ -43,7 +43,7 @@ from lakecat.catalog.maintenance import (
 from lakecat.catalog.read.incremental import changes
 from lakecat.metadata import properties as P
 from lakecat.metadata.deletes.puffin import blob_data, read_footer
-from lakecat.metadata.errors import UnsupportedFeature, ValidationError
+from lakecat.metadata.errors import ConcurrentDeleteRead, UnsupportedFeature, ValidationError
 from lakecat.metadata.manifests import (
     ManifestContent,
     ManifestFile,
@@ -213,6 +213,28 @@ def lakecat_rows(table: Table) -> list[list[Any]]:
     return canonical_rows(table.refresh().to_arrow(), COLUMNS)
 
 
+def live_entries(table: Table, content: ManifestContent) -> list[Any]:
+    """The live manifest entries of the current snapshot's data or delete manifests."""
+    snapshot = table.refresh().current_snapshot()
+    assert snapshot is not None
+    specs, schema = table.metadata.specs_by_id(), table.schema()
+    return [
+        e
+        for m in read_manifest_list(table.io, snapshot.manifest_list)
+        if m.content is content
+        for e in read_manifest(table.io, m, specs=specs, schema=schema)
+        if e.status is not Status.DELETED
+    ]
+
+
+def data_entries(table: Table) -> list[tuple[Status, int | None]]:
+    return [(e.status, e.sequence_number) for e in live_entries(table, ManifestContent.DATA)]
+
+
+def live_delete_files(table: Table) -> list[Any]:
+    return [e.data_file for e in live_entries(table, ManifestContent.DELETES)]
+
+
 def deletes_by_partition(table: Table) -> dict[str, tuple[Any, ...]]:
     """The live delete files of the current snapshot (OS paths) and their partitions."""
     out = {}
@@ -366,6 +388,46 @@ def test_compaction_rewrites_files_with_enough_delete_files_whatever_else(
     assert deletes_by_partition(table.refresh()) == {}
     with pytest.raises(ValidationError):
         rewrite_data_files(table, delete_file_threshold=0)
+
+
+@pytest.mark.parametrize(
+    ("starting", "merged"),
+    [(True, False), (True, True), (False, False)],
+    ids=["starting-seq", "starting-seq-merged-manifests", "commit-seq"],
+)
+def test_an_equality_delete_committed_during_a_compaction_applies_to_its_new_files(
+    java: JavaTables, lake: Catalog, starting: bool, merged: bool
+) -> None:
+    name = f"compact_eq_race_{'starting' if starting else 'commit'}{'_merged' if merged else ''}"
+    table = fresh(java, lake, "eq", name)
+    if merged:  # the new manifest is merged with the others in the commit
+        table.set_properties({P.MANIFEST_MIN_MERGE_COUNT: "2"})
+    start = table.current_snapshot()
+    assert start is not None
+
+    def java_deletes_meanwhile(done: int, total: int) -> None:
+        if done == 0:  # planned, nothing rewritten yet
+            java.call({"op": "eq_delete", "table": name, "ids": [10, 11]})
+
+    result = rewrite_data_files(
+        table,
+        rewrite_all=True,
+        use_starting_sequence_number=starting,
+        progress=java_deletes_meanwhile,
+    )
+
+    expected = live("eq", without=[10, 11])
+    assert java.rows(name) == expected
+    assert lakecat_rows(table) == expected
+    if starting:  # the new files are as old as the snapshot the compaction read
+        assert result.groups_failed == () and result.groups_committed == result.groups_total
+        entries = data_entries(table)
+        assert {seq for status, seq in entries} == {start.sequence_number}
+        # the delete applies to the new files: it stays (the older one, applied, went)
+        assert [d.record_count for d in live_delete_files(table)] == [2]
+    else:  # the new files would be newer than the delete: the group fails
+        assert result.groups_committed == 0
+        assert {type(e) for _, e in result.groups_failed} == {ConcurrentDeleteRead}
 
 
 def test_the_change_feed_returns_the_rows_java_deleted_as_removed(

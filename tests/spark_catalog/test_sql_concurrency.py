@@ -258,7 +258,10 @@ def test_a_merge_racing_a_compaction_of_its_files_fails_and_the_compaction_stays
         pause_before_commit=True,
     )
     assert merger.answer() == {"paused": True}
-    compactor.send(f"CALL lake.system.rewrite_data_files(table => '{name}')")
+    compactor.send(
+        f"CALL lake.system.rewrite_data_files(table => '{name}', "
+        "options => map('min-input-files', '2'))"  # Iceberg's default is 5
+    )
     assert compactor.answer() == {"ok": True}
     compacted = table.refresh().current_snapshot()
     assert compacted.operation == "replace"
@@ -411,7 +414,10 @@ def test_a_merge_on_read_delete_that_loses_to_a_spark_compaction_still_commits(
 
     deleter.send(f"DELETE FROM lake.{name} WHERE id % 2 = 0", pause_before_commit=True)
     assert deleter.answer() == {"paused": True}
-    compactor.send(f"CALL lake.system.rewrite_data_files(table => '{name}')")
+    compactor.send(
+        f"CALL lake.system.rewrite_data_files(table => '{name}', "
+        "options => map('min-input-files', '2'))"  # Iceberg's default is 5
+    )
     assert compactor.answer() == {"ok": True}
     compacted = table.refresh().current_snapshot()
     assert compacted.operation == "replace"

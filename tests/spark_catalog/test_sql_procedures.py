@@ -392,13 +392,20 @@ def test_rewrite_data_files_takes_iceberg_s_file_selection_and_tuning_options(
     assert lake.rows("db.t", "id") == [(1,), (2,), (3,), (4,)]
 
 
-@pytest.mark.parametrize(("max_commits", "snapshots"), [(None, 2), ("1", 1)])
+@pytest.mark.parametrize(
+    ("options", "snapshots"),
+    [
+        ("", 1),  # Iceberg's default: no partial progress, one commit
+        (", 'partial-progress.enabled', 'true'", 2),
+        (", 'partial-progress.enabled', 'true', 'partial-progress.max-commits', '1'", 1),
+    ],
+)
 def test_rewrite_data_files_commits_in_at_most_max_commits_snapshots(
-    lake, three_appends, max_commits: str | None, snapshots: int
+    lake, three_appends, options: str, snapshots: int
 ) -> None:
     three_appends.append(rows((4, "us")))
     before = len(three_appends.snapshots())
-    extra = "" if max_commits is None else f", 'partial-progress.max-commits', '{max_commits}'"
+    extra = options
 
     [row] = lake.sql(
         "CALL lake.system.rewrite_data_files('db.t', options => map('min-input-files', '2'"
@@ -890,7 +897,7 @@ BAD_CALLS = [
     (f"{COMPACT_OPTIONS}('max-file-group-input-files', '0'))", "Validation", "at least 1"),
     (f"{COMPACT_OPTIONS}('partial-progress.max-failed-commits', '-1'))", "Valid", "least 0"),
     (f"{COMPACT_OPTIONS}('remove-dangling-deletes', 'x'))", "Validation", "true or false"),
-    (f"{COMPACT_OPTIONS}('use-starting-sequence-number', 'true'))", "Unsupported", "false"),
+    (f"{COMPACT_OPTIONS}('use-starting-sequence-number', 'yes'))", "Validation", "true or"),
     (f"{COMPACT_OPTIONS}('output-spec-id', '7'))", "ValidationError", "partition spec 7"),
     (f"{MANIFESTS}('db.t', spec_id => 7)", "ValidationError", "no partition spec 7"),
     (f"{MANIFESTS}('db.t', use_caching => 'yes')", "ValidationError", "use_caching takes a"),

@@ -65,3 +65,13 @@ def test_deletes_elsewhere_and_new_data_files_do_not_conflict() -> None:
     check_new_deletes(intent, commit(delete(Content.POSITION_DELETES, ("a",), referenced="f2")))
     check_new_deletes(intent, commit(data("f3")))  # an append
     check_new_deletes(Intent(OpKind.APPEND), commit(delete(Content.POSITION_DELETES)))
+
+
+def test_equality_deletes_are_no_conflict_for_new_files_as_old_as_the_start() -> None:
+    # a compaction whose new files keep the starting snapshot's data sequence number: a newer
+    # equality delete applies to them as to the files they replace; position deletes do not
+    intent = Intent(OpKind.REPLACE, removed_files=(data("f1"),), added_data_sequence_number=3)
+    check_new_deletes(intent, commit(delete(Content.EQUALITY_DELETES, (), spec_id=0)))
+    check_new_deletes(intent, commit(delete(Content.EQUALITY_DELETES)))
+    with pytest.raises(ConcurrentDeleteRead):
+        check_new_deletes(intent, commit(delete(Content.POSITION_DELETES)))
