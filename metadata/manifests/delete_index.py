@@ -13,7 +13,7 @@ Metadata only: no delete file is opened here (applying them is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,28 +246,18 @@ def dangling_deletes(
     removed_paths = {f.file_path for f in removed}
     if snapshot is None or not removed_paths:
         return ()
-    cache = cache or NoCache()
-    listing = cache.manifest_list(io, snapshot.manifest_list)
-    deleting = delete_manifests(listing.manifests)
-    if not deleting:
+    found = _deletes_of_live_data(io, metadata, snapshot, cache)
+    if found is None:
         return ()
-    specs = metadata.specs_by_id()
-    schema = metadata.schema()
-    index = delete_index(io, deleting, specs=specs, schema=schema, cache=cache)
+    index, pairs = found
     # by entry key: the DVs of several data files may share one Puffin file
     candidates: dict[tuple[str, int | None], DataFile] = {}
     staying: set[tuple[str, int | None]] = set()
-    for manifest in listing.manifests:
-        if manifest.content is not ManifestContent.DATA or manifest.live_files_count == 0:
-            continue
-        for e in cache.read(io, manifest, specs=specs, schema=schema):
-            if e.status is Status.DELETED:
-                continue
-            applying = index.for_data_file(e.data_file, e.sequence_number or 0)
-            if e.data_file.file_path in removed_paths:
-                candidates.update((d.key, d) for d in applying)
-            else:
-                staying.update(d.key for d in applying)
+    for data_file, applying in pairs:
+        if data_file.file_path in removed_paths:
+            candidates.update((d.key, d) for d in applying)
+        else:
+            staying.update(d.key for d in applying)
     if added_data_sequence_number is not None:  # these apply to the added files too
         staying.update(
             key
@@ -293,25 +283,38 @@ def unused_deletes(
     Valid on any later base too, for the reason :func:`dangling_deletes` gives."""
     if snapshot is None:
         return ()
+    found = _deletes_of_live_data(io, metadata, snapshot, cache)
+    if found is None:
+        return ()
+    index, pairs = found
+    used = {d.key for _, applying in pairs for d in applying}
+    unused = {f.key: f for f in index.files() if f.key not in used}
+    return tuple(unused.values())
+
+
+def _deletes_of_live_data(
+    io: FileIO, metadata: TableMetadata, snapshot: Snapshot, cache: ManifestCache | None
+) -> tuple[DeleteIndex, Iterator[tuple[DataFile, tuple[DataFile, ...]]]] | None:
+    """The index of ``snapshot``'s live delete files and, lazily, each live data file with
+    the delete files that apply to it; ``None`` when the snapshot has no delete manifest."""
     cache = cache or NoCache()
     listing = cache.manifest_list(io, snapshot.manifest_list)
     deleting = delete_manifests(listing.manifests)
     if not deleting:
-        return ()
+        return None
     specs = metadata.specs_by_id()
     schema = metadata.schema()
     index = delete_index(io, deleting, specs=specs, schema=schema, cache=cache)
-    used: set[tuple[str, int | None]] = set()
-    for manifest in listing.manifests:
-        if manifest.content is not ManifestContent.DATA or manifest.live_files_count == 0:
-            continue
-        for e in cache.read(io, manifest, specs=specs, schema=schema):
-            if e.status is not Status.DELETED:
-                used.update(d.key for d in index.for_data_file(e.data_file, e.sequence_number or 0))
-    unused: dict[tuple[str, int | None], DataFile] = {
-        f.key: f for f in index.files() if f.key not in used
-    }
-    return tuple(unused.values())
+
+    def pairs() -> Iterator[tuple[DataFile, tuple[DataFile, ...]]]:
+        for manifest in listing.manifests:
+            if manifest.content is not ManifestContent.DATA or manifest.live_files_count == 0:
+                continue
+            for e in cache.read(io, manifest, specs=specs, schema=schema):
+                if e.status is not Status.DELETED:
+                    yield e.data_file, index.for_data_file(e.data_file, e.sequence_number or 0)
+
+    return index, pairs()
 
 
 def live_deletes_naming(
