@@ -2,13 +2,14 @@
 
 Planning and commits are those of lakecat's compaction
 (:func:`lakecat.catalog.maintenance.rewrite_data_files`): the driver plans the file groups
-with :func:`~lakecat.catalog.maintenance.plan_file_groups` (small files, oversized files and
-files of older partition specs, packed per partition) against the current snapshot; each group
-then commits as a ``replace`` intent that started at that snapshot, on its own
-(``partial_progress``, the default: a conflict loses that group, reported in
-``groups_failed``) or all groups as one snapshot. A ``replace`` never conflicts with
-concurrent appends; a concurrent commit that removed one of a group's files fails the group
-with ``ConcurrentDeleteDelete``.
+with :func:`~lakecat.catalog.maintenance.plan_file_groups` (Iceberg's bin-pack planner: small
+and oversized files, files of other partition specs, files with many deletes, packed per
+partition) against the current snapshot; the groups then commit as ``replace`` intents that
+started at that snapshot, in batches (``partial_progress``, the default: a conflict loses
+that batch's groups, reported in ``groups_failed``) or all groups as one snapshot, their new
+files with the starting snapshot's data sequence number by default. A ``replace`` never
+conflicts with concurrent appends; a concurrent commit that removed one of a group's files
+fails the group with ``ConcurrentDeleteDelete``.
 
 What Spark does: one task per group reads the group's files (through the data source, pinned
 to the planned metadata) and writes its rows again at the target file size (through the data
