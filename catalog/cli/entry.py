@@ -383,6 +383,18 @@ def _add_maintenance_commands(
         help="write the new files for this partition spec (default: the table's)",
     )
     p.add_argument(
+        "--keep-other-specs",
+        action="store_true",
+        help="rewrite files of other partition specs only for their size or deletes "
+        "(Iceberg's planner)",
+    )
+    p.add_argument(
+        "--commit-sequence-number",
+        action="store_true",
+        help="the new files take the commit's data sequence number, not the starting "
+        "snapshot's (a concurrent equality delete then fails the group)",
+    )
+    p.add_argument(
         "--max-commits",
         type=positive_int,
         default=DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS,

@@ -88,6 +88,7 @@ def _selection(args: argparse.Namespace) -> maintenance.FileSelection:
         max_group_input_files=args.max_group_input_files,
         max_files_to_rewrite=args.max_files_to_rewrite,
         output_spec_id=args.output_spec_id,
+        repartition=not args.keep_other_specs,
     )
 
 
@@ -105,6 +106,7 @@ def compact(ctx: Context, args: argparse.Namespace) -> Output:
             sort_by=sort_by,
             progress=progress,
             partial_progress_max_commits=args.max_commits,
+            use_starting_sequence_number=not args.commit_sequence_number,
             **_fields(selection),
         )
     failed = [
