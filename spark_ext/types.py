@@ -200,15 +200,17 @@ def project(schema: Schema, requested: st.StructType) -> tuple[Schema, bool]:
 
 def _pruned(t: IcebergType, requested: st.DataType, path: str) -> IcebergType | None:
     """``t`` cut down to what ``requested`` asks for: Spark's nested schema pruning asks for
-    some fields of a struct (in a list's elements and a map's values too), in its own order.
-    ``None`` when ``requested`` is not ``t``'s Spark type or such a pruning of it."""
+    some fields of a struct (in a list's elements and a map's values too), in the struct's
+    order. ``None`` when ``requested`` is not ``t``'s Spark type or such a pruning of it (a
+    struct's fields in another order included: batches map struct fields by position)."""
     if isinstance(t, StructType) and isinstance(requested, st.StructType):
         by_lower = {f.name.lower(): f for f in t.fields}
-        fields = []
+        position = {f.field_id: i for i, f in enumerate(t.fields)}
+        fields: list[NestedField] = []
         for wanted in requested.fields:
             sub = next((f for f in t.fields if f.name == wanted.name), None)
             sub = sub or by_lower.get(wanted.name.lower())
-            if sub is None:
+            if sub is None or (fields and position[sub.field_id] <= position[fields[-1].field_id]):
                 return None
             sub_type = _pruned(sub.field_type, wanted.dataType, f"{path}.{sub.name}")
             if sub_type is None:

@@ -295,3 +295,33 @@ def test_a_read_of_some_fields_of_a_struct_through_the_data_source_reads_them(la
     lake.sql("ALTER TABLE lake.db.nested RENAME COLUMN s.b TO bb")
     lake.sql("ALTER TABLE lake.db.nested ALTER COLUMN s.a TYPE bigint")
     assert query("id, s.bb, s.a", "s.a > 1") == [(2, "y", 2)]
+
+
+def test_a_struct_is_projected_in_part_in_its_own_order_only() -> None:
+    from pyspark.sql import types as st
+
+    from lakecat.metadata.errors import SchemaMismatch
+    from lakecat.metadata.schema import IntegerType, NestedField, Schema, StringType, StructType
+    from lakecat.spark_ext.types import project
+
+    s = StructType(
+        (
+            NestedField(2, "a", IntegerType()),
+            NestedField(3, "b", StringType()),
+            NestedField(4, "c", IntegerType()),
+        )
+    )
+    schema = Schema((NestedField(1, "s", s),))
+
+    def asking(*names: str) -> st.StructType:
+        types = {"a": st.IntegerType(), "b": st.StringType(), "c": st.IntegerType()}
+        inner = st.StructType([st.StructField(n, types[n]) for n in names])
+        return st.StructType([st.StructField("s", inner)])
+
+    projected, _ = project(schema, asking("a", "c"))
+    [column] = projected.fields
+    assert isinstance(column.field_type, StructType)
+    assert [f.field_id for f in column.field_type.fields] == [2, 4]
+    # batches map a struct's fields by position: another order is refused, not misread
+    with pytest.raises(SchemaMismatch):
+        project(schema, asking("c", "a"))
