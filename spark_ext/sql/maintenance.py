@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 from lakecat.catalog import Table, engine
 from lakecat.catalog.engine import DEFAULT_MAX_GROUP_SIZE_BYTES, ICEBERG_MIN_INPUT_FILES
@@ -216,30 +216,32 @@ def _compaction_sort(
     return "table", None
 
 
+T = TypeVar("T")
+
 # Iceberg's Z-order term of a sort_order: zorder(c1, c2, ...)
 _ZORDER = re.compile(r"\bzorder\s*\(([^()]*)\)", re.IGNORECASE)
 
 
 def int_option(options: Mapping[str, str], key: str) -> int | None:
     """An integer procedure option (an ``options`` map entry), ``None`` when absent."""
-    raw = options.get(key)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValidationError(f"option {key} must be an integer, not {raw!r}") from None
+    return _parsed_option(options, key, int, "an integer")
 
 
 def float_option(options: Mapping[str, str], key: str) -> float | None:
     """A number procedure option (an ``options`` map entry), ``None`` when absent."""
+    return _parsed_option(options, key, float, "a number")
+
+
+def _parsed_option(
+    options: Mapping[str, str], key: str, parse: Callable[[str], T], what: str
+) -> T | None:
     raw = options.get(key)
     if raw is None:
         return None
     try:
-        return float(raw)
+        return parse(raw)
     except ValueError:
-        raise ValidationError(f"option {key} must be a number, not {raw!r}") from None
+        raise ValidationError(f"option {key} must be {what}, not {raw!r}") from None
 
 
 def bool_option(options: Mapping[str, str], key: str, *, default: bool) -> bool:
