@@ -11,5 +11,6 @@
 from lakecat.catalog.catalog import Catalog
 from lakecat.catalog.commit.pipeline import CommitResult
 from lakecat.catalog.table import Table
+from lakecat.catalog.views import View
 
-__all__ = ["Catalog", "CommitResult", "Table"]
+__all__ = ["Catalog", "CommitResult", "Table", "View"]

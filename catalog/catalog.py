@@ -9,6 +9,7 @@ configured with the same database and catalog name, and the other way round.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -31,6 +32,13 @@ from lakecat.catalog.maintenance.reachable import reachable_files, require_gc_en
 from lakecat.catalog.metadata_cache import MetadataFileCache
 from lakecat.catalog.store.store import SqlCatalogStore
 from lakecat.catalog.table import Table
+from lakecat.catalog.views import (
+    View,
+    ViewOps,
+    commit_new_view,
+    engine_summary,
+    representations_of,
+)
 from lakecat.catalog.write.writer import Data, conform, write_files
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import (
@@ -39,9 +47,11 @@ from lakecat.metadata.errors import (
     ConcurrentCreate,
     CorruptMetadata,
     LakecatError,
+    NoSuchView,
     StorageError,
     TableAlreadyExists,
     ValidationError,
+    ViewAlreadyExists,
 )
 from lakecat.metadata.io.fileio import FileIO, RoutingFileIO, file_io_for, join, to_uri
 from lakecat.metadata.io.storage import check_storage_properties
@@ -61,6 +71,7 @@ from lakecat.metadata.table.new_table import new_table_metadata
 from lakecat.metadata.table.replace import Replacement, plan_replacement, replaced
 from lakecat.metadata.table.sorting import SortField, SortOrder
 from lakecat.metadata.table.table_metadata import TableMetadata
+from lakecat.metadata.view import apply_view, define_view
 
 if TYPE_CHECKING:
     from lakecat.catalog.commit.coordination.queue import FileCommitQueue
@@ -330,6 +341,8 @@ class Catalog:
         ns, name = parse_table_identifier(identifier)
         if self.store.table_exists(ns, name):
             raise TableAlreadyExists(f"table {namespace_to_string(ns)}.{name} already exists")
+        if self.store.view_exists(ns, name):
+            raise TableAlreadyExists(f"view {namespace_to_string(ns)}.{name} already exists")
         metadata = self.new_table_metadata(
             identifier,
             schema,
@@ -514,6 +527,116 @@ class Catalog:
                 self.io.delete(info.location)
         except StorageError:
             pass
+
+    # ---- views ------------------------------------------------------------------------------
+    def list_views(self, namespace: str | Sequence[str]) -> list[tuple[Namespace, str]]:
+        ns = parse_namespace(namespace)
+        return [(ns, v) for v in self.store.list_views(ns)]
+
+    def view_exists(self, identifier: str | Sequence[str]) -> bool:
+        ns, name = parse_table_identifier(identifier)
+        return self.store.view_exists(ns, name)
+
+    def load_view(self, identifier: str | Sequence[str]) -> View:
+        """The view (NoSuchView if there is none of that name)."""
+        ops = self._view_ops(*parse_table_identifier(identifier))
+        metadata, location = ops.refresh()
+        return View(ops, metadata, location)
+
+    def create_view(
+        self,
+        identifier: str | Sequence[str],
+        sql: str | Mapping[str, str],
+        schema: Schema | pa.Schema,
+        *,
+        default_namespace: Sequence[str] | None = None,
+        default_catalog: str | None = None,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+        summary: Mapping[str, str] | None = None,
+    ) -> View:
+        """Create an Iceberg view: ``sql`` is its query in Spark's dialect (or ``{dialect:
+        query}`` for several), ``schema`` the columns it produces (field docs are column
+        comments). Unqualified names in the query resolve against ``default_namespace`` (the
+        view's own when not given) and ``default_catalog`` (the catalog holding the view when
+        None). lakecat stores the definition; engines run it. ViewAlreadyExists when a view
+        or a table has the name."""
+        ns, name = parse_table_identifier(identifier)
+        iceberg_schema = arrow_to_schema(schema) if isinstance(schema, pa.Schema) else schema
+        view_location = to_uri(location) if location else self.default_location(ns, name)
+        metadata = apply_view(
+            None,
+            define_view(
+                location=view_location.rstrip("/"),
+                schema=iceberg_schema,
+                representations=representations_of(sql),
+                default_namespace=ns if default_namespace is None else tuple(default_namespace),
+                default_catalog=default_catalog,
+                properties=properties,
+                summary=engine_summary() if summary is None else summary,
+                now_ms=int(time.time() * 1000),
+            ),
+            now_ms=int(time.time() * 1000),
+        )
+        metadata_location = commit_new_view(self.store, ns, name, self.io, metadata)
+        return View(self._view_ops(ns, name), metadata, metadata_location)
+
+    def create_or_replace_view(
+        self,
+        identifier: str | Sequence[str],
+        sql: str | Mapping[str, str],
+        schema: Schema | pa.Schema,
+        *,
+        default_namespace: Sequence[str] | None = None,
+        default_catalog: str | None = None,
+        properties: Mapping[str, str] | None = None,
+        summary: Mapping[str, str] | None = None,
+    ) -> View:
+        """:meth:`View.replace` when the view exists, else :meth:`create_view`. A view
+        created meanwhile by another writer is replaced."""
+        iceberg_schema = arrow_to_schema(schema) if isinstance(schema, pa.Schema) else schema
+        for _ in range(2):
+            try:
+                view = self.load_view(identifier)
+            except NoSuchView:
+                try:
+                    return self.create_view(
+                        identifier,
+                        sql,
+                        iceberg_schema,
+                        default_namespace=default_namespace,
+                        default_catalog=default_catalog,
+                        properties=properties,
+                        summary=summary,
+                    )
+                except ViewAlreadyExists:
+                    if not self.view_exists(identifier):
+                        raise  # a table has the name
+                    continue  # created meanwhile: replace it
+            return view.replace(
+                sql,
+                iceberg_schema,
+                default_namespace=default_namespace,
+                default_catalog=default_catalog,
+                properties=properties,
+                summary=summary,
+            )
+        raise ViewAlreadyExists(f"view {identifier} kept being created and dropped meanwhile")
+
+    def rename_view(self, source: str | Sequence[str], destination: str | Sequence[str]) -> None:
+        src_ns, src = parse_table_identifier(source)
+        dst_ns, dst = parse_table_identifier(destination)
+        self.store.rename_view(src_ns, src, dst_ns, dst)
+
+    def drop_view(self, identifier: str | Sequence[str]) -> None:
+        """Remove the view from the catalog and delete its current metadata file, as Iceberg's
+        JDBC catalog does (older metadata files stay; NoSuchView if there is no such view)."""
+        ns, name = parse_table_identifier(identifier)
+        location = self.store.drop_view_row(ns, name)
+        delete_quietly(self.io, [location])
+
+    def _view_ops(self, namespace: Namespace, name: str) -> ViewOps:
+        return ViewOps(self.store, namespace, name, self.io)
 
     def _ops(self, namespace: Namespace, name: str) -> _TableOps:
         return _TableOps(

@@ -47,8 +47,7 @@ lies behind them can be reorganized freely.
   (``lakecat_version``; the CLI's ``--version`` too).
 """
 
-from importlib import metadata as importlib_metadata
-
+from lakecat.catalog.about import lakecat_version
 from lakecat.catalog.commit.conflicts import (
     app_versions,
     check_metadata,
@@ -122,15 +121,6 @@ from lakecat.catalog.write.merge_on_read import (
 from lakecat.catalog.write.row_ops import plan_delete
 from lakecat.catalog.write.writer import conform, write_files
 from lakecat.metadata.table.timetravel import to_timestamp_ms
-
-
-def lakecat_version() -> str:
-    """The installed lakecat distribution's version (``unknown`` when it is not installed)."""
-    try:
-        return importlib_metadata.version("lakecat")
-    except importlib_metadata.PackageNotFoundError:
-        return "unknown"
-
 
 __all__ = [
     "CHANGE_SNAPSHOT_ID",

@@ -18,10 +18,12 @@ calls the library, so callers never need to catch a library's own exception type
     │   ├── NoSuchNamespace
     │   ├── NoSuchTable
     │   ├── NoSuchSnapshot         unknown snapshot id, or a timestamp before the first snapshot
-    │   └── NoSuchRef              unknown branch or tag
+    │   ├── NoSuchRef              unknown branch or tag
+    │   └── NoSuchView
     ├── AlreadyExists
     │   ├── NamespaceAlreadyExists
-    │   └── TableAlreadyExists
+    │   ├── TableAlreadyExists
+    │   └── ViewAlreadyExists      a view or a table has the name
     ├── NamespaceNotEmpty
     ├── TableKeptChanging          a maintenance job re-planned as often as it may; no change
     ├── CorruptMetadata            a metadata, manifest or data file unreadable per the spec
@@ -112,6 +114,10 @@ class NoSuchRef(NotFound):
     pass
 
 
+class NoSuchView(NotFound):
+    pass
+
+
 class AlreadyExists(LakecatError):
     pass
 
@@ -122,6 +128,10 @@ class NamespaceAlreadyExists(AlreadyExists):
 
 class TableAlreadyExists(AlreadyExists):
     pass
+
+
+class ViewAlreadyExists(AlreadyExists):
+    """A view cannot be created: a view or a table has the name."""
 
 
 class NamespaceNotEmpty(LakecatError):

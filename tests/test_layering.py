@@ -29,9 +29,10 @@ METADATA_LEAVES = {"lakecat.metadata.errors", "lakecat.metadata.properties"}
 
 # lowest first; the package root (its __init__) and engine sit above everything but the CLI
 CATALOG_LAYERS = [
-    {"identifiers", "interrupts", "metadata_cache", "retry"},
+    {"about", "identifiers", "interrupts", "metadata_cache", "retry"},
     {"store"},
     {"commit"},
+    {"views"},
     {"read"},
     {"write"},
     {"table"},

@@ -38,6 +38,7 @@ from lakecat.catalog.cli.render import (
 )
 from lakecat.catalog.cli.row_changes import ROW_CHANGE_COMMANDS
 from lakecat.catalog.cli.schema import parse_partition_by, parse_sort_by, read_schema_argument
+from lakecat.catalog.cli.views import READ_ONLY_VIEW_COMMANDS, VIEW_COMMANDS
 from lakecat.catalog.identifiers import namespace_to_string, parse_namespace
 from lakecat.catalog.table import Table
 from lakecat.metadata.table.snapshots import Snapshot
@@ -109,15 +110,23 @@ def namespaces_describe(ctx: Context, args: argparse.Namespace) -> Output:
     catalog = ctx.catalog()
     properties = dict(sorted(catalog.namespace_properties(namespace).items()))
     tables = _table_names(namespace, catalog.list_tables(namespace))
+    views = _table_names(namespace, catalog.list_views(namespace))
     children = sorted(namespace_to_string(ns) for ns in catalog.list_namespaces(namespace))
     name = namespace_to_string(namespace)
-    data = {"namespace": name, "properties": properties, "namespaces": children, "tables": tables}
+    data = {
+        "namespace": name,
+        "properties": properties,
+        "namespaces": children,
+        "tables": tables,
+        "views": views,
+    }
     view = key_values(
         name,
         {
             **{f"property {k}": v for k, v in properties.items()},
             "namespaces": some_of(children, every=ctx.full_lists),
             "tables": some_of(tables, every=ctx.full_lists),
+            "views": some_of(views, every=ctx.full_lists),
         },
     )
     return Output(data, view)
@@ -453,6 +462,7 @@ READ_ONLY_COMMANDS = frozenset(
         "refs",
         "show",
         "changes",
+        *READ_ONLY_VIEW_COMMANDS,
     }
 )
 
@@ -475,4 +485,5 @@ COMMANDS: dict[str, Command] = {
     "show": show,
     **ROW_CHANGE_COMMANDS,
     **MAINTENANCE_COMMANDS,
+    **VIEW_COMMANDS,
 }

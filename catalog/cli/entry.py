@@ -180,6 +180,7 @@ def build_parser() -> _Parser:
     _add_row_change_commands(commands, top)
     _add_maintenance_commands(commands, top)
     _add_ref_commands(commands, top)
+    _add_view_commands(commands, top)
     return parser
 
 
@@ -541,3 +542,59 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc(file=sys.stderr)
         _report(str(exc) or type(exc).__name__)
         return EXIT_ERROR
+
+
+def _add_view_commands(commands: _Commands, top: argparse._SubParsersAction[_Parser]) -> None:
+    group = commands.group(
+        top.add_parser("views", help="list, describe, create, replace, drop views"), "action"
+    )
+    p = commands.leaf(group, "list", "views list", "list the views of a namespace")
+    p.add_argument("namespace")
+    p = commands.leaf(group, "describe", "views describe", "queries, schema, versions")
+    p.add_argument("view")
+    for action, help_text in (
+        ("create", "create a view from its query and the schema it produces"),
+        ("replace", "give a view a new version (query and schema)"),
+    ):
+        p = commands.leaf(group, action, f"views {action}", help_text)
+        p.add_argument("view")
+        p.add_argument("--sql", metavar="QUERY", help="the query, in Spark's dialect")
+        p.add_argument(
+            "--dialect-sql",
+            nargs=2,
+            action="append",
+            default=[],
+            metavar=("DIALECT", "QUERY"),
+            help="the query in another dialect (repeatable)",
+        )
+        p.add_argument(
+            "--schema",
+            required=True,
+            metavar="FILE_OR_JSON",
+            help="the columns the query produces (as for tables create)",
+        )
+        p.add_argument(
+            "--default-namespace",
+            metavar="NAMESPACE",
+            help="where unqualified names resolve (default: the view's namespace)",
+        )
+        p.add_argument(
+            "--default-catalog",
+            metavar="NAME",
+            help="the catalog of unqualified names (default: the view's own)",
+        )
+        p.add_argument(
+            "--property", type=key_value, action="append", default=[], metavar="KEY=VALUE"
+        )
+        if action == "create":
+            p.add_argument(
+                "--location", metavar="URI", help="view location (default: in warehouse)"
+            )
+    p = commands.leaf(group, "rollback", "views rollback", "make an earlier version current")
+    p.add_argument("view")
+    p.add_argument("version_id", type=int, metavar="VERSION_ID")
+    p = commands.leaf(group, "drop", "views drop", "drop a view")
+    p.add_argument("view")
+    p = commands.leaf(group, "rename", "views rename", "rename (or move) a view")
+    p.add_argument("source")
+    p.add_argument("destination")

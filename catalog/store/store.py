@@ -77,20 +77,27 @@ from lakecat.catalog.store.tables import (
     MAX_LOCATION_LENGTH,
     NAMESPACE_EXISTS_PROPERTY,
     TABLE_RECORD_TYPE,
+    VIEW_RECORD_TYPE,
     TableLayout,
     prepare_tables,
 )
 from lakecat.catalog.store.transactions import RetryTransaction, TransactionRunner
 from lakecat.metadata.errors import (
+    AlreadyExists,
     CatalogUnavailable,
     CommitFailed,
     CorruptMetadata,
+    LakecatError,
     NamespaceAlreadyExists,
     NamespaceNotEmpty,
     NoSuchNamespace,
     NoSuchTable,
+    NoSuchView,
+    NotFound,
     TableAlreadyExists,
+    UnsupportedFeature,
     ValidationError,
+    ViewAlreadyExists,
 )
 
 __all__ = [
@@ -123,6 +130,24 @@ class PropertiesUpdateSummary:
     removed: tuple[str, ...]
     updated: tuple[str, ...]
     missing: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """Tables or views: their record type, their word in messages and their errors."""
+
+    record_type: str
+    word: str
+    missing: type[NotFound]
+    taken: type[AlreadyExists]
+
+
+_TABLE = _Kind(TABLE_RECORD_TYPE, "table", NoSuchTable, TableAlreadyExists)
+_VIEW = _Kind(VIEW_RECORD_TYPE, "view", NoSuchView, ViewAlreadyExists)
+
+
+class _NameTaken(Exception):
+    """An INSERT or rename met the primary key of an existing row; rolled back."""
 
 
 class _SwapMissed(Exception):
@@ -342,83 +367,22 @@ class SqlCatalogStore:
         of that name does. Like the compare-and-swap, CommitStateUnknown means the row may or
         may not exist now; every other error means it was not created.
         """
-        encoded = namespace_to_string(namespace)
-        validate_name(name)
-        _check_location(metadata_location, what="metadata_location")
-
-        def work(connection: Connection, layout: TableLayout) -> None:
-            self._require_namespace(connection, encoded)
-            row = {
-                "catalog_name": self._catalog_name,
-                "table_namespace": encoded,
-                "table_name": name,
-                "metadata_location": metadata_location,
-                "previous_metadata_location": None,
-            }
-            if layout.has_iceberg_type:
-                row["iceberg_type"] = TABLE_RECORD_TYPE
-            try:
-                connection.execute(insert(ICEBERG_TABLES).values(row))
-            except IntegrityError as exc:
-                if is_unique_violation(exc):
-                    raise TableAlreadyExists(f"table {encoded}.{name} already exists") from exc
-                raise
-
-        self._transaction(
-            work, write=True, action=f"create table {encoded}.{name}", ambiguous_commit=True
-        )
+        self._create_row(_TABLE, namespace, name, metadata_location)
 
     def get_table_pointer(self, namespace: str | Sequence[str], name: str) -> TablePointer:
         """The table's current and previous metadata locations; NoSuchTable if absent."""
-        encoded = namespace_to_string(namespace)
-        validate_name(name)
-
-        params = {"catalog": self._catalog_name, "namespace": encoded, "name": name}
-
-        def work(connection: Connection, layout: TableLayout) -> TablePointer:
-            row = connection.execute(layout.pointer_statement, params).first()
-            if row is None:
-                raise NoSuchTable(f"table {encoded}.{name} does not exist")
-            return TablePointer(
-                metadata_location=_present_location(row[0], encoded, name),
-                previous_metadata_location=row[1],
-            )
-
-        return self._transaction(work, write=False, action=f"load table {encoded}.{name}")
+        return self._get_pointer(_TABLE, namespace, name)
 
     def get_metadata_location(self, namespace: str | Sequence[str], name: str) -> str:
         """The table's current metadata location; NoSuchTable if absent."""
         return self.get_table_pointer(namespace, name).metadata_location
 
     def table_exists(self, namespace: str | Sequence[str], name: str) -> bool:
-        encoded = namespace_to_string(namespace)
-        validate_name(name)
-        return self._transaction(
-            lambda connection, layout: bool(
-                connection.execute(
-                    select(exists().where(*self._table_row(encoded, name, layout)))
-                ).scalar()
-            ),
-            write=False,
-            action=f"check table {encoded}.{name}",
-        )
+        return self._row_exists(_TABLE, namespace, name)
 
     def list_tables(self, namespace: str | Sequence[str]) -> list[str]:
         """Names of the tables (not views) directly in ``namespace``, sorted."""
-        encoded = namespace_to_string(namespace)
-
-        def work(connection: Connection, layout: TableLayout) -> list[str]:
-            self._require_namespace(connection, encoded)
-            names = connection.execute(
-                select(_TABLES.table_name).where(
-                    _TABLES.catalog_name == self._catalog_name,
-                    _TABLES.table_namespace == encoded,
-                    *layout.table_filters,
-                )
-            ).scalars()
-            return sorted(names)
-
-        return self._transaction(work, write=False, action=f"list tables in {encoded!r}")
+        return self._list_rows(_TABLE, namespace)
 
     def rename_table(
         self,
@@ -430,17 +394,178 @@ class SqlCatalogStore:
         """Rename a table, possibly into another existing namespace.
 
         NoSuchTable if the source is missing, NoSuchNamespace if the target namespace is,
-        TableAlreadyExists if the target name is taken.
+        TableAlreadyExists if the target name is taken (by a table or a view).
         """
+        self._rename_row(_TABLE, source_namespace, source_name, target_namespace, target_name)
+
+    def drop_table_row(self, namespace: str | Sequence[str], name: str) -> str:
+        """Delete the table's row and return the metadata location it pointed at.
+
+        NoSuchTable if there is no such table. A row without a metadata location (never
+        written by lakecat or pyiceberg) is left in place and raises CorruptMetadata.
+        """
+        return self._drop_row(_TABLE, namespace, name)
+
+    # -- views -----------------------------------------------------------------------------
+    # The rows Iceberg's JDBC catalog keeps for views (``iceberg_type = 'VIEW'``), with the
+    # same contracts as the table rows'. A database of the V0 schema has no views: reads find
+    # none, and creating one is refused (UnsupportedFeature).
+
+    def create_view_row(
+        self, namespace: str | Sequence[str], name: str, metadata_location: str
+    ) -> None:
+        """Insert a view row; ViewAlreadyExists if a view or table has the name, else as
+        :meth:`create_table_row`."""
+        self._create_row(_VIEW, namespace, name, metadata_location)
+
+    def get_view_location(self, namespace: str | Sequence[str], name: str) -> str:
+        """The view's current metadata location; NoSuchView if absent."""
+        return self._get_pointer(_VIEW, namespace, name).metadata_location
+
+    def view_exists(self, namespace: str | Sequence[str], name: str) -> bool:
+        return self._row_exists(_VIEW, namespace, name)
+
+    def list_views(self, namespace: str | Sequence[str]) -> list[str]:
+        """Names of the views directly in ``namespace``, sorted."""
+        return self._list_rows(_VIEW, namespace)
+
+    def rename_view(
+        self,
+        source_namespace: str | Sequence[str],
+        source_name: str,
+        target_namespace: str | Sequence[str],
+        target_name: str,
+    ) -> None:
+        """As :meth:`rename_table`, for a view: NoSuchView, NoSuchNamespace, ViewAlreadyExists."""
+        self._rename_row(_VIEW, source_namespace, source_name, target_namespace, target_name)
+
+    def drop_view_row(self, namespace: str | Sequence[str], name: str) -> str:
+        """Delete the view's row and return its metadata location; NoSuchView if absent."""
+        return self._drop_row(_VIEW, namespace, name)
+
+    def swap_view_location(
+        self, namespace: str | Sequence[str], name: str, *, expected: str, new: str
+    ) -> None:
+        """The compare-and-swap of a view's pointer, with the contract of
+        :meth:`swap_metadata_location` (NoSuchView for a view that is gone)."""
+        self._swap(_VIEW, namespace, name, expected=expected, new=new)
+
+    # -- rows of either kind ---------------------------------------------------------------
+
+    def _create_row(
+        self, kind: _Kind, namespace: str | Sequence[str], name: str, metadata_location: str
+    ) -> None:
+        encoded = namespace_to_string(namespace)
+        validate_name(name)
+        _check_location(metadata_location, what="metadata_location")
+
+        def work(connection: Connection, layout: TableLayout) -> None:
+            if kind is _VIEW and not layout.has_iceberg_type:
+                raise UnsupportedFeature(
+                    "the catalog database's iceberg_tables has no iceberg_type column (Iceberg's "
+                    "JDBC schema V0), so it cannot hold views; Iceberg Java adds the column "
+                    "when opened with jdbc.schema-version=V1"
+                )
+            self._require_namespace(connection, encoded)
+            row = {
+                "catalog_name": self._catalog_name,
+                "table_namespace": encoded,
+                "table_name": name,
+                "metadata_location": metadata_location,
+                "previous_metadata_location": None,
+            }
+            if layout.has_iceberg_type:
+                row["iceberg_type"] = kind.record_type
+            try:
+                connection.execute(insert(ICEBERG_TABLES).values(row))
+            except IntegrityError as exc:
+                if is_unique_violation(exc):
+                    raise _NameTaken() from exc
+                raise
+
+        try:
+            self._transaction(
+                work,
+                write=True,
+                action=f"create {kind.word} {encoded}.{name}",
+                ambiguous_commit=True,
+            )
+        except _NameTaken as taken:
+            raise kind.taken(self._taken_message(encoded, name)) from taken.__cause__
+
+    def _taken_message(self, encoded: str, name: str) -> str:
+        """What holds a name that an insert or rename found taken (looked up after the
+        rolled-back transaction, for the message only)."""
+        try:
+            views = self.list_views(encoded)
+        except LakecatError:
+            views = []
+        what = "view" if name in views else "table"
+        return f"{what} {encoded}.{name} already exists"
+
+    def _get_pointer(self, kind: _Kind, namespace: str | Sequence[str], name: str) -> TablePointer:
+        encoded = namespace_to_string(namespace)
+        validate_name(name)
+
+        params = {"catalog": self._catalog_name, "namespace": encoded, "name": name}
+
+        def work(connection: Connection, layout: TableLayout) -> TablePointer:
+            row = connection.execute(layout.pointer_statement(kind.record_type), params).first()
+            if row is None:
+                raise kind.missing(f"{kind.word} {encoded}.{name} does not exist")
+            return TablePointer(
+                metadata_location=_present_location(row[0], encoded, name),
+                previous_metadata_location=row[1],
+            )
+
+        return self._transaction(work, write=False, action=f"load {kind.word} {encoded}.{name}")
+
+    def _row_exists(self, kind: _Kind, namespace: str | Sequence[str], name: str) -> bool:
+        encoded = namespace_to_string(namespace)
+        validate_name(name)
+        return self._transaction(
+            lambda connection, layout: bool(
+                connection.execute(
+                    select(exists().where(*self._row(kind, encoded, name, layout)))
+                ).scalar()
+            ),
+            write=False,
+            action=f"check {kind.word} {encoded}.{name}",
+        )
+
+    def _list_rows(self, kind: _Kind, namespace: str | Sequence[str]) -> list[str]:
+        encoded = namespace_to_string(namespace)
+
+        def work(connection: Connection, layout: TableLayout) -> list[str]:
+            self._require_namespace(connection, encoded)
+            names = connection.execute(
+                select(_TABLES.table_name).where(
+                    _TABLES.catalog_name == self._catalog_name,
+                    _TABLES.table_namespace == encoded,
+                    *layout.filters(kind.record_type),
+                )
+            ).scalars()
+            return sorted(names)
+
+        return self._transaction(work, write=False, action=f"list {kind.word}s in {encoded!r}")
+
+    def _rename_row(
+        self,
+        kind: _Kind,
+        source_namespace: str | Sequence[str],
+        source_name: str,
+        target_namespace: str | Sequence[str],
+        target_name: str,
+    ) -> None:
         source = namespace_to_string(source_namespace)
         target = namespace_to_string(target_namespace)
         validate_name(source_name)
         validate_name(target_name)
 
         def work(connection: Connection, layout: TableLayout) -> None:
-            source_row = self._table_row(source, source_name, layout)
+            source_row = self._row(kind, source, source_name, layout)
             if not connection.execute(select(exists().where(*source_row))).scalar():
-                raise NoSuchTable(f"table {source}.{source_name} does not exist")
+                raise kind.missing(f"{kind.word} {source}.{source_name} does not exist")
             self._require_namespace(connection, target)
             if (source, source_name) == (target, target_name):
                 return
@@ -452,42 +577,38 @@ class SqlCatalogStore:
                 )
             except IntegrityError as exc:
                 if is_unique_violation(exc):
-                    raise TableAlreadyExists(
-                        f"table {target}.{target_name} already exists"
-                    ) from exc
+                    raise _NameTaken() from exc
                 raise
             if result.rowcount != 1:  # dropped concurrently (PostgreSQL, READ COMMITTED)
-                raise NoSuchTable(f"table {source}.{source_name} does not exist")
+                raise kind.missing(f"{kind.word} {source}.{source_name} does not exist")
 
-        self._transaction(
-            work,
-            write=True,
-            action=f"rename table {source}.{source_name} to {target}.{target_name}",
-        )
+        try:
+            self._transaction(
+                work,
+                write=True,
+                action=f"rename {kind.word} {source}.{source_name} to {target}.{target_name}",
+            )
+        except _NameTaken as taken:
+            raise kind.taken(self._taken_message(target, target_name)) from taken.__cause__
 
-    def drop_table_row(self, namespace: str | Sequence[str], name: str) -> str:
-        """Delete the table's row and return the metadata location it pointed at.
-
-        NoSuchTable if there is no such table. A row without a metadata location (never
-        written by lakecat or pyiceberg) is left in place and raises CorruptMetadata.
-        """
+    def _drop_row(self, kind: _Kind, namespace: str | Sequence[str], name: str) -> str:
         encoded = namespace_to_string(namespace)
         validate_name(name)
 
         def work(connection: Connection, layout: TableLayout) -> str:
-            row_clauses = self._table_row(encoded, name, layout)
+            row_clauses = self._row(kind, encoded, name, layout)
             # FOR UPDATE (PostgreSQL) so the location returned is the one deleted even if a
             # commit races the drop; SQLite's BEGIN IMMEDIATE already excludes other writers.
             row = connection.execute(
                 select(_TABLES.metadata_location).where(*row_clauses).with_for_update()
             ).first()
             if row is None:
-                raise NoSuchTable(f"table {encoded}.{name} does not exist")
+                raise kind.missing(f"{kind.word} {encoded}.{name} does not exist")
             location = _present_location(row[0], encoded, name)
             connection.execute(delete(ICEBERG_TABLES).where(*row_clauses))
             return location
 
-        return self._transaction(work, write=True, action=f"drop table {encoded}.{name}")
+        return self._transaction(work, write=True, action=f"drop {kind.word} {encoded}.{name}")
 
     # -- the compare-and-swap --------------------------------------------------------------
 
@@ -503,6 +624,11 @@ class SqlCatalogStore:
         failed, so it may have committed; delete nothing and check the pointer. The module
         docstring has the full contract.
         """
+        self._swap(_TABLE, namespace, name, expected=expected, new=new)
+
+    def _swap(
+        self, kind: _Kind, namespace: str | Sequence[str], name: str, *, expected: str, new: str
+    ) -> None:
         encoded = namespace_to_string(namespace)
         validate_name(name)
         _check_location(expected, what="expected")
@@ -516,21 +642,23 @@ class SqlCatalogStore:
         }
 
         def work(connection: Connection, layout: TableLayout) -> None:
-            rowcount = connection.execute(layout.swap_statement, params).rowcount
+            rowcount = connection.execute(layout.swap_statement(kind.record_type), params).rowcount
             if rowcount != 1:
                 raise _SwapMissed(rowcount)  # the runner rolls back: never committed
 
-        action = f"commit table {encoded}.{name}"
+        action = f"commit {kind.word} {encoded}.{name}"
         try:
             self._transaction(work, write=True, action=action, ambiguous_commit=True)
         except _SwapMissed as missed:
-            self._raise_lost_swap(encoded, name, expected, missed.rowcount)
+            self._raise_lost_swap(kind, encoded, name, expected, missed.rowcount)
         logger.debug(
             "swapped metadata pointer",
-            extra={"table": f"{encoded}.{name}", "expected": expected, "new": new},
+            extra={kind.word: f"{encoded}.{name}", "expected": expected, "new": new},
         )
 
-    def _raise_lost_swap(self, encoded: str, name: str, expected: str, rowcount: int) -> NoReturn:
+    def _raise_lost_swap(
+        self, kind: _Kind, encoded: str, name: str, expected: str, rowcount: int
+    ) -> NoReturn:
         """Raise the right 'definitely not committed' error for an UPDATE that missed."""
         if rowcount > 1:
             raise CatalogUnavailable(
@@ -538,8 +666,8 @@ class SqlCatalogStore:
                 "primary key is broken (rolled back, nothing committed)"
             ) from None
         try:
-            current = self.get_metadata_location(encoded, name)
-        except NoSuchTable as exc:
+            current = self._get_pointer(kind, encoded, name).metadata_location
+        except kind.missing as exc:
             raise exc from None
         except (CatalogUnavailable, CorruptMetadata) as exc:
             raise CommitFailed(
@@ -601,14 +729,14 @@ class SqlCatalogStore:
         if ns_rows.namespace_exists(connection, self._catalog_name, encoded):
             raise NamespaceAlreadyExists(f"namespace {encoded!r} already exists")
 
-    def _table_row(
-        self, encoded: str, name: str, layout: TableLayout
+    def _row(
+        self, kind: _Kind, encoded: str, name: str, layout: TableLayout
     ) -> tuple[ColumnElement[bool], ...]:
         return (
             _TABLES.catalog_name == self._catalog_name,
             _TABLES.table_namespace == encoded,
             _TABLES.table_name == name,
-            *layout.table_filters,
+            *layout.filters(kind.record_type),
         )
 
 

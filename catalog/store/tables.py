@@ -7,8 +7,9 @@ database is used as it is: :func:`prepare_tables` reports whether the column exi
 statement leaves it out when it does not. New databases get the V1 schema.
 
 Rows are shared with other implementations, so lakecat writes what they write: tables get
-``iceberg_type = 'TABLE'`` (views, written by Java, say ``'VIEW'``; rows without a type are tables
-from V0 writers), and a namespace is created by inserting its properties plus ``exists = 'true'``.
+``iceberg_type = 'TABLE'``, views ``'VIEW'`` (rows without a type are tables from V0 writers; a V0
+database has no views), and a namespace is created by inserting its properties plus
+``exists = 'true'``. A table and a view share the primary key, so one name is one or the other.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sqlalchemy import (
     Table,
     Update,
     bindparam,
+    false,
     inspect,
     or_,
     select,
@@ -42,6 +44,7 @@ __all__ = [
     "NAMESPACE_EXISTS_PROPERTY",
     "NAMESPACE_PROPERTIES",
     "TABLE_RECORD_TYPE",
+    "VIEW_RECORD_TYPE",
     "TableLayout",
     "prepare_tables",
 ]
@@ -50,6 +53,7 @@ NAMESPACE_EXISTS_PROPERTY = "exists"
 """Reserved property that Java and lakecat insert so that a namespace exists without tables."""
 
 TABLE_RECORD_TYPE = "TABLE"
+VIEW_RECORD_TYPE = "VIEW"
 MAX_LOCATION_LENGTH = 1000
 MAX_PROPERTY_KEY_LENGTH = 255
 MAX_PROPERTY_VALUE_LENGTH = 1000
@@ -81,11 +85,17 @@ NAMESPACE_PROPERTIES = Table(
 class TableLayout:
     """What this database's ``iceberg_tables`` looks like, and the statements built for it.
 
-    The two statements on every commit's path (read the pointer, swap it) are built once with
-    bind parameters, so a commit spends no time constructing SQL.
+    The two statements on every commit's path (read the pointer, swap it) are built once per
+    record type (table, view) with bind parameters, so a commit spends no time constructing
+    SQL.
     """
 
     has_iceberg_type: bool
+
+    def filters(self, record_type: str) -> tuple[ColumnElement[bool], ...]:
+        """WHERE clauses that keep the rows of ``record_type``: tables (also the rows of V0
+        writers, which have no type; no clause at all on a V0 schema) or views."""
+        return self.table_filters if record_type == TABLE_RECORD_TYPE else self.view_filters
 
     @cached_property
     def table_filters(self) -> tuple[ColumnElement[bool], ...]:
@@ -96,34 +106,46 @@ class TableLayout:
         return (or_(column == TABLE_RECORD_TYPE, column.is_(None)),)
 
     @cached_property
-    def pointer_statement(self) -> Select[str | None, str | None]:
-        """SELECT of a table's two locations, parameters ``catalog, namespace, name``."""
-        t = ICEBERG_TABLES.c
-        return select(t.metadata_location, t.previous_metadata_location).where(
-            t.catalog_name == bindparam("catalog"),
-            t.table_namespace == bindparam("namespace"),
-            t.table_name == bindparam("name"),
-            *self.table_filters,
-        )
+    def view_filters(self) -> tuple[ColumnElement[bool], ...]:
+        """WHERE clauses that keep view rows; on a V0 schema, a clause no row matches."""
+        if not self.has_iceberg_type:
+            return (false(),)
+        return (ICEBERG_TABLES.c.iceberg_type == VIEW_RECORD_TYPE,)
+
+    def pointer_statement(
+        self, record_type: str = TABLE_RECORD_TYPE
+    ) -> Select[str | None, str | None]:
+        """SELECT of a table's (or view's) two locations, parameters ``catalog, namespace,
+        name``."""
+        return self._statements[record_type][0]
+
+    def swap_statement(self, record_type: str = TABLE_RECORD_TYPE) -> Update:
+        """The compare-and-swap UPDATE, parameters ``catalog, namespace, name, expected,
+        new``."""
+        return self._statements[record_type][1]
 
     @cached_property
-    def swap_statement(self) -> Update:
-        """The compare-and-swap UPDATE, parameters ``catalog, namespace, name, expected, new``."""
+    def _statements(self) -> dict[str, tuple[Select[str | None, str | None], Update]]:
         t = ICEBERG_TABLES.c
-        return (
-            update(ICEBERG_TABLES)
-            .where(
+        out = {}
+        for record_type in (TABLE_RECORD_TYPE, VIEW_RECORD_TYPE):
+            row = (
                 t.catalog_name == bindparam("catalog"),
                 t.table_namespace == bindparam("namespace"),
                 t.table_name == bindparam("name"),
-                t.metadata_location == bindparam("expected"),
-                *self.table_filters,
+                *self.filters(record_type),
             )
-            .values(
-                metadata_location=bindparam("new"),
-                previous_metadata_location=bindparam("expected"),
+            pointer = select(t.metadata_location, t.previous_metadata_location).where(*row)
+            swap = (
+                update(ICEBERG_TABLES)
+                .where(*row, t.metadata_location == bindparam("expected"))
+                .values(
+                    metadata_location=bindparam("new"),
+                    previous_metadata_location=bindparam("expected"),
+                )
             )
-        )
+            out[record_type] = (pointer, swap)
+        return out
 
 
 def prepare_tables(connection: Connection, *, create: bool) -> TableLayout:

@@ -44,9 +44,11 @@ from lakecat.metadata.errors import (
     NoSuchRef,
     NoSuchSnapshot,
     NoSuchTable,
+    NoSuchView,
     NotFound,
     TableAlreadyExists,
     ValidationError,
+    ViewAlreadyExists,
 )
 from lakecat.metadata.expressions import and_, parse
 from lakecat.metadata.io import join
@@ -99,6 +101,12 @@ from lakecat.spark_ext.sql.row_level import (
     staged_owned,
 )
 from lakecat.spark_ext.sql.staging import StagedTables
+from lakecat.spark_ext.sql.views import (
+    spark_summary,
+    store_view,
+    view_definition,
+    view_descriptor,
+)
 from lakecat.spark_ext.types import spark_schema
 
 # Spark's reserved table properties that are not Iceberg table properties.
@@ -159,6 +167,15 @@ class CatalogBridge:
             "bind_procedure": self.bind_procedure,
             "call_procedure": self.call_procedure,
             "python_error": self.python_error,
+            "load_relation": self.load_relation,
+            "list_views": self.list_views,
+            "load_view": self.load_view,
+            "view_exists": self.view_exists,
+            "create_view": self.create_view,
+            "replace_view": self.replace_view,
+            "create_or_replace_view": self.create_or_replace_view,
+            "drop_view": self.drop_view,
+            "rename_view": self.rename_view,
         }
 
     def call(self, method: str, arguments: str) -> str:
@@ -227,8 +244,11 @@ class CatalogBridge:
         if not self.catalog.namespace_exists(namespace):
             return False
         tables = self.catalog.list_tables(namespace)
-        if tables and not cascade:
-            raise NamespaceNotEmpty(f"namespace {'.'.join(namespace)} still has tables")
+        views = self.catalog.list_views(namespace)
+        if (tables or views) and not cascade:
+            raise NamespaceNotEmpty(f"namespace {'.'.join(namespace)} still has tables or views")
+        for ns, name in views:
+            self.catalog.drop_view((*ns, name))
         for ns, name in tables:
             self.catalog.drop_table((*ns, name))
         self.catalog.drop_namespace(namespace)
@@ -401,10 +421,15 @@ class CatalogBridge:
     def rename_table(
         self, namespace: Sequence[str], name: str, to_namespace: Sequence[str], to_name: str
     ) -> None:
-        # ALTER TABLE lake.db.a RENAME TO b keeps the namespace. Spark hands the new name over
-        # as written, relative to this catalog: RENAME TO lake.db.b (the form Iceberg's docs
-        # show, which fails on Iceberg's SparkCatalog) names namespace lake.db. When that
-        # namespace does not exist and it starts with this catalog's name, the rest is meant.
+        target = self._rename_target(namespace, to_namespace)
+        self.catalog.rename_table((*namespace, name), (*target, to_name))
+
+    def _rename_target(self, namespace: Sequence[str], to_namespace: Sequence[str]) -> list[str]:
+        """The namespace of a rename's new name. ALTER TABLE lake.db.a RENAME TO b keeps the
+        namespace. Spark hands the new name over as written, relative to this catalog:
+        RENAME TO lake.db.b (the form Iceberg's docs show, which fails on Iceberg's
+        SparkCatalog) names namespace lake.db. When that namespace does not exist and it
+        starts with this catalog's name, the rest is meant."""
         target = list(to_namespace or namespace)
         if (
             len(target) > 1
@@ -413,7 +438,76 @@ class CatalogBridge:
             and self.catalog.namespace_exists(target[1:])
         ):
             target = target[1:]
-        self.catalog.rename_table((*namespace, name), (*target, to_name))
+        return target
+
+    # ---- views ----------------------------------------------------------------------------
+    def load_relation(
+        self, namespace: Sequence[str], name: str, wap_branch: str | None = None
+    ) -> dict[str, Any]:
+        """``{"table": descriptor}`` (as :meth:`load_table`) or ``{"view": descriptor}``;
+        NoSuchTable when the name is neither."""
+        try:
+            return {"table": self.load_table(namespace, name, wap_branch=wap_branch)}
+        except NoSuchTable:
+            if not namespace:
+                raise
+            try:
+                return {"view": self.load_view(namespace, name)}
+            except NoSuchView:
+                raise NoSuchTable(
+                    f"table or view {'.'.join((*namespace, name))} does not exist"
+                ) from None
+
+    def list_views(self, namespace: Sequence[str]) -> list[list[str]]:
+        return [[*ns, name] for ns, name in self.catalog.list_views(namespace)]
+
+    def load_view(self, namespace: Sequence[str], name: str) -> dict[str, Any]:
+        return view_descriptor(self.catalog.load_view((*namespace, name)), self.name)
+
+    def view_exists(self, namespace: Sequence[str], name: str) -> bool:
+        return bool(namespace) and self.catalog.view_exists((*namespace, name))
+
+    def create_view(self, namespace: Sequence[str], name: str, **view: Any) -> dict[str, Any]:
+        return self._store_view(namespace, name, view, mode="create")
+
+    def replace_view(self, namespace: Sequence[str], name: str, **view: Any) -> dict[str, Any]:
+        return self._store_view(namespace, name, view, mode="replace")
+
+    def create_or_replace_view(
+        self, namespace: Sequence[str], name: str, **view: Any
+    ) -> dict[str, Any]:
+        return self._store_view(namespace, name, view, mode="create_or_replace")
+
+    def _store_view(
+        self, namespace: Sequence[str], name: str, view: Mapping[str, Any], *, mode: str
+    ) -> dict[str, Any]:
+        spark_version = self._spark_version()
+        stored = store_view(
+            self.catalog,
+            (*namespace, name),
+            view_definition(catalog_name=self.name, spark_version=spark_version, **view),
+            summary=spark_summary(spark_version),
+            mode=mode,
+        )
+        return view_descriptor(stored, self.name)
+
+    def _spark_version(self) -> str:
+        import pyspark
+
+        return str(pyspark.__version__)
+
+    def drop_view(self, namespace: Sequence[str], name: str) -> bool:
+        try:
+            self.catalog.drop_view((*namespace, name))
+        except NoSuchView:
+            return False
+        return True
+
+    def rename_view(
+        self, namespace: Sequence[str], name: str, to_namespace: Sequence[str], to_name: str
+    ) -> None:
+        target = self._rename_target(namespace, to_namespace)
+        self.catalog.rename_view((*namespace, name), (*target, to_name))
 
     # ---- row-level ------------------------------------------------------------------------
     def can_delete(
@@ -779,6 +873,8 @@ _KINDS: tuple[tuple[type[LakecatError], str], ...] = (
     (NoSuchTable, "no_such_table"),
     (NoSuchNamespace, "no_such_namespace"),
     (TableAlreadyExists, "table_exists"),
+    (NoSuchView, "no_such_view"),
+    (ViewAlreadyExists, "view_exists"),
     (NamespaceAlreadyExists, "namespace_exists"),
     (NamespaceNotEmpty, "namespace_not_empty"),
     (UnsupportedByCatalog, "unsupported"),
@@ -839,12 +935,13 @@ def error_payload(exc: LakecatError, args: Mapping[str, Any]) -> dict[str, Any]:
     """A lakecat error for the JVM: its kind, type (and qualified class), message, attributes
     and the name it is about."""
     kind = next((k for cls, k in _KINDS if isinstance(exc, cls)), "error")
-    if kind in ("no_such_table", "table_exists") and "name" not in args:
+    named = ("no_such_table", "table_exists", "no_such_view", "view_exists")
+    if kind in named and "name" not in args:
         kind = "error"  # a table named inside the call (a procedure's argument): lakecat's message
     namespace = list(args.get("namespace", []))
-    if kind == "table_exists" and "to_name" in args:  # a rename onto an existing table
+    if kind in ("table_exists", "view_exists") and "to_name" in args:  # a rename onto a name
         parts = [*(args["to_namespace"] or namespace), args["to_name"]]
-    elif kind in ("no_such_table", "table_exists"):
+    elif kind in named:
         parts = [*namespace, args.get("name", "")]
     else:
         parts = namespace

@@ -127,3 +127,18 @@ def test_pyiceberg_finds_the_files_of_partitions_with_escaped_values(both) -> No
     for region in AWKWARD_REGIONS:
         only = py.load_table("db.awkward").scan(row_filter=EqualTo("region", region)).to_arrow()
         assert set(only["region"].to_pylist()) == {region}
+
+
+def test_pyiceberg_sees_lakecat_s_views_as_no_tables(both) -> None:
+    """pyiceberg 0.12's SqlCatalog has no views; it leaves the rows of type VIEW alone."""
+    from pyiceberg.exceptions import NoSuchTableError
+
+    lake, py = both
+    lake.create_table("db.t", rows(range(1), "eu").schema)
+    lake.create_view("db.v", "SELECT id FROM t", pa.schema([("id", pa.int64())]))
+    assert py.list_tables("db") == [("db", "t")]
+    assert not py.table_exists("db.v")
+    with pytest.raises(NoSuchTableError):
+        py.load_table("db.v")
+    py.drop_table("db.t")
+    assert lake.view_exists("db.v") and lake.list_tables("db") == []

@@ -362,6 +362,7 @@ def test_namespace_and_table_lifecycle(lake: Lake, cli: InProcess) -> None:
         "properties": {"owner": "data-team"},
         "namespaces": [],
         "tables": ["db.from_file", "db.items", "db.keys"],
+        "views": [],
     }
     renamed = cli("tables", "rename", "db.keys", "db.codes", "--json")
     assert renamed.json() == {"table": "db.keys", "renamed_to": "db.codes"}
@@ -369,6 +370,69 @@ def test_namespace_and_table_lifecycle(lake: Lake, cli: InProcess) -> None:
         assert cli("tables", "drop", name, "--purge").code == 0
     assert cli("namespaces", "drop", "db").code == 0
     assert cli("namespaces", "list", "--json").json() == {"parent": None, "namespaces": []}
+
+
+def test_view_lifecycle(lake: Lake, cli: InProcess) -> None:
+    assert cli("namespaces", "create", "db").code == 0
+    schema = '{"id": "long", "name": "string?"}'
+    created = cli(
+        "--json",
+        "views",
+        "create",
+        "db.v",
+        "--sql",
+        "SELECT id, name FROM t",
+        "--dialect-sql",
+        "trino",
+        "SELECT id, name FROM db.t",
+        "--schema",
+        schema,
+        "--property",
+        "comment=people",
+    ).json()
+    assert isinstance(created, dict)
+    assert created["queries"] == {
+        "spark": "SELECT id, name FROM t",
+        "trino": "SELECT id, name FROM db.t",
+    }
+    assert created["default_namespace"] == "db" and created["properties"] == {"comment": "people"}
+    replaced = cli(
+        "--json",
+        "views",
+        "replace",
+        "db.v",
+        "--sql",
+        "SELECT id, name FROM u",
+        "--dialect-sql",
+        "trino",
+        "SELECT id, name FROM db.u",
+        "--schema",
+        schema,
+    ).json()
+    assert isinstance(replaced, dict) and replaced["current_version_id"] == 2
+    assert cli("views", "rollback", "db.v", "1").code == 0
+    listed = cli("--json", "views", "list", "db").json()
+    assert listed == {"namespace": "db", "views": ["db.v"]}
+    described = cli("--json", "views", "describe", "db.v").json()
+    assert isinstance(described, dict)
+    assert [v["version_id"] for v in described["versions"] if v["current"]] == [1]
+    assert [e["version_id"] for e in described["history"]] == [1, 2, 1]
+    namespace = cli("--json", "namespaces", "describe", "db").json()
+    assert isinstance(namespace, dict) and namespace["views"] == ["db.v"]
+    # bad input: one line, nothing changed
+    for args in (
+        ("views", "create", "db.w", "--schema", schema),
+        ("views", "replace", "db.v", "--sql", "SELECT 1", "--schema", schema),  # drops trino
+        ("views", "rollback", "db.v", "9"),
+        ("views", "describe", "db.missing"),
+        ("views", "create", "db.v", "--sql", "SELECT 1", "--schema", schema),
+    ):
+        run = cli(*args)
+        assert run.code == 1 and run.error_line(), run
+    assert cli("--json", "views", "describe", "db.v").json() == described
+    assert cli("views", "rename", "db.v", "db.w").code == 0
+    assert cli("views", "drop", "db.w").code == 0
+    assert cli("--json", "views", "list", "db").json() == {"namespace": "db", "views": []}
 
 
 def test_tables_add_files_adds_parquet_files_as_they_are(lake: Lake, cli: InProcess) -> None:

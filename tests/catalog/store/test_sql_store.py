@@ -26,8 +26,11 @@ from lakecat.metadata.errors import (
     NamespaceNotEmpty,
     NoSuchNamespace,
     NoSuchTable,
+    NoSuchView,
     TableAlreadyExists,
+    UnsupportedFeature,
     ValidationError,
+    ViewAlreadyExists,
 )
 
 V0 = "file:///warehouse/db/events/metadata/00000-a.metadata.json"
@@ -331,6 +334,71 @@ def test_view_rows_are_not_tables(catalog_url: str, events: SqlCatalogStore) -> 
         events.drop_namespace("db")
 
 
+# -- views: rows of type VIEW, with the table rows' contract -----------------------------
+
+
+def test_view_rows_are_created_listed_swapped_renamed_and_dropped(
+    catalog_url: str, events: SqlCatalogStore
+) -> None:
+    events.create_view_row("db", "v", V0)
+    assert events.list_views("db") == ["v"] and events.list_tables("db") == ["events"]
+    assert events.view_exists("db", "v") and not events.table_exists("db", "v")
+    assert events.get_view_location("db", "v") == V0
+    events.swap_view_location("db", "v", expected=V0, new=V1)
+    with pytest.raises(CommitFailed):
+        events.swap_view_location("db", "v", expected=V0, new=V2)
+    assert events.get_view_location("db", "v") == V1
+    rows = raw_rows(
+        catalog_url,
+        "SELECT table_name, iceberg_type, previous_metadata_location "
+        "FROM iceberg_tables WHERE table_name = 'v'",
+    )
+    assert rows == [("v", "VIEW", V0)]
+    events.create_namespace("other")
+    events.rename_view("db", "v", "other", "w")
+    assert events.list_views("db") == [] and events.list_views("other") == ["w"]
+    assert events.drop_view_row("other", "w") == V1
+    assert not events.view_exists("other", "w")
+
+
+def test_a_view_and_a_table_never_share_a_name(events: SqlCatalogStore) -> None:
+    with pytest.raises(ViewAlreadyExists, match=r"table db\.events already exists"):
+        events.create_view_row("db", "events", V1)
+    events.create_view_row("db", "v", V0)
+    with pytest.raises(TableAlreadyExists, match=r"view db\.v already exists"):
+        events.create_table_row("db", "v", V1)
+    with pytest.raises(TableAlreadyExists, match=r"view db\.v already exists"):
+        events.rename_table("db", "events", "db", "v")
+    with pytest.raises(ViewAlreadyExists, match=r"table db\.events already exists"):
+        events.rename_view("db", "v", "db", "events")
+    with pytest.raises(ViewAlreadyExists, match=r"view db\.v already exists"):
+        events.create_view_row("db", "v", V1)
+    assert events.get_view_location("db", "v") == V0
+    assert events.get_metadata_location("db", "events") == V0
+
+
+def test_table_operations_never_touch_a_view_and_the_other_way_round(
+    events: SqlCatalogStore,
+) -> None:
+    events.create_view_row("db", "v", V0)
+    for call in (
+        lambda: events.get_view_location("db", "events"),
+        lambda: events.swap_view_location("db", "events", expected=V0, new=V1),
+        lambda: events.drop_view_row("db", "events"),
+        lambda: events.rename_view("db", "events", "db", "x"),
+    ):
+        with pytest.raises(NoSuchView):
+            call()
+    with pytest.raises(NoSuchTable):
+        events.swap_metadata_location("db", "v", expected=V0, new=V1)
+    assert events.get_metadata_location("db", "events") == V0
+    assert events.get_view_location("db", "v") == V0
+    with pytest.raises(NoSuchNamespace):
+        events.create_view_row("missing", "v", V0)
+    with pytest.raises(NoSuchNamespace):
+        events.list_views("missing")
+
+
 def test_new_rows_are_typed_as_tables(catalog_url: str, events: SqlCatalogStore) -> None:
     rows = raw_rows(catalog_url, "SELECT table_name, iceberg_type FROM iceberg_tables")
     assert rows == [("events", "TABLE")]
@@ -377,6 +445,19 @@ def test_store_works_on_java_v0_tables_without_iceberg_type(catalog_url: str) ->
         assert rows == [("lakecat", "db", "events", V1, V0)]  # no column was added
         store.rename_table("db", "events", "db", "e2")
         assert store.drop_table_row("db", "e2") == V1
+
+
+def test_a_v0_database_has_no_views_and_refuses_to_create_one(catalog_url: str) -> None:
+    raw_execute(catalog_url, *JAVA_V0_DDL)
+    with SqlCatalogStore(catalog_url) as store:
+        store.create_namespace("db")
+        store.create_table_row("db", "events", V0)
+        assert store.list_views("db") == [] and not store.view_exists("db", "events")
+        with pytest.raises(NoSuchView):
+            store.get_view_location("db", "events")
+        with pytest.raises(UnsupportedFeature, match=r"jdbc\.schema-version=V1"):
+            store.create_view_row("db", "v", V0)
+        assert store.list_tables("db") == ["events"]
 
 
 def test_the_store_creates_the_jdbc_catalog_tables(catalog_url: str) -> None:

@@ -7,8 +7,10 @@ import org.apache.spark.SparkThrowable;
 import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchViewException;
 import org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
+import org.apache.spark.sql.catalyst.analysis.ViewAlreadyExistsException;
 
 /**
  * Calls the Python bridge of one catalog and turns its typed errors into Spark's exceptions
@@ -100,6 +102,10 @@ final class BridgeClient {
         return new NoSuchTableException(Names.identifier(parts));
       case "table_exists":
         return new TableAlreadyExistsException(Names.identifier(parts));
+      case "no_such_view":
+        return new NoSuchViewException(Names.identifier(parts));
+      case "view_exists":
+        return new ViewAlreadyExistsException(Names.identifier(parts));
       case "no_such_namespace":
         return new NoSuchNamespaceException(parts);
       case "namespace_exists":

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.analysis.NoSuchFunctionException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchViewException;
 import org.apache.spark.sql.connector.catalog.FunctionCatalog;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
@@ -13,6 +14,9 @@ import org.apache.spark.sql.connector.catalog.StagingTableCatalog;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.catalog.View;
+import org.apache.spark.sql.connector.catalog.Relation;
+import org.apache.spark.sql.connector.catalog.RelationCatalog;
 import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
 import org.apache.spark.sql.connector.expressions.Transform;
@@ -27,10 +31,15 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * TABLE AS SELECT}, {@code REPLACE TABLE} and {@code CREATE OR REPLACE TABLE} are staged ({@link
  * LakecatStagedTable}): the catalog changes only when the statement's rows are written. Iceberg's
  * partition transforms are its functions ({@code <catalog>.system.bucket(16, id)}, {@link
- * LakecatFunctions}), computed in the JVM.
+ * LakecatFunctions}), computed in the JVM. Views ({@code CREATE VIEW}, ...) are Iceberg views in
+ * lakecat's catalog ({@link LakecatViews}); Spark runs their queries.
  */
 public class LakecatCatalog
-    implements StagingTableCatalog, SupportsNamespaces, ProcedureCatalog, FunctionCatalog {
+    implements StagingTableCatalog,
+        SupportsNamespaces,
+        ProcedureCatalog,
+        FunctionCatalog,
+        RelationCatalog {
   private String name;
   private BridgeClient bridge;
 
@@ -111,13 +120,25 @@ public class LakecatCatalog
 
   @Override
   public Table loadTable(Identifier ident) {
+    return table(bridge.call("load_table", loadArgs(ident)));
+  }
+
+  /** A table or a view, in one call: what Spark resolves a name in a query with. */
+  @Override
+  public Relation loadRelation(Identifier ident) {
+    JsonNode found = bridge.call("load_relation", loadArgs(ident));
+    JsonNode view = found.get("view");
+    return view != null ? LakecatViews.view(view) : table(found.get("table"));
+  }
+
+  private ObjectNode loadArgs(Identifier ident) {
     ObjectNode args = Names.put(bridge.args(), ident);
     // write-audit-publish: a table with write.wap.enabled is read and written at this branch
     String wapBranch = LakecatTable.sessionConf(LakecatTable.WAP_BRANCH);
     if (wapBranch != null) {
       args.put("wap_branch", wapBranch);
     }
-    return table(bridge.call("load_table", args));
+    return args;
   }
 
   @Override
@@ -205,6 +226,58 @@ public class LakecatCatalog
     args.set("to_namespace", Names.array(to.namespace()));
     args.put("to_name", to.name());
     bridge.call("rename_table", args);
+  }
+
+  // ---- views ---------------------------------------------------------------------------
+  @Override
+  public Identifier[] listViews(String[] namespace) {
+    JsonNode result = bridge.call("list_views", namespaceArgs(namespace));
+    Identifier[] out = new Identifier[result.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = Names.identifier(Names.strings(result.get(i)));
+    }
+    return out;
+  }
+
+  @Override
+  public View loadView(Identifier ident) throws NoSuchViewException {
+    return LakecatViews.view(bridge.call("load_view", Names.put(bridge.args(), ident)));
+  }
+
+  @Override
+  public boolean viewExists(Identifier ident) {
+    return bridge.call("view_exists", Names.put(bridge.args(), ident)).asBoolean();
+  }
+
+  @Override
+  public View createView(Identifier ident, View view) {
+    return LakecatViews.view(
+        bridge.call("create_view", LakecatViews.arguments(bridge, ident, view)));
+  }
+
+  @Override
+  public View replaceView(Identifier ident, View view) throws NoSuchViewException {
+    return LakecatViews.view(
+        bridge.call("replace_view", LakecatViews.arguments(bridge, ident, view)));
+  }
+
+  @Override
+  public View createOrReplaceView(Identifier ident, View view) {
+    return LakecatViews.view(
+        bridge.call("create_or_replace_view", LakecatViews.arguments(bridge, ident, view)));
+  }
+
+  @Override
+  public boolean dropView(Identifier ident) {
+    return bridge.call("drop_view", Names.put(bridge.args(), ident)).asBoolean();
+  }
+
+  @Override
+  public void renameView(Identifier from, Identifier to) {
+    ObjectNode args = Names.put(bridge.args(), from);
+    args.set("to_namespace", Names.array(to.namespace()));
+    args.put("to_name", to.name());
+    bridge.call("rename_view", args);
   }
 
   // ---- procedures ------------------------------------------------------------------------
