@@ -9,7 +9,6 @@ configured with the same database and catalog name, and the other way round.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from lakecat.catalog.views import (
     ViewOps,
     commit_new_view,
     engine_summary,
+    now_ms,
     representations_of,
 )
 from lakecat.catalog.write.writer import Data, conform, write_files
@@ -564,6 +564,7 @@ class Catalog:
         ns, name = parse_table_identifier(identifier)
         iceberg_schema = arrow_to_schema(schema) if isinstance(schema, pa.Schema) else schema
         view_location = to_uri(location) if location else self.default_location(ns, name)
+        at = now_ms()
         metadata = apply_view(
             None,
             define_view(
@@ -574,9 +575,9 @@ class Catalog:
                 default_catalog=default_catalog,
                 properties=properties,
                 summary=engine_summary() if summary is None else summary,
-                now_ms=int(time.time() * 1000),
+                now_ms=at,
             ),
-            now_ms=int(time.time() * 1000),
+            now_ms=at,
         )
         metadata_location = commit_new_view(self.store, ns, name, self.io, metadata)
         return View(self._view_ops(ns, name), metadata, metadata_location)

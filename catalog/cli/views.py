@@ -131,35 +131,29 @@ def _queries(args: argparse.Namespace) -> dict[str, str]:
     return queries
 
 
+def _definition(args: argparse.Namespace) -> dict[str, Any]:
+    """The arguments of ``views create`` and ``views replace`` that define a version."""
+    return {
+        "sql": _queries(args),
+        "schema": read_schema_argument(args.schema),
+        "default_namespace": parse_namespace(args.default_namespace)
+        if args.default_namespace
+        else None,
+        "default_catalog": args.default_catalog,
+        "properties": dict(args.property),
+    }
+
+
 def views_create(ctx: Context, args: argparse.Namespace) -> Output:
     if args.location is None:
         require_warehouse(ctx.settings(), or_else="give the view a --location")
-    view = ctx.catalog().create_view(
-        args.view,
-        _queries(args),
-        read_schema_argument(args.schema),
-        default_namespace=parse_namespace(args.default_namespace)
-        if args.default_namespace
-        else None,
-        default_catalog=args.default_catalog,
-        properties=dict(args.property),
-        location=args.location,
-    )
+    view = ctx.catalog().create_view(args.view, location=args.location, **_definition(args))
     data = view_description(view)
     return Output(data, _view_view(data))
 
 
 def views_replace(ctx: Context, args: argparse.Namespace) -> Output:
-    view = ctx.catalog().load_view(args.view)
-    view.replace(
-        _queries(args),
-        read_schema_argument(args.schema),
-        default_namespace=parse_namespace(args.default_namespace)
-        if args.default_namespace
-        else None,
-        default_catalog=args.default_catalog,
-        properties=dict(args.property),
-    )
+    view = ctx.catalog().load_view(args.view).replace(**_definition(args))
     data = view_description(view)
     return Output(data, _view_view(data))
 

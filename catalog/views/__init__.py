@@ -6,7 +6,15 @@ from lakecat.catalog.views.view import (
     ViewOps,
     commit_new_view,
     engine_summary,
+    now_ms,
     representations_of,
 )
 
-__all__ = ["View", "ViewOps", "commit_new_view", "engine_summary", "representations_of"]
+__all__ = [
+    "View",
+    "ViewOps",
+    "commit_new_view",
+    "engine_summary",
+    "now_ms",
+    "representations_of",
+]

@@ -51,7 +51,14 @@ from lakecat.metadata.view import (
     write_view_metadata,
 )
 
-__all__ = ["View", "ViewOps", "commit_new_view", "engine_summary", "representations_of"]
+__all__ = [
+    "View",
+    "ViewOps",
+    "commit_new_view",
+    "engine_summary",
+    "now_ms",
+    "representations_of",
+]
 
 Namespace = tuple[str, ...]
 _Changes = Callable[[ViewMetadata], list[ViewUpdate]]
@@ -64,6 +71,7 @@ def engine_summary() -> dict[str, str]:
 
 
 def now_ms() -> int:
+    """The wall clock in milliseconds, the unit of a view version's and log entry's time."""
     return int(time.time() * 1000)
 
 

@@ -90,11 +90,7 @@ def parse_metadata(
 ) -> TableMetadata:
     """Parse the bytes of a metadata.json file (plain or gzip); ``previous`` as in
     :meth:`TableMetadata.from_json`."""
-    if data[:2] == _GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise CorruptMetadata(f"metadata file {location} is not valid gzip: {exc}") from exc
+    data = decompressed(data, location=location)
     known = known_snapshots(data, previous)
     if known is not None:
         leading, rest = known
@@ -112,6 +108,17 @@ def parse_metadata(
         return TableMetadata.from_json(obj, previous=previous)
     except CorruptMetadata as exc:
         raise CorruptMetadata(f"metadata file {location}: {exc}") from exc
+
+
+def decompressed(data: bytes, *, location: str) -> bytes:
+    """A metadata file's JSON bytes: gunzipped when gzip-compressed (found by content, as Java
+    reads them); CorruptMetadata naming ``location`` for broken gzip."""
+    if data[:2] != _GZIP_MAGIC:
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise CorruptMetadata(f"metadata file {location} is not valid gzip: {exc}") from exc
 
 
 def _extension(codec: str) -> str:

@@ -9,7 +9,6 @@ none). Like a table's, a view metadata file is written once, never overwritten.
 from __future__ import annotations
 
 import gzip
-import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,11 +17,10 @@ import orjson
 from lakecat.metadata import properties as props
 from lakecat.metadata.errors import CorruptMetadata
 from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError
-from lakecat.metadata.table.metadata_files import new_metadata_location
+from lakecat.metadata.table.metadata_files import decompressed, new_metadata_location
 from lakecat.metadata.view.view_metadata import ViewMetadata
 
 VIEW_METADATA_COMPRESSION_DEFAULT = "gzip"
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def new_view_metadata_location(
@@ -54,13 +52,7 @@ def read_view_metadata(io: FileIO, location: str) -> ViewMetadata:
 
 
 def parse_view_metadata(data: bytes, *, location: str = "<bytes>") -> ViewMetadata:
-    if data[:2] == _GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise CorruptMetadata(
-                f"view metadata file {location} is not valid gzip: {exc}"
-            ) from exc
+    data = decompressed(data, location=location)
     try:
         obj: Any = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
