@@ -162,3 +162,22 @@ def test_a_schema_evolution_view_is_stored_but_spark_cannot_sync_it(events: Lake
         sql(events, "SELECT * FROM lake.db.ev")
     sql(events, "CREATE OR REPLACE VIEW lake.db.ev AS SELECT * FROM lake.db.events")
     assert len(rows(events, "SELECT * FROM lake.db.ev")[0]) == 3
+
+
+def test_show_tables_lists_tables_and_views_without_loading_them(events: Lake) -> None:
+    """Spark 4 lists a RelationCatalog's tables with their types; lakecat answers from the
+    catalog's rows, so a table whose metadata cannot be read is still listed."""
+    sql(events, "CREATE VIEW lake.db.v AS SELECT 1 AS one")
+    broken = events.catalog.create_table("db.broken", pa.schema([("id", pa.int64())]))
+    missing = broken.metadata_location.replace("00000-", "00001-")
+    events.catalog.store.swap_metadata_location(
+        ("db",), "broken", expected=broken.metadata_location, new=missing
+    )
+    with pytest.raises(Exception, match="CorruptMetadata"):
+        sql(events, "SELECT * FROM lake.db.broken")
+    assert rows(events, "SHOW TABLES IN lake.db") == [
+        ("db", "broken", False),
+        ("db", "events", False),
+        ("db", "v", False),
+    ]
+    assert rows(events, "SHOW VIEWS IN lake.db") == [("db", "v", False)]

@@ -14,6 +14,7 @@ import org.apache.spark.sql.connector.catalog.StagingTableCatalog;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.catalog.TableSummary;
 import org.apache.spark.sql.connector.catalog.View;
 import org.apache.spark.sql.connector.catalog.Relation;
 import org.apache.spark.sql.connector.catalog.RelationCatalog;
@@ -114,6 +115,21 @@ public class LakecatCatalog
     Identifier[] out = new Identifier[result.size()];
     for (int i = 0; i < out.length; i++) {
       out[i] = Names.identifier(Names.strings(result.get(i)));
+    }
+    return out;
+  }
+
+  /**
+   * The tables of {@code SHOW TABLES} (with {@link #listViews} for the views) without loading
+   * each one, as Spark's default would: the type is the one it derives from a lakecat table's
+   * properties, which hold no {@code table_type}.
+   */
+  @Override
+  public TableSummary[] listTableSummaries(String[] namespace) {
+    Identifier[] tables = listTables(namespace);
+    TableSummary[] out = new TableSummary[tables.length];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = TableSummary.of(tables[i], TableSummary.FOREIGN_TABLE_TYPE);
     }
     return out;
   }
