@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType, VariantType
 
 from lakecat.catalog import Catalog, View
 from lakecat.metadata.errors import UnsupportedFeature
@@ -99,6 +99,7 @@ def view_definition(
     """The keyword arguments of :meth:`Catalog.create_view` for a Spark view stored in the
     Spark catalog ``catalog_name``."""
     spark_type = StructType.fromJson(json.loads(schema))
+    _refuse_variants(spark_type, "")
     iceberg = _with_comments(
         arrow_to_schema(to_arrow_schema(spark_type, timezone="UTC")), spark_type
     )
@@ -146,6 +147,24 @@ def store_view(
         gone = [k for k in view.properties if k not in args["properties"]]
         return view.replace(summary=summary, remove_properties=gone, **args)
     return catalog.create_or_replace_view(identifier, summary=summary, **args)
+
+
+def _refuse_variants(t: DataType, path: str) -> None:
+    """A ``variant`` column is refused: lakecat has no Iceberg v3 variant type (Arrow would
+    turn it into a struct of two binaries, which Spark then cannot read the view as)."""
+    if isinstance(t, VariantType):
+        raise UnsupportedFeature(
+            f"view column {path!r} has type variant, which lakecat cannot store in a view's "
+            "schema; cast it (to_json(...)) in the view's query"
+        )
+    if isinstance(t, StructType):
+        for f in t.fields:
+            _refuse_variants(f.dataType, f"{path}.{f.name}" if path else f.name)
+    elif isinstance(t, ArrayType):
+        _refuse_variants(t.elementType, f"{path}.element")
+    elif isinstance(t, MapType):
+        _refuse_variants(t.keyType, f"{path}.key")
+        _refuse_variants(t.valueType, f"{path}.value")
 
 
 def _with_comments(schema: Schema, spark_type: StructType) -> Schema:

@@ -117,6 +117,17 @@ def test_names_taken_missing_or_of_the_other_kind_are_refused(events: Lake) -> N
     view = events.catalog.load_view("db.v")
     assert view.sql() == "SELECT 1 AS one" and len(view.versions) == 1
     assert events.catalog.load_table("db.events").metadata.current_snapshot_id is not None
+    for expression, error in (
+        ("INTERVAL 1 DAY AS i", "SchemaMismatch: column 'i' has Arrow type duration"),
+        ("NULL AS n", "SchemaMismatch: column 'n' has Arrow type null"),
+        (
+            "array(parse_json('1')) AS v",
+            r"UnsupportedFeature: view column 'v.element' has type variant",
+        ),
+    ):
+        with pytest.raises(Exception, match=error):
+            sql(events, f"CREATE VIEW lake.db.odd AS SELECT {expression}")
+        assert not events.catalog.view_exists("db.odd")
     sql(events, "CREATE TEMPORARY VIEW temp_one AS SELECT 1 AS one")
     with pytest.raises(Exception, match="INVALID_TEMP_OBJ_REFERENCE"):
         sql(events, "CREATE VIEW lake.db.on_temp AS SELECT * FROM temp_one")
