@@ -2,8 +2,9 @@
 
 Registers the catalog as ``lake``, then works in SQL only: namespaces, a partitioned table,
 inserts, an overwrite of one partition, a delete, time travel by snapshot id, tag and
-timestamp, metadata tables, schema and property changes, CTAS, and a drop. Finally it reads
-the table through lakecat's Python API to show it is an ordinary lakecat table. Needs PySpark
+timestamp, metadata tables, schema and property changes, CTAS, an Iceberg view, and a drop.
+Finally it reads the table (and the view's definition) through lakecat's Python API to show
+they are an ordinary lakecat table and view. Needs PySpark
 4.1+ and a Java 17+ runtime (the catalog plugin's jar ships precompiled for the PySpark it
 was built against; with another PySpark a JDK rebuilds it on first use). Run it with::
 
@@ -92,12 +93,22 @@ def run(spark, catalog: Catalog) -> None:
     )
     sql(spark, "SELECT * FROM lake.shop.big_orders ORDER BY id", show=True)
     sql(spark, "DROP TABLE lake.shop.big_orders PURGE")
+    sql(
+        spark,
+        """CREATE VIEW lake.shop.totals (region, total COMMENT 'sum of totals')
+           COMMENT 'per region' AS
+           SELECT region, sum(total) AS total FROM lake.shop.events GROUP BY region""",
+    )
+    sql(spark, "SELECT * FROM lake.shop.totals ORDER BY region", show=True)
 
     table = catalog.load_table("shop.events")
     print("Python API:", table, [f.name for f in table.schema().fields])
     print("           ", sorted(table.to_arrow().column("id").to_pylist()))
     assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 4]
     assert not catalog.table_exists("shop.big_orders")
+    view = catalog.load_view("shop.totals")
+    print("           ", view, view.sql())
+    assert view.schema().column_names == ["region", "total"]
 
 
 if __name__ == "__main__":
