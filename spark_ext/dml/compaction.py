@@ -99,6 +99,9 @@ from lakecat.spark_ext.source.staging import (
     stage_write_by_task,
 )
 
+ZORDER_VAR_LENGTH_CONTRIBUTION = 8  # Iceberg's default var-length-contribution
+_INT_MAX = 2**31 - 1  # Iceberg's default max-output-size: no limit
+
 
 def compact(
     spark: Any,
@@ -111,6 +114,8 @@ def compact(
     partial_progress: bool = True,
     sort_by: SortBy = None,
     zorder: Sequence[str] | None = None,
+    zorder_var_length_contribution: int = ZORDER_VAR_LENGTH_CONTRIBUTION,
+    zorder_max_output_size: int | None = None,
     delete_file_threshold: int | None = None,
     min_file_size_bytes: int | None = None,
     max_file_size_bytes: int | None = None,
@@ -130,7 +135,8 @@ def compact(
     those of :func:`lakecat.catalog.maintenance.rewrite_data_files`, whose ``sort_by`` also
     takes sort fields here. ``zorder``: column names to sort each rewritten partition by the
     Z-order value of (Iceberg's ``zorder(...)`` sort, :func:`zorder_column`), in place of
-    ``sort_by``."""
+    ``sort_by``; ``zorder_var_length_contribution`` and ``zorder_max_output_size`` are
+    Iceberg's ``var-length-contribution`` and ``max-output-size`` of that sort."""
     selection = FileSelection(
         min_input_files=min_input_files,
         max_group_size_bytes=max_group_size_bytes,
@@ -145,6 +151,7 @@ def compact(
         repartition=repartition,
     )
     check_max_commits(partial_progress_max_commits, partial_progress_max_failed_commits)
+    _check_zorder_sizes(zorder, zorder_var_length_contribution, zorder_max_output_size)
     with open_target(spark, table, catalog, format_name) as target:
         start = target.head
         target_size = target_file_size_bytes or P.get_int(
@@ -156,7 +163,15 @@ def compact(
             raise ValidationError("compact sorts by sort_by or by zorder, not both")
         # before anything is read: what the session cannot sort by is refused here
         if zorder is not None:
-            order: list[Column] | None = [zorder_column(spark, target.metadata, zorder)]
+            order: list[Column] | None = [
+                zorder_column(
+                    spark,
+                    target.metadata,
+                    zorder,
+                    var_length_contribution=zorder_var_length_contribution,
+                    max_output_size=zorder_max_output_size,
+                )
+            ]
             sort_order_id = None
         else:
             sort_keys, sort_order_id = compaction_sort(target.metadata, sort_by)
@@ -243,14 +258,25 @@ _ZORDER_TYPES = (
 )
 
 
-def zorder_column(spark: Any, metadata: TableMetadata, columns: Sequence[str]) -> Column:
+def zorder_column(
+    spark: Any,
+    metadata: TableMetadata,
+    columns: Sequence[str],
+    *,
+    var_length_contribution: int = ZORDER_VAR_LENGTH_CONTRIBUTION,
+    max_output_size: int | None = None,
+) -> Column:
     """The ascending sort by the Z-order value of ``columns`` (the lakecat SQL catalog's
     ``zorder`` function, as Iceberg's ``zorder(...)`` sort strategy computes it). As in
     Iceberg, identity partition columns are left out (constant within a partition); a column
     that is not there or of another type than a boolean, number, date, timestamp, string or
-    binary is refused, and so is a list of nothing but identity partition columns."""
+    binary is refused, and so is a list of nothing but identity partition columns.
+    ``var_length_contribution``: how many bytes of a string or binary value count (Iceberg's
+    default 8); ``max_output_size``: at most how many bytes of the interleaved value are kept
+    (None: all); both positive (the catalog's ``zorder_bytes`` function computes them)."""
     if not columns:
         raise ValidationError("zorder needs at least one column")
+    _check_zorder_sizes(columns, var_length_contribution, max_output_size)
     schema = metadata.schema()
     identity = {f.source_id for f in metadata.spec().fields if f.transform == "identity"}
     kept = []
@@ -274,7 +300,29 @@ def zorder_column(spark: Any, metadata: TableMetadata, columns: Sequence[str]) -
             "Z-ordering on Spark needs a lakecat SQL catalog in the session (its zorder "
             "function computes the values); register the catalog (lk.session, attach_catalog)"
         )
-    return F.call_function(f"{quoted(catalogs[0])}.system.zorder", *kept).asc()
+    system = f"{quoted(catalogs[0])}.system"
+    if var_length_contribution == ZORDER_VAR_LENGTH_CONTRIBUTION and max_output_size is None:
+        return F.call_function(f"{system}.zorder", *kept).asc()
+    sizes = (F.lit(var_length_contribution), F.lit(max_output_size or _INT_MAX))
+    return F.call_function(f"{system}.zorder_bytes", *sizes, *kept).asc()
+
+
+def _check_zorder_sizes(
+    zorder: Sequence[str] | None, var_length_contribution: int, max_output_size: int | None
+) -> None:
+    """The Z-order sizes: positive ints, given with a zorder sort only."""
+    if zorder is None:
+        if var_length_contribution != ZORDER_VAR_LENGTH_CONTRIBUTION or max_output_size is not None:
+            raise ValidationError("the Z-order sizes apply to a zorder sort only")
+        return
+    for what, size in (
+        ("var-length-contribution", var_length_contribution),
+        ("max-output-size", max_output_size),
+    ):
+        if size is not None and (isinstance(size, bool) or not 0 < size <= _INT_MAX):
+            raise ValidationError(
+                f"the Z-order {what} must be a positive int (at most {_INT_MAX}), not {size!r}"
+            )
 
 
 def sort_columns(spark: Any, metadata: TableMetadata, fields: Sequence[SortField]) -> list[Column]:

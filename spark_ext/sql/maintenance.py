@@ -21,7 +21,7 @@ from lakecat.catalog import Table, engine
 from lakecat.catalog.engine import DEFAULT_MAX_GROUP_SIZE_BYTES, ICEBERG_MIN_INPUT_FILES
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.manifests import Content, ManifestContent, read_manifest, read_manifest_list
-from lakecat.spark_ext.dml.compaction import compact
+from lakecat.spark_ext.dml.compaction import ZORDER_VAR_LENGTH_CONTRIBUTION, compact
 from lakecat.spark_ext.native.columns import quoted
 from lakecat.spark_ext.sql.convert import UnsupportedByCatalog
 from lakecat.spark_ext.sql.history import parse_sort_order
@@ -52,6 +52,9 @@ _MAX_CONCURRENT = "max-concurrent-file-group-rewrites"
 _JOB_ORDER = "rewrite-job-order"
 _JOB_ORDERS = ("none", "bytes-asc", "bytes-desc", "files-asc", "files-desc")
 _SORT_TUNING = ("shuffle-partitions-per-file", "compression-factor")
+# a zorder(...) sort's byte sizes (Iceberg's SparkZOrderFileRewriteRunner)
+_VAR_LENGTH = "var-length-contribution"
+_MAX_OUTPUT = "max-output-size"
 _REWRITE_OPTIONS = (
     _TARGET_SIZE,
     _MIN_INPUT_FILES,
@@ -72,6 +75,8 @@ _REWRITE_OPTIONS = (
     _MAX_CONCURRENT,
     _JOB_ORDER,
     *_SORT_TUNING,
+    _VAR_LENGTH,
+    _MAX_OUTPUT,
 )
 
 
@@ -125,6 +130,10 @@ def rewrite_data_files(
     for key in _SORT_TUNING:
         if key in opts and sort_by is None and zorder is None:
             raise ValidationError(f"option {key} applies to a sort only")
+    for key in (_VAR_LENGTH, _MAX_OUTPUT):
+        if key in opts and zorder is None:
+            raise ValidationError(f"option {key} applies to a zorder(...) sort only")
+    var_length = int_option(opts, _VAR_LENGTH)
     result = compact(
         ctx.spark,
         target.name,
@@ -135,6 +144,10 @@ def rewrite_data_files(
         partial_progress=partial,
         sort_by=sort_by,
         zorder=zorder,
+        zorder_var_length_contribution=(
+            ZORDER_VAR_LENGTH_CONTRIBUTION if var_length is None else var_length
+        ),
+        zorder_max_output_size=int_option(opts, _MAX_OUTPUT),
         delete_file_threshold=int_option(opts, _DELETE_FILE_THRESHOLD),
         min_file_size_bytes=int_option(opts, _MIN_FILE_SIZE),
         max_file_size_bytes=int_option(opts, _MAX_FILE_SIZE),

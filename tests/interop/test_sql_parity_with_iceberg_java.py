@@ -1118,6 +1118,33 @@ def test_a_zorder_compaction_orders_rows_as_iceberg_java_s(
     assert_same(ours, theirs)
 
 
+def zorder_sizes_answer(e: Engine) -> dict[str, Any]:
+    """A ``zorder(tag, id)`` compaction with ``var-length-contribution`` 1: the tags
+    (``xa``..``xd``) share their first byte, so the id decides the order, where the default 8
+    bytes would group the rows by tag."""
+    t = table(e, "zorder_sizes")
+    e.sql(f"CREATE TABLE {t} (id bigint, tag string) USING iceberg")
+    for k in range(3):
+        e.sql(
+            f"INSERT INTO {t} SELECT id, concat('x', char(97 + id % 4)) FROM range({k}, 120, 3, 1)"
+        )
+    e.sql(
+        f"CALL {e.catalog}.system.rewrite_data_files(table => 'db.zorder_sizes', "
+        "sort_order => 'zorder(tag, id)', options => map('min-input-files', '1', "
+        "'var-length-contribution', '1', 'max-output-size', '64'))"
+    )
+    [(path,)] = e.query(f"SELECT file_path FROM {t}.files")
+    return {"ids": pq.read_table(local_path(path) or "", columns=["id"]).column("id").to_pylist()}
+
+
+def test_a_zorder_compaction_with_iceberg_s_byte_sizes_orders_rows_as_iceberg_java_s(
+    lakecat: Lakecat, java: JavaTables
+) -> None:
+    ours, theirs = both(lakecat, java, zorder_sizes_answer)
+    assert ours["ids"] == list(range(120))  # the tags' first byte ties: the id orders
+    assert_same(ours, theirs)
+
+
 @pytest.mark.parametrize("version", [2, 3])
 def test_a_sorting_compaction_sorts_files_as_iceberg_java_s(
     lakecat: Lakecat, java: JavaTables, version: int

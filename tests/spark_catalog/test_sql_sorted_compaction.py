@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.io import local_path
 from lakecat.metadata.partitioning.transforms import BucketTransform
 from lakecat.metadata.schema.types import LongType
@@ -131,6 +132,17 @@ def test_lk_compact_sorts_by_columns(lake_t: Any) -> None:
         assert ids == sorted(ids, reverse=True)
 
 
+def test_lk_compact_takes_the_zorder_sizes_with_a_zorder_only(lake_t: Any) -> None:
+    lake = lake_t
+    location = lake.catalog.load_table("db.t").metadata_location
+    for sizes in ({"zorder_max_output_size": 4}, {"zorder_var_length_contribution": 2}):
+        with pytest.raises(ValidationError, match="apply to a zorder sort only"):
+            compact(lake.spark, "db.t", **sizes)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="var-length-contribution must be a positive int"):
+        compact(lake.spark, "db.t", zorder=["id"], zorder_var_length_contribution=0)
+    assert lake.catalog.load_table("db.t").metadata_location == location
+
+
 def ordered_bytes(value: int | float | str | None) -> bytes:
     """A value's Z-order bytes as Iceberg's ZOrderByteUtils makes them (the test's oracle)."""
     if value is None:
@@ -144,12 +156,28 @@ def ordered_bytes(value: int | float | str | None) -> bytes:
     return struct.pack(">Q", (value ^ 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF)
 
 
-def interleaved(*values: int | float | str | None) -> bytes:
-    columns = [ordered_bytes(v) for v in values]
-    bits = [(c[i // 8] >> (7 - i % 8)) & 1 for i in range(64) for c in columns]
-    return bytes(
+def interleaved(
+    *values: int | float | str | None, var_length: int = 8, max_size: int | None = None
+) -> bytes:
+    """Iceberg's ZOrderByteUtils.interleaveBits of the values' bytes (a string's first
+    ``var_length``), cut at ``max_size`` bytes; a column out of bytes is skipped."""
+    columns = [
+        (v or "").encode()[:var_length].ljust(var_length, b"\0")
+        if isinstance(v, str) or (v is None and var_length != 8)
+        else ordered_bytes(v)
+        for v in values
+    ]
+    longest = max(len(c) for c in columns)
+    bits = [
+        (c[i // 8] >> (7 - i % 8)) & 1
+        for i in range(longest * 8)
+        for c in columns
+        if i // 8 < len(c)
+    ]
+    out = bytes(
         sum(bit << (7 - j) for j, bit in enumerate(bits[k : k + 8])) for k in range(0, len(bits), 8)
     )
+    return out if max_size is None else out[:max_size]
 
 
 def test_the_zorder_function_interleaves_iceberg_s_ordered_bytes(lake: Any) -> None:
@@ -168,6 +196,30 @@ def test_the_zorder_function_interleaves_iceberg_s_ordered_bytes(lake: Any) -> N
     # a NULL literal (void) is a null of any type: zeros
     [[got]] = lake.sql("SELECT lake.system.zorder(NULL, CAST(7 AS bigint))")
     assert bytes(got) == interleaved(None, 7)
+
+
+def test_zorder_bytes_takes_iceberg_s_two_sizes(lake: Any) -> None:
+    """``zorder_bytes(var_length_contribution, max_output_size, ...)``: a string counts with
+    that many bytes, and the interleaved value is cut at that many."""
+    for var_length, max_size, a, c in (
+        (2, 5, 7, "abc"),
+        (1, 64, -3, "zz"),
+        (12, 10, 2**40, "a longer text"),
+        (3, 4, None, None),
+    ):
+        literal = f"CAST({'NULL' if a is None else a} AS bigint), "
+        literal += f"CAST({'NULL' if c is None else repr(c)} AS string)"
+        [[got]] = lake.sql(f"SELECT lake.system.zorder_bytes({var_length}, {max_size}, {literal})")
+        want = interleaved(a, c, var_length=var_length, max_size=max_size)
+        assert bytes(got) == want, (var_length, max_size, a, c)
+    [[default]] = lake.sql("SELECT lake.system.zorder_bytes(8, 2147483647, 7L, 'abc')")
+    assert bytes(default) == interleaved(7, "abc")
+    for bad in ("0, 4", "2, -1", "CAST(NULL AS int), 4"):
+        with pytest.raises(Exception, match="must be a positive int"):
+            lake.sql(f"SELECT lake.system.zorder_bytes({bad}, 7L)")
+    for bad in ("7L, 'abc'", "NULL, 4, 7L", "2, 4"):
+        with pytest.raises(Exception, match=r"int values first|at least one column"):
+            lake.sql(f"SELECT lake.system.zorder_bytes({bad})")
 
 
 def test_a_zorder_sorts_each_partition_s_rows_by_their_z_values(lake_t: Any) -> None:
@@ -190,6 +242,23 @@ def test_a_zorder_sorts_each_partition_s_rows_by_their_z_values(lake_t: Any) -> 
     assert lineage(lake) == before
 
 
+def test_a_zorder_with_iceberg_s_sizes_sorts_by_the_cut_values(lake_t: Any) -> None:
+    lake = lake_t
+    table = lake.catalog.load_table("db.t")
+
+    [row] = lake.sql(
+        "CALL lake.system.rewrite_data_files(table => 'db.t', sort_order => 'zorder(id, amount)', "
+        "options => map('min-input-files', '2', 'max-output-size', '15'))"
+    )
+
+    assert row.rewritten_data_files_count == 8
+    for f in table.refresh().scan().plan_files():
+        got = pq.read_table(local_path(f.file_path), columns=["id", "amount"]).to_pylist()
+        keys = [interleaved(r["id"], r["amount"], max_size=15) for r in got]
+        assert keys == sorted(keys)
+    assert lake.sql("SELECT count(*), sum(id) FROM lake.db.t")[0] == (2000, 1999000)
+
+
 BAD = [
     ("'db.t', strategy => 'sort'", "ValidationError", "the table has none"),
     ("'db.t', strategy => 'shuffle'", "ValidationError", "only binpack or sort"),
@@ -199,6 +268,26 @@ BAD = [
     ("'db.t', sort_order => 'zorder(nope)'", "UnknownColumn", "nope"),
     ("'db.t', sort_order => 'nope DESC'", "UnknownColumn", "nope"),
     ("'db.t', sort_order => 'days(id)'", "ValidationError", "cannot sort by day"),
+    (
+        "'db.t', sort_order => 'id', options => map('var-length-contribution', '2')",
+        "ValidationError",
+        "applies to a zorder",
+    ),
+    (
+        "'db.t', options => map('max-output-size', '2')",
+        "ValidationError",
+        "applies to a zorder",
+    ),
+    (
+        "'db.t', sort_order => 'zorder(id)', options => map('var-length-contribution', '0')",
+        "ValidationError",
+        "var-length-contribution must be a positive int",
+    ),
+    (
+        "'db.t', sort_order => 'zorder(id)', options => map('max-output-size', 'many')",
+        "ValidationError",
+        "max-output-size must be an integer",
+    ),
 ]
 
 

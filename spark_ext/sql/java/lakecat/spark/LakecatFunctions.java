@@ -39,8 +39,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  * bytes, non-negative, modulo the number of buckets; {@code truncate} floors numbers to a
  * multiple of the width and cuts strings to that many code points and binary to that many
  * bytes. The catalog also serves the aggregate {@code ndv_sketch} ({@link NdvSketch}), the
- * column sketches of {@code compute_table_stats}, and {@code zorder} ({@link ZOrder}), the key of
- * a Z-order compaction.
+ * column sketches of {@code compute_table_stats}, and {@code zorder} / {@code zorder_bytes}
+ * ({@link ZOrder}), the key of a Z-order compaction.
  */
 final class LakecatFunctions {
   private LakecatFunctions() {}
@@ -52,7 +52,7 @@ final class LakecatFunctions {
         new UnboundFunction[] {
           new Unbound("years", 1), new Unbound("months", 1), new Unbound("days", 1),
           new Unbound("hours", 1), new Unbound("bucket", 2), new Unbound("truncate", 2),
-          new NdvSketch(), new ZOrder()
+          new NdvSketch(), new ZOrder(false), new ZOrder(true)
         }) {
       FUNCTIONS.put(f.name(), f);
     }

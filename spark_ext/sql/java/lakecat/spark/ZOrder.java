@@ -38,36 +38,63 @@ import org.apache.spark.sql.types.TimestampType;
  * first, a column that has run out of bytes skipped. Two differences from Iceberg: a date
  * contributes its day number and a timestamp its microseconds (Iceberg's Spark casts them to a
  * long, which is null for a date and whole seconds for a timestamp).
+ *
+ * <p>{@code zorder_bytes(var_length_contribution, max_output_size, column, ...)} is the same
+ * with Iceberg's two options of a Z-order rewrite: how many bytes of a string or binary value
+ * count (default 8), and at most how many bytes of the interleaved value are kept (default:
+ * all). Both are positive ints, the same for every row.
  */
 final class ZOrder implements UnboundFunction {
   static final String NAME = "zorder";
+  static final String SIZED = "zorder_bytes";
   private static final int PRIMITIVE = 8; // ZOrderByteUtils.PRIMITIVE_BUFFER_SIZE
   private static final int VARIABLE = 8; // Iceberg's default var-length-contribution
 
+  private final boolean sized; // zorder_bytes: two leading size arguments
+
+  ZOrder(boolean sized) {
+    this.sized = sized;
+  }
+
   @Override
   public String name() {
-    return NAME;
+    return sized ? SIZED : NAME;
   }
 
   @Override
   public String description() {
-    return NAME
-        + "(column, ...): the Z-order value (binary) of the columns, as Iceberg's sort "
-        + "strategy zorder(...) computes it";
+    return sized
+        ? SIZED
+            + "(var_length_contribution, max_output_size, column, ...): the Z-order value "
+            + "(binary) of the columns with Iceberg's two size options"
+        : NAME
+            + "(column, ...): the Z-order value (binary) of the columns, as Iceberg's sort "
+            + "strategy zorder(...) computes it";
   }
 
   @Override
   public BoundFunction bind(StructType inputType) {
-    if (inputType.size() == 0) {
-      throw new UnsupportedOperationException(NAME + " takes at least one column");
+    int first = sized ? 2 : 0;
+    if (inputType.size() <= first) {
+      throw new UnsupportedOperationException(
+          name() + " takes " + (sized ? "two sizes and " : "") + "at least one column");
     }
-    Encoder[] encoders = new Encoder[inputType.size()];
+    for (int i = 0; i < first; i++) {
+      if (!(inputType.fields()[i].dataType() instanceof IntegerType)) {
+        throw new UnsupportedOperationException(
+            SIZED
+                + " takes var_length_contribution and max_output_size as int values first, "
+                + "not "
+                + inputType.fields()[i].dataType().catalogString());
+      }
+    }
+    Encoder[] encoders = new Encoder[inputType.size() - first];
     for (int i = 0; i < encoders.length; i++) {
-      StructField field = inputType.fields()[i];
-      encoders[i] = encoder(field.dataType(), i);
+      StructField field = inputType.fields()[first + i];
+      encoders[i] = encoder(field.dataType(), first + i);
       if (encoders[i] == null) {
         throw new UnsupportedOperationException(
-            NAME
+            name()
                 + " does not take a "
                 + field.dataType().catalogString()
                 + " column ("
@@ -76,12 +103,15 @@ final class ZOrder implements UnboundFunction {
                 + "and binary columns");
       }
     }
-    return new Bound(inputType, encoders);
+    return new Bound(inputType, encoders, sized);
   }
 
-  /** A column's value as bytes that order as the value does (zeros for a null). */
+  /**
+   * A column's value as bytes that order as the value does (zeros for a null); a string or
+   * binary value as its first {@code variable} bytes.
+   */
   private interface Encoder extends Serializable {
-    byte[] encode(InternalRow row);
+    byte[] encode(InternalRow row, int variable);
   }
 
   private static byte[] whole(long value) {
@@ -94,46 +124,46 @@ final class ZOrder implements UnboundFunction {
     return ByteBuffer.allocate(PRIMITIVE).putLong(bits).array();
   }
 
-  private static byte[] prefix(byte[] value) {
-    return Arrays.copyOf(value, VARIABLE); // truncated, or zero-padded
+  private static byte[] prefix(byte[] value, int variable) {
+    return Arrays.copyOf(value, variable); // truncated, or zero-padded
   }
 
   private static Encoder encoder(DataType type, int i) {
     if (type instanceof ByteType) {
-      return row -> row.isNullAt(i) ? new byte[PRIMITIVE] : whole(row.getByte(i));
+      return (row, v) -> row.isNullAt(i) ? new byte[PRIMITIVE] : whole(row.getByte(i));
     }
     if (type instanceof ShortType) {
-      return row -> row.isNullAt(i) ? new byte[PRIMITIVE] : whole(row.getShort(i));
+      return (row, v) -> row.isNullAt(i) ? new byte[PRIMITIVE] : whole(row.getShort(i));
     }
     if (type instanceof IntegerType || type instanceof DateType) {
-      return row -> row.isNullAt(i) ? new byte[PRIMITIVE] : whole(row.getInt(i));
+      return (row, v) -> row.isNullAt(i) ? new byte[PRIMITIVE] : whole(row.getInt(i));
     }
     if (type instanceof LongType
         || type instanceof TimestampType
         || type instanceof TimestampNTZType) {
-      return row -> row.isNullAt(i) ? new byte[PRIMITIVE] : whole(row.getLong(i));
+      return (row, v) -> row.isNullAt(i) ? new byte[PRIMITIVE] : whole(row.getLong(i));
     }
     if (type instanceof FloatType) {
-      return row -> row.isNullAt(i) ? new byte[PRIMITIVE] : floating(row.getFloat(i));
+      return (row, v) -> row.isNullAt(i) ? new byte[PRIMITIVE] : floating(row.getFloat(i));
     }
     if (type instanceof DoubleType) {
-      return row -> row.isNullAt(i) ? new byte[PRIMITIVE] : floating(row.getDouble(i));
+      return (row, v) -> row.isNullAt(i) ? new byte[PRIMITIVE] : floating(row.getDouble(i));
     }
     if (type instanceof NullType) { // a NULL literal
-      return row -> new byte[PRIMITIVE];
+      return (row, v) -> new byte[PRIMITIVE];
     }
     if (type instanceof BooleanType) {
-      return row -> {
+      return (row, v) -> {
         byte[] out = new byte[PRIMITIVE];
         out[0] = !row.isNullAt(i) && row.getBoolean(i) ? (byte) -127 : 0;
         return out;
       };
     }
     if (type instanceof StringType) {
-      return row -> row.isNullAt(i) ? new byte[VARIABLE] : prefix(row.getUTF8String(i).getBytes());
+      return (row, v) -> row.isNullAt(i) ? new byte[v] : prefix(row.getUTF8String(i).getBytes(), v);
     }
     if (type instanceof BinaryType) {
-      return row -> row.isNullAt(i) ? new byte[VARIABLE] : prefix(row.getBinary(i));
+      return (row, v) -> row.isNullAt(i) ? new byte[v] : prefix(row.getBinary(i), v);
     }
     return null;
   }
@@ -141,13 +171,14 @@ final class ZOrder implements UnboundFunction {
   /**
    * The bits of {@code columns} interleaved, most significant first: bit 7 of byte 0 of each
    * column in turn, then bit 6, ...; a column with fewer bytes than the others is skipped once
-   * it has none left ({@code ZOrderByteUtils.interleaveBits}).
+   * it has none left, up to {@code maxSize} bytes ({@code ZOrderByteUtils.interleaveBits}).
    */
-  static byte[] interleave(byte[][] columns) {
-    int size = 0;
+  static byte[] interleave(byte[][] columns, int maxSize) {
+    long total = 0;
     for (byte[] column : columns) {
-      size += column.length;
+      total += column.length;
     }
+    int size = (int) Math.min(total, maxSize);
     byte[] out = new byte[size];
     int column = 0;
     int sourceByte = 0;
@@ -180,10 +211,12 @@ final class ZOrder implements UnboundFunction {
   private static final class Bound implements ScalarFunction<byte[]> {
     private final StructType inputType;
     private final Encoder[] encoders;
+    private final boolean sized;
 
-    Bound(StructType inputType, Encoder[] encoders) {
+    Bound(StructType inputType, Encoder[] encoders, boolean sized) {
       this.inputType = inputType;
       this.encoders = encoders;
+      this.sized = sized;
     }
 
     @Override
@@ -207,12 +240,12 @@ final class ZOrder implements UnboundFunction {
 
     @Override
     public String name() {
-      return NAME;
+      return sized ? SIZED : NAME;
     }
 
     @Override
     public String canonicalName() {
-      StringBuilder name = new StringBuilder("lakecat." + NAME + "(");
+      StringBuilder name = new StringBuilder("lakecat." + name() + "(");
       for (int i = 0; i < inputType.size(); i++) {
         name.append(i == 0 ? "" : ", ").append(inputType.fields()[i].dataType().catalogString());
       }
@@ -221,11 +254,22 @@ final class ZOrder implements UnboundFunction {
 
     @Override
     public byte[] produceResult(InternalRow input) {
+      int variable = sized ? size(input, 0, "var_length_contribution") : VARIABLE;
+      int maxSize = sized ? size(input, 1, "max_output_size") : Integer.MAX_VALUE;
       byte[][] columns = new byte[encoders.length][];
       for (int i = 0; i < encoders.length; i++) {
-        columns[i] = encoders[i].encode(input);
+        columns[i] = encoders[i].encode(input, variable);
       }
-      return interleave(columns);
+      return interleave(columns, maxSize);
+    }
+
+    private static int size(InternalRow input, int i, String what) {
+      if (input.isNullAt(i) || input.getInt(i) < 1) {
+        throw new IllegalArgumentException(
+            SIZED + ": " + what + " must be a positive int, not "
+                + (input.isNullAt(i) ? "null" : input.getInt(i)));
+      }
+      return input.getInt(i);
     }
   }
 }
