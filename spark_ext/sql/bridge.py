@@ -351,6 +351,7 @@ class CatalogBridge:
         partitioning: Sequence[Mapping[str, Any]],
         properties: Mapping[str, str],
     ) -> dict[str, Any]:
+        self._refuse_view_name(namespace, name)
         _check_provider(properties)
         arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
         table = self.catalog.create_table(
@@ -361,6 +362,14 @@ class CatalogBridge:
             location=properties.get(_LOCATION),
         )
         return self._descriptor(namespace, name, table, {})
+
+    def _refuse_view_name(self, namespace: Sequence[str], name: str) -> None:
+        """A table is not created (or staged) under a view's name: refused before any row is
+        written (Spark looks the name up as a table, finds none, and goes on to create one)."""
+        if namespace and self.catalog.view_exists((*namespace, name)):
+            raise TableAlreadyExists(
+                f"view {'.'.join((*namespace, name))} already exists: a table cannot take its name"
+            )
 
     def stage_table(
         self,
@@ -374,6 +383,7 @@ class CatalogBridge:
         """Stage CREATE TABLE AS SELECT / REPLACE TABLE / CREATE OR REPLACE TABLE (``mode``:
         create, replace, create_or_replace): the staged table's descriptor, for the writes of
         the statement's rows; the catalog changes only when it is committed."""
+        self._refuse_view_name(namespace, name)
         _check_provider(properties)
         arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
         stage_id, staged = self.staged.stage(

@@ -111,11 +111,16 @@ def test_names_taken_missing_or_of_the_other_kind_are_refused(events: Lake) -> N
         ("DROP VIEW lake.db.missing", "VIEW_NOT_FOUND"),
         ("SELECT * FROM lake.db.missing", "TABLE_OR_VIEW_NOT_FOUND"),
         ("ALTER VIEW lake.db.v RENAME TO lake.db.events", "already exists"),
+        ("CREATE TABLE lake.db.v AS SELECT 1 AS one", "TABLE_OR_VIEW_ALREADY_EXISTS"),
+        ("CREATE OR REPLACE TABLE lake.db.v AS SELECT 1 AS one", "TABLE_OR_VIEW_ALREADY_EXISTS"),
     ):
         with pytest.raises(Exception, match=error):
             sql(events, statement)
+    with pytest.raises(Exception, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+        events.spark.range(3).write.mode("append").saveAsTable("lake.db.v")
     view = events.catalog.load_view("db.v")
     assert view.sql() == "SELECT 1 AS one" and len(view.versions) == 1
+    assert not (events.root / "warehouse" / "db" / "v" / "data").exists()  # no rows written
     assert events.catalog.load_table("db.events").metadata.current_snapshot_id is not None
     for expression, error in (
         ("INTERVAL 1 DAY AS i", "SchemaMismatch: column 'i' has Arrow type duration"),
