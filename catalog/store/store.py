@@ -349,7 +349,7 @@ class SqlCatalogStore:
             self._require_namespace(connection, encoded)
             # Any row counts, views included: dropping would orphan them.
             if ns_rows.has_table_rows(connection, catalog, encoded):
-                raise NamespaceNotEmpty(f"namespace {encoded!r} still has tables")
+                raise NamespaceNotEmpty(f"namespace {encoded!r} still has tables or views")
             if ns_rows.has_child_namespaces(connection, catalog, encoded):
                 raise NamespaceNotEmpty(f"namespace {encoded!r} still has child namespaces")
             ns_rows.delete_properties(connection, catalog, encoded)
