@@ -269,7 +269,28 @@ class CatalogBridge:
         """The descriptor of ``namespace.name``: a table (at ``version`` or ``timestamp_us``:
         time travel), a metadata table (``db.t.files``) or a ref table (``db.t.branch_x``).
         ``wap_branch``: the session's ``spark.wap.branch``, which a table with
-        ``write.wap.enabled`` is read and written at (:meth:`_wap_branch`)."""
+        ``write.wap.enabled`` is read and written at (:meth:`_wap_branch`).
+
+        Spark asks for a table alone where only a table will do (the target of a write, time
+        travel): a view of the name is refused as such rather than reported missing."""
+        try:
+            return self._load_table(namespace, name, version, timestamp_us, wap_branch)
+        except NoSuchTable:
+            if namespace and self.catalog.view_exists((*namespace, name)):
+                raise ValidationError(
+                    f"{'.'.join((*namespace, name))} is a view: it is read by its query, "
+                    "never written, and has no time travel"
+                ) from None
+            raise
+
+    def _load_table(
+        self,
+        namespace: Sequence[str],
+        name: str,
+        version: str | None = None,
+        timestamp_us: int | None = None,
+        wap_branch: str | None = None,
+    ) -> dict[str, Any]:
         try:
             table = self.catalog.load_table((*namespace, name))
         except NotFound:
@@ -457,7 +478,7 @@ class CatalogBridge:
         """``{"table": descriptor}`` (as :meth:`load_table`) or ``{"view": descriptor}``;
         NoSuchTable when the name is neither."""
         try:
-            return {"table": self.load_table(namespace, name, wap_branch=wap_branch)}
+            return {"table": self._load_table(namespace, name, wap_branch=wap_branch)}
         except NoSuchTable:
             if not namespace:
                 raise

@@ -116,8 +116,23 @@ def test_names_taken_missing_or_of_the_other_kind_are_refused(events: Lake) -> N
     ):
         with pytest.raises(Exception, match=error):
             sql(events, statement)
-    with pytest.raises(Exception, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
-        events.spark.range(3).write.mode("append").saveAsTable("lake.db.v")
+    is_a_view = "lakecat ValidationError: db.v is a view: it is read by its query, never written"
+    for write in (
+        lambda: events.spark.range(3).write.mode("append").saveAsTable("lake.db.v"),
+        lambda: events.spark.range(3).writeTo("lake.db.v").append(),
+    ):
+        with pytest.raises(Exception, match=is_a_view):
+            write()
+    for statement in (
+        "INSERT INTO lake.db.v VALUES (1)",
+        "INSERT OVERWRITE lake.db.v SELECT 1",
+        "DELETE FROM lake.db.v WHERE one = 1",
+        "UPDATE lake.db.v SET one = 2",
+        "MERGE INTO lake.db.v t USING lake.db.events s ON t.one = s.id WHEN MATCHED THEN DELETE",
+        "SELECT * FROM lake.db.v VERSION AS OF 1",
+    ):
+        with pytest.raises(Exception, match=is_a_view):
+            sql(events, statement)
     view = events.catalog.load_view("db.v")
     assert view.sql() == "SELECT 1 AS one" and len(view.versions) == 1
     assert not (events.root / "warehouse" / "db" / "v" / "data").exists()  # no rows written
