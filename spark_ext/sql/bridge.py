@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyspark
 from pyroaring import BitMap64
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
@@ -512,7 +513,7 @@ class CatalogBridge:
     def _store_view(
         self, namespace: Sequence[str], name: str, view: Mapping[str, Any], *, mode: str
     ) -> dict[str, Any]:
-        spark_version = self._spark_version()
+        spark_version = str(pyspark.__version__)
         stored = store_view(
             self.catalog,
             (*namespace, name),
@@ -521,11 +522,6 @@ class CatalogBridge:
             mode=mode,
         )
         return view_descriptor(stored, self.name)
-
-    def _spark_version(self) -> str:
-        import pyspark
-
-        return str(pyspark.__version__)
 
     def drop_view(self, namespace: Sequence[str], name: str) -> bool:
         try:
