@@ -98,12 +98,7 @@ def parse_metadata(
             return TableMetadata.from_json(rest, previous=previous, leading=leading)
         except CorruptMetadata as exc:
             raise CorruptMetadata(f"metadata file {location}: {exc}") from exc
-    try:
-        obj: Any = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise CorruptMetadata(f"metadata file {location} is not valid JSON: {exc}") from exc
-    if not isinstance(obj, dict):
-        raise CorruptMetadata(f"metadata file {location} does not hold a JSON object")
+    obj = json_object(data, location=location)
     try:
         return TableMetadata.from_json(obj, previous=previous)
     except CorruptMetadata as exc:
@@ -119,6 +114,18 @@ def decompressed(data: bytes, *, location: str) -> bytes:
         return gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as exc:
         raise CorruptMetadata(f"metadata file {location} is not valid gzip: {exc}") from exc
+
+
+def json_object(data: bytes, *, location: str) -> dict[str, Any]:
+    """The JSON object a metadata file's (uncompressed) bytes hold; CorruptMetadata naming
+    ``location`` when they are not JSON or not an object."""
+    try:
+        obj: Any = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptMetadata(f"metadata file {location} is not valid JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise CorruptMetadata(f"metadata file {location} does not hold a JSON object")
+    return obj
 
 
 def _extension(codec: str) -> str:

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Mapping
-from typing import Any
 
 import orjson
 
 from lakecat.metadata import properties as props
 from lakecat.metadata.errors import CorruptMetadata
 from lakecat.metadata.io.fileio import FileIO, FileNotFoundStorageError
-from lakecat.metadata.table.metadata_files import decompressed, new_metadata_location
+from lakecat.metadata.table.metadata_files import (
+    decompressed,
+    json_object,
+    new_metadata_location,
+)
 from lakecat.metadata.view.view_metadata import ViewMetadata
 
 VIEW_METADATA_COMPRESSION_DEFAULT = "gzip"
@@ -52,13 +55,7 @@ def read_view_metadata(io: FileIO, location: str) -> ViewMetadata:
 
 
 def parse_view_metadata(data: bytes, *, location: str = "<bytes>") -> ViewMetadata:
-    data = decompressed(data, location=location)
-    try:
-        obj: Any = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise CorruptMetadata(f"view metadata file {location} is not valid JSON: {exc}") from exc
-    if not isinstance(obj, dict):
-        raise CorruptMetadata(f"view metadata file {location} does not hold a JSON object")
+    obj = json_object(decompressed(data, location=location), location=location)
     try:
         return ViewMetadata.from_json(obj)
     except CorruptMetadata as exc:
