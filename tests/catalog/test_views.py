@@ -181,3 +181,11 @@ def test_renamed_and_dropped_views(catalog: Catalog) -> None:
         catalog.drop_view("other.w")
     with pytest.raises(NoSuchView):
         catalog.rename_view("other.w", "db.v")
+
+
+def test_a_view_s_repr_is_one_short_line_after_many_versions(catalog: Catalog) -> None:
+    view = create(catalog)
+    for i in range(30):
+        view.replace(f"SELECT id, name FROM t WHERE id > {i}", view.schema())
+    assert repr(view) == "View('db.v', version=31)"
+    assert len(view.versions) == 10  # version.history.num-entries, Iceberg's default
