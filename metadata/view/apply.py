@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import uuid as uuid_module
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from lakecat.metadata.errors import InvalidUpdate, ValidationError
 from lakecat.metadata.schema.schema import Schema
@@ -171,7 +172,7 @@ class _Builder:
         if version.schema_id == LAST_ADDED:
             if self.last_added_schema is None:
                 raise InvalidUpdate("a view version names the last added schema, but none was")
-            version = _with(version, schema_id=self.last_added_schema)
+            version = replace(version, schema_id=self.last_added_schema)
         if version.schema_id not in self.schemas:
             raise InvalidUpdate(f"a view version names unknown schema {version.schema_id}")
         dialects = [r.dialect.lower() for r in version.representations]
@@ -186,7 +187,7 @@ class _Builder:
         version_id = version.version_id
         if version_id in self.versions or version_id < 1:
             version_id = max(max(self.versions, default=0) + 1, 1)
-        self.versions[version_id] = _with(version, version_id=version_id)
+        self.versions[version_id] = replace(version, version_id=version_id)
         self.added_versions.add(version_id)
         self.last_added_version = version_id
 
@@ -246,21 +247,6 @@ class _Builder:
             properties=self.properties,
             format_version=VIEW_FORMAT_VERSION,
         )
-
-
-def _with(
-    version: ViewVersion, *, version_id: int | None = None, schema_id: int | None = None
-) -> ViewVersion:
-    return ViewVersion(
-        version_id=version.version_id if version_id is None else version_id,
-        schema_id=version.schema_id if schema_id is None else schema_id,
-        timestamp_ms=version.timestamp_ms,
-        representations=version.representations,
-        default_namespace=version.default_namespace,
-        default_catalog=version.default_catalog,
-        summary=version.summary,
-        other_representations=version.other_representations,
-    )
 
 
 def _flag(properties: Mapping[str, str], key: str) -> bool:
