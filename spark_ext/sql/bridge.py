@@ -373,10 +373,9 @@ class CatalogBridge:
         partitioning: Sequence[Mapping[str, Any]],
         properties: Mapping[str, str],
     ) -> dict[str, Any]:
-        self._refuse_view_name(namespace, name)
         _check_provider(properties)
         arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
-        table = self.catalog.create_table(
+        table = self.catalog.create_table(  # refuses a table or view of the name first
             (*namespace, name),
             arrow_schema,
             partition_by=partition_by(partitioning),
@@ -386,8 +385,9 @@ class CatalogBridge:
         return self._descriptor(namespace, name, table, {})
 
     def _refuse_view_name(self, namespace: Sequence[str], name: str) -> None:
-        """A table is not created (or staged) under a view's name: refused before any row is
-        written (Spark looks the name up as a table, finds none, and goes on to create one)."""
+        """A table is not staged under a view's name: refused before any row is written
+        (Spark looks the name up as a table, finds none, and goes on to create one; the
+        staged create would meet the view only at its commit)."""
         if namespace and self.catalog.view_exists((*namespace, name)):
             raise TableAlreadyExists(
                 f"view {'.'.join((*namespace, name))} already exists: a table cannot take its name"
