@@ -1138,10 +1138,40 @@ class _CommitWindow:
         targets = []
         for path, positions in sorted(found.positions.items()):
             f = by_path[path]
-            chunks = [positions]
-            chunks += [self._positions(d, path).positions for d in theirs.get(path, ())]
-            targets.append(VectorTarget(path, f.spec_id, f.partition, pa.concat_arrays(chunks)))
+            deleted = [self._positions(d, path).positions for d in theirs.get(path, ())]
+            if deleted and intent.kind in (OpKind.UPDATE, OpKind.MERGE):
+                self._require_not_deleted(positions, deleted, theirs[path], concurrent, path)
+            targets.append(
+                VectorTarget(path, f.spec_id, f.partition, pa.concat_arrays([positions, *deleted]))
+            )
         return targets, [d for found_ in theirs.values() for d in found_]
+
+    def _require_not_deleted(
+        self,
+        positions: pa.Int64Array,
+        deleted: Sequence[pa.Int64Array],
+        deletes: Sequence[DataFile],
+        concurrent: Sequence[ConcurrentCommit],
+        path: str,
+    ) -> None:
+        """An UPDATE or MERGE whose rows, found again in a compaction's output ``path``, a
+        later concurrent commit deleted there (a lost update: the change would bring back a
+        new version of a deleted row): :class:`ConcurrentRowChange`."""
+        gone = pc.sum(pc.is_in(positions, value_set=pa.concat_arrays(deleted))).as_py() or 0
+        if not gone:
+            return
+        keys = {d.key for d in deletes}
+        deleter = next(
+            (c for c in reversed(concurrent) for f in c.added_files if f.key in keys), None
+        )
+        who = deleter.label if deleter is not None else "a concurrent commit"
+        raise ConcurrentRowChange(
+            f"{self.intent.kind.value}: {who} deleted {gone} row(s) this operation changed, "
+            f"after a compaction moved them to {path}. Re-run the operation on the new state.",
+            snapshot_id=deleter.snapshot_id if deleter is not None else None,
+            operation=deleter.operation if deleter is not None else None,
+            files=(path,),
+        )
 
     def _data_files(
         self, base: TableMetadata, snapshot: Snapshot | None, paths: set[str]

@@ -273,6 +273,28 @@ def test_a_merge_on_read_update_of_a_row_deleted_before_the_compaction_is_a_lost
     assert 7 not in got and got[8] == 0
 
 
+@pytest.mark.parametrize("change", ["update", "merge"])
+def test_a_merge_on_read_change_of_a_row_deleted_after_the_compaction_is_a_lost_update(
+    catalog: Catalog, version: str, change: str
+) -> None:
+    """The row moved to the compaction's output, then a DELETE removed it there: the change
+    must not bring back a new version of it."""
+    make(catalog, version)
+    catalog.load_table("db.r").append(
+        pa.table({"id": pa.array([N], pa.int64()), "v": pa.array([0], pa.int64())})
+    )
+    later = catalog.load_table("db.r")
+    rewrite_data_files(catalog.load_table("db.r"))
+    catalog.load_table("db.r").delete("id = 7")
+    with pytest.raises(ConcurrentRowChange, match="deleted"):
+        if change == "update":
+            later.update({"v": 9}, "id IN (7, 8)")
+        else:
+            upsert(later, [7, 8], 9)
+    got = state(catalog)
+    assert 7 not in got and got[8] == 0 and len(got) == N
+
+
 def test_merge_on_read_dml_after_a_sorted_compaction_fails_typed(
     catalog: Catalog, version: str
 ) -> None:

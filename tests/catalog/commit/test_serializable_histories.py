@@ -1,0 +1,222 @@
+"""Random interleavings of stale writers on a ``serializable`` table: the history is the serial
+order (docs/concurrency.md, "Isolation levels").
+
+A seeded script opens table handles (each an operation's start: it plans on the metadata it
+was loaded with) and later commits an operation through one of them, so most operations
+commit on a table that changed since they started, as concurrent writers do. Operations:
+appends, deletes and updates with conditions on the partition, the key and a value column
+(an update may move rows to the other partition), upserts, overwrites by filter and
+compactions. Each either lands or fails with a conflict.
+
+It found a lost update (format v3): an UPDATE planned before a compaction re-targeted its rows
+onto the compaction's output, where a DELETE committed after the compaction had removed some;
+the UPDATE landed, and the deleted rows came back in their new version.
+
+The checks, for copy-on-write and merge-on-read, format v2 and v3: every snapshot of the
+history is the initial loads, an acknowledged operation or a compaction, in the order they
+were acknowledged; and the table at **each** snapshot holds exactly the rows a replay of the
+acknowledged operations up to it, one after the other on plain Python rows, gives. An
+operation that failed changed nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from lakecat.catalog import Catalog, Table
+from lakecat.catalog.maintenance.compaction import rewrite_data_files
+from lakecat.metadata.errors import CommitConflict
+
+SCHEMA = pa.schema([("id", pa.int64()), ("g", pa.string()), ("v", pa.int64())])
+Row = tuple[int, str, int]
+
+
+@dataclass(frozen=True)
+class Condition:
+    text: str  # a lakecat filter
+    holds: Callable[[Row], bool]  # the same on a row
+
+
+def _condition(rng: random.Random) -> Condition:
+    def atom() -> Condition:
+        k = rng.randrange(10)
+        lo = rng.randrange(0, 260)
+        hi = lo + rng.randrange(5, 80)
+        g = rng.choice(["p", "q"])
+        return rng.choice(
+            [
+                Condition(f"v = {k}", lambda r: r[2] == k),
+                Condition(f"v < {k}", lambda r: r[2] < k),
+                Condition(f"id BETWEEN {lo} AND {hi}", lambda r: lo <= r[0] <= hi),
+                Condition(f"g = '{g}'", lambda r: r[1] == g),
+            ]
+        )
+
+    first = atom()
+    if rng.random() < 0.5:
+        return first
+    second = atom()
+    if rng.random() < 0.5:
+        return Condition(
+            f"({first.text} AND {second.text})", lambda r: first.holds(r) and second.holds(r)
+        )
+    return Condition(
+        f"({first.text} OR {second.text})", lambda r: first.holds(r) or second.holds(r)
+    )
+
+
+def _arrow(rows: list[Row]) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array([r[0] for r in rows], pa.int64()),
+            "g": pa.array([r[1] for r in rows], pa.string()),
+            "v": pa.array([r[2] for r in rows], pa.int64()),
+        }
+    )
+
+
+@dataclass
+class Operation:
+    """One writer's operation: what it does to the table, and to plain rows."""
+
+    name: str
+    commit: Callable[[Table], Any]  # -> CommitResult, a compaction's result, or None
+    replay: Callable[[list[Row]], list[Row]]
+
+
+def _operation(rng: random.Random, next_id: list[int], known: list[int]) -> Operation:
+    def fresh(n: int) -> list[Row]:
+        rows = [(next_id[0] + i, rng.choice(["p", "q"]), rng.randrange(10)) for i in range(n)]
+        next_id[0] += n
+        known.extend(r[0] for r in rows)
+        return rows
+
+    kind = rng.choice(["append", "delete", "delete", "update", "update", "upsert", "overwrite"])
+    if kind == "append":
+        rows = fresh(rng.randrange(1, 6))
+        return Operation(f"append {rows}", lambda t: t.append(_arrow(rows)), lambda s: s + rows)
+    c = _condition(rng)
+    if kind == "delete":
+        return Operation(
+            f"delete {c.text}",
+            lambda t: t.delete(c.text),
+            lambda s: [r for r in s if not c.holds(r)],
+        )
+    if kind == "update":
+        if rng.random() < 0.3:
+            g = rng.choice(["p", "q"])  # rows move to the other partition
+            return Operation(
+                f"update g = {g!r} where {c.text}",
+                lambda t: t.update({"g": g}, c.text),
+                lambda s: [(r[0], g, r[2]) if c.holds(r) else r for r in s],
+            )
+        return Operation(
+            f"update v = v + 1 where {c.text}",
+            lambda t: t.update({"v": pc.add(pc.field("v"), 1)}, c.text),
+            lambda s: [(r[0], r[1], r[2] + 1) if c.holds(r) else r for r in s],
+        )
+    if kind == "upsert":
+        ids = rng.sample(known, min(3, len(known)))  # some may be gone: inserted again
+        rows = [(i, rng.choice(["p", "q"]), rng.randrange(10)) for i in ids] + fresh(1)
+
+        def upsert(s: list[Row]) -> list[Row]:
+            by_id = {r[0]: r for r in rows}
+            kept = [by_id.pop(r[0]) if r[0] in by_id else r for r in s]
+            return kept + list(by_id.values())
+
+        return Operation(f"upsert {rows}", lambda t: t.upsert(_arrow(rows), on="id"), upsert)
+    rows = fresh(rng.randrange(0, 4))
+    return Operation(
+        f"overwrite {c.text} with {rows}",
+        lambda t: t.overwrite(_arrow(rows), c.text),
+        lambda s: [r for r in s if not c.holds(r)] + rows,
+    )
+
+
+def _rows_at(table: Table, snapshot_id: int) -> list[Row]:
+    data = table.to_arrow(snapshot_id=snapshot_id)
+    return sorted(zip(*(data.column(c).to_pylist() for c in ("id", "g", "v")), strict=True))
+
+
+# more: LAKECAT_HISTORY_SEEDS=n runs seeds 0..n-1 (250 seeds of each mode passed, 2026-11-29)
+# (seed 48 found the lost update above)
+SEEDS = (
+    range(int(os.environ["LAKECAT_HISTORY_SEEDS"]))
+    if "LAKECAT_HISTORY_SEEDS" in os.environ
+    else [*range(8), 48]
+)
+MODES = [
+    pytest.param("copy-on-write", "2", id="cow-v2"),
+    pytest.param("merge-on-read", "2", id="mor-v2"),
+    pytest.param("merge-on-read", "3", id="mor-v3"),
+    pytest.param("copy-on-write", "3", id="cow-v3"),
+]
+
+
+@pytest.mark.parametrize(("mode", "version"), MODES)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_stale_writers_on_a_serializable_table_leave_a_history_that_replays_in_order(
+    tmp_path: Any, mode: str, version: str, seed: int
+) -> None:
+    rng = random.Random(seed * 101 + int(version))
+    with Catalog.embedded(tmp_path / "lake") as catalog:
+        catalog.create_namespace("db")
+        properties = {"format-version": version, "commit.retry.num-retries": "10"}
+        for op in ("delete", "update", "merge"):
+            properties[f"write.{op}.mode"] = mode
+            properties[f"write.{op}.isolation-level"] = "serializable"
+        table = catalog.create_table("db.t", SCHEMA, partition_by=["g"], properties=properties)
+        state: list[Row] = []
+        for start in range(0, 200, 50):
+            rows = [(i, "pq"[i % 2], i % 10) for i in range(start, start + 50)]
+            table.append(_arrow(rows))
+            state += rows
+        initial = table.metadata.current_snapshot_id
+        next_id, known = [1000], list(range(200))
+
+        handles: list[Table] = []  # operations started, not yet committed
+        acknowledged: list[tuple[int, Operation | None]] = []  # None: a compaction
+        failed = 0
+        for _ in range(40):
+            if not handles or (len(handles) < 4 and rng.random() < 0.45):
+                handles.append(catalog.load_table("db.t"))
+                continue
+            handle = handles.pop(rng.randrange(len(handles)))
+            before = catalog.load_table("db.t").metadata.current_snapshot_id
+            if rng.random() < 0.15:
+                try:
+                    result = rewrite_data_files(handle, min_input_files=2, partial_progress=False)
+                except CommitConflict:
+                    failed += 1
+                else:
+                    acknowledged += [(s, None) for s in result.snapshot_ids]
+                continue
+            operation = _operation(rng, next_id, known)
+            try:
+                result = operation.commit(handle)
+            except CommitConflict:
+                failed += 1
+                after = catalog.load_table("db.t").metadata.current_snapshot_id
+                assert after == before, f"{operation.name} failed but committed"
+                continue
+            if result is not None:  # None: no row matched, nothing committed
+                acknowledged.append((result.snapshot_id, operation))
+
+        table = catalog.load_table("db.t")
+        history = [e.snapshot_id for e in table.metadata.snapshot_log]
+        assert history[history.index(initial) + 1 :] == [s for s, _ in acknowledged]
+        script = []
+        for snapshot_id, operation in acknowledged:
+            if operation is not None:
+                state = operation.replay(state)
+            script.append(operation.name if operation else "compaction")
+            assert _rows_at(table, snapshot_id) == sorted(state), "\n".join(script)
+        assert len(acknowledged) >= 3, f"{len(acknowledged)} landed, {failed} failed"
