@@ -95,7 +95,7 @@ from lakecat.catalog.commit.coordination.protocol import TicketState
 from lakecat.catalog.commit.intent import Intent, OpKind, commit_parent
 from lakecat.catalog.commit.moves import ROW_MOVES_KEY, RowMoves, read_row_moves
 from lakecat.catalog.commit.producer import NO_SWAP, DeleteSwap, SnapshotProducer, data_dir
-from lakecat.catalog.commit.retarget import retarget, row_ids
+from lakecat.catalog.commit.retarget import retarget, row_versions
 from lakecat.catalog.interrupts import DeferredInterrupts
 from lakecat.catalog.retry import RetryClock, RetryPolicy
 from lakecat.metadata import properties as P
@@ -1101,9 +1101,9 @@ class _CommitWindow:
         try:
             deleted = []
             for target in compacted:
-                ids = row_ids(self.io, originals[target]) if target in originals else None
-                if ids is None:
-                    raise refuse([target], "its rows have no row ids to find them by")
+                rows = row_versions(self.io, *originals[target]) if target in originals else None
+                if rows is None:
+                    raise refuse([target], "its rows have no row lineage to find them by")
                 mine = self._positions(ours[target], target).positions
                 before = [
                     self._positions(d, target).positions for d in replaced.get(target, {}).values()
@@ -1111,24 +1111,25 @@ class _CommitWindow:
                 if before:
                     earlier = pa.concat_arrays(before)
                     mine = pc.filter(mine, pc.invert(pc.is_in(mine, value_set=earlier)))
-                deleted.append((ids, mine))
-            output_ids = []
+                deleted.append((rows, mine))
+            output_rows = []
             for f in outputs:
-                ids = row_ids(self.io, f)
-                if ids is None:
-                    raise refuse(list(compacted), "its output has no row ids")
-                output_ids.append((f.file_path, ids))
+                rows = row_versions(self.io, f, None)  # a rewrite copies both columns
+                if rows is None:
+                    raise refuse(list(compacted), "its output has no row lineage")
+                output_rows.append((f.file_path, rows))
         except (LakecatError, OSError, pa.ArrowException) as exc:
             if isinstance(exc, ConcurrentDeleteRead):
                 raise
             raise refuse(list(compacted), f"its files cannot be read ({exc})") from exc
-        found = retarget(deleted, output_ids)
+        found = retarget(deleted, output_rows)
         if len(found.missing) and intent.kind in (OpKind.UPDATE, OpKind.MERGE):
             commit = removed_by[compacted[0]]
             raise ConcurrentRowChange(
                 f"{intent.kind.value}: {len(found.missing)} row(s) this operation changed are "
-                f"gone from the files {commit.label} wrote: a concurrent change deleted them. "
-                "Re-run the operation on the new state.",
+                f"not in the files {commit.label} wrote as this operation read them: a "
+                "concurrent change deleted or updated them. Re-run the operation on the new "
+                "state.",
                 snapshot_id=commit.snapshot_id,
                 operation=commit.operation,
                 files=tuple(compacted),
@@ -1175,11 +1176,12 @@ class _CommitWindow:
 
     def _data_files(
         self, base: TableMetadata, snapshot: Snapshot | None, paths: set[str]
-    ) -> dict[str, DataFile]:
-        """The data files of ``snapshot`` at ``paths`` (as it listed them: row ids inherited)."""
+    ) -> dict[str, tuple[DataFile, int | None]]:
+        """The data files of ``snapshot`` at ``paths`` (as it listed them: row ids inherited),
+        each with its data sequence number."""
         if snapshot is None:
             return {}
-        out: dict[str, DataFile] = {}
+        out: dict[str, tuple[DataFile, int | None]] = {}
         specs = base.specs_by_id()
         listing = self.manifests.manifest_list(self.io, snapshot.manifest_list)
         for manifest in listing.manifests:
@@ -1187,7 +1189,7 @@ class _CommitWindow:
                 continue
             for e in self.manifests.read(self.io, manifest, specs=specs, schema=base.schema()):
                 if e.status is not Status.DELETED and e.data_file.file_path in paths:
-                    out[e.data_file.file_path] = e.data_file
+                    out[e.data_file.file_path] = (e.data_file, e.sequence_number)
         return out
 
     def _write_carried(

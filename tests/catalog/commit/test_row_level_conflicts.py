@@ -295,6 +295,27 @@ def test_a_merge_on_read_change_of_a_row_deleted_after_the_compaction_is_a_lost_
     assert 7 not in got and got[8] == 0 and len(got) == N
 
 
+@pytest.mark.parametrize("change", ["delete", "update"])
+def test_a_merge_on_read_change_leaves_alone_a_row_updated_before_the_compaction(
+    catalog: Catalog, version: str, change: str
+) -> None:
+    """Row 7 updated (v3: the new version keeps its row id), then compacted: the stale change
+    read the old version, which is gone. A DELETE leaves the new version; an UPDATE fails."""
+    make(catalog, version)
+    later = catalog.load_table("db.r")
+    catalog.load_table("db.r").update({"v": 5}, "id = 7")
+    rewrite_data_files(catalog.load_table("db.r"), min_input_files=1)
+    if change == "delete":  # (its condition does not match the new version: no conflict)
+        later.delete("v = 0 AND id IN (7, 8)")
+        got = state(catalog)
+        assert got[7] == 5 and 8 not in got and len(got) == N - 1
+        return
+    with pytest.raises(ConcurrentRowChange):
+        later.update({"v": 9}, "v = 0 AND id IN (7, 8)")
+    got = state(catalog)
+    assert got[7] == 5 and got[8] == 0
+
+
 def test_merge_on_read_dml_after_a_sorted_compaction_fails_typed(
     catalog: Catalog, version: str
 ) -> None:

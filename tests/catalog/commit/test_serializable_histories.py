@@ -5,8 +5,9 @@ A seeded script opens table handles (each an operation's start: it plans on the 
 was loaded with) and later commits an operation through one of them, so most operations
 commit on a table that changed since they started, as concurrent writers do. Operations:
 appends, deletes and updates with conditions on the partition, the key and a value column
-(an update may move rows to the other partition), upserts, overwrites by filter and
-compactions. Each either lands or fails with a conflict.
+(an update may move rows to the other partition), upserts, overwrites by filter, and
+maintenance: compactions (bin-pack and sorted), manifest rewrites and position delete file
+rewrites. Each either lands or fails with a conflict.
 
 It found a lost update (format v3): an UPDATE planned before a compaction re-targeted its rows
 onto the compaction's output, where a DELETE committed after the compaction had removed some;
@@ -33,6 +34,8 @@ import pytest
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.maintenance.compaction import rewrite_data_files
+from lakecat.catalog.maintenance.manifests import rewrite_manifests
+from lakecat.catalog.maintenance.position_deletes import rewrite_position_delete_files
 from lakecat.metadata.errors import CommitConflict
 
 SCHEMA = pa.schema([("id", pa.int64()), ("g", pa.string()), ("v", pa.int64())])
@@ -141,6 +144,24 @@ def _operation(rng: random.Random, next_id: list[int], known: list[int]) -> Oper
     )
 
 
+def _maintain(rng: random.Random, table: Table) -> list[int]:
+    """A maintenance job on ``table`` (it may have started long ago): the snapshots it
+    committed. None changes a row."""
+    job = rng.choice(["compact", "compact", "sorted compact", "manifests", "delete files"])
+    if job == "compact":
+        return list(
+            rewrite_data_files(table, min_input_files=2, partial_progress=False).snapshot_ids
+        )
+    if job == "sorted compact":  # records no row moves (v2 DML then fails, typed)
+        result = rewrite_data_files(table, min_input_files=2, sort_by=["v"])
+        return list(result.snapshot_ids)
+    if job == "manifests":
+        landed = rewrite_manifests(table).snapshot_id
+    else:  # (refreshes the table first)
+        landed = rewrite_position_delete_files(table).snapshot_id
+    return [] if landed is None else [landed]
+
+
 def _rows_at(table: Table, snapshot_id: int) -> list[Row]:
     data = table.to_arrow(snapshot_id=snapshot_id)
     return sorted(zip(*(data.column(c).to_pylist() for c in ("id", "g", "v")), strict=True))
@@ -153,6 +174,7 @@ SEEDS = (
     if "LAKECAT_HISTORY_SEEDS" in os.environ
     else [*range(8), 48]
 )
+STEPS = int(os.environ.get("LAKECAT_HISTORY_STEPS", "40"))
 MODES = [
     pytest.param("copy-on-write", "2", id="cow-v2"),
     pytest.param("merge-on-read", "2", id="mor-v2"),
@@ -185,19 +207,19 @@ def test_stale_writers_on_a_serializable_table_leave_a_history_that_replays_in_o
         handles: list[Table] = []  # operations started, not yet committed
         acknowledged: list[tuple[int, Operation | None]] = []  # None: a compaction
         failed = 0
-        for _ in range(40):
+        for _ in range(STEPS):
             if not handles or (len(handles) < 4 and rng.random() < 0.45):
                 handles.append(catalog.load_table("db.t"))
                 continue
             handle = handles.pop(rng.randrange(len(handles)))
             before = catalog.load_table("db.t").metadata.current_snapshot_id
-            if rng.random() < 0.15:
+            if rng.random() < 0.2:
                 try:
-                    result = rewrite_data_files(handle, min_input_files=2, partial_progress=False)
+                    landed = _maintain(rng, handle)
                 except CommitConflict:
                     failed += 1
                 else:
-                    acknowledged += [(s, None) for s in result.snapshot_ids]
+                    acknowledged += [(s, None) for s in landed]
                 continue
             operation = _operation(rng, next_id, known)
             try:
