@@ -1,0 +1,489 @@
+"""Seeded random SQL scripts on one Iceberg table, for the differential tests that run them on
+lakecat's Spark catalog and on Iceberg Java's (``test_random_scripts_with_iceberg_java.py``).
+
+A script starts from a table ``(id bigint, cat string, amount double)`` and changes it the ways
+users do: inserts, deletes, updates and merges with conditions of many shapes, static and
+whole-table overwrites, compactions, position delete rewrites, snapshot expiry, switching the
+table between copy-on-write and merge-on-read, partition spec evolution, and adding and
+dropping a column (so a dropped column's values must not come back when a column of the same
+name is added again). The generator tracks the table's columns and partition fields, so every
+statement is one both engines accept; which engine runs a step is part of the script.
+
+Each statement is a template: ``{t}`` is the table's full name, ``{c}`` the catalog,
+``{name}`` the table's name in namespace ``db``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+CATS = ["'a'", "'b'", "'c'", "NULL"]
+# Iceberg partition terms a script adds and drops (one time transform per column: Iceberg
+# refuses two on one column)
+TERMS = [
+    "bucket(4, id)",
+    "truncate(10, id)",
+    "cat",
+    "bucket(3, cat)",
+    "days(ts)",
+    "months(d)",
+    "truncate(5, dec)",
+    "bucket(2, d)",
+]
+# The table's columns, created with the table; ``note`` comes and goes
+COLUMNS = "id bigint, cat string, amount double, d date, ts timestamp, dec decimal(9,2)"
+TYPED = {"d": "DATE", "ts": "TIMESTAMP", "dec": "DECIMAL(9,2)"}
+
+
+def initial_rows(table: str, rows: int) -> str:
+    """The INSERT a script's table starts with: ``rows`` rows computed from their ids."""
+    return f"INSERT INTO {table} {_from_range(0, rows, note=False)}"
+
+
+def _from_range(lo: int, hi: int, *, note: bool) -> str:
+    extra = ", CAST(NULL AS STRING)" if note else ""
+    return (
+        "SELECT id, CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' END, id * 1.5, "
+        "date_add(DATE '2024-01-01', CAST(id * 5 AS INT)), "
+        "timestamp_seconds(1704067200 + id * 25000), "
+        f"CAST(id * 1.25 AS DECIMAL(9,2)){extra} FROM range({lo}, {hi})"
+    )
+
+
+@dataclass
+class Shape:
+    """What the generator knows of the table: its optional column and partition fields."""
+
+    note: bool = False  # the column ``note string``
+    partition: list[str] = field(default_factory=list)  # Iceberg partition terms
+    branch: bool = False  # the branch ``dev`` exists
+    widened: bool = False  # ``dec`` is a decimal(12,2)
+
+
+@dataclass(frozen=True)
+class Step:
+    engine: str  # "lakecat" or "java"
+    statement: str
+    check: str  # a condition to read the table with afterwards (a filter to prune by)
+    branch: bool  # the branch ``dev`` exists afterwards (its rows are read too)
+    # engine "python": the call of lakecat's Python API that does what ``statement`` does:
+    # ("append", rows), ("delete", filter) or ("update", {column: value or ("+", n)}, filter),
+    # and the branch it writes to
+    python: tuple[Any, ...] = ()
+
+
+def _cat(rng: random.Random) -> str:
+    return rng.choice(CATS)
+
+
+def _amount(rng: random.Random) -> str:
+    return f"{rng.randrange(-40, 200) * 0.5}D"
+
+
+def _date(rng: random.Random) -> str:
+    return f"DATE '2024-{rng.randrange(1, 13):02}-{rng.randrange(1, 29):02}'"
+
+
+def _ts(rng: random.Random) -> str:
+    return (
+        f"TIMESTAMP '2024-{rng.randrange(1, 13):02}-{rng.randrange(1, 29):02} "
+        f"{rng.randrange(24):02}:{rng.choice(['00', '30', '59'])}:00'"
+    )
+
+
+def _dec(rng: random.Random) -> str:
+    return f"{rng.randrange(-1000, 30000) / 100:.2f}BD"
+
+
+def _note(rng: random.Random) -> str:
+    return rng.choice(["'x'", "'y'", "NULL"])
+
+
+def _maybe_null(rng: random.Random, value: str) -> str:
+    return "NULL" if rng.random() < 0.15 else value
+
+
+def predicate(rng: random.Random, shape: Shape, alias: str = "") -> str:
+    """A condition on the table's columns (``alias.`` before each column)."""
+    p = f"{alias}." if alias else ""
+    k = rng.randrange(2, 8)
+    lo = rng.randrange(0, 120)
+    atoms = [
+        f"{p}id % {k} = {rng.randrange(k)}",
+        f"{p}id BETWEEN {lo} AND {lo + rng.randrange(1, 40)}",
+        f"{p}id < {rng.randrange(0, 130)}",
+        f"{p}id IN ({', '.join(str(rng.randrange(0, 140)) for _ in range(3))})",
+        f"{p}cat = {rng.choice(CATS[:3])}",
+        f"{p}cat IS NULL",
+        f"{p}cat IN ('a', 'c')",
+        f"{p}cat > 'a'",
+        f"substr({p}cat, 1, 1) = 'b'",  # (LIKE 'b%': Iceberg 1.10 fails on a null partition)
+        f"{p}amount > {_amount(rng)}",
+        f"{p}amount IS NULL",
+        f"NOT ({p}cat <=> 'b')",
+        f"{p}d < {_date(rng)}",
+        f"{p}d = {_date(rng)}",
+        f"{p}d IS NULL",
+        f"{p}ts >= {_ts(rng)}",
+        f"{p}ts BETWEEN {_ts(rng)} AND {_ts(rng)}",
+        f"month({p}ts) = {rng.randrange(1, 13)}",
+        f"{p}dec > {_dec(rng)}",
+        f"{p}dec <= {_dec(rng)}",
+        f"{p}dec IS NULL",
+    ]
+    if shape.note:
+        atoms += [f"{p}note = 'x'", f"{p}note IS NULL"]
+    first = rng.choice(atoms)
+    if rng.random() < 0.4:
+        return f"({first} {rng.choice(['AND', 'OR'])} {rng.choice(atoms)})"
+    return first
+
+
+def _assignment(rng: random.Random, shape: Shape, alias: str = "", source: str = "") -> str:
+    p = f"{alias}." if alias else ""
+    choices = [
+        f"{p}amount = {p}amount + 1",
+        f"{p}amount = -{p}amount",
+        f"{p}amount = {_amount(rng)}",
+        f"{p}cat = {_cat(rng)}",
+        f"{p}d = date_add({p}d, {rng.randrange(1, 90)})",
+        f"{p}ts = {_maybe_null(rng, _ts(rng))}",
+        f"{p}dec = {p}dec + 1",
+    ]
+    if source:
+        choices += [
+            f"{p}amount = {source}.amount",
+            f"{p}cat = {source}.cat",
+            f"{p}d = {source}.d",
+        ]
+    if shape.note:
+        choices += [f"{p}note = {_note(rng)}"]
+    picked = rng.sample(choices, rng.randrange(1, 3))
+    columns = [a.split(" = ")[0] for a in picked]
+    if len(set(columns)) < len(columns):  # one column assigned once
+        picked = picked[:1]
+    return ", ".join(picked)
+
+
+def _columns(shape: Shape) -> str:
+    return "id, cat, amount, d, ts, dec" + (", note" if shape.note else "")
+
+
+def _row(rng: random.Random, shape: Shape, id_: int) -> str:
+    values = [
+        f"{id_}L",
+        _cat(rng),
+        _amount(rng),
+        _maybe_null(rng, _date(rng)),
+        _maybe_null(rng, _ts(rng)),
+        _maybe_null(rng, _dec(rng)),
+    ] + ([_note(rng)] if shape.note else [])
+    return "(" + ", ".join(values) + ")"
+
+
+def _values(rng: random.Random, shape: Shape, ids: list[int]) -> str:
+    """An inline relation of the table's columns, typed by casts (a column of NULLs)."""
+    return _typed(", ".join(_row(rng, shape, i) for i in ids), shape)
+
+
+def _typed(rows: str, shape: Shape) -> str:
+    casts = "CAST(cat AS STRING) AS cat, CAST(amount AS DOUBLE) AS amount, " + ", ".join(
+        f"CAST({c} AS {t}) AS {c}" for c, t in TYPED.items()
+    )
+    if shape.note:
+        casts += ", CAST(note AS STRING) AS note"
+    return f"(SELECT id, {casts} FROM VALUES {rows} AS v({_columns(shape)}))"
+
+
+def _insert(rng: random.Random, shape: Shape) -> str:
+    if rng.random() < 0.5:
+        ids = [rng.randrange(0, 140) for _ in range(rng.randrange(1, 7))]
+        return f"INSERT INTO {{t}} SELECT * FROM {_values(rng, shape, ids)}"
+    lo = rng.randrange(0, 150)
+    return "INSERT INTO {t} " + _from_range(lo, lo + rng.randrange(1, 40), note=shape.note)
+
+
+def _delete(rng: random.Random, shape: Shape) -> str:
+    if rng.random() < 0.15:
+        return (
+            "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE " + predicate(rng, shape) + ")"
+        )
+    return "DELETE FROM {t} WHERE " + predicate(rng, shape)
+
+
+def _update(rng: random.Random, shape: Shape) -> str:
+    where = "" if rng.random() < 0.1 else " WHERE " + predicate(rng, shape)
+    return "UPDATE {t} SET " + _assignment(rng, shape) + where
+
+
+def _merge(rng: random.Random, shape: Shape) -> str:
+    ids = rng.sample(range(0, 160), rng.randrange(1, 12))  # distinct: one source row per id
+    on = "t.id = s.id" + (" AND t.cat <=> s.cat" if rng.random() < 0.2 else "")
+    clauses = []
+    if rng.random() < 0.5:
+        clauses.append(f"WHEN MATCHED AND {predicate(rng, shape, 's')} THEN DELETE")
+    if rng.random() < 0.8:
+        action = (
+            "UPDATE SET *"
+            if rng.random() < 0.2
+            else "UPDATE SET " + _assignment(rng, shape, "t", "s")
+        )
+        clauses.append(f"WHEN MATCHED THEN {action}")
+    if rng.random() < 0.7:
+        cond = f" AND {predicate(rng, shape, 's')}" if rng.random() < 0.3 else ""
+        clauses.append(f"WHEN NOT MATCHED{cond} THEN INSERT *")
+    if rng.random() < 0.4:
+        cond = predicate(rng, shape, "t")
+        action = "DELETE" if rng.random() < 0.5 else "UPDATE SET " + _assignment(rng, shape, "t")
+        clauses.append(f"WHEN NOT MATCHED BY SOURCE AND {cond} THEN {action}")
+    if not clauses:
+        clauses.append("WHEN NOT MATCHED THEN INSERT *")
+    return f"MERGE INTO {{t}} t USING {_values(rng, shape, ids)} s ON {on} " + " ".join(clauses)
+
+
+def _overwrite(rng: random.Random, shape: Shape) -> str:
+    if shape.partition == ["cat"] and rng.random() < 0.7:
+        # a static overwrite of the identity partition: the other columns are selected
+        cat = rng.choice(CATS[:3])
+        extra = ", 'y'" if shape.note else ""
+        lo = rng.randrange(0, 150)
+        return (
+            f"INSERT OVERWRITE {{t}} PARTITION (cat = {cat}) SELECT id, id * 0.5, "
+            f"DATE '2024-06-01', NULL, 1.5BD{extra} FROM range({lo}, {lo + rng.randrange(0, 6)})"
+        )
+    return "INSERT OVERWRITE {t} SELECT * FROM {t} WHERE " + predicate(rng, shape)
+
+
+def _compact(rng: random.Random, shape: Shape) -> str:
+    where = f", where => 'id < {rng.randrange(10, 150)}'" if rng.random() < 0.3 else ""
+    sort = rng.choice(
+        [
+            "",
+            "",
+            ", strategy => 'sort', sort_order => 'amount DESC NULLS LAST, id'",
+            ", strategy => 'sort', sort_order => 'zorder(id, d)'",
+        ]
+    )
+    return (
+        "CALL {c}.system.rewrite_data_files(table => 'db.{name}', "
+        f"options => map('min-input-files', '1'){sort}{where})"
+    )
+
+
+def _rewrite_manifests(rng: random.Random, shape: Shape) -> str:
+    return "CALL {c}.system.rewrite_manifests(table => 'db.{name}')"
+
+
+def _write_order(rng: random.Random, shape: Shape) -> str:
+    return rng.choice(
+        [
+            "ALTER TABLE {t} WRITE ORDERED BY id",
+            "ALTER TABLE {t} WRITE LOCALLY ORDERED BY cat DESC NULLS LAST, amount",
+            "ALTER TABLE {t} WRITE DISTRIBUTED BY PARTITION",
+            "ALTER TABLE {t} WRITE UNORDERED",
+        ]
+    )
+
+
+def _widen(rng: random.Random, shape: Shape) -> str | None:
+    if shape.widened:
+        return None
+    shape.widened = True
+    return "ALTER TABLE {t} ALTER COLUMN dec TYPE decimal(12,2)"
+
+
+def _rewrite_deletes(rng: random.Random, shape: Shape) -> str:
+    return "CALL {c}.system.rewrite_position_delete_files(table => 'db.{name}')"
+
+
+def _expire(rng: random.Random, shape: Shape) -> str:
+    return (
+        "CALL {c}.system.expire_snapshots(table => 'db.{name}', "
+        f"older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => {rng.randrange(1, 4)})"
+    )
+
+
+def _mode(rng: random.Random, shape: Shape) -> str:
+    mode = rng.choice(["copy-on-write", "merge-on-read"])
+    which = rng.sample(["delete", "update", "merge"], rng.randrange(1, 4))
+    props = ", ".join(f"'write.{w}.mode' = '{mode}'" for w in which)
+    return f"ALTER TABLE {{t}} SET TBLPROPERTIES ({props})"
+
+
+def _partition(rng: random.Random, shape: Shape) -> str | None:
+    free = [term for term in TERMS if term not in shape.partition]
+    if shape.partition and (not free or rng.random() < 0.4):
+        term = rng.choice(shape.partition)
+        shape.partition.remove(term)
+        return f"ALTER TABLE {{t}} DROP PARTITION FIELD {term}"
+    if not free:
+        return None
+    term = rng.choice(free)
+    shape.partition.append(term)
+    return f"ALTER TABLE {{t}} ADD PARTITION FIELD {term}"
+
+
+def _branch(rng: random.Random, shape: Shape) -> str:
+    if not shape.branch:
+        shape.branch = True
+        return "ALTER TABLE {t} CREATE BRANCH dev"
+    if rng.random() < 0.3:
+        shape.branch = False
+        return "ALTER TABLE {t} DROP BRANCH dev"
+    if rng.random() < 0.5:
+        return "ALTER TABLE {t} REPLACE BRANCH dev"  # to main's current snapshot
+    return "CALL {c}.system.fast_forward(table => 'db.{name}', branch => 'main', to => 'dev')"
+
+
+def _column(rng: random.Random, shape: Shape) -> str:
+    shape.note = not shape.note
+    if shape.note:
+        return "ALTER TABLE {t} ADD COLUMN note string"
+    return "ALTER TABLE {t} DROP COLUMN note"
+
+
+WEIGHTED = [
+    (_insert, 4),
+    (_delete, 4),
+    (_update, 4),
+    (_merge, 4),
+    (_overwrite, 1),
+    (_compact, 2),
+    (_rewrite_deletes, 1),
+    (_expire, 1),
+    (_mode, 1),
+    (_partition, 1),
+    (_column, 1),
+    (_branch, 1),
+    (_rewrite_manifests, 1),
+    (_write_order, 1),
+    (_widen, 1),
+]
+ON_BRANCH = ("INSERT INTO ", "DELETE FROM ", "UPDATE ", "MERGE INTO ")
+
+
+# ---- steps of lakecat's Python API (engine "python") ------------------------------------------
+# Conditions that mean the same as SQL and as a lakecat filter (docs/python.md): no NOT and no
+# <>, whose NULL semantics differ (a lakecat filter is two-valued), and only literals both read.
+
+
+def _py_predicate(rng: random.Random, shape: Shape) -> str:
+    lo = rng.randrange(0, 120)
+    atoms = [
+        f"id < {rng.randrange(0, 130)}",
+        f"id BETWEEN {lo} AND {lo + rng.randrange(1, 40)}",
+        f"id IN ({', '.join(str(rng.randrange(0, 140)) for _ in range(3))})",
+        f"cat = {rng.choice(CATS[:3])}",
+        "cat IS NULL",
+        "cat IN ('a', 'c')",
+        f"amount > {rng.randrange(-40, 200) * 0.5}",
+        f"d < {_date(rng)}",
+        f"d >= {_date(rng)}",
+        "d IS NULL",
+        f"ts >= {_ts(rng)}",
+        f"dec > {_dec(rng)[:-2]}",
+        "dec IS NULL",
+    ]
+    if shape.note:
+        atoms += ["note = 'x'", "note IS NULL"]
+    first = rng.choice(atoms)
+    if rng.random() < 0.4:
+        return f"({first} {rng.choice(['AND', 'OR'])} {rng.choice(atoms)})"
+    return first
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, str):
+        return f"'{value}'"
+    if isinstance(value, float):
+        return f"{value}D"
+    if isinstance(value, int):
+        return f"{value}L"
+    if isinstance(value, dt.datetime):
+        return f"TIMESTAMP '{value:%Y-%m-%d %H:%M:%S}'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    return f"{value}BD"  # Decimal
+
+
+def _py_row(rng: random.Random, shape: Shape) -> dict[str, Any]:
+    def maybe(value: Any) -> Any:
+        return None if rng.random() < 0.15 else value
+
+    row = {
+        "id": rng.randrange(0, 140),
+        "cat": rng.choice(["a", "b", "c", None]),
+        "amount": rng.randrange(-40, 200) * 0.5,
+        "d": maybe(dt.date(2024, rng.randrange(1, 13), rng.randrange(1, 29))),
+        "ts": maybe(
+            dt.datetime(2024, rng.randrange(1, 13), rng.randrange(1, 29), rng.randrange(24), 30)
+        ),
+        "dec": maybe(Decimal(rng.randrange(-1000, 30000)) / 100),
+    }
+    if shape.note:
+        row["note"] = rng.choice(["x", "y", None])
+    return row
+
+
+def _python(rng: random.Random, shape: Shape, target: str) -> Step:
+    """A step of lakecat's Python API, with the statement Iceberg Java runs on the control."""
+    branch = "dev" if target.endswith(".branch_dev") else "main"
+    kind = rng.choice(["append", "delete", "update"])
+    if kind == "append":
+        rows = [_py_row(rng, shape) for _ in range(rng.randrange(1, 6))]
+        values = ", ".join("(" + ", ".join(_literal(v) for v in r.values()) + ")" for r in rows)
+        statement = f"INSERT INTO {target} SELECT * FROM {_typed(values, shape)}"
+        return Step("python", statement, "", shape.branch, ("append", rows, branch))
+    where = _py_predicate(rng, shape)
+    if kind == "delete":
+        statement = f"DELETE FROM {target} WHERE {where}"
+        return Step("python", statement, "", shape.branch, ("delete", where, branch))
+    choices: dict[str, Any] = {
+        "amount": rng.choice([("+", 1.0), rng.randrange(-40, 200) * 0.5]),
+        "cat": rng.choice(["a", "z", None]),
+        "d": dt.date(2024, rng.randrange(1, 13), rng.randrange(1, 29)),
+        "dec": Decimal(rng.randrange(0, 9000)) / 100,
+    }
+    if shape.note:
+        choices["note"] = rng.choice(["x", None])
+    picked = {c: choices[c] for c in rng.sample(sorted(choices), rng.randrange(1, 3))}
+    sets = ", ".join(
+        f"{c} = {c} + {_literal(v[1])}" if isinstance(v, tuple) else f"{c} = {_literal(v)}"
+        for c, v in picked.items()
+    )
+    statement = f"UPDATE {target} SET {sets} WHERE {where}"
+    return Step("python", statement, "", shape.branch, ("update", picked, where, branch))
+
+
+def script(seed: int, steps: int, *, partition: str = "cat") -> list[Step]:
+    """``steps`` random statements for a table created partitioned by ``partition`` (an
+    Iceberg term, or "" for none), each with the engine that runs it; the same for a seed."""
+    rng = random.Random(seed)
+    shape = Shape(partition=[partition] if partition else [])
+    makers = [m for m, _ in WEIGHTED]
+    weights = [w for _, w in WEIGHTED]
+    out: list[Step] = []
+    while len(out) < steps:
+        maker = rng.choices(makers, weights)[0]
+        statement = maker(rng, shape)
+        if statement is None:
+            continue
+        if shape.branch and statement.startswith(ON_BRANCH) and rng.random() < 0.35:
+            statement = statement.replace("{t}", "{t}.branch_dev", 1)  # the statement's target
+        engine = rng.choice(["lakecat", "java", "python"])
+        if engine == "python":
+            if not statement.startswith(ON_BRANCH):
+                engine = rng.choice(["lakecat", "java"])  # a DDL or procedure statement
+            else:
+                target = "{t}.branch_dev" if "{t}.branch_dev" in statement else "{t}"
+                step = _python(rng, shape, target)
+                out.append(replace(step, check=predicate(rng, shape)))
+                continue
+        out.append(Step(engine, statement, predicate(rng, shape), shape.branch))
+    return out

@@ -1,0 +1,214 @@
+"""Random SQL scripts on one table shared by lakecat's Spark catalog and Iceberg Java: the rows
+each engine reads are the rows Iceberg Java alone leaves.
+
+Each script (``random_statements.py``, seeded) creates a table on Iceberg Java's JDBC catalog
+and a control table beside it, then runs its steps: each step on the shared table with the
+engine the script picks (lakecat's catalog ``scripts`` on the same JDBC catalog, lakecat's
+Python API on that catalog, or Iceberg 1.10.2's Spark runtime) and on the control with Iceberg
+Java. After every step both engines
+read the shared table, and must read the control's rows; a statement fails on both tables or
+on neither. At the end every snapshot the shared table keeps reads the same through both
+engines (time travel), and on format v3 so do the row ids and sequence numbers.
+
+The seeds below run in CI. ``LAKECAT_SCRIPT_SEEDS=first:last`` runs other seeds
+(``LAKECAT_SCRIPT_STEPS`` steps each, default 14), to look for a difference: a failing seed's
+script is printed in the failure, and a seed always gives the same script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from java_session import JavaTables, java_session, lakecat_on
+from random_statements import COLUMNS, Step, initial_rows, script
+
+from lakecat.catalog import Catalog
+
+pytestmark = [pytest.mark.interop, pytest.mark.spark]
+
+CATALOG = "scripts"
+
+
+class Lakecat:
+    """lakecat's catalog plugin in the test run's SparkSession, on Iceberg Java's catalog."""
+
+    catalog = CATALOG
+
+    def __init__(self, spark: Any, catalog: Catalog) -> None:
+        self.spark = spark
+        self.api = catalog  # for the steps of the Python API
+
+    def query(self, statement: str) -> list[list[Any]]:
+        rows = [list(r) for r in self.spark.sql(statement).collect()]
+        # as the Java session answers: JSON values, str for the rest
+        answer: list[list[Any]] = json.loads(json.dumps(rows, default=str))
+        return answer
+
+    def attempt(self, statement: str) -> str | None:
+        try:
+            self.spark.sql(statement).collect()
+        except Exception as exc:  # compared with Iceberg Java's failure
+            return " ".join(f"{type(exc).__name__}: {exc}".split())[:600]
+        return None
+
+
+def _seeds() -> list[Any]:
+    asked = os.environ.get("LAKECAT_SCRIPT_SEEDS")
+    if asked:
+        first, _, last = asked.partition(":")
+        return list(range(int(first), int(last or first) + 1))
+    return [11, 22, 33, 44, 55, 66]
+
+
+# (write mode the table starts with, format version, partitioning), by seed
+SHAPES = [
+    ("copy-on-write", 2, "cat"),
+    ("merge-on-read", 2, "bucket(4, id)"),
+    ("merge-on-read", 3, "cat"),
+    ("copy-on-write", 3, ""),
+    ("merge-on-read", 3, "days(ts)"),
+    ("copy-on-write", 2, "months(d)"),
+]
+STEPS = int(os.environ.get("LAKECAT_SCRIPT_STEPS", "14"))
+
+
+@pytest.fixture(scope="module")
+def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaTables]:
+    session = java_session(tmp_path_factory.mktemp("scripts-java"), create=False)
+    tables = next(session)
+    tables.sql("CREATE NAMESPACE IF NOT EXISTS peers.db")
+    yield tables
+    for _ in session:  # closes it
+        pass
+
+
+@pytest.fixture(scope="module")
+def lakecat(spark: Any, java: JavaTables) -> Iterator[Lakecat]:
+    from lakecat.spark_ext import attach_catalog
+
+    for catalog in lakecat_on(java):
+        attach_catalog(spark, CATALOG, catalog=catalog)
+        yield Lakecat(spark, catalog)
+
+
+ARROW = {
+    "id": pa.int64(),
+    "cat": pa.string(),
+    "amount": pa.float64(),
+    "d": pa.date32(),
+    "ts": pa.timestamp("us", tz="UTC"),
+    "dec": pa.decimal128(9, 2),
+    "note": pa.string(),
+}
+
+
+def _python_step(catalog: Catalog, table: str, call: tuple[Any, ...]) -> str | None:
+    """Runs a step's call of lakecat's Python API on ``table``: its error, or None."""
+    kind, *args, branch = call
+    try:
+        t = catalog.load_table(table)
+        if kind == "append":
+            [rows] = args
+            columns = list(rows[0])
+            t.append(
+                pa.table({c: pa.array([r[c] for r in rows], ARROW[c]) for c in columns}),
+                branch=branch,
+            )
+        elif kind == "delete":
+            t.delete(args[0], branch=branch)
+        else:
+            sets, where = args
+            t.update(
+                {c: pc.field(c) + v[1] if isinstance(v, tuple) else v for c, v in sets.items()},
+                where,
+                branch=branch,
+            )
+    except Exception as exc:  # compared with Iceberg Java's failure
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _rows(engine: Lakecat | JavaTables, statement: str) -> list[list[Any]]:
+    """A query's rows in an order of their own (rows may repeat an id)."""
+    return sorted(engine.query(statement), key=repr)
+
+
+def _shown(steps: list[Step], upto: int) -> str:
+    return "\n".join(
+        f"  {i:2} {s.engine:7} {s.statement}"
+        + (f"\n             as {s.python}" if s.python else "")
+        + f"\n             then read WHERE {s.check}"
+        for i, s in enumerate(steps[: upto + 1])
+    )
+
+
+@pytest.mark.parametrize("seed", _seeds())
+def test_a_random_script_on_a_shared_table_reads_as_iceberg_java_alone_leaves_it(
+    lakecat: Lakecat, java: JavaTables, seed: int
+) -> None:
+    mode, version, partition = SHAPES[seed % len(SHAPES)]
+    steps = script(seed, STEPS, partition=partition)
+    name, control = f"s{seed}", f"s{seed}_control"
+    for t in (name, control):
+        partitioning = f"PARTITIONED BY ({partition})" if partition else ""
+        java.sql(
+            f"CREATE TABLE peers.db.{t} ({COLUMNS}) USING iceberg {partitioning} "
+            f"TBLPROPERTIES ('format-version' = '{version}', 'write.delete.mode' = '{mode}', "
+            f"'write.update.mode' = '{mode}', 'write.merge.mode' = '{mode}')"
+        )
+        java.sql(initial_rows(f"peers.db.{t}", 60))
+    engines: dict[str, Lakecat | JavaTables] = {"lakecat": lakecat, "java": java}
+    for i, step in enumerate(steps):
+        if step.engine == "python":
+            ours = _python_step(lakecat.api, f"db.{name}", step.python)
+        else:
+            e = engines[step.engine]
+            shared = step.statement.format(t=f"{e.catalog}.db.{name}", c=e.catalog, name=name)
+            ours = e.attempt(shared)
+        theirs = java.attempt(
+            step.statement.format(t=f"peers.db.{control}", c="peers", name=control)
+        )
+        where = f"seed {seed} ({mode}, v{version}, {partition or 'unpartitioned'}):\n" + _shown(
+            steps, i
+        )
+        assert (ours is None) == (theirs is None), f"{where}\nshared: {ours}\ncontrol: {theirs}"
+        expected = _rows(java, f"SELECT * FROM peers.db.{control}")
+        assert _rows(lakecat, f"SELECT * FROM {CATALOG}.db.{name}") == expected, where
+        assert _rows(java, f"SELECT * FROM peers.db.{name}") == expected, where
+        check = f"WHERE {step.check}"
+        expected = _rows(java, f"SELECT * FROM peers.db.{control} {check}")
+        assert _rows(lakecat, f"SELECT * FROM {CATALOG}.db.{name} {check}") == expected, (
+            f"{where}\nread {check}"
+        )
+        if step.branch:
+            expected = _rows(java, f"SELECT * FROM peers.db.{control}.branch_dev")
+            assert _rows(lakecat, f"SELECT * FROM {CATALOG}.db.{name}.branch_dev") == expected, (
+                f"{where}\nread branch dev"
+            )
+    where = f"seed {seed} ({mode}, v{version}, {partition or 'unpartitioned'}):\n" + _shown(
+        steps, len(steps)
+    )
+    kept = [r[0] for r in java.query(f"SELECT snapshot_id FROM peers.db.{name}.snapshots")]
+    for snapshot_id in kept:
+        at = f"db.{name} VERSION AS OF {snapshot_id}"
+        assert _rows(lakecat, f"SELECT * FROM {CATALOG}.{at}") == _rows(
+            java, f"SELECT * FROM peers.{at}"
+        ), f"{where}\nat snapshot {snapshot_id}"
+    if version == 3:
+        lineage = "SELECT id, _row_id, _last_updated_sequence_number FROM {}.db." + name
+        assert _rows(lakecat, lineage.format(CATALOG)) == _rows(java, lineage.format("peers")), (
+            where
+        )
+
+
+def test_scripts_are_the_same_for_a_seed_and_differ_between_seeds() -> None:
+    assert script(5, 30) == script(5, 30)
+    assert script(5, 30) != script(6, 30)
+    kinds = {s.statement.split()[0] for seed in range(20) for s in script(seed, 30)}
+    assert kinds >= {"INSERT", "DELETE", "UPDATE", "MERGE", "CALL", "ALTER"}
