@@ -1,5 +1,5 @@
-"""Random interleavings of stale writers on a ``serializable`` table: the history is the serial
-order (docs/concurrency.md, "Isolation levels").
+"""Random interleavings of stale writers: the history is the serial order the table's isolation
+level promises (docs/concurrency.md, "Isolation levels").
 
 A seeded script opens table handles (each an operation's start: it plans on the metadata it
 was loaded with) and later commits an operation through one of them, so most operations
@@ -13,11 +13,12 @@ It found a lost update (format v3): an UPDATE planned before a compaction re-tar
 onto the compaction's output, where a DELETE committed after the compaction had removed some;
 the UPDATE landed, and the deleted rows came back in their new version.
 
-The checks, for copy-on-write and merge-on-read, format v2 and v3: every snapshot of the
-history is the initial loads, an acknowledged operation or a compaction, in the order they
-were acknowledged; and the table at **each** snapshot holds exactly the rows a replay of the
-acknowledged operations up to it, one after the other on plain Python rows, gives. An
-operation that failed changed nothing.
+The checks, for copy-on-write and merge-on-read, format v2 and v3, both isolation levels: every
+snapshot of the history is the initial loads, an acknowledged operation or a maintenance job,
+in the order they were acknowledged; and the table at **each** snapshot holds exactly the rows
+a replay of the acknowledged operations up to it, one after the other on plain Python rows,
+gives (under ``snapshot`` isolation an operation's replay leaves alone the rows of blind
+appends that committed after it started). An operation that failed changed nothing.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ class Operation:
     name: str
     commit: Callable[[Table], Any]  # -> CommitResult, a compaction's result, or None
     replay: Callable[[list[Row]], list[Row]]
+    blind: bool = False  # an append: it never conflicts, and no operation conflicts with it
 
 
 def _operation(rng: random.Random, next_id: list[int], known: list[int]) -> Operation:
@@ -105,7 +107,9 @@ def _operation(rng: random.Random, next_id: list[int], known: list[int]) -> Oper
     kind = rng.choice(["append", "delete", "delete", "update", "update", "upsert", "overwrite"])
     if kind == "append":
         rows = fresh(rng.randrange(1, 6))
-        return Operation(f"append {rows}", lambda t: t.append(_arrow(rows)), lambda s: s + rows)
+        return Operation(
+            f"append {rows}", lambda t: t.append(_arrow(rows)), lambda s: s + rows, blind=True
+        )
     c = _condition(rng)
     if kind == "delete":
         return Operation(
@@ -183,35 +187,57 @@ MODES = [
 ]
 
 
+Tagged = list[tuple[Row, int]]  # each row with the history index of the append that added it
+
+
+def _replay(operation: Operation, rows: Tagged, index: int, exempt_from: int) -> Tagged:
+    """``rows`` after ``operation``, acknowledged at history index ``index``; the rows blind
+    appends added from index ``exempt_from`` on are left as they are (snapshot isolation: the
+    operation, started before them, did not see them)."""
+    if operation.blind:
+        return rows + [(r, index) for r in operation.replay([])]
+    exempt = [(r, k) for r, k in rows if k >= exempt_from]
+    seen = [(r, k) for r, k in rows if k < exempt_from]
+    tags = dict(seen)
+    return [(r, tags.get(r, -1)) for r in operation.replay([r for r, _ in seen])] + exempt
+
+
 @pytest.mark.parametrize(("mode", "version"), MODES)
-@pytest.mark.parametrize("seed", SEEDS)
-def test_stale_writers_on_a_serializable_table_leave_a_history_that_replays_in_order(
-    tmp_path: Any, mode: str, version: str, seed: int
+@pytest.mark.parametrize(
+    ("isolation", "seed"),
+    [("serializable", seed) for seed in SEEDS] + [("snapshot", seed) for seed in SEEDS],
+)
+def test_stale_writers_leave_a_history_that_replays_in_order_as_the_isolation_level_says(
+    tmp_path: Any, mode: str, version: str, isolation: str, seed: int
 ) -> None:
-    rng = random.Random(seed * 101 + int(version))
+    """``serializable``: the history order is the serial order. ``snapshot``: the same, except
+    that an operation leaves alone the rows of the blind appends that committed after it
+    started (as if it had run before them)."""
+    rng = random.Random(seed * 101 + int(version) + (7 if isolation == "snapshot" else 0))
     with Catalog.embedded(tmp_path / "lake") as catalog:
         catalog.create_namespace("db")
         properties = {"format-version": version, "commit.retry.num-retries": "10"}
         for op in ("delete", "update", "merge"):
             properties[f"write.{op}.mode"] = mode
-            properties[f"write.{op}.isolation-level"] = "serializable"
+            properties[f"write.{op}.isolation-level"] = isolation
         table = catalog.create_table("db.t", SCHEMA, partition_by=["g"], properties=properties)
-        state: list[Row] = []
+        state: Tagged = []
         for start in range(0, 200, 50):
             rows = [(i, "pq"[i % 2], i % 10) for i in range(start, start + 50)]
             table.append(_arrow(rows))
-            state += rows
+            state += [(r, -1) for r in rows]
         initial = table.metadata.current_snapshot_id
         next_id, known = [1000], list(range(200))
 
-        handles: list[Table] = []  # operations started, not yet committed
-        acknowledged: list[tuple[int, Operation | None]] = []  # None: a compaction
+        handles: list[tuple[Table, int]] = []  # operations started (at a history index)
+        # (snapshot, the operation or None for maintenance, the history index it started at)
+        acknowledged: list[tuple[int, Operation | None, int]] = []
         failed = 0
         for _ in range(STEPS):
             if not handles or (len(handles) < 4 and rng.random() < 0.45):
-                handles.append(catalog.load_table("db.t"))
+                handles.append((catalog.load_table("db.t"), len(acknowledged)))
                 continue
-            handle = handles.pop(rng.randrange(len(handles)))
+            handle, started = handles.pop(rng.randrange(len(handles)))
             before = catalog.load_table("db.t").metadata.current_snapshot_id
             if rng.random() < 0.2:
                 try:
@@ -219,7 +245,7 @@ def test_stale_writers_on_a_serializable_table_leave_a_history_that_replays_in_o
                 except CommitConflict:
                     failed += 1
                 else:
-                    acknowledged += [(s, None) for s in landed]
+                    acknowledged += [(s, None, started) for s in landed]
                 continue
             operation = _operation(rng, next_id, known)
             try:
@@ -230,15 +256,17 @@ def test_stale_writers_on_a_serializable_table_leave_a_history_that_replays_in_o
                 assert after == before, f"{operation.name} failed but committed"
                 continue
             if result is not None:  # None: no row matched, nothing committed
-                acknowledged.append((result.snapshot_id, operation))
+                acknowledged.append((result.snapshot_id, operation, started))
 
         table = catalog.load_table("db.t")
         history = [e.snapshot_id for e in table.metadata.snapshot_log]
-        assert history[history.index(initial) + 1 :] == [s for s, _ in acknowledged]
+        assert history[history.index(initial) + 1 :] == [s for s, _, _ in acknowledged]
         script = []
-        for snapshot_id, operation in acknowledged:
+        for index, (snapshot_id, operation, started) in enumerate(acknowledged):
             if operation is not None:
-                state = operation.replay(state)
-            script.append(operation.name if operation else "compaction")
-            assert _rows_at(table, snapshot_id) == sorted(state), "\n".join(script)
+                exempt_from = started if isolation == "snapshot" else index
+                state = _replay(operation, state, index, exempt_from)
+            script.append(f"{operation.name if operation else 'maintenance'} (from {started})")
+            got = _rows_at(table, snapshot_id)
+            assert got == sorted(r for r, _ in state), "\n".join(script)
         assert len(acknowledged) >= 3, f"{len(acknowledged)} landed, {failed} failed"
