@@ -81,39 +81,33 @@ def retarget(
     order). A row is found again where an output holds the same version of it: a newer version
     (a concurrent UPDATE's) is another row for the change, which never saw it."""
     chunks = [
-        pa.table(
-            {
-                "id": pc.take(rows.ids, positions),
-                "seq": pc.take(rows.sequence_numbers, positions),
-            }
-        )
+        _versions(pc.take(rows.ids, positions), pc.take(rows.sequence_numbers, positions))
         for rows, positions in deleted
         if len(positions)
     ]
-    wanted = (
-        pa.concat_tables(chunks)
-        if chunks
-        else pa.table({"id": pa.array([], pa.int64()), "seq": pa.array([], pa.int64())})
-    )
+    wanted = pa.concat_tables(chunks) if chunks else _versions()
     found: dict[str, pa.Int64Array] = {}
     hits = []
     for path, rows in outputs:
-        held = pa.table(
-            {
-                "id": rows.ids,
-                "seq": rows.sequence_numbers,
-                "pos": pa.array(range(len(rows.ids)), pa.int64()),
-            }
+        held = _versions(rows.ids, rows.sequence_numbers).append_column(
+            "pos", pa.array(range(len(rows.ids)), pa.int64())
         )
         hit = held.join(wanted, keys=["id", "seq"], join_type="left semi")
         if hit.num_rows:
             where = hit.column("pos").combine_chunks()
             found[path] = pc.take(where, pc.sort_indices(where))
             hits.append(hit.select(["id", "seq"]))
-    seen = (
-        pa.concat_tables(hits)
-        if hits
-        else pa.table({"id": pa.array([], pa.int64()), "seq": pa.array([], pa.int64())})
-    )
+    seen = pa.concat_tables(hits) if hits else _versions()
     missing = wanted.join(seen, keys=["id", "seq"], join_type="left anti")
     return Retargeted(found, missing.column("id").combine_chunks())
+
+
+def _versions(ids: pa.Array | None = None, sequence_numbers: pa.Array | None = None) -> pa.Table:
+    """Row versions as a table to join on (none: an empty one)."""
+    empty = pa.array([], pa.int64())
+    return pa.table(
+        {
+            "id": empty if ids is None else ids,
+            "seq": empty if sequence_numbers is None else sequence_numbers,
+        }
+    )
