@@ -74,6 +74,10 @@ class Step:
     # ("append", rows), ("delete", filter) or ("update", {column: value or ("+", n)}, filter),
     # and the branch it writes to
     python: tuple[Any, ...] = ()
+    # engine "python": how many steps earlier its table handle was loaded (0: now). A stale
+    # handle's call commits over the steps in between, as a concurrent writer does; it either
+    # lands as if it ran now (the table is ``serializable``) or fails with a conflict
+    lag: int = 0
 
 
 def _cat(rng: random.Random) -> str:
@@ -483,7 +487,16 @@ def script(seed: int, steps: int, *, partition: str = "cat") -> list[Step]:
             else:
                 target = "{t}.branch_dev" if "{t}.branch_dev" in statement else "{t}"
                 step = _python(rng, shape, target)
-                out.append(replace(step, check=predicate(rng, shape)))
+                lag = 0
+                if target == "{t}" and rng.random() < 0.5:
+                    # never over a DDL statement or an expiry (the handle's own metadata and
+                    # snapshot stay valid): over writes and compactions, by either engine
+                    while lag < min(3, len(out)) and not out[-1 - lag].statement.startswith(
+                        ("ALTER", "CALL {c}.system.expire_snapshots")
+                    ):
+                        lag += 1
+                    lag = rng.randint(0, lag)
+                out.append(replace(step, check=predicate(rng, shape), lag=lag))
                 continue
         out.append(Step(engine, statement, predicate(rng, shape), shape.branch))
     return out

@@ -28,7 +28,8 @@ import pytest
 from java_session import JavaTables, java_session, lakecat_on
 from random_statements import COLUMNS, Step, initial_rows, script
 
-from lakecat.catalog import Catalog
+from lakecat.catalog import Catalog, Table
+from lakecat.metadata.errors import CommitConflict
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
 
@@ -75,6 +76,10 @@ SHAPES = [
     ("merge-on-read", 3, "days(ts)"),
     ("copy-on-write", 2, "months(d)"),
 ]
+# (Iceberg's default; lakecat's is snapshot): a stale call lands as if it ran at its commit
+SERIALIZABLE = ", ".join(
+    f"'write.{op}.isolation-level' = 'serializable'" for op in ("delete", "update", "merge")
+)
 STEPS = int(os.environ.get("LAKECAT_SCRIPT_STEPS", "14"))
 
 
@@ -108,30 +113,36 @@ ARROW = {
 }
 
 
-def _python_step(catalog: Catalog, table: str, call: tuple[Any, ...]) -> str | None:
-    """Runs a step's call of lakecat's Python API on ``table``: its error, or None."""
+NOTHING = "committed nothing"
+
+
+def _python_step(t: Table, call: tuple[Any, ...]) -> str | None:
+    """Runs a step's call of lakecat's Python API on the table handle ``t``: its error, or
+    None. A ``CommitConflict`` is returned as such, and a delete or update that matched no
+    row on ``t`` as ``NOTHING``: either way the call changed nothing."""
     kind, *args, branch = call
     try:
-        t = catalog.load_table(table)
         if kind == "append":
             [rows] = args
             columns = list(rows[0])
-            t.append(
+            result = t.append(
                 pa.table({c: pa.array([r[c] for r in rows], ARROW[c]) for c in columns}),
                 branch=branch,
             )
         elif kind == "delete":
-            t.delete(args[0], branch=branch)
+            result = t.delete(args[0], branch=branch)
         else:
             sets, where = args
-            t.update(
+            result = t.update(
                 {c: pc.field(c) + v[1] if isinstance(v, tuple) else v for c, v in sets.items()},
                 where,
                 branch=branch,
             )
+    except CommitConflict as exc:  # a stale handle's call, lost to a step in between
+        return f"CommitConflict {type(exc).__name__}: {exc}"
     except Exception as exc:  # compared with Iceberg Java's failure
         return f"{type(exc).__name__}: {exc}"
-    return None
+    return NOTHING if result is None else None
 
 
 def _rows(engine: Lakecat | JavaTables, statement: str) -> list[list[Any]]:
@@ -142,7 +153,7 @@ def _rows(engine: Lakecat | JavaTables, statement: str) -> list[list[Any]]:
 def _shown(steps: list[Step], upto: int) -> str:
     return "\n".join(
         f"  {i:2} {s.engine:7} {s.statement}"
-        + (f"\n             as {s.python}" if s.python else "")
+        + (f"\n             as {s.python}, from step {i - s.lag}" if s.python else "")
         + f"\n             then read WHERE {s.check}"
         for i, s in enumerate(steps[: upto + 1])
     )
@@ -160,22 +171,33 @@ def test_a_random_script_on_a_shared_table_reads_as_iceberg_java_alone_leaves_it
         java.sql(
             f"CREATE TABLE peers.db.{t} ({COLUMNS}) USING iceberg {partitioning} "
             f"TBLPROPERTIES ('format-version' = '{version}', 'write.delete.mode' = '{mode}', "
-            f"'write.update.mode' = '{mode}', 'write.merge.mode' = '{mode}')"
+            f"'write.update.mode' = '{mode}', 'write.merge.mode' = '{mode}', {SERIALIZABLE})"
         )
         java.sql(initial_rows(f"peers.db.{t}", 60))
     engines: dict[str, Lakecat | JavaTables] = {"lakecat": lakecat, "java": java}
+    handles: list[Table] = []  # the shared table as each step found it
     for i, step in enumerate(steps):
+        handles.append(lakecat.api.load_table(f"db.{name}"))
+        where = f"seed {seed} ({mode}, v{version}, {partition or 'unpartitioned'}):\n" + _shown(
+            steps, i
+        )
         if step.engine == "python":
-            ours = _python_step(lakecat.api, f"db.{name}", step.python)
+            ours = _python_step(handles[i - step.lag], step.python)
+            if ours is not None and ours.startswith("CommitConflict"):
+                assert step.lag, f"{where}\na conflict without a concurrent step: {ours}"
+                continue  # it changed nothing: nor does the control
+            if ours == NOTHING:
+                if step.lag:
+                    # no row matched where it started: it ran there, before the steps since
+                    # (serializable), which the control has run already
+                    continue
+                ours = None  # the control's statement matches no row either
         else:
             e = engines[step.engine]
             shared = step.statement.format(t=f"{e.catalog}.db.{name}", c=e.catalog, name=name)
             ours = e.attempt(shared)
         theirs = java.attempt(
             step.statement.format(t=f"peers.db.{control}", c="peers", name=control)
-        )
-        where = f"seed {seed} ({mode}, v{version}, {partition or 'unpartitioned'}):\n" + _shown(
-            steps, i
         )
         assert (ours is None) == (theirs is None), f"{where}\nshared: {ours}\ncontrol: {theirs}"
         expected = _rows(java, f"SELECT * FROM peers.db.{control}")
