@@ -130,6 +130,16 @@ def java_session(root: Path, *, create: bool = True) -> Iterator[JavaTables]:
         tables.close()
 
 
+def java_session_with_db(root: Path) -> Iterator[JavaTables]:
+    """``java_session`` without the script's tables, with an empty namespace ``peers.db``."""
+    session = java_session(root, create=False)
+    tables = next(session)
+    tables.sql("CREATE NAMESPACE IF NOT EXISTS peers.db")
+    yield tables
+    for _ in session:  # closes it
+        pass
+
+
 def lakecat_on(java: JavaTables) -> Iterator[Catalog]:
     """A module fixture's body: lakecat's catalog on the session's JDBC catalog."""
     catalog = Catalog(

@@ -371,8 +371,9 @@ ON_BRANCH = ("INSERT INTO ", "DELETE FROM ", "UPDATE ", "MERGE INTO ")
 
 
 # ---- steps of lakecat's Python API (engine "python") ------------------------------------------
-# Conditions that mean the same as SQL and as a lakecat filter (docs/python.md): no NOT and no
-# <>, whose NULL semantics differ (a lakecat filter is two-valued), and only literals both read.
+# Conditions written the same in Spark SQL and in lakecat's filter grammar
+# (lakecat.metadata.expressions.parser): comparisons, BETWEEN, IN, IS NULL, AND and OR, with
+# literals both read alike.
 
 
 def _py_predicate(rng: random.Random, shape: Shape) -> str:

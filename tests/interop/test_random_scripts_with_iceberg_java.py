@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from java_session import JavaTables, java_session, lakecat_on
+from java_session import JavaTables, java_session_with_db, lakecat_on
 from random_statements import COLUMNS, Step, initial_rows, script
 
 from lakecat.catalog import Catalog, Table
@@ -85,12 +85,7 @@ STEPS = int(os.environ.get("LAKECAT_SCRIPT_STEPS", "14"))
 
 @pytest.fixture(scope="module")
 def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaTables]:
-    session = java_session(tmp_path_factory.mktemp("scripts-java"), create=False)
-    tables = next(session)
-    tables.sql("CREATE NAMESPACE IF NOT EXISTS peers.db")
-    yield tables
-    for _ in session:  # closes it
-        pass
+    yield from java_session_with_db(tmp_path_factory.mktemp("scripts-java"))
 
 
 @pytest.fixture(scope="module")

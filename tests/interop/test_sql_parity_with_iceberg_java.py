@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from java_session import JavaTables, java_session, lakecat_on
+from java_session import JavaTables, java_session_with_db, lakecat_on
 from table_copies import copy_files, planned_copies
 
 from lakecat.catalog.maintenance import remove_dangling_deletes
@@ -349,12 +349,7 @@ def lineage_changes(before: dict[int, int], after: list[list[Any]]) -> list[list
 
 @pytest.fixture(scope="module")
 def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaTables]:
-    session = java_session(tmp_path_factory.mktemp("parity-java"), create=False)
-    tables = next(session)
-    tables.sql("CREATE NAMESPACE IF NOT EXISTS peers.db")
-    yield tables
-    for _ in session:  # closes it
-        pass
+    yield from java_session_with_db(tmp_path_factory.mktemp("parity-java"))
 
 
 @pytest.fixture(scope="module")
