@@ -141,6 +141,11 @@ def predicate(rng: random.Random, shape: Shape, alias: str = "") -> str:
     ]
     if shape.note:
         atoms += [f"{p}note = 'x'", f"{p}note IS NULL"]
+    return _combined(rng, atoms)
+
+
+def _combined(rng: random.Random, atoms: list[str]) -> str:
+    """One of the conditions ``atoms``, or (less often) two joined by AND or OR."""
     first = rng.choice(atoms)
     if rng.random() < 0.4:
         return f"({first} {rng.choice(['AND', 'OR'])} {rng.choice(atoms)})"
@@ -395,10 +400,7 @@ def _py_predicate(rng: random.Random, shape: Shape) -> str:
     ]
     if shape.note:
         atoms += ["note = 'x'", "note IS NULL"]
-    first = rng.choice(atoms)
-    if rng.random() < 0.4:
-        return f"({first} {rng.choice(['AND', 'OR'])} {rng.choice(atoms)})"
-    return first
+    return _combined(rng, atoms)
 
 
 def _literal(value: Any) -> str:

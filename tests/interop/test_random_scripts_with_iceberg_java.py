@@ -171,11 +171,10 @@ def test_a_random_script_on_a_shared_table_reads_as_iceberg_java_alone_leaves_it
         java.sql(initial_rows(f"peers.db.{t}", 60))
     engines: dict[str, Lakecat | JavaTables] = {"lakecat": lakecat, "java": java}
     handles: list[Table] = []  # the shared table as each step found it
+    title = f"seed {seed} ({mode}, v{version}, {partition or 'unpartitioned'}):\n"
     for i, step in enumerate(steps):
         handles.append(lakecat.api.load_table(f"db.{name}"))
-        where = f"seed {seed} ({mode}, v{version}, {partition or 'unpartitioned'}):\n" + _shown(
-            steps, i
-        )
+        where = title + _shown(steps, i)
         if step.engine == "python":
             ours = _python_step(handles[i - step.lag], step.python)
             if ours is not None and ours.startswith("CommitConflict"):
@@ -208,9 +207,7 @@ def test_a_random_script_on_a_shared_table_reads_as_iceberg_java_alone_leaves_it
             assert _rows(lakecat, f"SELECT * FROM {CATALOG}.db.{name}.branch_dev") == expected, (
                 f"{where}\nread branch dev"
             )
-    where = f"seed {seed} ({mode}, v{version}, {partition or 'unpartitioned'}):\n" + _shown(
-        steps, len(steps)
-    )
+    where = title + _shown(steps, len(steps))
     kept = [r[0] for r in java.query(f"SELECT snapshot_id FROM peers.db.{name}.snapshots")]
     for snapshot_id in kept:
         at = f"db.{name} VERSION AS OF {snapshot_id}"
