@@ -514,6 +514,8 @@ def _data_bounds(leaf: Leaf, data: pa.Table) -> tuple[Any, Any]:
     for arr in leaf_arrays(data, leaf):
         if isinstance(arr.type, pa.ExtensionType):
             arr = arr.storage
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary.take(arr.indices.unique().drop_null())
         if isinstance(leaf.field_type, (FloatType, DoubleType)):
             arr = arr.filter(pc.invert(pc.is_nan(arr)))
         arr = arr.drop_null()

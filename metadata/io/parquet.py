@@ -123,12 +123,19 @@ def write_data_file(
     """Write ``data`` (already in ``schema_to_arrow(schema)`` form) as one Parquet file at
     ``location`` and describe it as a :class:`DataFile` with Iceberg metrics.
 
+    A top-level column may also come dictionary-encoded (``pa.dictionary(..., <its type>)``):
+    pyarrow then writes the dictionary and indices as they are, without hashing every value
+    (a position delete file's ``file_path``, one path repeated for every row). The file's
+    Parquet types are the same either way, and it then stores no Arrow schema, so every
+    reader reads the plain type.
+
     The file is created exclusively; if writing fails the partial file is deleted.
     Compression, row-group size, page and dictionary sizes come from the table
     ``properties`` (``write.parquet.*``).
     """
     expected = schema_to_arrow(schema)
-    if not data.schema.remove_metadata().equals(expected, check_metadata=True):
+    encoded = any(pa.types.is_dictionary(f.type) for f in data.schema)
+    if not _plain_schema(data.schema).remove_metadata().equals(expected, check_metadata=True):
         raise SchemaMismatch(
             f"data for {location} is not in the table's Arrow form (field ids, types, "
             "nullability); pass it through conform_to_schema first"
@@ -138,7 +145,9 @@ def write_data_file(
     out = io.open_output(location)
     try:
         with out:
-            writer = pq.ParquetWriter(out, expected, **options)
+            writer = pq.ParquetWriter(
+                out, data.schema if encoded else expected, store_schema=not encoded, **options
+            )
             try:
                 writer.write_table(data, row_group_size=row_group_rows)
             finally:
@@ -158,6 +167,14 @@ def write_data_file(
         spec_id=spec.spec_id,
         partition=partition,
         sort_order_id=sort_order_id,
+    )
+
+
+def _plain_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with each dictionary-encoded top-level column as its value type."""
+    return pa.schema(
+        [f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in schema],
+        metadata=schema.metadata,
     )
 
 

@@ -47,6 +47,9 @@ POSITION_DELETE_SCHEMA = Schema.of(
     NestedField(POS_POS_ID, "pos", LongType(), required=True),
 )
 _ARROW_SCHEMA = schema_to_arrow(POSITION_DELETE_SCHEMA)
+_DICTIONARY_SCHEMA = pa.schema(
+    [_ARROW_SCHEMA.field(0).with_type(pa.dictionary(pa.int32(), pa.string())), _ARROW_SCHEMA[1]]
+)
 
 
 @dataclass(frozen=True)
@@ -119,10 +122,12 @@ def write_position_delete_file(
             f"position {first if first < 0 else last} is outside {data_file.file_path}, which "
             f"has {data_file.record_count} rows"
         )
-    rows = pa.Table.from_arrays(
-        [pa.array([data_file.file_path] * n, pa.string()), sorted_positions],
-        schema=_ARROW_SCHEMA,
+    # the path once, as a one-value dictionary: a string per row costs the driver a gigabyte
+    # and seconds for ten million positions (docs/benchmarks.md)
+    path = pa.DictionaryArray.from_arrays(
+        pa.repeat(pa.scalar(0, pa.int32()), n), pa.array([data_file.file_path], pa.string())
     )
+    rows = pa.Table.from_arrays([path, sorted_positions], schema=_DICTIONARY_SCHEMA)
     written = write_data_file(
         io,
         location,
@@ -223,6 +228,8 @@ def _sorted_unique(positions: pa.Array | pa.ChunkedArray) -> pa.Int64Array:
         values = values.combine_chunks()
     if values.null_count:
         raise ValidationError("a position to delete is null")
+    if len(values) < 2 or pc.all(pc.greater(values[1:], values[:-1])).as_py():
+        return values  # already strictly increasing (a bitmap's positions): kept as they are
     unique = pc.unique(values)
     return pc.take(unique, pc.sort_indices(unique))
 

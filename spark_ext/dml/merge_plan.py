@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -48,6 +49,7 @@ from lakecat.metadata.schema import (
 from lakecat.metadata.schema import (
     ROW_ID as ROW_ID_FIELD,
 )
+from lakecat.spark_ext.dml.positions import file_positions
 from lakecat.spark_ext.source.filters import comparable
 from lakecat.spark_ext.types import FILE_COLUMN, POS_COLUMN
 
@@ -97,7 +99,7 @@ class MergePlan:
     writes_anything: bool
     _persisted: Any = None
     # merge-on-read: the positions of the deleted and updated rows, by changed file
-    positions: Mapping[str, Sequence[int]] | None = None
+    positions: Mapping[str, pa.Int64Array] | None = None
 
     def release(self) -> None:
         if self._persisted is not None:
@@ -243,16 +245,14 @@ def merge_rows(
     positions = None
     if merge_on_read:
         try:
-            found = (
-                joined.where(F.col(_ACTION).isin("U", "D"))
-                .groupBy(F.col(f"{t}.{FILE_COLUMN}"))
-                .agg(F.collect_list(F.col(f"{t}.{POS_COLUMN}")))
-                .collect()
+            positions = file_positions(
+                joined.where(F.col(_ACTION).isin("U", "D")),
+                F.col(f"{t}.{FILE_COLUMN}"),
+                F.col(f"{t}.{POS_COLUMN}"),
             )
         except BaseException:
             joined.unpersist()
             raise
-        positions = {r[0]: sorted(r[1]) for r in found}
         keep = F.col(_ACTION) == "U"  # the new versions; the old ones are deleted by position
     else:
         keep = F.col(f"{t}.{FILE_COLUMN}").isin(sorted(changed)) & F.col(_ACTION).isin("U", "K")

@@ -8,8 +8,9 @@
 Conditions and SET values are Spark SQL, evaluated by Spark on the rows. Each operation
 
 1. loads the table on the driver (the snapshot it starts from) and plans the files that may
-   hold affected rows: the condition, when lakecat's filter syntax reads it, prunes by
-   partitions and column bounds (a MERGE prunes by the source's key values); a DELETE drops
+   hold affected rows: the condition, or the top-level ``AND`` terms of it that lakecat's
+   filter syntax reads (:mod:`.conditions`), prunes by partitions and column bounds (a MERGE
+   prunes by the source's key values); a DELETE whose whole condition lakecat reads drops
    files whose rows all match without reading them;
 2. finds on Spark the files with affected rows, then rewrites those files whole on Spark
    (copy-on-write: unaffected rows are copied); files read and found unaffected count as
@@ -21,9 +22,10 @@ Conditions and SET values are Spark SQL, evaluated by Spark on the rows. Each op
 Rows for which a condition is NULL are not affected, as in SQL.
 
 Merge-on-read (the table's ``write.delete.mode`` / ``write.update.mode`` = ``merge-on-read``):
-DELETE and UPDATE leave the files with matching rows in place; one Spark job collects the
+DELETE and UPDATE leave the files with matching rows in place; one Spark job gathers the
 matching rows' file and position (the ``_file`` / ``_pos`` metadata columns, positions counted
-over every row of the file) and the driver writes one position delete file per data file;
+over every row of the file; :mod:`.positions`) and the driver writes one position delete file
+(v3: deletion vector) per data file;
 UPDATE writes the new versions of the matched rows on Spark. Those files are *read* files for
 the conflict checks. MERGE stays copy-on-write on Spark whatever ``write.merge.mode`` says (the
 Python ``Table.merge`` honours it).
@@ -39,7 +41,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import functions as F
 
 from lakecat.catalog import Catalog
@@ -55,16 +56,16 @@ from lakecat.catalog.engine import (
     write_position_deletes,
 )
 from lakecat.metadata import properties as P
-from lakecat.metadata.errors import LakecatError, ValidationError
+from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.expressions import (
     AlwaysTrue,
     Expression,
     PartitionEvaluator,
     StrictMetricsEvaluator,
     bind,
-    parse,
 )
 from lakecat.metadata.manifests import DataFile
+from lakecat.spark_ext.dml.conditions import condition_filter
 from lakecat.spark_ext.dml.merge_plan import (
     MergeClauses,
     MergePlan,
@@ -73,6 +74,7 @@ from lakecat.spark_ext.dml.merge_plan import (
     merge_rows,
     resolve_columns,
 )
+from lakecat.spark_ext.dml.positions import file_positions
 from lakecat.spark_ext.native.distribution import distributed, distribution_mode
 from lakecat.spark_ext.settings import DEFAULT_FORMAT
 from lakecat.spark_ext.source.staging import TargetTable, open_target, read_files, stage_write
@@ -110,10 +112,12 @@ def delete(
 ) -> RowLevelResult:
     """Delete the rows matching a Spark SQL condition."""
     with open_target(spark, table, catalog, format_name) as target:
-        expression = lakecat_filter(condition, target)
+        pruning = condition_filter(spark, condition, target.metadata.schema())
+        expression = pruning.implied  # the files it may match, and the read filter
         planned = _candidates(target, expression)
         candidates = list(planned.files)
-        whole, partial = _split_strict(target, expression, candidates)
+        # only a condition lakecat reads whole tells which files match in every row
+        whole, partial = _split_strict(target, pruning.exact or AlwaysTrue(), candidates)
         if merge_on_read(target.metadata, OpKind.DELETE):
             deletes, _, replaced = _position_deletes(
                 spark, target, partial, condition, planned.deletes
@@ -163,7 +167,7 @@ def update(
     with open_target(spark, table, catalog, format_name) as target:
         columns = [f.name for f in target.metadata.schema().fields]
         assignments = resolve_columns(set, columns)
-        expression = lakecat_filter(condition, target)
+        expression = condition_filter(spark, condition, target.metadata.schema()).implied
         planned = _candidates(target, expression)
         candidates = list(planned.files)
         mor = merge_on_read(target.metadata, OpKind.UPDATE)
@@ -302,11 +306,7 @@ def _merge_on_read_merge(
     vectors), their new versions and the inserted rows in ``added``; every candidate read."""
     positions = plan.positions or {}
     targets = [
-        FileDeletes(
-            f,
-            pa.array(positions[f.file_path], pa.int64()),
-            scanned.deletes.get(f.file_path, ()),
-        )
+        FileDeletes(f, positions[f.file_path], scanned.deletes.get(f.file_path, ()))
         for f in touched
     ]
     try:
@@ -327,17 +327,6 @@ def _merge_on_read_merge(
 
 
 # ---- planning ---------------------------------------------------------------------------------
-def lakecat_filter(condition: str, target: TargetTable) -> Expression:
-    """The condition in lakecat's filter syntax, for pruning; AlwaysTrue when it is Spark SQL
-    lakecat cannot read (nothing is pruned then)."""
-    try:
-        expression = parse(condition)
-        bind(target.metadata.schema(), expression, case_sensitive=False)
-    except LakecatError:
-        return AlwaysTrue()
-    return expression
-
-
 def _candidates(target: TargetTable, expression: Expression) -> ScanPlan:
     """The files that may hold rows matching ``expression``, and the deletes of each."""
     scan = Scan(
@@ -395,22 +384,11 @@ def _position_deletes(
     vectors replace (``applied``: the deletes of each file, by path)."""
     if not files:
         return [], [], []
-    rows = read_files(spark, target, files)
-    found = (
-        rows.where(F.expr(condition))
-        .groupBy(FILE_COLUMN)
-        .agg(F.collect_list(POS_COLUMN).alias("positions"))
-        .collect()
-    )
-    positions = {r[0]: r[1] for r in found}
+    rows = read_files(spark, target, files).where(F.expr(condition))
+    positions = file_positions(rows, F.col(FILE_COLUMN), F.col(POS_COLUMN))
     touched = [f for f in files if f.file_path in positions]
     targets = [
-        FileDeletes(
-            f,
-            pa.array(sorted(positions[f.file_path]), pa.int64()),
-            applied.get(f.file_path, ()),
-        )
-        for f in touched
+        FileDeletes(f, positions[f.file_path], applied.get(f.file_path, ())) for f in touched
     ]
     written = write_position_deletes(target.io, target.metadata, targets)
     return written, touched, replaced_deletes(target.metadata, targets)

@@ -322,6 +322,44 @@ def test_write_refuses_data_that_was_not_conformed(tmp_path):
     assert not (tmp_path / "f.parquet").exists()
 
 
+def dictionary_encoded(data: pa.Table, name: str) -> pa.Table:
+    i = data.schema.get_field_index(name)
+    column = pc.dictionary_encode(data.column(name))
+    return data.set_column(i, data.schema.field(i).with_type(column.type), column)
+
+
+def test_a_dictionary_encoded_column_writes_the_file_and_metrics_of_the_plain_one(tmp_path):
+    schema = Schema.of(NestedField(1, "s", StringType()), NestedField(2, "n", LongType()))
+    data = conform_to_schema(
+        pa.table({"s": ["b", None, "a", "b", "c" * 5_000], "n": [1, 2, 3, 4, 5]}), schema
+    )
+    plain = write(tmp_path, data, schema, name="plain.parquet")
+    encoded = write(tmp_path, dictionary_encoded(data, "s"), schema, name="encoded.parquet")
+    assert pq.ParquetFile(tmp_path / "encoded.parquet").schema == (
+        pq.ParquetFile(tmp_path / "plain.parquet").schema
+    )
+    # no Arrow schema is stored: every reader, pyarrow too, reads the column as a string
+    assert pq.read_table(tmp_path / "encoded.parquet").equals(data)
+    for field in ("record_count", "value_counts", "null_value_counts"):
+        assert getattr(encoded, field) == getattr(plain, field)
+    # the long value has no footer bounds: they come from the dictionary's values in use
+    assert decoded(schema, encoded.lower_bounds) == {"s": "a", "n": 1}
+    assert encoded.lower_bounds == plain.lower_bounds
+    assert encoded.upper_bounds == plain.upper_bounds
+
+
+def test_a_dictionary_of_another_value_type_is_refused(tmp_path):
+    schema = Schema.of(NestedField(1, "s", StringType()))
+    data = conform_to_schema(pa.table({"s": ["a"]}), schema)
+    wrong = pa.table(
+        {"s": pc.dictionary_encode(pa.array([b"a"]))},
+        schema=pa.schema([data.schema.field(0).with_type(pa.dictionary(pa.int32(), pa.binary()))]),
+    )
+    with pytest.raises(SchemaMismatch, match="conform_to_schema"):
+        write(tmp_path, wrong, schema)
+    assert not (tmp_path / "f.parquet").exists()
+
+
 def test_write_never_overwrites_an_existing_file(tmp_path):
     schema = Schema.of(NestedField(1, "n", LongType()))
     data = conform_to_schema(pa.table({"n": [1]}), schema)

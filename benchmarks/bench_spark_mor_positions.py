@@ -1,0 +1,132 @@
+"""Merge-on-read ``lk.delete`` / ``lk.update`` against the same SQL statements, large changes.
+
+A merge-on-read change through the Python API (``lk.delete``, ``lk.update``, ``lk.merge``)
+gathers the positions of the rows it changes on the driver, where they become position delete
+files (v3: deletion vectors). The SQL catalog's statements gather them as Roaring bitmaps in the
+plugin's tasks. This times both on the same data, in one run, interleaved, for changes of
+millions of rows, where the way the positions travel and the delete files are written shows.
+
+Each round makes two copies of a table of 10 million rows by default (``src`` of
+``java_merge.source_views``: ``id``, ``part`` = ``id % 8``, ``name``, ``value``),
+``PARTITIONED BY (part)``, every ``write.*.mode`` merge-on-read, and runs on one copy through
+the Python API and on the other through SQL (which goes first alternates by round):
+
+* a delete of half the rows (``id % 2 = 0``): 5 million positions in 16 delete files;
+* a delete of 1% of partition 5's rows;
+* an update of a tenth of the rows (``id % 10 = 1``): a million positions, and the rows'
+  new versions.
+
+After each change both copies must hold the same rows (an aggregate over every column). A first
+round warms up and is not counted; the table shows medians, the ratio (Python API / SQL) its
+per-round median and spread.
+
+    python benchmarks/bench_spark_mor_positions.py
+    python benchmarks/bench_spark_mor_positions.py --quick --format-version 3
+"""
+
+from __future__ import annotations
+
+from bench_spark_delta_rows import CHECK
+from bench_spark_sql import COLUMNS, catalog_session, sql_parser
+from common import Report, median, ratio, timed, workdir
+from java_merge import source_views
+
+MODES = ("python", "sql")
+CHANGES = {
+    "delete_half": ("delete", "id % 2 = 0", None),
+    "delete_one_percent": ("delete", "part = 5 AND id % 800 = 5", None),
+    "update_tenth": ("update", "id % 10 = 1", "-value"),
+}
+
+
+def main() -> None:
+    parser = sql_parser(__doc__ or "")
+    parser.add_argument("--format-version", choices=("2", "3"), default="2")
+    args = parser.parse_args()
+    if args.quick:
+        args.rows, args.repeats = 400_000, 1
+    report = Report(f"spark-mor-positions-v{args.format_version}", vars(args))
+
+    import lakecat.spark_ext as lk
+
+    with workdir(args, "bench-spark-mor-positions") as folder:
+        catalog, spark = catalog_session(folder, args.cores)
+        lk.register(spark, catalog=catalog)  # the data source lk.delete / lk.update read through
+        source_views(spark, args.rows, args.cores)
+        times: dict[tuple[str, str], list[float]] = {(c, m): [] for c in CHANGES for m in MODES}
+        ratios: dict[str, list[float]] = {c: [] for c in CHANGES}
+
+        def create(name: str) -> str:
+            modes = ", ".join(
+                f"'write.{kind}.mode' = 'merge-on-read'" for kind in ("delete", "update", "merge")
+            )
+            spark.sql(
+                f"CREATE TABLE lake.bench.{name} ({COLUMNS}) PARTITIONED BY (part) "
+                f"TBLPROPERTIES ('format-version' = '{args.format_version}', {modes})"
+            )
+            spark.sql(f"INSERT INTO lake.bench.{name} SELECT * FROM src")
+            return f"bench.{name}"
+
+        def run(mode: str, table: str, change: str) -> None:
+            kind, condition, value = CHANGES[change]
+            if mode == "python" and kind == "delete":
+                lk.delete(spark, table, condition, catalog=catalog)
+            elif mode == "python":
+                lk.update(spark, table, condition, {"value": value}, catalog=catalog)
+            elif kind == "delete":
+                spark.sql(f"DELETE FROM lake.{table} WHERE {condition}")
+            else:
+                spark.sql(f"UPDATE lake.{table} SET value = {value} WHERE {condition}")
+
+        for r in range(args.repeats + 1):  # round 0 warms up and is not counted
+            tables = {m: create(f"{m}_{r}") for m in MODES}
+            order = MODES if r % 2 == 0 else MODES[::-1]
+            round_times: dict[tuple[str, str], float] = {}
+            for change in CHANGES:
+                for mode in order:
+                    with timed() as w:
+                        run(mode, tables[mode], change)
+                    round_times[(change, mode)] = w.wall_s
+                checks = {
+                    tuple(spark.sql(f"SELECT {CHECK} FROM lake.{t}").first())
+                    for t in tables.values()
+                }
+                if len(checks) != 1:
+                    raise SystemExit(f"the copies disagree after {change}: {checks}")
+            print(
+                f"  round {r}{' (warm-up)' if r == 0 else ''}: "
+                + ", ".join(f"{c} {m} {v:.2f}s" for (c, m), v in round_times.items())
+            )
+            if r == 0:
+                continue
+            for key, value in round_times.items():
+                times[key].append(value)
+            for change in CHANGES:
+                python, sql = round_times[(change, "python")], round_times[(change, "sql")]
+                ratios[change].append(ratio(python, sql))
+        spark.stop()
+
+    rows = []
+    for change in CHANGES:
+        python, sql = times[(change, "python")], times[(change, "sql")]
+        values = ratios[change]
+        rows.append(
+            [
+                change,
+                f"{median(python):.2f} ({min(python):.2f}-{max(python):.2f})",
+                f"{median(sql):.2f} ({min(sql):.2f}-{max(sql):.2f})",
+                f"{median(values):.2f}x ({min(values):.2f}-{max(values):.2f}x)",
+            ]
+        )
+    report.table(
+        f"merge-on-read changes, format v{args.format_version}, at {args.rows:,} rows, "
+        f"seconds (median, min-max of {args.repeats} rounds)",
+        ["change", "Python API (lk.*)", "SQL", "ratio"],
+        rows,
+    )
+    report.data = {"times": {f"{c}/{m}": v for (c, m), v in times.items()}, "ratios": ratios}
+    report.write()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""What lakecat prunes by in the Spark SQL condition of ``lk.delete`` / ``lk.update``.
+
+Spark evaluates the condition on the rows; lakecat reads it in its own filter syntax to plan
+the files that may hold matching rows, to drop whole the files whose every row matches, and as
+the read filter of the commit's conflict checks. A condition lakecat reads whole serves all
+three (:attr:`ConditionFilter.exact`). One it cannot read whole (``part = 5 AND id % 800 = 5``:
+lakecat's syntax has no ``%``) is split into its top-level conjuncts by Spark's own parser, and
+the conjuncts lakecat reads make :attr:`ConditionFilter.implied`: every row that matches the
+condition matches them, so they prune the files and serve as the read filter (a superset of
+the rows the change depends on), but never drop a file whole.
+
+A conjunct is handed to lakecat as the user's own text for it (the span Spark's parser
+records), or else as Spark's SQL rendering of it, and only when Spark parses that text back to
+the same expression: what lakecat reads is what Spark evaluates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lakecat.metadata.errors import LakecatError
+from lakecat.metadata.expressions import Expression, and_, bind, parse
+from lakecat.metadata.schema import Schema
+
+
+@dataclass(frozen=True)
+class ConditionFilter:
+    """The condition in lakecat's filter syntax: ``exact`` when lakecat reads it whole, and
+    ``implied``, which every matching row satisfies (``exact`` itself, else the conjuncts
+    lakecat reads; ``AlwaysTrue`` when none)."""
+
+    exact: Expression | None
+    implied: Expression
+
+
+def condition_filter(spark: Any, condition: str, schema: Schema) -> ConditionFilter:
+    """What lakecat prunes by in ``condition`` (Spark SQL) on a table of ``schema``."""
+    exact = _lakecat(condition, schema)
+    if exact is not None:
+        return ConditionFilter(exact, exact)
+    parts = [_lakecat(text, schema) for text in spark_conjuncts(spark, condition)]
+    return ConditionFilter(None, and_(*(p for p in parts if p is not None)))
+
+
+def spark_conjuncts(spark: Any, condition: str) -> list[str]:
+    """The top-level conjuncts of a Spark SQL condition, each as SQL text Spark parses to
+    that conjunct; none when the condition does not parse or the session has no JVM."""
+    try:
+        parser = spark._jsparkSession.sessionState().sqlParser()
+        expression = parser.parseExpression(condition)
+    except Exception:  # Py4J's errors, or no JVM session: nothing to prune by
+        return []
+    out: list[str] = []
+    stack = [expression]
+    while stack:
+        node = stack.pop()
+        if node.getClass().getSimpleName() == "And":
+            stack.extend((node.right(), node.left()))
+            continue
+        text = _text_of(parser, node, condition)
+        if text is not None:
+            out.append(text)
+    return out
+
+
+def _text_of(parser: Any, node: Any, condition: str) -> str | None:
+    origin = node.origin()
+    candidates = []
+    if origin.startIndex().isDefined() and origin.stopIndex().isDefined():
+        candidates.append(condition[origin.startIndex().get() : origin.stopIndex().get() + 1])
+    candidates.append(node.sql())
+    for text in candidates:
+        try:
+            if parser.parseExpression(text).equals(node):
+                return str(text)
+        except Exception:  # the span or rendering is not an expression on its own
+            continue
+    return None
+
+
+def _lakecat(text: str, schema: Schema) -> Expression | None:
+    try:
+        expression = parse(text)
+        bind(schema, expression, case_sensitive=False)
+    except LakecatError:
+        return None
+    return expression
