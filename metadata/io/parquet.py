@@ -875,9 +875,11 @@ class ColumnLayout:
         """``raw`` (read with :attr:`columns`) resolved, cast and filtered."""
         target = self.reads.target
         if self._full is None:
-            return pa.RecordBatch.from_arrays(self._arrays(raw, path, fill_values), schema=target)
+            return self.resolve_all(raw, path=path, fill_values=fill_values)
         full = self.resolve_all(raw, path=path, fill_values=fill_values)
         filtered = full.filter(self.reads.row_filter)
+        if not len(target):  # no column, but the rows still count (a read of positions)
+            return filtered.select([])
         return pa.RecordBatch.from_arrays(filtered.columns[: len(target)], schema=target)
 
     def resolve_all(
@@ -886,6 +888,8 @@ class ColumnLayout:
         """``raw`` resolved and cast, unfiltered: the projection's columns, then the other
         columns the filter reads."""
         schema = self._full or self.reads.target
+        if not len(schema):
+            return raw.select([])
         return pa.RecordBatch.from_arrays(self._arrays(raw, path, fill_values), schema=schema)
 
     def _arrays(

@@ -9,6 +9,9 @@ the conjuncts lakecat reads make :attr:`ConditionFilter.implied`: every row that
 condition matches them, so they prune the files and serve as the read filter (a superset of
 the rows the change depends on), but never drop a file whole.
 
+:func:`spark_columns` tells which table columns the condition uses, so that the job finding
+the matching rows reads only those (and ``_file``/``_pos``).
+
 A conjunct is handed to lakecat as the user's own text for it (the span Spark's parser
 records), or else as Spark's SQL rendering of it, and only when Spark parses that text back to
 the same expression: what lakecat reads is what Spark evaluates.
@@ -16,6 +19,7 @@ the same expression: what lakecat reads is what Spark evaluates.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +66,33 @@ def spark_conjuncts(spark: Any, condition: str) -> list[str]:
         if text is not None:
             out.append(text)
     return out
+
+
+def spark_columns(spark: Any, condition: str, columns: Sequence[str]) -> list[str] | None:
+    """The table ``columns`` a Spark SQL condition refers to (case-insensitively), in table
+    order; ``None`` when that cannot be told: the condition does not parse, has a subquery or
+    a ``*``, or names something that is not a column."""
+    try:
+        parser = spark._jsparkSession.sessionState().sqlParser()
+        expression = parser.parseExpression(condition)
+    except Exception:  # Py4J's errors, or no JVM session
+        return None
+    by_lower = {c.lower(): c for c in columns}
+    used: set[str] = set()
+    stack = [expression]
+    while stack:
+        node = stack.pop()
+        kind = node.getClass().getSimpleName()
+        if "Subquery" in kind or kind in ("ListQuery", "Exists", "UnresolvedStar"):
+            return None
+        if kind == "UnresolvedAttribute":
+            column = by_lower.get(str(node.nameParts().head()).lower())
+            if column is None:
+                return None
+            used.add(column)
+        children = node.children()
+        stack.extend(children.apply(i) for i in range(children.size()))
+    return [c for c in columns if c in used]
 
 
 def _text_of(parser: Any, node: Any, condition: str) -> str | None:

@@ -65,7 +65,7 @@ from lakecat.metadata.expressions import (
     bind,
 )
 from lakecat.metadata.manifests import DataFile
-from lakecat.spark_ext.dml.conditions import condition_filter
+from lakecat.spark_ext.dml.conditions import condition_filter, spark_columns
 from lakecat.spark_ext.dml.merge_plan import (
     MergeClauses,
     MergePlan,
@@ -366,7 +366,7 @@ def _files_with_matches(
     """The files with at least one row matching the condition (a Spark job)."""
     if not files:
         return []
-    rows = read_files(spark, target, files)
+    rows = read_files(spark, target, files, columns=_columns_of(spark, target, condition))
     found = {r[0] for r in rows.where(F.expr(condition)).select(FILE_COLUMN).distinct().collect()}
     return [f for f in files if f.file_path in found]
 
@@ -384,7 +384,8 @@ def _position_deletes(
     vectors replace (``applied``: the deletes of each file, by path)."""
     if not files:
         return [], [], []
-    rows = read_files(spark, target, files).where(F.expr(condition))
+    columns = _columns_of(spark, target, condition)
+    rows = read_files(spark, target, files, columns=columns).where(F.expr(condition))
     positions = file_positions(rows, F.col(FILE_COLUMN), F.col(POS_COLUMN))
     touched = [f for f in files if f.file_path in positions]
     targets = [
@@ -392,6 +393,11 @@ def _position_deletes(
     ]
     written = write_position_deletes(target.io, target.metadata, targets)
     return written, touched, replaced_deletes(target.metadata, targets)
+
+
+def _columns_of(spark: Any, target: TargetTable, condition: str) -> list[str] | None:
+    """The table columns ``condition`` uses (``None``: every column)."""
+    return spark_columns(spark, condition, target.metadata.schema().column_names)
 
 
 def set_of(files: Sequence[DataFile]) -> set[str]:

@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.sql import types as st
+
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.engine import PositionBlock, metadata_dir
 from lakecat.metadata.errors import CorruptMetadata
@@ -41,6 +43,7 @@ from lakecat.spark_ext.source.planning import (
     ROW_ADDRESSES,
     ROW_LINEAGE,
 )
+from lakecat.spark_ext.types import FILE_COLUMN, POS_COLUMN, spark_schema
 
 STAGE_TO = "stage-to"  # write option: hand the written files over here, do not commit
 TARGET_FILE_SIZE = "target-file-size-bytes"  # write option (Iceberg Spark's name)
@@ -159,13 +162,17 @@ def read_files(
     metadata_columns: bool = True,
     row_lineage: bool = False,
     row_addresses: bool = False,
+    columns: Sequence[str] | None = None,
 ) -> Any:
     """The rows of the given data files of the planned snapshot as a DataFrame; a list of
     lists reads each inner list as one Spark partition, a flat list one file per partition.
     ``row_lineage``: with the columns ``_row_id`` and ``_last_updated_sequence_number``
     (format v3), which :func:`stage_write` writes back with the rows. ``row_addresses``: with
     the column ``_lakecat_row_address`` last (each row's file, by its index in its inner
-    list, and position), for :func:`stage_write_by_task`'s ``record_moves``."""
+    list, and position), for :func:`stage_write_by_task`'s ``record_moves``. ``columns``:
+    only these table columns (and the metadata columns) are read, for a job that needs no
+    others (the data source gets no column pruning from Spark); not with the lineage or
+    address columns."""
     if files and not isinstance(files[0], DataFile):
         groups = [[f.file_path for f in group] for group in files]  # type: ignore[union-attr]
     else:
@@ -177,6 +184,12 @@ def read_files(
         reader = reader.option(ROW_LINEAGE, "true")
     if row_addresses:
         reader = reader.option(ROW_ADDRESSES, "true")
+    if columns is not None:
+        if row_lineage or row_addresses:
+            raise ValueError("columns are not chosen with the lineage or address columns")
+        full = spark_schema(target.metadata.schema(), metadata_columns=metadata_columns)
+        wanted = {*columns, FILE_COLUMN, POS_COLUMN} if metadata_columns else set(columns)
+        reader = reader.schema(st.StructType([f for f in full.fields if f.name in wanted]))
     return reader.load(target.name)
 
 

@@ -11,7 +11,7 @@ from lakecat.catalog import Catalog, Table
 from lakecat.metadata.expressions import AlwaysTrue, parse
 from lakecat.metadata.schema import LongType, NestedField, Schema, StringType
 from lakecat.spark_ext import delete, update
-from lakecat.spark_ext.dml.conditions import condition_filter, spark_conjuncts
+from lakecat.spark_ext.dml.conditions import condition_filter, spark_columns, spark_conjuncts
 
 pytestmark = pytest.mark.spark
 
@@ -113,3 +113,54 @@ def test_an_update_reads_only_the_partition_its_condition_names_and_checks_confl
     assert str(intent.read_filter) == str(parse("part = 3"))
     changed = {r["id"] for r in parts.refresh().to_arrow().to_pylist() if r["name"] == "changed"}
     assert changed == {i for i in range(400) if i % 4 == 3 and i % 10 == 3}
+
+
+def test_the_columns_a_condition_uses_are_told_when_they_can_be(spark: Any) -> None:
+    columns = ["id", "part", "Name", "tags"]
+    assert spark_columns(spark, "part = 5 AND id % 800 = 5", columns) == ["id", "part"]
+    assert spark_columns(spark, "length(NAME) > 3", columns) == ["Name"]
+    assert spark_columns(spark, "exists(tags, x -> x = 'a')", columns) == ["tags"]  # x: lambda
+    assert spark_columns(spark, "true", columns) == []
+    for unknown in ("id IN (SELECT id FROM other)", "nosuch = 1", "not a condition (((", "*"):
+        assert spark_columns(spark, unknown, columns) is None
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+@pytest.mark.parametrize(
+    "condition",
+    ["true", "id % 7 = 0", "length(name) = 3 AND part = 1", "exists(array(id), x -> x < 20)"],
+)
+def test_a_change_that_reads_only_the_columns_of_its_condition_changes_the_right_rows(
+    spark: Any, parts: Table, mode: str, condition: str
+) -> None:
+    parts.set_properties({"write.delete.mode": mode, "write.update.mode": mode})
+    expected = {
+        "true": lambda i: True,
+        "id % 7 = 0": lambda i: i % 7 == 0,
+        "length(name) = 3 AND part = 1": lambda i: len(f"n{i}") == 3 and i % 4 == 1,
+        "exists(array(id), x -> x < 20)": lambda i: i < 20,
+    }[condition]
+    update(spark, "db.parts", f"NOT ({condition}) AND id % 2 = 0", {"name": "concat(name, '!')"})
+    delete(spark, "db.parts", "id % 5 = 4")  # merge-on-read: the next change reads through it
+    delete(spark, "db.parts", condition)
+    after = {r["id"]: r["name"] for r in parts.refresh().to_arrow().to_pylist()}
+    kept = [i for i in range(400) if not expected(i) and i % 5 != 4]
+    assert after == {i: f"n{i}!" if i % 2 == 0 else f"n{i}" for i in kept}
+
+
+def test_the_data_source_reads_only_the_chosen_columns_and_the_metadata_columns(
+    spark: Any, parts: Table, lake: Catalog
+) -> None:
+    from lakecat.spark_ext.source.staging import open_target, read_files
+
+    with open_target(spark, "db.parts", lake, "lakecat") as target:
+        files = list(target.table.scan().plan_files())
+        assert read_files(spark, target, files, columns=["part"]).columns == [
+            "part",
+            "_file",
+            "_pos",
+        ]
+        only = read_files(spark, target, files, columns=[])
+        assert only.columns == ["_file", "_pos"]
+        assert only.count() == 400
+        assert only.select("_file").distinct().count() == len(files) == 8

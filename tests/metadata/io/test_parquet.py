@@ -512,6 +512,16 @@ def test_reading_only_some_columns_returns_just_those(v1_file):
     ]
 
 
+def test_reading_no_column_still_counts_the_rows_filtered_or_not(v1_file):
+    none = Schema((), V1.schema_id)
+    batches = list(iter_data_file_batches(IO, v1_file, projected=none, batch_size=2))
+    assert [(b.num_columns, b.num_rows) for b in batches] == [(0, 2), (0, 1)]
+    filtered = read_data_file(
+        IO, v1_file, projected=none, row_filter=pc.field("a") > 1, filter_schema=V1
+    )
+    assert (filtered.num_columns, filtered.num_rows) == (0, 2)
+
+
 def test_row_filter_is_pushed_down_when_names_and_types_match(v1_file):
     out = read_data_file(
         IO, v1_file, projected=V1.select(["a", "b"]), row_filter=pc.field("c") > 0, filter_schema=V1
