@@ -24,8 +24,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakecat.metadata.errors import LakecatError
-from lakecat.metadata.expressions import Expression, and_, bind, parse
-from lakecat.metadata.schema import Schema
+from lakecat.metadata.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BoundPredicate,
+    Expression,
+    Operation,
+    Or,
+    and_,
+    bind,
+    parse,
+)
+from lakecat.metadata.schema import DoubleType, FloatType, Schema
+from lakecat.spark_ext.source.filters import comparable
 
 
 @dataclass(frozen=True)
@@ -50,11 +62,10 @@ def condition_filter(spark: Any, condition: str, schema: Schema) -> ConditionFil
 def spark_conjuncts(spark: Any, condition: str) -> list[str]:
     """The top-level conjuncts of a Spark SQL condition, each as SQL text Spark parses to
     that conjunct; none when the condition does not parse or the session has no JVM."""
-    try:
-        parser = spark._jsparkSession.sessionState().sqlParser()
-        expression = parser.parseExpression(condition)
-    except Exception:  # Py4J's errors, or no JVM session: nothing to prune by
+    parsed = _parsed(spark, condition)
+    if parsed is None:
         return []
+    parser, expression = parsed
     out: list[str] = []
     stack = [expression]
     while stack:
@@ -72,14 +83,12 @@ def spark_columns(spark: Any, condition: str, columns: Sequence[str]) -> list[st
     """The table ``columns`` a Spark SQL condition refers to (case-insensitively), in table
     order; ``None`` when that cannot be told: the condition does not parse, has a subquery or
     a ``*``, or names something that is not a column."""
-    try:
-        parser = spark._jsparkSession.sessionState().sqlParser()
-        expression = parser.parseExpression(condition)
-    except Exception:  # Py4J's errors, or no JVM session
+    parsed = _parsed(spark, condition)
+    if parsed is None:
         return None
     by_lower = {c.lower(): c for c in columns}
     used: set[str] = set()
-    stack = [expression]
+    stack = [parsed[1]]
     while stack:
         node = stack.pop()
         kind = node.getClass().getSimpleName()
@@ -93,6 +102,16 @@ def spark_columns(spark: Any, condition: str, columns: Sequence[str]) -> list[st
         children = node.children()
         stack.extend(children.apply(i) for i in range(children.size()))
     return [c for c in columns if c in used]
+
+
+def _parsed(spark: Any, condition: str) -> tuple[Any, Any] | None:
+    """Spark's parser and its (unresolved) expression for ``condition``; ``None`` when the
+    condition does not parse or the session has no JVM (Spark Connect)."""
+    try:
+        parser = spark._jsparkSession.sessionState().sqlParser()
+        return parser, parser.parseExpression(condition)
+    except Exception:  # Py4J's errors, or no JVM session
+        return None
 
 
 def _text_of(parser: Any, node: Any, condition: str) -> str | None:
@@ -111,9 +130,27 @@ def _text_of(parser: Any, node: Any, condition: str) -> str | None:
 
 
 def _lakecat(text: str, schema: Schema) -> Expression | None:
+    """``text`` in lakecat's filter syntax, when lakecat reads it and matches exactly the rows
+    Spark does; else ``None``."""
     try:
         expression = parse(text)
-        bind(schema, expression, case_sensitive=False)
+        bound = bind(schema, expression, case_sensitive=False)
     except LakecatError:
         return None
-    return expression
+    return expression if _as_spark(bound) else None
+
+
+def _as_spark(bound: Expression) -> bool:
+    """Whether a bound expression matches the rows Spark's evaluation of the same text does.
+    Not for comparisons of float or double values (Spark orders NaN above every number and
+    takes ``NaN = NaN`` as true; lakecat's bounds leave NaN out) or of uuids (Spark compares
+    their text), as the data source's pushed filters (:mod:`..source.filters`)."""
+    if isinstance(bound, And | Or):
+        return _as_spark(bound.left) and _as_spark(bound.right)
+    if isinstance(bound, BoundPredicate):
+        if bound.op in (Operation.IS_NULL, Operation.NOT_NULL):
+            return True
+        if isinstance(bound.ref.type, FloatType | DoubleType):
+            return bound.op in (Operation.IS_NAN, Operation.NOT_NAN)
+        return comparable(bound.ref.type)
+    return isinstance(bound, AlwaysTrue | AlwaysFalse)

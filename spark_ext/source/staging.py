@@ -31,7 +31,7 @@ from pyspark.sql import types as st
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.engine import PositionBlock, metadata_dir
-from lakecat.metadata.errors import CorruptMetadata
+from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.io import FileIO, join
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.table import Snapshot, TableMetadata
@@ -186,7 +186,7 @@ def read_files(
         reader = reader.option(ROW_ADDRESSES, "true")
     if columns is not None:
         if row_lineage or row_addresses:
-            raise ValueError("columns are not chosen with the lineage or address columns")
+            raise ValidationError("columns are not chosen with the lineage or address columns")
         full = spark_schema(target.metadata.schema(), metadata_columns=metadata_columns)
         wanted = {*columns, FILE_COLUMN, POS_COLUMN} if metadata_columns else set(columns)
         reader = reader.schema(st.StructType([f for f in full.fields if f.name in wanted]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pyarrow as pa
@@ -9,7 +10,7 @@ import pytest
 
 from lakecat.catalog import Catalog, Table
 from lakecat.metadata.expressions import AlwaysTrue, parse
-from lakecat.metadata.schema import LongType, NestedField, Schema, StringType
+from lakecat.metadata.schema import DoubleType, LongType, NestedField, Schema, StringType, UUIDType
 from lakecat.spark_ext import delete, update
 from lakecat.spark_ext.dml.conditions import condition_filter, spark_columns, spark_conjuncts
 
@@ -164,3 +165,34 @@ def test_the_data_source_reads_only_the_chosen_columns_and_the_metadata_columns(
         assert only.columns == ["_file", "_pos"]
         assert only.count() == 400
         assert only.select("_file").distinct().count() == len(files) == 8
+
+
+def test_comparisons_of_floats_and_uuids_are_left_to_spark(spark: Any) -> None:
+    schema = Schema.of(
+        NestedField(1, "id", LongType()),
+        NestedField(2, "score", DoubleType()),
+        NestedField(3, "u", UUIDType()),
+    )
+    for condition in ("score > 5", "score = 1.5", "u = '00000000-0000-0000-0000-000000000001'"):
+        found = condition_filter(spark, condition, schema)
+        assert found.exact is None and found.implied == AlwaysTrue()
+    found = condition_filter(spark, "id > 3 AND score > 5", schema)
+    assert found.exact is None and str(found.implied) == str(parse("id > 3"))
+    assert condition_filter(spark, "score IS NULL", schema).exact == parse("score IS NULL")
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_nan_counts_as_above_every_number_as_in_spark(spark: Any, lake: Catalog, mode: str) -> None:
+    # a file's bounds leave NaN out: pruning "score > 5" by them skipped the NaN rows
+    table = lake.create_table(
+        "db.scores",
+        pa.schema([("id", pa.int64()), ("score", pa.float64())]),
+        properties={"write.delete.mode": mode, "write.update.mode": mode},
+    )
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "score": [0.0, math.nan]}))
+    table.append(pa.table({"id": pa.array([3, 4], pa.int64()), "score": [math.nan, math.nan]}))
+    update(spark, "db.scores", "score > 5", {"score": "-1"})
+    assert sorted(r["score"] for r in table.refresh().to_arrow().to_pylist()) == [-1, -1, -1, 0]
+    table.append(pa.table({"id": pa.array([5], pa.int64()), "score": [math.nan]}))
+    delete(spark, "db.scores", "score > 5")
+    assert sorted(r["id"] for r in table.refresh().to_arrow().to_pylist()) == [1, 2, 3, 4]
