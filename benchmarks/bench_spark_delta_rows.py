@@ -42,7 +42,7 @@ import re
 from typing import Any
 
 from bench_spark_sql import COLUMNS, catalog_session, sql_parser
-from common import Report, median, ratio, timed, workdir
+from common import PairedRounds, Report, timed, workdir
 from java_merge import source_views
 
 SETTING = "spark.lakecat.nativeRowLevelWrites"
@@ -96,8 +96,7 @@ def main() -> None:
             "delete": "DELETE FROM {t} WHERE part = 5 AND id % 800 = 5",
             "delete_partition": "DELETE FROM {t} WHERE part = 6 AND id > 6",
         }
-        times: dict[tuple[str, str], list[float]] = {(s, m): [] for s in statements for m in MODES}
-        ratios: dict[str, list[float]] = {s: [] for s in statements}
+        rounds = PairedRounds(list(statements), *MODES)
 
         def create(name: str) -> str:
             modes = ", ".join(
@@ -133,38 +132,16 @@ def main() -> None:
                 by_spark = sum(bool(WRITTEN_BY_SPARK.search(path)) for path in added)
                 if (m == "tasks") != (by_spark > 0):
                     raise SystemExit(f"the {m} copy has {by_spark} files of Spark's writer")
-            print(
-                f"  round {r}{' (warm-up)' if r == 0 else ''}: "
-                + ", ".join(f"{s} {m} {v:.2f}s" for (s, m), v in round_times.items())
-            )
-            if r == 0:
-                continue
-            for key, value in round_times.items():
-                times[key].append(value)
-            for name in statements:
-                tasks, staged = round_times[(name, "tasks")], round_times[(name, "staged")]
-                ratios[name].append(ratio(tasks, staged))
+            rounds.record(r, round_times)
         spark.stop()
 
-    rows = []
-    for name in statements:
-        tasks, staged = times[(name, "tasks")], times[(name, "staged")]
-        values = ratios[name]
-        rows.append(
-            [
-                name,
-                f"{median(tasks):.2f} ({min(tasks):.2f}-{max(tasks):.2f})",
-                f"{median(staged):.2f} ({min(staged):.2f}-{max(staged):.2f})",
-                f"{median(values):.2f}x ({min(values):.2f}-{max(values):.2f}x)",
-            ]
-        )
     report.table(
         f"{args.write_mode} statements, format v{args.format_version}, at {args.rows:,} rows, "
         f"seconds (median, min-max of {args.repeats} rounds)",
         ["statement", "Spark's Parquet writer", "the Python data source", "ratio"],
-        rows,
+        rounds.rows(),
     )
-    report.data = {"times": {f"{s}/{m}": v for (s, m), v in times.items()}, "ratios": ratios}
+    report.data = rounds.data()
     report.write()
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from bench_spark_delta_rows import CHECK
 from bench_spark_sql import COLUMNS, catalog_session, sql_parser
-from common import Report, median, ratio, timed, workdir
+from common import PairedRounds, Report, timed, workdir
 from java_merge import source_views
 
 MODES = ("python", "sql")
@@ -53,8 +53,7 @@ def main() -> None:
         catalog, spark = catalog_session(folder, args.cores)
         lk.register(spark, catalog=catalog)  # the data source lk.delete / lk.update read through
         source_views(spark, args.rows, args.cores)
-        times: dict[tuple[str, str], list[float]] = {(c, m): [] for c in CHANGES for m in MODES}
-        ratios: dict[str, list[float]] = {c: [] for c in CHANGES}
+        rounds = PairedRounds(list(CHANGES), *MODES)
 
         def create(name: str) -> str:
             modes = ", ".join(
@@ -93,38 +92,16 @@ def main() -> None:
                 }
                 if len(checks) != 1:
                     raise SystemExit(f"the copies disagree after {change}: {checks}")
-            print(
-                f"  round {r}{' (warm-up)' if r == 0 else ''}: "
-                + ", ".join(f"{c} {m} {v:.2f}s" for (c, m), v in round_times.items())
-            )
-            if r == 0:
-                continue
-            for key, value in round_times.items():
-                times[key].append(value)
-            for change in CHANGES:
-                python, sql = round_times[(change, "python")], round_times[(change, "sql")]
-                ratios[change].append(ratio(python, sql))
+            rounds.record(r, round_times)
         spark.stop()
 
-    rows = []
-    for change in CHANGES:
-        python, sql = times[(change, "python")], times[(change, "sql")]
-        values = ratios[change]
-        rows.append(
-            [
-                change,
-                f"{median(python):.2f} ({min(python):.2f}-{max(python):.2f})",
-                f"{median(sql):.2f} ({min(sql):.2f}-{max(sql):.2f})",
-                f"{median(values):.2f}x ({min(values):.2f}-{max(values):.2f}x)",
-            ]
-        )
     report.table(
         f"merge-on-read changes, format v{args.format_version}, at {args.rows:,} rows, "
         f"seconds (median, min-max of {args.repeats} rounds)",
         ["change", "Python API (lk.*)", "SQL", "ratio"],
-        rows,
+        rounds.rows(),
     )
-    report.data = {"times": {f"{c}/{m}": v for (c, m), v in times.items()}, "ratios": ratios}
+    report.data = rounds.data()
     report.write()
 
 

@@ -95,6 +95,54 @@ def ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else float("inf")
 
 
+@dataclass
+class PairedRounds:
+    """Seconds of named steps run in two modes, round by round (round 0 warms up and is not
+    kept), and the per-round ratio of ``first`` to ``second``."""
+
+    steps: Sequence[str]
+    first: str
+    second: str
+    times: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    ratios: dict[str, list[float]] = field(default_factory=dict)
+
+    def record(self, r: int, seconds: dict[tuple[str, str], float]) -> None:
+        """Print round ``r``'s ``seconds`` (by step and mode); keep them unless it warms up."""
+        print(
+            f"  round {r}{' (warm-up)' if r == 0 else ''}: "
+            + ", ".join(f"{s} {m} {v:.2f}s" for (s, m), v in seconds.items())
+        )
+        if r == 0:
+            return
+        for key, value in seconds.items():
+            self.times.setdefault(key, []).append(value)
+        for step in self.steps:
+            value = ratio(seconds[(step, self.first)], seconds[(step, self.second)])
+            self.ratios.setdefault(step, []).append(value)
+
+    def rows(self) -> list[list[str]]:
+        """Per step: each mode's median (min-max) seconds, and the ratio's median (spread)."""
+        out = []
+        for step in self.steps:
+            a, b = self.times[(step, self.first)], self.times[(step, self.second)]
+            values = self.ratios[step]
+            out.append(
+                [
+                    step,
+                    f"{median(a):.2f} ({min(a):.2f}-{max(a):.2f})",
+                    f"{median(b):.2f} ({min(b):.2f}-{max(b):.2f})",
+                    f"{median(values):.2f}x ({min(values):.2f}-{max(values):.2f}x)",
+                ]
+            )
+        return out
+
+    def data(self) -> dict[str, Any]:
+        return {
+            "times": {f"{s}/{m}": v for (s, m), v in self.times.items()},
+            "ratios": self.ratios,
+        }
+
+
 # ---- data and catalogs ----------------------------------------------------------------------
 
 ROW_SCHEMA = pa.schema(
