@@ -31,6 +31,8 @@ import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
 import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
@@ -124,7 +126,7 @@ final class ParquetBatch implements Batch {
     this.output = names;
     List<Filter> onFiles = new ArrayList<>();
     for (Predicate predicate : predicates) {
-      conjuncts(predicate, onFiles);
+      conjuncts(predicate, this.dataSchema, onFiles);
     }
     this.filters = onFiles.toArray(new Filter[0]);
   }
@@ -139,13 +141,14 @@ final class ParquetBatch implements Batch {
    * of an {@code OR} whose other side has no such form (and so negates half an {@code AND} under
    * a {@code NOT}): a stronger filter, which would skip row groups holding matching rows.
    */
-  private static void conjuncts(Predicate predicate, List<Filter> out) {
+  private static void conjuncts(Predicate predicate, StructType schema, List<Filter> out) {
     if (predicate instanceof And) {
-      conjuncts(((And) predicate).left(), out);
-      conjuncts(((And) predicate).right(), out);
+      conjuncts(((And) predicate).left(), schema, out);
+      conjuncts(((And) predicate).right(), schema, out);
       return;
     }
-    Filter filter = readsRowIds(predicate) ? null : exact(predicate);
+    Filter filter =
+        readsRowIds(predicate) || readsFloats(predicate, schema) ? null : exact(predicate);
     if (filter != null) {
       out.add(filter);
     }
@@ -178,6 +181,28 @@ final class ParquetBatch implements Batch {
     }
     scala.Option<Filter> filter = PredicateUtils.toV1(predicate);
     return filter.isDefined() ? filter.get() : null;
+  }
+
+  /**
+   * Whether {@code predicate} names a float or double column (or one the schema does not have).
+   * Parquet writers leave NaN out of a column's statistics, and Spark orders NaN above every
+   * number ({@code NaN > 5}, {@code NaN = NaN} and {@code NaN <> 0} hold), so pruning by them
+   * would skip row groups whose NaN rows match.
+   */
+  private static boolean readsFloats(Predicate predicate, StructType schema) {
+    for (NamedReference ref : predicate.references()) {
+      DataType type = schema;
+      for (String name : ref.fieldNames()) {
+        if (!(type instanceof StructType) || !((StructType) type).getFieldIndex(name).isDefined()) {
+          return true;
+        }
+        type = ((StructType) type).apply(name).dataType();
+      }
+      if (type instanceof FloatType || type instanceof DoubleType) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Whether {@code predicate} names a metadata column ({@code _file}, {@code _pos}, lineage). */
