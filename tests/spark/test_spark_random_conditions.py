@@ -1,11 +1,13 @@
-"""Random conditions through ``lk.delete`` / ``lk.update``, against Spark on a plain DataFrame.
+"""Random conditions through ``lk.delete`` / ``lk.update`` and through SQL ``DELETE`` /
+``UPDATE`` / ``SELECT`` on the catalog, against Spark on a plain DataFrame.
 
-lakecat reads a condition (or the ``AND`` terms of it it can) to prune files, to drop files
-whole and as the commit's read filter; Spark evaluates it on the rows. Whatever lakecat reads,
-the rows changed must be exactly those Spark's own evaluation of the condition picks, NULLs,
-NaNs and dates included. Each seed changes one table in a few steps (copy-on-write or
-merge-on-read, format v2 or v3), checking after each against the same step applied by Spark to
-a DataFrame of the expected rows.
+lakecat reads a condition (or the ``AND`` terms of it it can, or the predicates Spark pushes)
+to prune files and row groups, to drop files whole and as the commit's read filter; Spark
+evaluates it on the rows. Whatever lakecat reads, the rows changed (and selected) must be
+exactly those Spark's own evaluation of the condition picks, NULLs, NaNs and dates included.
+Each seed changes one table in a few steps (copy-on-write or merge-on-read, format v2 or v3),
+checking after each against the same step applied by Spark to a DataFrame of the expected
+rows; the SQL seeds also check a ``SELECT`` of the condition's rows before each step.
 
 ``LAKECAT_CONDITION_SEEDS=a:b`` and ``LAKECAT_CONDITION_STEPS`` run more.
 """
@@ -23,7 +25,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from lakecat.catalog import Catalog
-from lakecat.spark_ext import delete, update
+from lakecat.spark_ext import SparkCatalogError, attach_catalog, delete, update
 
 pytestmark = pytest.mark.spark
 
@@ -44,7 +46,10 @@ SCORES = [-1.5, 0.0, 2.5, 7.0, math.nan, None]
 def _seeds() -> list[int]:
     spec = os.environ.get("LAKECAT_CONDITION_SEEDS")
     if not spec:
-        return [1, 2, 3, 4, 5, 6, 27]  # 27 found lk.delete skipping NaN rows by bounds
+        # 27 found lk.delete skipping NaN rows by bounds; 11 and 13 (sql) fail to plan a
+        # merge-on-read DELETE whose condition cannot hold ("the row-level operation's scan
+        # was not planned"), an open bug of issue 20, so they are not run by default
+        return [1, 2, 3, 4, 5, 6, 27]
     start, _, end = spec.partition(":")
     return list(range(int(start), int(end or int(start) + 1)))
 
@@ -116,10 +121,16 @@ def _key(row: dict[str, Any]) -> str:
     return repr((row["id"], row["part"], row["name"], score, row["d"]))
 
 
+@pytest.mark.parametrize("engine", ["python", "sql"])
 @pytest.mark.parametrize("seed", _seeds())
 def test_random_conditions_change_exactly_the_rows_spark_picks(
-    spark: Any, lake: Catalog, seed: int
+    spark: Any, lake: Catalog, seed: int, engine: str
 ) -> None:
+    if engine == "sql":
+        try:
+            attach_catalog(spark, "lake", catalog=lake)
+        except SparkCatalogError as exc:
+            pytest.skip(f"the Spark catalog plugin is not available: {exc}")
     rng = random.Random(seed)
     mode = rng.choice(["copy-on-write", "merge-on-read"])
     version = rng.choice(["2", "3"])
@@ -145,14 +156,27 @@ def test_random_conditions_change_exactly_the_rows_spark_picks(
             [tuple(r.values()) for r in expected], SPARK_SCHEMA
         ).withColumn("matches", matches)
         marked = [r.asDict() for r in oracle.collect()]
+        title = f"seed {seed} ({engine}, {mode}, v{version}), step {step}"
+        if engine == "sql":
+            selected = spark.sql(f"SELECT id FROM lake.db.t WHERE {condition}").collect()
+            assert sorted(r[0] for r in selected) == sorted(
+                r["id"] for r in marked if r["matches"]
+            ), f"{title}: SELECT WHERE {condition}"
         if rng.random() < 0.5:
-            delete(spark, "db.t", condition)
+            if engine == "sql":
+                spark.sql(f"DELETE FROM lake.db.t WHERE {condition}")
+            else:
+                delete(spark, "db.t", condition)
             expected = [
                 {k: v for k, v in r.items() if k != "matches"} for r in marked if not r["matches"]
             ]
             what = "delete"
         else:
-            update(spark, "db.t", condition, {"name": "concat(coalesce(name, ''), '!')"})
+            assignment = "concat(coalesce(name, ''), '!')"
+            if engine == "sql":
+                spark.sql(f"UPDATE lake.db.t SET name = {assignment} WHERE {condition}")
+            else:
+                update(spark, "db.t", condition, {"name": assignment})
             expected = [
                 {k: v for k, v in r.items() if k != "matches"}
                 | ({"name": (r["name"] or "") + "!"} if r["matches"] else {})
@@ -160,6 +184,4 @@ def test_random_conditions_change_exactly_the_rows_spark_picks(
             ]
             what = "update"
         actual = sorted(map(_key, table.refresh().to_arrow().to_pylist()))
-        assert actual == sorted(map(_key, expected)), (
-            f"seed {seed} ({mode}, v{version}), step {step}: {what} WHERE {condition}"
-        )
+        assert actual == sorted(map(_key, expected)), f"{title}: {what} WHERE {condition}"
