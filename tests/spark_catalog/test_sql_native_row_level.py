@@ -118,6 +118,25 @@ def test_the_runtime_file_filter_still_picks_the_files_to_rewrite(lake, spark) -
     assert sales.refresh().metadata_location == before
 
 
+def test_a_delete_rewrites_only_the_files_the_runtime_filter_picks(lake) -> None:
+    """A double comparison plans every file (lakecat leaves it to Spark); Spark's optimizer
+    folds the DELETE's runtime _file filter into the filter on the read, and it still narrows."""
+    sales = make_sales(lake)
+    untouched = {f.file_path for f in sales.scan(row_filter="region <> 'eu'").plan_files()}
+    statement = "DELETE FROM lake.db.sales WHERE amount = 2.0"
+    assert "narrowed at run time by Spark's _file filter" in physical_plan(lake, statement)
+
+    lake.sql(statement)
+
+    snapshot = sales.refresh().current_snapshot()
+    assert snapshot.summary["deleted-data-files"] == "1"  # eu only
+    assert untouched <= {f.file_path for f in sales.scan().plan_files()}
+    assert [r[0] for r in lake.rows("db.sales", "id")] == [1, 3, 4, 5, 6]
+    before = sales.metadata_location
+    lake.sql("DELETE FROM lake.db.sales WHERE amount = 2.5")  # matches nothing
+    assert sales.refresh().metadata_location == before
+
+
 def test_a_failed_native_rewrite_commits_nothing_and_leaves_no_files(lake, spark) -> None:
     sales = make_sales(lake)
     before, on_disk = sales.metadata_location, lake.files_on_disk(sales)

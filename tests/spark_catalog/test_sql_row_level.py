@@ -244,6 +244,41 @@ def test_merge_on_read_tables_get_delete_files_and_keep_their_data_files(
         assert after[9][0] not in {rid for rid, _ in lineage.values()}
 
 
+# Spark's optimizer proves this condition can never hold (it puts 2.5 for amount in amount > 5)
+# and replaces the table's read with an empty relation: Spark never builds the statement's scan.
+NEVER = "{t}amount > 5 AND {t}amount = 2.5"
+
+STATEMENTS = {
+    "delete": f"DELETE FROM lake.db.sales WHERE {NEVER.format(t='')}",
+    "update": f"UPDATE lake.db.sales SET amount = 0 WHERE {NEVER.format(t='')}",
+    "merge": f"""MERGE INTO lake.db.sales t USING src s ON t.id = s.id AND {NEVER.format(t="t.")}
+        WHEN MATCHED THEN UPDATE SET amount = s.amount
+        WHEN NOT MATCHED THEN INSERT *""",
+}
+
+
+@pytest.mark.parametrize(
+    ("mode", "version"),
+    [("copy-on-write", "2"), ("merge-on-read", "2"), ("merge-on-read", "3")],
+)
+@pytest.mark.parametrize("statement", sorted(STATEMENTS))
+def test_a_statement_whose_read_spark_optimizes_away_changes_no_row(
+    lake, sales, spark, statement, mode, version
+) -> None:
+    sales.set_properties({"format-version": version, **{k: mode for k in MERGE_ON_READ}})
+    before = both_views(lake, "db.sales")
+    unchanged = sales.refresh().metadata_location
+    source(spark, (1, "eu", 100.0), (9, "ap", 9.0))
+
+    lake.sql(STATEMENTS[statement])
+
+    if statement == "merge":  # it matched nothing: both source rows are inserted
+        assert both_views(lake, "db.sales") == sorted([*before, (1, "eu", 100.0), (9, "ap", 9.0)])
+    else:  # nothing to commit
+        assert sales.refresh().metadata_location == unchanged
+        assert both_views(lake, "db.sales") == before
+
+
 def test_a_merge_on_read_statement_filters_its_files_at_run_time_only_where_it_pays(
     lake, sales, spark
 ) -> None:

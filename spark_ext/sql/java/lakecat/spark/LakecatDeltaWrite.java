@@ -46,7 +46,7 @@ final class LakecatDeltaWrite implements DeltaWrite, WriteRequirements.Spread {
   private final Write staged; // the Python data source's staged write; null: native rows
   private final NativeRows nativeRows; // null: staged rows
   private final Command command;
-  private final LakecatScan.RowLevel scan;
+  private final LakecatScan.RowLevel scan; // null: Spark optimized the read away
   private final String stageTo;
   private final ChunkedWriterFactory.Layout layout;
   private final int fileOrdinal;

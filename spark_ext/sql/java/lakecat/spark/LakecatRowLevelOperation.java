@@ -9,6 +9,11 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * What a lakecat row-level operation ({@link LakecatCopyOnWrite}, {@link LakecatMergeOnRead})
  * shares: the command, one scan builder for Spark's read of the candidate files, and the scan
  * it built, whose files the write's commit names.
+ *
+ * <p>Spark may never build that scan: its optimizer replaces the read with an empty relation
+ * when it proves the statement's condition cannot hold (constraint propagation, e.g. {@code
+ * part = 1 AND part != 1 AND score IS NULL}). The statement then depends on none of the
+ * table's rows, and its write reads nothing ({@link #scan} is null), as Iceberg's.
  */
 abstract class LakecatRowLevelOperation implements RowLevelOperation {
   final LakecatTable table;
@@ -48,11 +53,11 @@ abstract class LakecatRowLevelOperation implements RowLevelOperation {
     return false;
   }
 
-  /** The scan Spark planned for this operation (its write is built after it). */
+  /**
+   * The scan Spark planned for this operation (its write is built after it); null when Spark
+   * optimized the read away (the class comment).
+   */
   LakecatScan.RowLevel scan() {
-    if (scan == null) {
-      throw new IllegalStateException("lakecat: the row-level operation's scan was not planned");
-    }
     return scan;
   }
 }

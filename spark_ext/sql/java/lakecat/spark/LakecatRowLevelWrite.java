@@ -37,7 +37,7 @@ final class LakecatRowLevelWrite implements Write, WriteRequirements.Spread {
   private final LakecatTable table;
   private final Write delegate;
   private final Command command;
-  private final LakecatScan.RowLevel scan;
+  private final LakecatScan.RowLevel scan; // null: Spark optimized the read away
   private final String stageTo;
   private final ChunkedWriterFactory.Layout layout;
   private final Map<String, String> options; // the staged write's options
@@ -121,7 +121,8 @@ final class LakecatRowLevelWrite implements Write, WriteRequirements.Spread {
       public String toString() {
         String narrowed =
             groupFilters.isEmpty() ? "" : ", its files narrowed at run time by Spark's _file filter";
-        return description() + ", reading " + scan.description() + narrowed;
+        String read = scan == null ? "nothing" : scan.description();
+        return description() + ", reading " + read + narrowed;
       }
     };
   }

@@ -309,15 +309,21 @@ final class LakecatTable extends DescribedTable
     }
   }
 
-  /** The arguments of a row-level operation's commit call (the files its scan read). */
+  /**
+   * The arguments of a row-level operation's commit call (the files its scan read). Without a
+   * scan (Spark optimized the read away: {@link LakecatRowLevelOperation}) the statement read
+   * no file and no row can conflict with it: filter {@code false}, no files.
+   */
   ObjectNode rowLevelCommitArgs(
       RowLevelOperation.Command command, LakecatScan.RowLevel scan, String stageTo) {
     ObjectNode args = identifierArgs();
     args.put("command", command.name().toLowerCase(Locale.ROOT));
-    args.put("filter", scan.filter);
+    args.put("filter", scan == null ? "false" : scan.filter);
     args.put("stage_to", stageTo);
     ArrayNode files = args.putArray("files");
-    scan.files().forEach(files::add);
+    if (scan != null) {
+      scan.files().forEach(files::add);
+    }
     args.set("read_options", Names.object(descriptorReadOptions()));
     args.set("snapshot_properties", Names.object(wapProperties()));
     if (newBranch() != null) {

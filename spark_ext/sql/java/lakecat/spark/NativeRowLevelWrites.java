@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.List;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.ProjectingInternalRow;
+import org.apache.spark.sql.catalyst.expressions.And;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.DynamicPruningExpression;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -112,16 +113,29 @@ final class NativeRowLevelWrites extends SparkStrategy {
   /**
    * {@code plan} without the filters Spark's runtime group filtering put on {@code scan}'s
    * relation ({@code _file IN (subquery)}), whose subqueries are added to {@code subqueries}.
+   * Such a filter may stand alone (UPDATE, MERGE) or be one conjunct of the filter right on the
+   * relation (DELETE, whose {@code NOT (condition <=> true)} Spark's optimizer combines with
+   * it); the other conjuncts stay.
    */
   private static LogicalPlan withoutGroupFilters(
       LogicalPlan plan, LakecatScan.RowLevel scan, List<LogicalPlan> subqueries) {
-    if (plan instanceof Filter) {
+    if (plan instanceof Filter && onScan((Filter) plan, scan)) {
       Filter filter = (Filter) plan;
-      LogicalPlan subquery = groupFilterQuery(filter, scan);
-      if (subquery != null) {
-        subqueries.add(subquery);
-        return withoutGroupFilters(filter.child(), scan, subqueries);
+      Expression kept = null;
+      boolean found = false;
+      for (Expression conjunct : conjuncts(filter.condition())) {
+        LogicalPlan subquery = groupFilterQuery(conjunct);
+        if (subquery != null) {
+          subqueries.add(subquery);
+          found = true;
+        } else {
+          kept = kept == null ? conjunct : new And(kept, conjunct);
+        }
       }
+      if (!found) {
+        return plan;
+      }
+      return kept == null ? filter.child() : new Filter(kept, filter.child());
     }
     List<LogicalPlan> children = new ArrayList<>();
     boolean changed = false;
@@ -135,14 +149,31 @@ final class NativeRowLevelWrites extends SparkStrategy {
     return changed ? plan.withNewChildren(CollectionConverters.asScala(children).toList()) : plan;
   }
 
-  /** The subquery of a runtime filter {@code _file IN (subquery)} right on the scan; or null. */
-  private static LogicalPlan groupFilterQuery(Filter filter, LakecatScan.RowLevel scan) {
-    if (!(filter.condition() instanceof DynamicPruningExpression)
-        || !(filter.child() instanceof DataSourceV2ScanRelation)
-        || ((DataSourceV2ScanRelation) filter.child()).scan() != scan) {
+  /** Whether {@code filter} is right on the relation that reads through {@code scan}. */
+  private static boolean onScan(Filter filter, LakecatScan.RowLevel scan) {
+    return scan != null
+        && filter.child() instanceof DataSourceV2ScanRelation
+        && ((DataSourceV2ScanRelation) filter.child()).scan() == scan;
+  }
+
+  /** {@code condition}'s conjuncts, left to right. */
+  private static List<Expression> conjuncts(Expression condition) {
+    List<Expression> out = new ArrayList<>();
+    if (condition instanceof And) {
+      out.addAll(conjuncts(((And) condition).left()));
+      out.addAll(conjuncts(((And) condition).right()));
+    } else {
+      out.add(condition);
+    }
+    return out;
+  }
+
+  /** The subquery of a runtime filter {@code _file IN (subquery)}; or null. */
+  private static LogicalPlan groupFilterQuery(Expression condition) {
+    if (!(condition instanceof DynamicPruningExpression)) {
       return null;
     }
-    Expression pruning = ((DynamicPruningExpression) filter.condition()).child();
+    Expression pruning = ((DynamicPruningExpression) condition).child();
     if (!(pruning instanceof InSubquery)) {
       return null;
     }
