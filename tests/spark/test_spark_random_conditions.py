@@ -14,8 +14,6 @@ rows; the SQL seeds also check a ``SELECT`` of the condition's rows before each 
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 import os
 import random
 from typing import Any
@@ -23,102 +21,25 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
+from random_rows import SCHEMA, SPARK_SCHEMA, random_condition, random_rows, row_key
 
 from lakecat.catalog import Catalog
 from lakecat.spark_ext import SparkCatalogError, attach_catalog, delete, update
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = pa.schema(
-    [
-        ("id", pa.int64()),
-        ("part", pa.int64()),
-        ("name", pa.string()),
-        ("score", pa.float64()),
-        ("d", pa.date32()),
-    ]
-)
-SPARK_SCHEMA = "id long, part long, name string, score double, d date"
-NAMES = ["ab", "abc", "b", "ba", None]
-SCORES = [-1.5, 0.0, 2.5, 7.0, math.nan, None]
-
 
 def _seeds() -> list[int]:
     spec = os.environ.get("LAKECAT_CONDITION_SEEDS")
     if not spec:
-        # 27 found lk.delete skipping NaN rows by bounds; 11 and 13 (sql) fail to plan a
-        # merge-on-read DELETE whose condition cannot hold ("the row-level operation's scan
-        # was not planned"), an open bug of issue 20, so they are not run by default
-        return [1, 2, 3, 4, 5, 6, 27]
+        # 27 found lk.delete skipping NaN rows by bounds; 11 and 13 (sql) a merge-on-read
+        # DELETE whose condition Spark proves cannot hold, which failed to plan
+        return [1, 2, 3, 4, 5, 6, 11, 13, 27]
     start, _, end = spec.partition(":")
     return list(range(int(start), int(end or int(start) + 1)))
 
 
 STEPS = int(os.environ.get("LAKECAT_CONDITION_STEPS", "4"))
-
-
-def _rows(rng: random.Random, ids: range) -> list[dict[str, Any]]:
-    """Rows of one append: each draws its names and scores from a few of the values, so that
-    files' bounds (and NaN and null counts) differ."""
-    names = rng.sample(NAMES, rng.randrange(1, len(NAMES) + 1))
-    scores = rng.sample(SCORES, rng.randrange(1, len(SCORES) + 1))
-    return [
-        {
-            "id": i,
-            "part": rng.randrange(3),
-            "name": rng.choice(names),
-            "score": rng.choice(scores),
-            "d": None if rng.random() < 0.15 else dt.date(2024, 1, 1 + rng.randrange(20)),
-        }
-        for i in ids
-    ]
-
-
-def _predicate(rng: random.Random) -> str:
-    n = rng.randrange(-5, 130)
-    choices = [
-        lambda: f"part = {rng.randrange(3)}",
-        lambda: f"part != {rng.randrange(3)}",
-        lambda: f"part IN ({rng.randrange(3)}, {rng.randrange(3)})",
-        lambda: f"id > {n}",
-        lambda: f"id <= {n}",
-        lambda: f"id BETWEEN {n} AND {n + rng.randrange(40)}",
-        lambda: f"id % {rng.randrange(2, 6)} = {rng.randrange(2)}",
-        lambda: f"name = '{rng.choice(['ab', 'b', 'zz'])}'",
-        lambda: "name IS NULL",
-        lambda: "name IS NOT NULL",
-        lambda: f"name LIKE '{rng.choice(['a', 'b', 'ab'])}%'",
-        lambda: f"length(name) = {rng.randrange(1, 4)}",
-        lambda: f"name IN ('ab', '{rng.choice(['b', 'ba', 'c'])}')",
-        lambda: f"score > {rng.choice([-2, 0, 2.5, 5])}",
-        lambda: f"score < {rng.choice([-2, 0, 2.5, 5])}",
-        lambda: f"score = {rng.choice([0, 2.5, 7])}",
-        lambda: "isnan(score)",
-        lambda: "score IS NULL",
-        lambda: f"d < '2024-01-{rng.randrange(1, 21):02d}'",
-        lambda: f"d = DATE '2024-01-{rng.randrange(1, 21):02d}'",
-        lambda: "d IS NULL",
-    ]
-    return rng.choice(choices)()
-
-
-def _condition(rng: random.Random, depth: int = 0) -> str:
-    shape = rng.random()
-    if depth >= 2 or shape < 0.3:
-        return _predicate(rng)
-    if shape < 0.7:
-        terms = [_condition(rng, depth + 1) for _ in range(rng.randrange(2, 4))]
-        return " AND ".join(f"({t})" for t in terms)
-    if shape < 0.9:
-        return f"({_condition(rng, depth + 1)}) OR ({_condition(rng, depth + 1)})"
-    return f"NOT ({_condition(rng, depth + 1)})"
-
-
-def _key(row: dict[str, Any]) -> str:
-    """A row as text that tells NaN, None and every value apart, for sorting."""
-    score = row["score"]
-    score = "NaN" if isinstance(score, float) and math.isnan(score) else score
-    return repr((row["id"], row["part"], row["name"], score, row["d"]))
 
 
 @pytest.mark.parametrize("engine", ["python", "sql"])
@@ -146,11 +67,11 @@ def test_random_conditions_change_exactly_the_rows_spark_picks(
     )
     expected: list[dict[str, Any]] = []
     for start in (0, 40, 80):  # three appends: files with overlapping and apart bounds
-        rows = _rows(rng, range(start, start + 40 + rng.randrange(20)))
+        rows = random_rows(rng, range(start, start + 40 + rng.randrange(20)))
         table.append(pa.Table.from_pylist(rows, schema=SCHEMA))
         expected += rows
     for step in range(STEPS):
-        condition = _condition(rng)
+        condition = random_condition(rng)
         matches = F.coalesce(F.expr(condition), F.lit(False))
         oracle = spark.createDataFrame(
             [tuple(r.values()) for r in expected], SPARK_SCHEMA
@@ -183,5 +104,5 @@ def test_random_conditions_change_exactly_the_rows_spark_picks(
                 for r in marked
             ]
             what = "update"
-        actual = sorted(map(_key, table.refresh().to_arrow().to_pylist()))
-        assert actual == sorted(map(_key, expected)), f"{title}: {what} WHERE {condition}"
+        actual = sorted(map(row_key, table.refresh().to_arrow().to_pylist()))
+        assert actual == sorted(map(row_key, expected)), f"{title}: {what} WHERE {condition}"

@@ -17,6 +17,8 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from sql_workers import Worker
+
 from lakecat.catalog import Catalog
 from lakecat.metadata.io import local_path
 from lakecat.spark_ext import CatalogBridge, SparkCatalogError, attach_catalog
@@ -85,3 +87,34 @@ def lake(spark: Any, tmp_path: Path) -> Iterator[Lake]:
         yield Lake(tmp_path / "lake", catalog, spark, bridge)
     finally:
         catalog.close()
+
+
+@pytest.fixture(scope="session")
+def worker_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedded catalog (with a namespace ``db``) the two ``workers`` attach as ``lake``."""
+    root = tmp_path_factory.mktemp("concurrent") / "lake"
+    with Catalog.embedded(root) as catalog:
+        catalog.create_namespace("db")
+    return root
+
+
+@pytest.fixture(scope="session")
+def workers(spark_java: None, worker_root: Path) -> Iterator[tuple[Worker, Worker]]:
+    """Two Spark SQL sessions in processes of their own (``sql_workers.py``), ready, for the
+    run; skips without Java (``spark_java``, as ``spark`` does). Tests name their own tables."""
+    logs = [worker_root.parent / f"worker-{i}.stderr" for i in (1, 2)]
+    pair = (Worker(worker_root, logs[0]), Worker(worker_root, logs[1]))  # both start at once
+    try:
+        for worker in pair:
+            assert worker.answer() == {"ready": True}
+        yield pair
+    finally:
+        for worker in pair:
+            worker.close()
+
+
+@pytest.fixture
+def worker_catalog(worker_root: Path) -> Iterator[Catalog]:
+    """The ``workers``' catalog, opened by the test."""
+    with Catalog.embedded(worker_root) as c:
+        yield c

@@ -9,108 +9,29 @@ should have seen), ``snapshot`` commits it and the inserted rows stay. On merge-
 the same row do not (a lost update), and a DELETE that loses to Spark's compaction re-targets
 its deletes onto the compacted file (v3 by row id, v2 by the compaction's row-moves record).
 
-The workers start their own JVMs, so the ``workers`` fixture first passes the suite's Java check
-(``spark_java`` in ``tests/conftest.py``: without Java the tests skip with its reason). Each
-worker's stderr goes to a file beside the catalog; a worker that dies without answering fails
-the test with the end of it.
+The workers (``sql_workers.py``, started once per run by ``conftest.py``'s ``workers``) run
+their own JVMs, so the fixture first passes the suite's Java check (``spark_java`` in
+``tests/conftest.py``: without Java the tests skip with its reason). Each worker's stderr goes
+to a file beside the catalog; a worker that dies without answering fails the test with the end
+of it. Each test names its own tables.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from sql_workers import Worker
 
 from lakecat.catalog import Catalog
 
 pytestmark = pytest.mark.spark
 
-WORKER = Path(__file__).with_name("sql_worker.py")
-TIMEOUT_S = 240
-STDERR_TAIL_CHARS = 4000
-
-
-class Worker:
-    def __init__(self, root: Path, stderr: Path) -> None:
-        self.stderr = stderr
-        self._stderr = stderr.open("wb")  # a file, not a pipe: Spark's logging cannot block it
-        self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), str(root)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            text=True,
-        )
-
-    def send(self, sql: str, *, pause_before_commit: bool = False) -> None:
-        assert self.process.stdin is not None
-        command = {"sql": sql, "pause_before_commit": pause_before_commit}
-        self.process.stdin.write(json.dumps(command) + "\n")
-        self.process.stdin.flush()
-
-    def go(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write("go\n")
-        self.process.stdin.flush()
-
-    def answer(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith("@@"):
-                message: dict[str, Any] = json.loads(line[2:])
-                return message
-        code = self.process.wait()
-        self._stderr.flush()
-        tail = self.stderr.read_text(errors="replace")[-STDERR_TAIL_CHARS:]
-        raise AssertionError(
-            f"the worker exited ({code}) without answering; the end of its stderr "
-            f"({self.stderr}):\n{tail}"
-        )
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        try:
-            self.process.stdin.close()
-            self.process.wait(timeout=60)
-        except (OSError, subprocess.TimeoutExpired):  # OSError: it died, the pipe is broken
-            self.process.kill()
-            self.process.wait()
-        finally:
-            self._stderr.close()
-
-
-@pytest.fixture(scope="module")
-def lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("concurrent") / "lake"
-    with Catalog.embedded(root) as catalog:
-        catalog.create_namespace("db")
-    return root
-
-
-@pytest.fixture(scope="module")
-def workers(spark_java: None, lake_root: Path) -> Iterator[tuple[Worker, Worker]]:
-    """Two worker processes, ready; skips without Java (``spark_java``, as ``spark`` does)."""
-    logs = [lake_root.parent / f"worker-{i}.stderr" for i in (1, 2)]
-    pair = (Worker(lake_root, logs[0]), Worker(lake_root, logs[1]))  # both start a JVM at once
-    try:
-        for worker in pair:
-            assert worker.answer() == {"ready": True}
-        yield pair
-    finally:
-        for worker in pair:
-            worker.close()
-
 
 @pytest.fixture
-def catalog(lake_root: Path) -> Iterator[Catalog]:
-    with Catalog.embedded(lake_root) as c:
-        yield c
+def catalog(worker_catalog: Catalog) -> Catalog:
+    return worker_catalog
 
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string())])

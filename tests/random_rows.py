@@ -1,0 +1,98 @@
+"""Random rows and random Spark SQL conditions for the differential tests of row-level changes
+(``tests/spark/test_spark_random_conditions.py``, ``test_spark_random_merges.py``).
+
+The rows' values are drawn from a few each (names, scores with NaN and null, dates with null),
+so that files' bounds and null and NaN counts differ; the conditions nest AND/OR/NOT over
+comparisons, ``%``, ``BETWEEN``, ``LIKE``, ``IN``, ``length()``, ``isnan`` and null checks of
+every column.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+from typing import Any
+
+import pyarrow as pa
+
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("part", pa.int64()),
+        ("name", pa.string()),
+        ("score", pa.float64()),
+        ("d", pa.date32()),
+    ]
+)
+SPARK_SCHEMA = "id long, part long, name string, score double, d date"
+NAMES = ["ab", "abc", "b", "ba", None]
+SCORES = [-1.5, 0.0, 2.5, 7.0, math.nan, None]
+
+
+def random_rows(rng: random.Random, ids: list[int | None] | range) -> list[dict[str, Any]]:
+    """Rows with these ids (one append's): each draws its names and scores from a few of the
+    values, so that files' bounds (and NaN and null counts) differ."""
+    names = rng.sample(NAMES, rng.randrange(1, len(NAMES) + 1))
+    scores = rng.sample(SCORES, rng.randrange(1, len(SCORES) + 1))
+    return [
+        {
+            "id": i,
+            "part": rng.randrange(3),
+            "name": rng.choice(names),
+            "score": rng.choice(scores),
+            "d": None if rng.random() < 0.15 else dt.date(2024, 1, 1 + rng.randrange(20)),
+        }
+        for i in ids
+    ]
+
+
+def predicate(rng: random.Random, prefix: str = "") -> str:
+    """One comparison of a column (named ``prefix + column``: ``t.id``)."""
+    n = rng.randrange(-5, 130)
+    part, id_, name, score, d = (prefix + c for c in ("part", "id", "name", "score", "d"))
+    choices = [
+        lambda: f"{part} = {rng.randrange(3)}",
+        lambda: f"{part} != {rng.randrange(3)}",
+        lambda: f"{part} IN ({rng.randrange(3)}, {rng.randrange(3)})",
+        lambda: f"{id_} > {n}",
+        lambda: f"{id_} <= {n}",
+        lambda: f"{id_} BETWEEN {n} AND {n + rng.randrange(40)}",
+        lambda: f"{id_} % {rng.randrange(2, 6)} = {rng.randrange(2)}",
+        lambda: f"{name} = '{rng.choice(['ab', 'b', 'zz'])}'",
+        lambda: f"{name} IS NULL",
+        lambda: f"{name} IS NOT NULL",
+        lambda: f"{name} LIKE '{rng.choice(['a', 'b', 'ab'])}%'",
+        lambda: f"length({name}) = {rng.randrange(1, 4)}",
+        lambda: f"{name} IN ('ab', '{rng.choice(['b', 'ba', 'c'])}')",
+        lambda: f"{score} > {rng.choice([-2, 0, 2.5, 5])}",
+        lambda: f"{score} < {rng.choice([-2, 0, 2.5, 5])}",
+        lambda: f"{score} = {rng.choice([0, 2.5, 7])}",
+        lambda: f"isnan({score})",
+        lambda: f"{score} IS NULL",
+        lambda: f"{d} < '2024-01-{rng.randrange(1, 21):02d}'",
+        lambda: f"{d} = DATE '2024-01-{rng.randrange(1, 21):02d}'",
+        lambda: f"{d} IS NULL",
+    ]
+    return rng.choice(choices)()
+
+
+def random_condition(rng: random.Random, prefixes: tuple[str, ...] = ("",), depth: int = 0) -> str:
+    """A random condition over the columns; each comparison names one of ``prefixes``."""
+    shape = rng.random()
+    if depth >= 2 or shape < 0.3:
+        return predicate(rng, rng.choice(prefixes))
+    if shape < 0.7:
+        terms = [random_condition(rng, prefixes, depth + 1) for _ in range(rng.randrange(2, 4))]
+        return " AND ".join(f"({t})" for t in terms)
+    if shape < 0.9:
+        left, right = (random_condition(rng, prefixes, depth + 1) for _ in range(2))
+        return f"({left}) OR ({right})"
+    return f"NOT ({random_condition(rng, prefixes, depth + 1)})"
+
+
+def row_key(row: dict[str, Any]) -> str:
+    """A row as text that tells NaN, None and every value apart, for sorting."""
+    score = row["score"]
+    score = "NaN" if isinstance(score, float) and math.isnan(score) else score
+    return repr((row["id"], row["part"], row["name"], score, row["d"]))
