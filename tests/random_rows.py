@@ -91,6 +91,54 @@ def random_condition(rng: random.Random, prefixes: tuple[str, ...] = ("",), dept
     return f"NOT ({random_condition(rng, prefixes, depth + 1)})"
 
 
+# Partition layouts: (column, transform) fields, every transform the columns take; a layout is
+# drawn from its own random stream (``random.Random(f"layout-{seed}")``), so that a seed's rows
+# and conditions stay the same whichever layout it gets.
+LAYOUTS: list[list[tuple[str, str]]] = [
+    [("part", "identity")],
+    [("part", "identity")],
+    [],
+    [("name", "truncate[1]")],
+    [("id", "bucket[3]")],
+    [("d", "day")],
+    [("d", "month"), ("part", "identity")],
+    [("id", "truncate[25]")],
+    [("name", "bucket[2]"), ("id", "truncate[50]")],
+]
+# Spec changes between appends: a field added, or the first one removed (None).
+EVOLUTIONS: list[tuple[str, str] | None] = [
+    ("id", "bucket[4]"),
+    ("name", "truncate[2]"),
+    ("d", "day"),
+    ("part", "identity"),
+    None,
+]
+
+
+def random_layout(
+    seed: int,
+) -> tuple[list[tuple[str, str]], int | None, tuple[str, str] | None]:
+    """A seed's partition layout: the table's first spec, after which of its three appends
+    the spec changes (None: never), and how (``EVOLUTIONS``)."""
+    rng = random.Random(f"layout-{seed}")
+    layout = rng.choice(LAYOUTS)
+    when = rng.choice([None, None, 0, 1])
+    columns = {column for column, _ in layout}  # (day and month of d: a redundant spec)
+    change = rng.choice([e for e in EVOLUTIONS if e is None or e[0] not in columns])
+    if change is None and not layout:
+        change = EVOLUTIONS[0]
+    return layout, when, change
+
+
+def evolve(table: Any, change: tuple[str, str] | None) -> None:
+    """Apply a spec change of ``random_layout`` to a lakecat table."""
+    with table.update_spec() as spec:
+        if change is None:
+            spec.remove_field(table.spec().fields[0].name)
+        else:
+            spec.add_field(*change)
+
+
 def row_key(row: dict[str, Any]) -> str:
     """A row as text that tells NaN, None and every value apart, for sorting."""
     score = row["score"]

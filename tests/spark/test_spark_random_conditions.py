@@ -5,9 +5,11 @@ lakecat reads a condition (or the ``AND`` terms of it it can, or the predicates 
 to prune files and row groups, to drop files whole and as the commit's read filter; Spark
 evaluates it on the rows. Whatever lakecat reads, the rows changed (and selected) must be
 exactly those Spark's own evaluation of the condition picks, NULLs, NaNs and dates included.
-Each seed changes one table in a few steps (copy-on-write or merge-on-read, format v2 or v3),
-checking after each against the same step applied by Spark to a DataFrame of the expected
-rows; the SQL seeds also check a ``SELECT`` of the condition's rows before each step.
+Each seed changes one table in a few steps (copy-on-write or merge-on-read, format v2 or v3,
+partitioned by identity, ``truncate``, ``bucket``, ``day`` or ``month`` fields or not at all,
+the spec sometimes changed between its appends), checking after each against the same step
+applied by Spark to a DataFrame of the expected rows; the SQL seeds also check a ``SELECT`` of
+the condition's rows before each step.
 
 ``LAKECAT_CONDITION_SEEDS=a:b`` and ``LAKECAT_CONDITION_STEPS`` run more.
 """
@@ -21,7 +23,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
-from random_rows import SCHEMA, SPARK_SCHEMA, random_condition, random_rows, row_key
+from random_rows import (
+    SCHEMA,
+    SPARK_SCHEMA,
+    evolve,
+    random_condition,
+    random_layout,
+    random_rows,
+    row_key,
+)
 
 from lakecat.catalog import Catalog
 from lakecat.spark_ext import SparkCatalogError, attach_catalog, delete, update
@@ -55,10 +65,11 @@ def test_random_conditions_change_exactly_the_rows_spark_picks(
     rng = random.Random(seed)
     mode = rng.choice(["copy-on-write", "merge-on-read"])
     version = rng.choice(["2", "3"])
+    layout, evolve_after, change = random_layout(seed)
     table = lake.create_table(
         "db.t",
         SCHEMA,
-        partition_by=["part"],
+        partition_by=layout,
         properties={
             "format-version": version,
             "write.delete.mode": mode,
@@ -66,10 +77,12 @@ def test_random_conditions_change_exactly_the_rows_spark_picks(
         },
     )
     expected: list[dict[str, Any]] = []
-    for start in (0, 40, 80):  # three appends: files with overlapping and apart bounds
+    for i, start in enumerate((0, 40, 80)):  # files with overlapping and apart bounds
         rows = random_rows(rng, range(start, start + 40 + rng.randrange(20)))
         table.append(pa.Table.from_pylist(rows, schema=SCHEMA))
         expected += rows
+        if i == evolve_after:
+            evolve(table, change)
     for step in range(STEPS):
         condition = random_condition(rng)
         matches = F.coalesce(F.expr(condition), F.lit(False))
@@ -77,7 +90,10 @@ def test_random_conditions_change_exactly_the_rows_spark_picks(
             [tuple(r.values()) for r in expected], SPARK_SCHEMA
         ).withColumn("matches", matches)
         marked = [r.asDict() for r in oracle.collect()]
-        title = f"seed {seed} ({engine}, {mode}, v{version}), step {step}"
+        title = (
+            f"seed {seed} ({engine}, {mode}, v{version}, partitioned by {layout}, "
+            f"then {change} after append {evolve_after}), step {step}"
+        )
         if engine == "sql":
             selected = spark.sql(f"SELECT id FROM lake.db.t WHERE {condition}").collect()
             assert sorted(r[0] for r in selected) == sorted(

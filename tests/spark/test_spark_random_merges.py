@@ -6,8 +6,9 @@ target side, drops files without a changed row, and (merge-on-read) deletes posi
 evaluates the clauses on the rows. Whatever lakecat prunes, the table afterwards must hold
 exactly what the clauses give on the full outer join of the expected rows and the source:
 each seed merges a few random sources (keys that match, that do not, and null keys; NULLs and
-NaNs in every other column) into one table (copy-on-write or merge-on-read, format v2 or v3)
-with random ``ON`` conditions and clauses, checking after each step. The SQL seeds also draw
+NaNs in every other column) into one table (copy-on-write or merge-on-read, format v2 or v3,
+partitioned as ``random_rows.random_layout`` draws) with random ``ON`` conditions and clauses,
+checking after each step. The SQL seeds also draw
 ``WHEN NOT MATCHED BY SOURCE`` clauses, which ``lk.merge`` does not have.
 
 ``LAKECAT_MERGE_SEEDS=a:b`` and ``LAKECAT_MERGE_STEPS`` run more.
@@ -24,7 +25,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
-from random_rows import SCHEMA, SPARK_SCHEMA, random_condition, random_rows, row_key
+from random_rows import (
+    SCHEMA,
+    SPARK_SCHEMA,
+    evolve,
+    random_condition,
+    random_layout,
+    random_rows,
+    row_key,
+)
 
 from lakecat.catalog import Catalog
 from lakecat.spark_ext import SparkCatalogError, attach_catalog, merge
@@ -214,17 +223,20 @@ def test_random_merges_leave_exactly_the_rows_spark_computes(
     rng = random.Random(seed)
     mode = rng.choice(["copy-on-write", "merge-on-read"])
     version = rng.choice(["2", "3"])
+    layout, evolve_after, change = random_layout(seed)
     table = lake.create_table(
         "db.t",
         SCHEMA,
-        partition_by=["part"],
+        partition_by=layout,
         properties={"format-version": version, "write.merge.mode": mode},
     )
     expected: list[dict[str, Any]] = []
-    for start in (0, 40, 80):  # three appends: files with overlapping and apart bounds
+    for i, start in enumerate((0, 40, 80)):  # files with overlapping and apart bounds
         rows = random_rows(rng, range(start, start + 40 + rng.randrange(20)))
         table.append(pa.Table.from_pylist(rows, schema=SCHEMA))
         expected += rows
+        if i == evolve_after:
+            evolve(table, change)
     for step in range(STEPS):
         on = _on(rng)
         clauses = _clauses(rng, sql)
@@ -234,7 +246,10 @@ def test_random_merges_leave_exactly_the_rows_spark_computes(
         ).cache()
         want = _expected(spark, expected, source, on, clauses)
         statement = _statement(on, clauses)
-        title = f"seed {seed} ({engine}, {mode}, v{version}), step {step}:\n{statement}"
+        title = (
+            f"seed {seed} ({engine}, {mode}, v{version}, partitioned by {layout}, then {change} "
+            f"after append {evolve_after}), step {step}:\n{statement}"
+        )
         if sql:
             source.createOrReplaceTempView("src")
             spark.sql(statement)
