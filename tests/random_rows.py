@@ -139,6 +139,26 @@ def evolve(table: Any, change: tuple[str, str] | None) -> None:
             spec.add_field(*change)
 
 
+def sql_row(row: dict[str, Any]) -> str:
+    """A row as a Spark SQL ``VALUES`` tuple: ``(1, 0, 'ab', CAST('nan' AS double), DATE ...)``."""
+
+    def literal(value: Any, sql_type: str) -> str:
+        if value is None:
+            return f"CAST(NULL AS {sql_type})"
+        if sql_type == "double":
+            return f"CAST('{value}' AS double)"  # 'nan' too
+        if sql_type == "date":
+            return f"DATE '{value.isoformat()}'"
+        if sql_type == "string":
+            return f"'{value}'"
+        return str(value)
+
+    types = ["bigint", "bigint", "string", "double", "date"]
+    return (
+        "(" + ", ".join(literal(row[c], t) for c, t in zip(SCHEMA.names, types, strict=True)) + ")"
+    )
+
+
 def row_key(row: dict[str, Any]) -> str:
     """A row as text that tells NaN, None and every value apart, for sorting."""
     score = row["score"]

@@ -137,6 +137,26 @@ def test_a_delete_rewrites_only_the_files_the_runtime_filter_picks(lake) -> None
     assert sales.refresh().metadata_location == before
 
 
+def test_a_merge_joining_on_bucketed_columns_runs_without_the_dynamic_pruning(lake) -> None:
+    """Spark's optimizer adds dynamic partition pruning on id and region to the runtime filter's
+    query (a small source, a table partitioned by both); that query runs on its own first, and
+    Spark's analysis refused the pruning filters in it (INTERNAL_ERROR)."""
+    sales = make_sales(lake)
+    with sales.update_spec() as spec:
+        spec.add_field("id", "bucket[4]")
+    sales.refresh().append(pa.Table.from_pylist([{"id": 7, "region": "eu", "amount": 7.0}], SCHEMA))
+
+    lake.sql(
+        "MERGE INTO lake.db.sales t USING (SELECT * FROM VALUES (2, 'eu', 20.0), (7, 'eu', 70.0)"
+        " AS v(id, region, amount)) s ON t.id = s.id AND t.region = s.region"
+        " WHEN MATCHED THEN UPDATE SET amount = s.amount"
+    )
+
+    assert lake.rows("db.sales", "id", "amount") == [
+        (1, 1.0), (2, 20.0), (3, 3.0), (4, 4.0), (5, 5.0), (6, 6.0), (7, 70.0),
+    ]  # fmt: skip
+
+
 def test_a_failed_native_rewrite_commits_nothing_and_leaves_no_files(lake, spark) -> None:
     sales = make_sales(lake)
     before, on_disk = sales.metadata_location, lake.files_on_disk(sales)

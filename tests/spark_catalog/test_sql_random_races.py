@@ -2,19 +2,20 @@
 table's isolation level allows (docs/concurrency.md).
 
 Each round one session plans a statement and stops before its commit (``a``), the other runs a
-statement to the end (``b``), then ``a`` commits (``a`` is a ``DELETE`` or an ``UPDATE``: an
-``INSERT`` may commit in a Python worker process, which the pause does not reach). ``a``
-either lands or fails with a typed ``lakecat Concurrent...`` error; ``b`` always lands. The
-statements are random ``DELETE``, ``UPDATE`` and ``INSERT`` on one table (copy-on-write or
-merge-on-read, format v2 or v3, partitioned as ``random_rows.random_layout`` draws), with the
-random conditions of ``random_rows.py``. After each round the table must hold:
+statement to the end (``b``), then ``a`` commits (``a`` is a ``DELETE``, ``UPDATE`` or
+``MERGE``: an ``INSERT`` may commit in a Python worker process, which the pause does not
+reach). ``a`` either lands or fails with a typed ``lakecat Concurrent...`` error; ``b`` always
+lands. The statements are random ``DELETE``, ``UPDATE``, ``MERGE`` (``random_merges.py``,
+from an inline ``VALUES`` source) and ``INSERT`` on one table (copy-on-write or merge-on-read,
+format v2 or v3, partitioned as ``random_rows.random_layout`` draws), with the random
+conditions of ``random_rows.py``. After each round the table must hold:
 
 - ``a`` failed: ``b`` applied to the rows before the round (``a`` left no trace);
 - ``a`` landed under ``serializable``: ``a`` applied after ``b``, as if one ran after the other;
-- ``a`` landed under ``snapshot``: ``a`` applied to the rows ``b`` left as they were, plus the
-  rows ``b`` wrote (a statement does not see rows added after it started; it deletes or changes
-  the rows it saw, as far as they are still there), and an ``UPDATE`` ``a`` changed none of
-  the rows ``b`` changed or deleted (a lost update).
+- ``a`` landed under ``snapshot``: ``b``'s rows with ``a``'s changes to the rows it saw (rows
+  removed, where ``b`` left them as they were; rows written), as a statement does not see rows
+  added after it started; and an ``UPDATE`` or ``MERGE`` ``a`` changed or deleted none of the
+  rows ``b`` changed or deleted (a lost update).
 
 Spark's evaluation of the conditions on a DataFrame of the rows gives each statement's rows.
 ``LAKECAT_RACE_SEEDS=a:b`` and ``LAKECAT_RACE_ROUNDS`` run more.
@@ -31,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
+from random_merges import Clauses, merge_sql, merged_rows, random_clauses, random_on
 from random_rows import (
     SCHEMA,
     SPARK_SCHEMA,
@@ -39,6 +41,7 @@ from random_rows import (
     random_layout,
     random_rows,
     row_key,
+    sql_row,
 )
 
 from lakecat.catalog import Catalog
@@ -62,22 +65,32 @@ Rows = list[dict[str, Any]]
 
 @dataclass(frozen=True)
 class Statement:
-    kind: str  # delete, update, insert
+    kind: str  # delete, update, insert, merge
     condition: str = ""  # delete, update
-    rows: tuple[dict[str, Any], ...] = ()  # insert
+    rows: tuple[dict[str, Any], ...] = ()  # insert; merge: the source's
+    on: str = ""  # merge
+    clauses: Clauses | None = None  # merge
 
     def sql(self, table: str) -> str:
         if self.kind == "delete":
             return f"DELETE FROM lake.{table} WHERE {self.condition}"
         if self.kind == "update":
             return f"UPDATE lake.{table} SET name = {RENAME} WHERE {self.condition}"
-        values = ", ".join(_values(r) for r in self.rows)
-        return f"INSERT INTO lake.{table} VALUES {values}"
+        values = ", ".join(sql_row(r) for r in self.rows)
+        if self.kind == "insert":
+            return f"INSERT INTO lake.{table} VALUES {values}"
+        assert self.clauses is not None
+        source = f"(SELECT * FROM VALUES {values} AS v({', '.join(SCHEMA.names)}))"
+        return merge_sql(f"lake.{table}", source, self.on, self.clauses)
 
     def apply(self, spark: Any, rows: Rows) -> Rows:
         """The rows after this statement, by Spark's evaluation of its condition."""
         if self.kind == "insert":
             return rows + list(self.rows)
+        if self.kind == "merge":
+            assert self.clauses is not None
+            source = spark.createDataFrame([tuple(r.values()) for r in self.rows], SPARK_SCHEMA)
+            return merged_rows(spark, rows, source, self.on, self.clauses)
         matched = _matches(spark, rows, self.condition)
         if self.kind == "delete":
             return [r for r, m in zip(rows, matched, strict=True) if not m]
@@ -85,24 +98,6 @@ class Statement:
             r | {"name": (r["name"] or "") + "!"} if m else r
             for r, m in zip(rows, matched, strict=True)
         ]
-
-
-def _values(row: dict[str, Any]) -> str:
-    def literal(value: Any, sql_type: str) -> str:
-        if value is None:
-            return f"CAST(NULL AS {sql_type})"
-        if sql_type == "double":
-            return f"CAST('{value}' AS double)"  # 'nan' too
-        if sql_type == "date":
-            return f"DATE '{value.isoformat()}'"
-        if sql_type == "string":
-            return f"'{value}'"
-        return str(value)
-
-    types = ["bigint", "bigint", "string", "double", "date"]
-    return (
-        "(" + ", ".join(literal(row[c], t) for c, t in zip(SCHEMA.names, types, strict=True)) + ")"
-    )
 
 
 def _matches(spark: Any, rows: Rows, condition: str) -> list[bool]:
@@ -113,28 +108,28 @@ def _matches(spark: Any, rows: Rows, condition: str) -> list[bool]:
     return [bool(r[0]) for r in frame.select(column).collect()]
 
 
-def _statement(rng: random.Random, next_id: list[int], *, inserts: bool = True) -> Statement:
-    kind = rng.choices(["delete", "update", "insert"], weights=[2, 2, 1 if inserts else 0])[0]
+def _statement(
+    rng: random.Random, rows: Rows, next_id: list[int], *, inserts: bool = True
+) -> Statement:
+    kind = rng.choices(
+        ["delete", "update", "merge", "insert"], weights=[2, 2, 2, 1 if inserts else 0]
+    )[0]
+    new = range(next_id[0], next_id[0] + rng.randrange(0 if kind == "merge" else 1, 6))
+    next_id[0] += 100
     if kind == "insert":
-        ids = range(next_id[0], next_id[0] + rng.randrange(1, 6))
-        next_id[0] += 100
-        return Statement("insert", rows=tuple(random_rows(rng, ids)))
+        return Statement("insert", rows=tuple(random_rows(rng, new)))
+    if kind == "merge":  # unique keys: a target row matches at most one source row
+        present = sorted({r["id"] for r in rows if r["id"] is not None})
+        keys: list[int | None] = rng.sample(present, min(len(present), rng.randrange(1, 15)))
+        keys += [i for i in new if i not in present]  # (a merge may have inserted s.id + 1000)
+        keys += [None] * rng.randrange(0, 2)
+        source = tuple(random_rows(rng, keys))
+        return Statement("merge", rows=source, on=random_on(rng), clauses=random_clauses(rng, True))
     return Statement(kind, condition=random_condition(rng))
 
 
 def _multiset(rows: Rows) -> Counter[str]:
     return Counter(map(row_key, rows))
-
-
-def _rows_of(keys: Counter[str], rows: Rows) -> Rows:
-    """The rows of ``rows`` whose keys are in ``keys`` (as many times as there)."""
-    left = Counter(keys)
-    out = []
-    for r in rows:
-        if left[row_key(r)] > 0:
-            left[row_key(r)] -= 1
-            out.append(r)
-    return out
 
 
 @pytest.mark.parametrize("seed", _seeds())
@@ -169,22 +164,22 @@ def test_random_races_end_as_the_isolation_level_allows(
         # an INSERT the Python data source writes (into a bucket layout, which Spark's writer
         # does not take) commits in a Python worker process, where sql_worker's pause before
         # the commit does not reach: INSERTs race as b only
-        a, b = _statement(rng, next_id, inserts=False), _statement(rng, next_id)
+        a, b = _statement(rng, rows, next_id, inserts=False), _statement(rng, rows, next_id)
         first, second = rng.sample(list(workers), 2)
         title = (
             f"seed {seed} ({mode}, v{version}, {level}, partitioned by {layout}, then "
             f"{change} after append {evolve_after}), round {round_}:\n"
             f"a: {a.sql(name)}\nb: {b.sql(name)}"
         )
-        after_b = b.apply(spark, rows)
+        before, after_b = _multiset(rows), b.apply(spark, rows)
 
         first.send(a.sql(name), pause_before_commit=True)
         answer = first.answer()
         if answer == {"ok": True}:  # a changed no row: it had nothing to commit
-            assert _multiset(a.apply(spark, rows)) == _multiset(rows), title
+            assert _multiset(a.apply(spark, rows)) == before, title
             second.send(b.sql(name))
             assert second.answer() == {"ok": True}, title
-            expected = after_b
+            expected = _multiset(after_b)
         else:
             assert answer == {"paused": True}, f"{title}\n{answer}"
             second.send(b.sql(name))
@@ -194,19 +189,18 @@ def test_random_races_end_as_the_isolation_level_allows(
             if not answer["ok"]:
                 error = answer["error"].splitlines()[0]
                 assert error.startswith("lakecat Concurrent"), f"{title}\n{answer['error']}"
-                expected = after_b
+                expected = _multiset(after_b)
             elif level == "serializable":
-                expected = a.apply(spark, after_b)
-            else:
-                kept = _multiset(after_b) & _multiset(rows)  # the rows b left as they were
-                written = _rows_of(_multiset(after_b) - kept, after_b)
-                changed_by_b = _multiset(rows) - kept
-                if a.kind == "update":  # a lost update: a committed over b's change
-                    changed_by_a = _multiset(rows) - _multiset(a.apply(spark, rows))
-                    assert not changed_by_a & changed_by_b, f"{title}\nlost update"
-                expected = a.apply(spark, _rows_of(kept, after_b)) + written
+                expected = _multiset(a.apply(spark, after_b))
+            else:  # a's changes to the rows it saw, on the rows b left as they were
+                kept = _multiset(after_b) & before
+                after_a = _multiset(a.apply(spark, rows))
+                removed_by_a, added_by_a = before - after_a, after_a - before
+                if a.kind != "delete":  # a lost update: a committed over b's change
+                    assert not removed_by_a & (before - kept), f"{title}\nlost update"
+                expected = _multiset(after_b) - (removed_by_a & kept) + added_by_a
         actual = table.refresh().to_arrow().to_pylist()
-        missing = sorted((_multiset(expected) - _multiset(actual)).elements())
-        extra = sorted((_multiset(actual) - _multiset(expected)).elements())
+        missing = sorted((expected - _multiset(actual)).elements())
+        extra = sorted((_multiset(actual) - expected).elements())
         assert not missing and not extra, f"{title}\nmissing: {missing}\nextra: {extra}"
         rows = actual

@@ -8,6 +8,7 @@ import org.apache.spark.sql.catalyst.ProjectingInternalRow;
 import org.apache.spark.sql.catalyst.expressions.And;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.DynamicPruningExpression;
+import org.apache.spark.sql.catalyst.expressions.DynamicPruningSubquery;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.InSubquery;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
@@ -126,7 +127,7 @@ final class NativeRowLevelWrites extends SparkStrategy {
       for (Expression conjunct : conjuncts(filter.condition())) {
         LogicalPlan subquery = groupFilterQuery(conjunct);
         if (subquery != null) {
-          subqueries.add(subquery);
+          subqueries.add(withoutDynamicPruning(subquery));
           found = true;
         } else {
           kept = kept == null ? conjunct : new And(kept, conjunct);
@@ -147,6 +148,44 @@ final class NativeRowLevelWrites extends SparkStrategy {
       children.add(stripped);
     }
     return changed ? plan.withNewChildren(CollectionConverters.asScala(children).toList()) : plan;
+  }
+
+  /**
+   * {@code plan} without the dynamic partition pruning filters Spark's optimizer put in it
+   * ({@code DynamicPruningSubquery}, which only its physical planning of the whole statement
+   * turns into something that runs): the group filter's query runs as a Dataset of its own,
+   * whose analysis refuses them (seen on a MERGE joining on a bucketed column). They only skip
+   * partitions, so the query's answer is the same without them.
+   */
+  static LogicalPlan withoutDynamicPruning(LogicalPlan plan) {
+    List<LogicalPlan> children = new ArrayList<>();
+    boolean changed = false;
+    Iterator<LogicalPlan> it = plan.children().iterator();
+    while (it.hasNext()) {
+      LogicalPlan child = it.next();
+      LogicalPlan stripped = withoutDynamicPruning(child);
+      changed |= stripped != child;
+      children.add(stripped);
+    }
+    LogicalPlan out =
+        changed ? plan.withNewChildren(CollectionConverters.asScala(children).toList()) : plan;
+    if (!(out instanceof Filter)) {
+      return out;
+    }
+    Filter filter = (Filter) out;
+    Expression kept = null;
+    boolean dropped = false;
+    for (Expression conjunct : conjuncts(filter.condition())) {
+      if (conjunct instanceof DynamicPruningSubquery) {
+        dropped = true;
+      } else {
+        kept = kept == null ? conjunct : new And(kept, conjunct);
+      }
+    }
+    if (!dropped) {
+      return out;
+    }
+    return kept == null ? filter.child() : new Filter(kept, filter.child());
   }
 
   /** Whether {@code filter} is right on the relation that reads through {@code scan}. */
