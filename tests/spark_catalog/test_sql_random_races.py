@@ -148,8 +148,8 @@ def test_random_races_end_as_the_isolation_level_allows(
         partition_by=layout,
         properties={
             "format-version": version,
-            **{f"write.{op}.mode": mode for op in ("delete", "update")},
-            **{f"write.{op}.isolation-level": level for op in ("delete", "update")},
+            **{f"write.{op}.mode": mode for op in ("delete", "update", "merge")},
+            **{f"write.{op}.isolation-level": level for op in ("delete", "update", "merge")},
         },
     )
     rows: Rows = []
