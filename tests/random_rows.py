@@ -1,5 +1,6 @@
-"""Random rows and random Spark SQL conditions for the differential tests of row-level changes
-(``tests/spark/test_spark_random_conditions.py``, ``test_spark_random_merges.py``).
+"""Random tables, rows and Spark SQL conditions for the differential tests of row-level changes
+(``tests/spark/test_spark_random_conditions.py``, ``test_spark_random_merges.py``,
+``tests/spark_catalog/test_sql_random_races.py``).
 
 The rows' values are drawn from a few each (names, scores with NaN and null, dates with null),
 so that files' bounds and null and NaN counts differ; the conditions nest AND/OR/NOT over
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 import random
 from typing import Any
 
@@ -137,6 +139,35 @@ def evolve(table: Any, change: tuple[str, str] | None) -> None:
             spec.remove_field(table.spec().fields[0].name)
         else:
             spec.add_field(*change)
+
+
+def seeds(variable: str, default: list[int]) -> list[int]:
+    """The seeds to run: ``default``, or the range ``a:b`` (or the one seed ``a``) that the
+    environment variable ``variable`` gives."""
+    spec = os.environ.get(variable)
+    if not spec:
+        return default
+    start, _, end = spec.partition(":")
+    return list(range(int(start), int(end or int(start) + 1)))
+
+
+def random_table(
+    catalog: Any, name: str, rng: random.Random, seed: int, properties: dict[str, str]
+) -> tuple[Any, list[dict[str, Any]], str]:
+    """A new table of ``SCHEMA`` in ``seed``'s layout (``random_layout``) with three appends
+    of random rows (files with overlapping and apart bounds), its spec changed after one of
+    them if the layout says so: the table, its rows and the layout in words."""
+    layout, evolve_after, change = random_layout(seed)
+    table = catalog.create_table(name, SCHEMA, partition_by=layout, properties=properties)
+    rows: list[dict[str, Any]] = []
+    for i, start in enumerate((0, 40, 80)):
+        appended = random_rows(rng, range(start, start + 40 + rng.randrange(20)))
+        table.append(pa.Table.from_pylist(appended, schema=SCHEMA))
+        rows += appended
+        if i == evolve_after:
+            evolve(table, change)
+    described = f"partitioned by {layout}, then {change} after append {evolve_after}"
+    return table, rows, described
 
 
 def sql_row(row: dict[str, Any]) -> str:

@@ -21,18 +21,9 @@ import random
 from collections import Counter
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from random_merges import merge_sql, merged_rows, random_clauses, random_on, source_ids
-from random_rows import (
-    SCHEMA,
-    SPARK_SCHEMA,
-    evolve,
-    random_layout,
-    random_rows,
-    row_key,
-    sql_row,
-)
+from random_rows import SCHEMA, SPARK_SCHEMA, random_rows, random_table, row_key, seeds, sql_row
 
 from lakecat.catalog import Catalog
 from lakecat.spark_ext import SparkCatalogError, attach_catalog, merge
@@ -42,19 +33,12 @@ pytestmark = pytest.mark.spark
 COLUMNS = ", ".join(SCHEMA.names)
 
 
-def _seeds() -> list[int]:
-    spec = os.environ.get("LAKECAT_MERGE_SEEDS")
-    if not spec:
-        return [1, 2, 3, 4]
-    start, _, end = spec.partition(":")
-    return list(range(int(start), int(end or int(start) + 1)))
-
-
+SEEDS = seeds("LAKECAT_MERGE_SEEDS", [1, 2, 3, 4])
 STEPS = int(os.environ.get("LAKECAT_MERGE_STEPS", "3"))
 
 
 @pytest.mark.parametrize("engine", ["python", "sql"])
-@pytest.mark.parametrize("seed", _seeds())
+@pytest.mark.parametrize("seed", SEEDS)
 def test_random_merges_leave_exactly_the_rows_spark_computes(
     spark: Any, lake: Catalog, seed: int, engine: str
 ) -> None:
@@ -67,20 +51,9 @@ def test_random_merges_leave_exactly_the_rows_spark_computes(
     rng = random.Random(seed)
     mode = rng.choice(["copy-on-write", "merge-on-read"])
     version = rng.choice(["2", "3"])
-    layout, evolve_after, change = random_layout(seed)
-    table = lake.create_table(
-        "db.t",
-        SCHEMA,
-        partition_by=layout,
-        properties={"format-version": version, "write.merge.mode": mode},
+    table, expected, layout = random_table(
+        lake, "db.t", rng, seed, {"format-version": version, "write.merge.mode": mode}
     )
-    expected: list[dict[str, Any]] = []
-    for i, start in enumerate((0, 40, 80)):  # files with overlapping and apart bounds
-        rows = random_rows(rng, range(start, start + 40 + rng.randrange(20)))
-        table.append(pa.Table.from_pylist(rows, schema=SCHEMA))
-        expected += rows
-        if i == evolve_after:
-            evolve(table, change)
     for step in range(STEPS):
         on = random_on(rng)
         clauses = random_clauses(rng, sql)
@@ -94,10 +67,7 @@ def test_random_merges_leave_exactly_the_rows_spark_computes(
         inline = f"(SELECT * FROM VALUES {', '.join(map(sql_row, source_rows))} AS v({COLUMNS}))"
         from_view = seed % 2 == 1 or not source_rows
         statement = merge_sql("lake.db.t", "src" if from_view else inline, on, clauses)
-        title = (
-            f"seed {seed} ({engine}, {mode}, v{version}, partitioned by {layout}, then {change} "
-            f"after append {evolve_after}), step {step}:\n{statement}"
-        )
+        title = f"seed {seed} ({engine}, {mode}, v{version}, {layout}), step {step}:\n{statement}"
         if sql:
             source.createOrReplaceTempView("src")
             spark.sql(statement)

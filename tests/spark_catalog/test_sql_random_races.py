@@ -29,18 +29,17 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 from random_merges import Clauses, merge_sql, merged_rows, random_clauses, random_on
 from random_rows import (
     SCHEMA,
     SPARK_SCHEMA,
-    evolve,
     random_condition,
-    random_layout,
     random_rows,
+    random_table,
     row_key,
+    seeds,
     sql_row,
 )
 
@@ -49,14 +48,7 @@ from lakecat.catalog import Catalog
 pytestmark = pytest.mark.spark
 
 
-def _seeds() -> list[int]:
-    spec = os.environ.get("LAKECAT_RACE_SEEDS")
-    if not spec:
-        return [1, 2, 3, 4]
-    start, _, end = spec.partition(":")
-    return list(range(int(start), int(end or int(start) + 1)))
-
-
+SEEDS = seeds("LAKECAT_RACE_SEEDS", [1, 2, 3, 4])
 ROUNDS = int(os.environ.get("LAKECAT_RACE_ROUNDS", "4"))
 RENAME = "concat(coalesce(name, ''), '!')"
 
@@ -132,7 +124,7 @@ def _multiset(rows: Rows) -> Counter[str]:
     return Counter(map(row_key, rows))
 
 
-@pytest.mark.parametrize("seed", _seeds())
+@pytest.mark.parametrize("seed", SEEDS)
 def test_random_races_end_as_the_isolation_level_allows(
     workers: Any, worker_catalog: Catalog, spark: Any, seed: int
 ) -> None:
@@ -141,24 +133,17 @@ def test_random_races_end_as_the_isolation_level_allows(
     version = rng.choice(["2", "3"])
     level = rng.choice(["serializable", "snapshot"])
     name = f"db.race_{seed}_{rng.randrange(10**9)}"
-    layout, evolve_after, change = random_layout(seed)
-    table = worker_catalog.create_table(
+    table, rows, layout = random_table(
+        worker_catalog,
         name,
-        SCHEMA,
-        partition_by=layout,
-        properties={
+        rng,
+        seed,
+        {
             "format-version": version,
             **{f"write.{op}.mode": mode for op in ("delete", "update", "merge")},
             **{f"write.{op}.isolation-level": level for op in ("delete", "update", "merge")},
         },
     )
-    rows: Rows = []
-    for i, start in enumerate((0, 40, 80)):  # files with overlapping and apart bounds
-        appended = random_rows(rng, range(start, start + 40 + rng.randrange(20)))
-        table.append(pa.Table.from_pylist(appended, schema=SCHEMA))
-        rows += appended
-        if i == evolve_after:
-            evolve(table, change)
     next_id = [1000]
     for round_ in range(ROUNDS):
         # an INSERT the Python data source writes (into a bucket layout, which Spark's writer
@@ -167,8 +152,7 @@ def test_random_races_end_as_the_isolation_level_allows(
         a, b = _statement(rng, rows, next_id, inserts=False), _statement(rng, rows, next_id)
         first, second = rng.sample(list(workers), 2)
         title = (
-            f"seed {seed} ({mode}, v{version}, {level}, partitioned by {layout}, then "
-            f"{change} after append {evolve_after}), round {round_}:\n"
+            f"seed {seed} ({mode}, v{version}, {level}, {layout}), round {round_}:\n"
             f"a: {a.sql(name)}\nb: {b.sql(name)}"
         )
         before, after_b = _multiset(rows), b.apply(spark, rows)
