@@ -121,22 +121,16 @@ final class NativeRowLevelWrites extends SparkStrategy {
   private static LogicalPlan withoutGroupFilters(
       LogicalPlan plan, LakecatScan.RowLevel scan, List<LogicalPlan> subqueries) {
     if (plan instanceof Filter && onScan((Filter) plan, scan)) {
-      Filter filter = (Filter) plan;
-      Expression kept = null;
-      boolean found = false;
-      for (Expression conjunct : conjuncts(filter.condition())) {
-        LogicalPlan subquery = groupFilterQuery(conjunct);
-        if (subquery != null) {
-          subqueries.add(withoutDynamicPruning(subquery));
-          found = true;
-        } else {
-          kept = kept == null ? conjunct : new And(kept, conjunct);
-        }
-      }
-      if (!found) {
-        return plan;
-      }
-      return kept == null ? filter.child() : new Filter(kept, filter.child());
+      return keepConjuncts(
+          (Filter) plan,
+          conjunct -> {
+            LogicalPlan subquery = groupFilterQuery(conjunct);
+            if (subquery == null) {
+              return true;
+            }
+            subqueries.add(withoutDynamicPruning(subquery));
+            return false;
+          });
     }
     List<LogicalPlan> children = new ArrayList<>();
     boolean changed = false;
@@ -172,18 +166,26 @@ final class NativeRowLevelWrites extends SparkStrategy {
     if (!(out instanceof Filter)) {
       return out;
     }
-    Filter filter = (Filter) out;
+    return keepConjuncts((Filter) out, conjunct -> !(conjunct instanceof DynamicPruningSubquery));
+  }
+
+  /**
+   * {@code filter} with only the conjuncts of its condition that {@code keep} keeps: itself when
+   * it keeps them all, its child when none.
+   */
+  private static LogicalPlan keepConjuncts(
+      Filter filter, java.util.function.Predicate<Expression> keep) {
     Expression kept = null;
     boolean dropped = false;
     for (Expression conjunct : conjuncts(filter.condition())) {
-      if (conjunct instanceof DynamicPruningSubquery) {
-        dropped = true;
-      } else {
+      if (keep.test(conjunct)) {
         kept = kept == null ? conjunct : new And(kept, conjunct);
+      } else {
+        dropped = true;
       }
     }
     if (!dropped) {
-      return out;
+      return filter;
     }
     return kept == null ? filter.child() : new Filter(kept, filter.child());
   }
