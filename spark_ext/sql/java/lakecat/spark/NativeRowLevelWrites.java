@@ -132,16 +132,7 @@ final class NativeRowLevelWrites extends SparkStrategy {
             return false;
           });
     }
-    List<LogicalPlan> children = new ArrayList<>();
-    boolean changed = false;
-    Iterator<LogicalPlan> it = plan.children().iterator();
-    while (it.hasNext()) {
-      LogicalPlan child = it.next();
-      LogicalPlan stripped = withoutGroupFilters(child, scan, subqueries);
-      changed |= stripped != child;
-      children.add(stripped);
-    }
-    return changed ? plan.withNewChildren(CollectionConverters.asScala(children).toList()) : plan;
+    return mapChildren(plan, child -> withoutGroupFilters(child, scan, subqueries));
   }
 
   /**
@@ -151,22 +142,27 @@ final class NativeRowLevelWrites extends SparkStrategy {
    * whose analysis refuses them (seen on a MERGE joining on a bucketed column). They only skip
    * partitions, so the query's answer is the same without them.
    */
-  static LogicalPlan withoutDynamicPruning(LogicalPlan plan) {
+  private static LogicalPlan withoutDynamicPruning(LogicalPlan plan) {
+    LogicalPlan out = mapChildren(plan, NativeRowLevelWrites::withoutDynamicPruning);
+    if (!(out instanceof Filter)) {
+      return out;
+    }
+    return keepConjuncts((Filter) out, conjunct -> !(conjunct instanceof DynamicPruningSubquery));
+  }
+
+  /** {@code plan} with {@code change} applied to each child (itself when none changes). */
+  private static LogicalPlan mapChildren(
+      LogicalPlan plan, java.util.function.UnaryOperator<LogicalPlan> change) {
     List<LogicalPlan> children = new ArrayList<>();
     boolean changed = false;
     Iterator<LogicalPlan> it = plan.children().iterator();
     while (it.hasNext()) {
       LogicalPlan child = it.next();
-      LogicalPlan stripped = withoutDynamicPruning(child);
-      changed |= stripped != child;
-      children.add(stripped);
+      LogicalPlan changedChild = change.apply(child);
+      changed |= changedChild != child;
+      children.add(changedChild);
     }
-    LogicalPlan out =
-        changed ? plan.withNewChildren(CollectionConverters.asScala(children).toList()) : plan;
-    if (!(out instanceof Filter)) {
-      return out;
-    }
-    return keepConjuncts((Filter) out, conjunct -> !(conjunct instanceof DynamicPruningSubquery));
+    return changed ? plan.withNewChildren(CollectionConverters.asScala(children).toList()) : plan;
   }
 
   /**
