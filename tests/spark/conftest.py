@@ -37,6 +37,21 @@ def lake(spark: Any, catalog: Catalog) -> Catalog:
     return catalog
 
 
+@pytest.fixture(params=["python", "sql"])
+def engine(request: pytest.FixtureRequest, spark: Any, lake: Catalog) -> str:
+    """Runs the test twice: ``python`` (lakecat's Python API) and ``sql`` (Spark SQL on the
+    test's catalog, attached here as ``lake``; skips when the catalog plugin is not available)."""
+    if request.param == "sql":
+        from lakecat.spark_ext import SparkCatalogError, attach_catalog
+
+        try:
+            attach_catalog(spark, "lake", catalog=lake)
+        except SparkCatalogError as exc:
+            pytest.skip(f"the Spark catalog plugin is not available: {exc}")
+    engine: str = request.param
+    return engine
+
+
 @pytest.fixture
 def failing_frame(spark: Any) -> Any:
     """2,000 rows (``id``, ``part`` = the Spark partition) whose task computing row 1,900

@@ -31,7 +31,7 @@ from random_rows import (
 )
 
 from lakecat.catalog import Catalog
-from lakecat.spark_ext import SparkCatalogError, attach_catalog, delete, update
+from lakecat.spark_ext import delete, update
 
 pytestmark = pytest.mark.spark
 
@@ -42,16 +42,10 @@ SEEDS = seeds("LAKECAT_CONDITION_SEEDS", [1, 2, 3, 4, 5, 6, 11, 13, 27])
 STEPS = int(os.environ.get("LAKECAT_CONDITION_STEPS", "4"))
 
 
-@pytest.mark.parametrize("engine", ["python", "sql"])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_conditions_change_exactly_the_rows_spark_picks(
     spark: Any, lake: Catalog, seed: int, engine: str
 ) -> None:
-    if engine == "sql":
-        try:
-            attach_catalog(spark, "lake", catalog=lake)
-        except SparkCatalogError as exc:
-            pytest.skip(f"the Spark catalog plugin is not available: {exc}")
     rng = random.Random(seed)
     mode = rng.choice(["copy-on-write", "merge-on-read"])
     version = rng.choice(["2", "3"])

@@ -26,7 +26,7 @@ from random_merges import merge_sql, merged_rows, random_clauses, random_on, sou
 from random_rows import SCHEMA, SPARK_SCHEMA, random_rows, random_table, row_key, seeds, sql_row
 
 from lakecat.catalog import Catalog
-from lakecat.spark_ext import SparkCatalogError, attach_catalog, merge
+from lakecat.spark_ext import merge
 
 pytestmark = pytest.mark.spark
 
@@ -37,17 +37,11 @@ SEEDS = seeds("LAKECAT_MERGE_SEEDS", [1, 2, 3, 4])
 STEPS = int(os.environ.get("LAKECAT_MERGE_STEPS", "3"))
 
 
-@pytest.mark.parametrize("engine", ["python", "sql"])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_merges_leave_exactly_the_rows_spark_computes(
     spark: Any, lake: Catalog, seed: int, engine: str
 ) -> None:
     sql = engine == "sql"
-    if sql:
-        try:
-            attach_catalog(spark, "lake", catalog=lake)
-        except SparkCatalogError as exc:
-            pytest.skip(f"the Spark catalog plugin is not available: {exc}")
     rng = random.Random(seed)
     mode = rng.choice(["copy-on-write", "merge-on-read"])
     version = rng.choice(["2", "3"])
