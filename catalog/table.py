@@ -672,15 +672,34 @@ class Table:
         max_snapshot_age_ms: int | None = None,
         min_snapshots_to_keep: int | None = None,
     ) -> CommitResult:
-        return self._set_ref(
-            name,
-            snapshot_id,
-            "branch",
-            create=True,
-            max_ref_age_ms=max_ref_age_ms,
-            max_snapshot_age_ms=max_snapshot_age_ms,
-            min_snapshots_to_keep=min_snapshots_to_keep,
+        """A branch at ``snapshot_id`` (default: main's head). On a table without a snapshot
+        (new, or replaced by a definition without rows), as Iceberg's
+        ``ManageSnapshots.createBranch``: the branch gets a new empty snapshot of its own."""
+        retention = {
+            "max_ref_age_ms": max_ref_age_ms,
+            "max_snapshot_age_ms": max_snapshot_age_ms,
+            "min_snapshots_to_keep": min_snapshots_to_keep,
+        }
+        if snapshot_id is None and self.metadata.current_snapshot_id is None:
+            return self._create_empty_branch(name, retention)
+        return self._set_ref(name, snapshot_id, "branch", create=True, **retention)
+
+    def _create_empty_branch(self, name: str, retention: Mapping[str, int | None]) -> CommitResult:
+        self._check_new_ref(name)
+        # an empty append that creates the branch (on top of one a concurrent commit made)
+        result = self._commit(
+            Intent(kind=OpKind.APPEND, branch=name, creates_branch=True), self.metadata
         )
+        if all(value is None for value in retention.values()):
+            return result
+
+        def build(base: TableMetadata) -> tuple[Sequence[TableUpdate], Sequence[TableRequirement]]:
+            ref = base.refs.get(name)
+            if ref is None or ref.ref_type != "branch":
+                raise NoSuchRef(f"{self.name} has no branch {name!r}")
+            return [SetSnapshotRef(name, ref.snapshot_id, "branch", **retention)], ()
+
+        return self.commit_updates(build)
 
     def replace_branch(self, name: str, snapshot_id: int) -> CommitResult:
         return self._set_ref(name, snapshot_id, "branch", create=False)
@@ -717,6 +736,12 @@ class Table:
 
         return self.commit_updates(build)
 
+    def _check_new_ref(self, name: str) -> None:
+        if not name or name.strip() != name:
+            raise ValidationError(f"invalid ref name {name!r}")
+        if name in self.metadata.refs:
+            raise ValidationError(f"{self.name} already has a ref named {name!r}")
+
     def _set_ref(
         self,
         name: str,
@@ -726,10 +751,10 @@ class Table:
         create: bool,
         **retention: int | None,
     ) -> CommitResult:
-        if not name or name.strip() != name:
+        if create:
+            self._check_new_ref(name)
+        elif not name or name.strip() != name:
             raise ValidationError(f"invalid ref name {name!r}")
-        if create and name in self.metadata.refs:
-            raise ValidationError(f"{self.name} already has a ref named {name!r}")
         target = snapshot_id if snapshot_id is not None else self.metadata.current_snapshot_id
         if target is None:
             raise ValidationError(f"{self.name} has no snapshot to point {name!r} at")

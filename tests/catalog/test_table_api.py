@@ -330,6 +330,28 @@ def test_branch_writes_do_not_move_main(table) -> None:
     assert ids(table.to_arrow(ref="audit")) == [0, 1, 2, 3, 4]
 
 
+def test_a_branch_of_a_table_without_a_snapshot_starts_at_an_empty_snapshot(table) -> None:
+    # as Iceberg's ManageSnapshots.createBranch: main stays without a snapshot
+    table.create_branch("audit", max_ref_age_ms=86_400_000, min_snapshots_to_keep=2)
+    ref = table.refs()["audit"]
+    assert table.current_snapshot() is None and "main" not in table.refs()
+    assert (ref.ref_type, ref.max_ref_age_ms, ref.min_snapshots_to_keep) == (
+        "branch",
+        86_400_000,
+        2,
+    )
+    empty = table.snapshot(ref.snapshot_id)
+    assert (empty.operation, empty.parent_snapshot_id) == ("append", None)
+    assert empty.summary_count("total-records") == 0
+    table.append(rows(range(2), "eu"), branch="audit")
+    assert ids(table.to_arrow(ref="audit")) == [0, 1]
+    assert table.to_arrow().num_rows == 0
+    with pytest.raises(ValidationError):
+        table.create_branch("audit")  # exists
+    with pytest.raises(ValidationError):
+        table.create_tag("v1")  # a tag needs a snapshot: main has none
+
+
 def test_tags_can_be_replaced_and_removed(table) -> None:
     a = table.append(rows(range(1), "eu"))
     b = table.append(rows(range(1, 2), "eu"))
