@@ -2,13 +2,15 @@
 table's isolation level allows (docs/concurrency.md).
 
 Each round one session plans a statement and stops before its commit (``a``), the other runs a
-statement to the end (``b``), then ``a`` commits (``a`` is a ``DELETE``, ``UPDATE`` or
-``MERGE``: an ``INSERT`` may commit in a Python worker process, which the pause does not
-reach). ``a`` either lands or fails with a typed ``lakecat Concurrent...`` error; ``b`` always
-lands. The statements are random ``DELETE``, ``UPDATE``, ``MERGE`` (``random_merges.py``,
-from an inline ``VALUES`` source) and ``INSERT`` on one table (copy-on-write or merge-on-read,
-format v2 or v3, partitioned as ``random_rows.random_layout`` draws), with the random
-conditions of ``random_rows.py``. After each round the table must hold:
+statement to the end (``b``), then ``a`` commits (``a`` is not an ``INSERT``: that may commit
+in a Python worker process, which the pause does not reach). ``a`` either lands or fails with
+a typed ``lakecat Concurrent...`` error; ``b`` always lands. The statements are random
+``DELETE``, ``UPDATE``, ``MERGE`` (``random_merges.py``, from an inline ``VALUES`` source),
+``INSERT`` and compactions (``rewrite_data_files``: bin-pack, sort or Z-order, of the whole
+table or the files a ``where`` picks; ``rewrite_position_delete_files``), which change no row,
+on one table (copy-on-write or merge-on-read, format v2 or v3, partitioned as
+``random_rows.random_layout`` draws), with the random conditions of ``random_rows.py``. After
+each round the table must hold:
 
 - ``a`` committed before ``b`` started (a ``MERGE`` that only inserts, which Spark runs as an
   ``INSERT``, into a layout Spark's writer does not take) or changed no row: ``b`` after ``a``;
@@ -57,15 +59,29 @@ RENAME = "concat(coalesce(name, ''), '!')"
 Rows = list[dict[str, Any]]
 
 
+# the compactions' arguments after the table's (Iceberg's rewrite_data_files; a table's few
+# small files are all taken)
+COMPACTIONS = [
+    "options => map('min-input-files', '1')",
+    "options => map('min-input-files', '1'), where => 'id < 500'",
+    "options => map('min-input-files', '1'), strategy => 'sort', sort_order => 'score DESC'",
+    "options => map('min-input-files', '1'), strategy => 'sort', sort_order => 'zorder(id, d)'",
+]
+
+
 @dataclass(frozen=True)
 class Statement:
-    kind: str  # delete, update, insert, merge
-    condition: str = ""  # delete, update
+    kind: str  # delete, update, insert, merge; compact, rewrite_deletes (no row changes)
+    condition: str = ""  # delete, update; compact: the procedure's other arguments
     rows: tuple[dict[str, Any], ...] = ()  # insert; merge: the source's
     on: str = ""  # merge
     clauses: Clauses | None = None  # merge
 
     def sql(self, table: str) -> str:
+        if self.kind == "compact":
+            return f"CALL lake.system.rewrite_data_files(table => '{table}', {self.condition})"
+        if self.kind == "rewrite_deletes":
+            return f"CALL lake.system.rewrite_position_delete_files(table => '{table}')"
         if self.kind == "delete":
             return f"DELETE FROM lake.{table} WHERE {self.condition}"
         if self.kind == "update":
@@ -79,6 +95,8 @@ class Statement:
 
     def apply(self, spark: Any, rows: Rows) -> Rows:
         """The rows after this statement, by Spark's evaluation of its condition."""
+        if self.kind in ("compact", "rewrite_deletes"):
+            return rows
         if self.kind == "insert":
             return rows + list(self.rows)
         if self.kind == "merge":
@@ -106,8 +124,13 @@ def _statement(
     rng: random.Random, rows: Rows, next_id: list[int], *, inserts: bool = True
 ) -> Statement:
     kind = rng.choices(
-        ["delete", "update", "merge", "insert"], weights=[2, 2, 2, 1 if inserts else 0]
+        ["delete", "update", "merge", "insert", "compact", "rewrite_deletes"],
+        weights=[2, 2, 2, 1 if inserts else 0, 1, 0.5],
     )[0]
+    if kind == "compact":
+        return Statement(kind, condition=rng.choice(COMPACTIONS))
+    if kind == "rewrite_deletes":
+        return Statement(kind)
     new = range(next_id[0], next_id[0] + rng.randrange(0 if kind == "merge" else 1, 6))
     next_id[0] += 100
     if kind == "insert":
