@@ -324,7 +324,7 @@ class Catalog:
         properties: Mapping[str, str] | None = None,
         location: str | None = None,
         data: Data | None = None,
-        files: Sequence[DataFile] = (),
+        files: Sequence[DataFile] | None = None,
     ) -> Table:
         """Create a table. ``partition_by`` takes a spec or ``["region", ("ts", "day"),
         ("id", "bucket[16]")]``; ``sort_by`` a sort order or ``["id", ("ts", "desc")]``.
@@ -335,8 +335,9 @@ class Catalog:
         With ``data`` (rows, written as the table's first data files) or ``files`` (data files
         already written in the form of :meth:`new_table_metadata`'s metadata, e.g. by a
         staged ``CREATE TABLE AS SELECT``), the table is created with its first snapshot, an
-        append of them, in one metadata version: nobody ever sees it empty, and if the create
-        fails the files this call wrote are deleted (``files`` stay the caller's).
+        append of them (of none, for no rows: as Iceberg's ``CREATE TABLE AS SELECT``), in
+        one metadata version: nobody ever sees it empty, and if the create fails the files
+        this call wrote are deleted (``files`` stay the caller's).
         """
         ns, name = parse_table_identifier(identifier)
         if self.store.table_exists(ns, name):
@@ -356,8 +357,8 @@ class Catalog:
             if data is not None:
                 new_files = write_files(self.io, metadata, conform(metadata, data))
                 written.extend(f.file_path for f in new_files)
-                files = [*files, *new_files]
-            if files:
+                files = [*(files or ()), *new_files]
+            if files is not None:
                 metadata = self._with_first_append(metadata, files, written)
         except BaseException:
             delete_quietly(self.io, written)
@@ -422,7 +423,7 @@ class Catalog:
         replacement = self.plan_replace(
             table, schema, partition_by=partition_by, sort_by=sort_by, properties=properties
         )
-        files: list[DataFile] = []
+        files: list[DataFile] | None = None  # no data: no snapshot
         if data is not None:
             target = replaced(table.metadata, replacement)
             files = write_files(table.io, target, conform(target, data))

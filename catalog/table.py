@@ -564,14 +564,16 @@ class Table:
         return self._commit(intent, self.metadata)
 
     def commit_replace(
-        self, replacement: Replacement, files: Sequence[DataFile] = ()
+        self, replacement: Replacement, files: Sequence[DataFile] | None = None
     ) -> CommitResult:
         """Replace the table's definition and rows in one commit: ``files`` (written against
-        ``replaced(self.metadata, replacement)``) become a snapshot without a parent, the old
-        snapshots stay in the history (see :mod:`lakecat.metadata.table.replace`). A failure
-        deletes ``files``; :class:`MetadataChanged` if a concurrent commit changed the schema,
-        partitioning or sort order meanwhile."""
-        if not files:  # a definition without rows: no snapshot, as Iceberg's replace
+        ``replaced(self.metadata, replacement)``; none for a query without rows) become a
+        snapshot without a parent, the old snapshots stay in the history (see
+        :mod:`lakecat.metadata.table.replace`). ``None``: a definition without rows, no
+        snapshot (main has none until the next write), as Iceberg's ``REPLACE TABLE`` without
+        ``AS SELECT``. A failure deletes ``files``; :class:`MetadataChanged` if a concurrent
+        commit changed the schema, partitioning or sort order meanwhile."""
+        if files is None:
             return self.commit_updates(lambda base: (replacement_updates(base, replacement), ()))
         intent = Intent(kind=OpKind.OVERWRITE, added_files=tuple(files), replacement=replacement)
         return self._commit(intent, self.metadata)

@@ -429,9 +429,10 @@ class CatalogBridge:
             "distribution": _write_distribution(metadata),
         }
 
-    def commit_staged(self, stage_id: str) -> int | None:
-        """Commit a staged statement (its rows' snapshot id; None: no rows)."""
-        return self.staged.commit(stage_id)
+    def commit_staged(self, stage_id: str, with_rows: bool = False) -> int | None:
+        """Commit a staged statement (its rows' snapshot id; None: no snapshot); ``with_rows``:
+        Spark wrote the statement's query into it (see :meth:`StagedTables.commit`)."""
+        return self.staged.commit(stage_id, with_rows=with_rows)
 
     def abort_staged(self, stage_id: str) -> None:
         self.staged.abort(stage_id)

@@ -13,7 +13,8 @@ table first).
   is one :meth:`~lakecat.catalog.Table.commit_replace`: new schema, partitioning and rows in
   one snapshot, the history kept.
 * A create writes the rows against the new table's first metadata; the commit creates the
-  table with its first snapshot holding them, in one metadata version
+  table with its first snapshot holding them (a query without rows makes an empty snapshot,
+  as Iceberg's do; a statement without a query, none), in one metadata version
   (:meth:`~lakecat.catalog.Catalog.create_table` with ``files``): the table never exists
   empty, and a failure leaves no table.
 
@@ -112,18 +113,21 @@ class StagedTables:
         self._staged[stage_id] = staged
         return stage_id, staged
 
-    def commit(self, stage_id: str) -> int | None:
-        """Commit a staged statement; the id of the snapshot holding its rows (None: none)."""
+    def commit(self, stage_id: str, *, with_rows: bool = False) -> int | None:
+        """Commit a staged statement; the id of the snapshot holding its rows (None: none).
+        ``with_rows``: the statement has a query (``AS SELECT``), whose rows, none maybe, make
+        a snapshot, as Iceberg's do; without, main has no snapshot."""
         staged = self._take(stage_id)
         io = self.catalog.io
-        files = handed_over(io, staged.stage_to)
+        handed = handed_over(io, staged.stage_to)
+        files = handed if handed or with_rows else None
         try:
             if staged.replacement is not None:
                 table = self.catalog.load_table(staged.name)
                 return table.commit_replace(staged.replacement, files).snapshot_id
             created = self._create(staged, files).current_snapshot()
         except BaseException:
-            delete_quietly(io, [f.file_path for f in files])
+            delete_quietly(io, [f.file_path for f in handed])
             raise
         finally:
             io.delete(staged.metadata_location)
@@ -145,7 +149,7 @@ class StagedTables:
             raise ValidationError(f"no staged table {stage_id!r} (committed or aborted already)")
         return staged
 
-    def _create(self, staged: Staged, files: Sequence[DataFile]) -> Table:
+    def _create(self, staged: Staged, files: Sequence[DataFile] | None) -> Table:
         metadata = staged.metadata
         return self.catalog.create_table(
             staged.name,

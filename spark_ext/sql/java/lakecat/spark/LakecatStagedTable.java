@@ -24,6 +24,9 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
  * the catalog never changed). See {@code spark_ext/sql/staging.py}.
  */
 final class LakecatStagedTable extends DescribedTable implements StagedTable, SupportsWrite {
+  // Spark wrote a query's rows (AS SELECT): the commit makes a snapshot of them, none maybe
+  private volatile boolean written;
+
   LakecatStagedTable(BridgeClient bridge, JsonNode descriptor) {
     super(bridge, descriptor);
   }
@@ -37,6 +40,7 @@ final class LakecatStagedTable extends DescribedTable implements StagedTable, Su
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+    written = true;
     SupportsWrite delegate = (SupportsWrite) delegate();
     Map<String, String> options = new HashMap<>(info.options().asCaseSensitiveMap());
     options.putAll(Names.map(descriptor.get("write_options")));
@@ -61,7 +65,9 @@ final class LakecatStagedTable extends DescribedTable implements StagedTable, Su
 
   @Override
   public void commitStagedChanges() {
-    bridge.call("commit_staged", stageArgs());
+    ObjectNode args = stageArgs();
+    args.put("with_rows", written);
+    bridge.call("commit_staged", args);
   }
 
   @Override
