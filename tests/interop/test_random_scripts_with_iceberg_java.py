@@ -5,10 +5,10 @@ Each script (``random_statements.py``, seeded) creates a table on Iceberg Java's
 and a control table beside it, then runs its steps: each step on the shared table with the
 engine the script picks (lakecat's catalog ``scripts`` on the same JDBC catalog, lakecat's
 Python API on that catalog, or Iceberg 1.10.2's Spark runtime) and on the control with Iceberg
-Java. After every step both engines
-read the shared table, and must read the control's rows; a statement fails on both tables or
-on neither. At the end every snapshot the shared table keeps reads the same through both
-engines (time travel), and on format v3 so do the row ids and sequence numbers.
+Java. After every step both engines read the shared table, and must read the control's rows
+(and the shared table's tag, if any, alike); a statement fails on both tables or on neither.
+At the end every snapshot the shared table keeps reads the same through both engines (time
+travel), so do its metadata tables, and on format v3 so do the row ids and sequence numbers.
 
 The seeds below run in CI. ``LAKECAT_SCRIPT_SEEDS=first:last`` runs other seeds
 (``LAKECAT_SCRIPT_STEPS`` steps each, default 14), to look for a difference: a failing seed's
