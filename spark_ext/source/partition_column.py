@@ -92,6 +92,12 @@ class PartitionColumn:
         values = {p.field_id: v for p, v in zip(spec.fields, f.partition, strict=True)}
         return tuple(spark_value(t, values.get(field_id)) for field_id, _, t in self.fields)
 
+    def projected(self, spec_id: int) -> int:
+        """How many of the union's fields spec ``spec_id`` has (Iceberg's
+        ``StructProjection.projectedFields`` of a file's coerced partition)."""
+        own = {p.field_id for p in self.specs[spec_id].fields}
+        return sum(1 for field_id, _, _ in self.fields if field_id in own)
+
     def arrow(self, files: Sequence[DataFile], arrow_type: pa.DataType) -> pa.Array:
         """The column's value for each of ``files``, as ``arrow_type`` (Spark's Arrow form of
         the struct, or of the fields a query kept of it: Spark prunes nested columns)."""

@@ -525,6 +525,27 @@ def test_position_deletes_name_every_deleted_row(lake: Lake, name: str) -> None:
         assert "content_offset" not in rows[0].asDict()
 
 
+def test_partitions_of_specs_with_other_field_counts_stay_apart_as_in_iceberg(
+    lake: Lake,
+) -> None:
+    # Iceberg's PartitionsTable keys a file by its partition over the union of the specs'
+    # fields and by how many of them its spec has: a null region under the first spec and a
+    # null region and day under the second are two rows (found by the random scripts)
+    table = lake.catalog.create_table("db.nulls", SCHEMA, partition_by=["region"])
+    nothing = pa.table({"id": [1], "region": [None], "ts": [None]}, SCHEMA)
+    table.append(nothing)
+    with table.update_spec() as spec:
+        spec.add_field("ts", "day")
+    table.append(nothing)
+    table.append(nothing)
+
+    rows = lake.sql("SELECT partition, spec_id, record_count FROM lake.db.nulls.partitions")
+    assert sorted((tuple(r.partition), r.spec_id, r.record_count) for r in rows) == [
+        ((None, None), 0, 1),
+        ((None, None), 1, 2),
+    ]
+
+
 def test_an_unpartitioned_table_has_one_partition_and_no_partition_columns(lake: Lake) -> None:
     table = lake.table("db.flat")
     [row] = lake.sql("SELECT * FROM lake.db.flat.partitions")

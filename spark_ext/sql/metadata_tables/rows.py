@@ -592,24 +592,28 @@ class _Partition:
 
 
 def _partitions(t: _Tables) -> list[tuple[Any, ...]]:
-    partitions: dict[tuple[Any, ...], _Partition] = {}
+    # keyed as Iceberg's PartitionsTable: the partition over the union of the specs' fields
+    # and how many of them the file's spec has, so that files of specs with fewer fields whose
+    # values match (all null, say) stay apart
+    partitions: dict[tuple[int, tuple[Any, ...]], _Partition] = {}
     live = (e for m in t.current_manifests() for e in t.decoder.live_entries(t.table.io, m))
     for e in live:
-        key = t.decoder.partition(e.data_file)
+        f = e.data_file
+        key = (t.decoder.union.projected(f.spec_id), t.decoder.partition(f))
         snapshot = (
             t.metadata.snapshot_by_id(e.snapshot_id)
             if e.snapshot_id is not None and t.metadata.has_snapshot(e.snapshot_id)
             else None
         )
         partitions.setdefault(key, _Partition()).add(
-            e.data_file,
+            f,
             None if snapshot is None else snapshot.timestamp_ms,
             None if snapshot is None else snapshot.snapshot_id,
         )
     partitioned = t.decoder.union.partitioned
     return [
         (
-            *((key, p.spec_id) if partitioned else ()),
+            *((key[1], p.spec_id) if partitioned else ()),
             p.record_count,
             p.file_count,
             p.total_data_file_size_in_bytes,
