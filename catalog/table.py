@@ -687,7 +687,7 @@ class Table:
         return self._set_ref(name, snapshot_id, "branch", create=True, **retention)
 
     def _create_empty_branch(self, name: str, retention: Mapping[str, int | None]) -> CommitResult:
-        self._check_new_ref(name)
+        self._check_ref_name(name, create=True)
         # an empty append that creates the branch (on top of one a concurrent commit made)
         result = self._commit(
             Intent(kind=OpKind.APPEND, branch=name, creates_branch=True), self.metadata
@@ -738,10 +738,10 @@ class Table:
 
         return self.commit_updates(build)
 
-    def _check_new_ref(self, name: str) -> None:
+    def _check_ref_name(self, name: str, *, create: bool) -> None:
         if not name or name.strip() != name:
             raise ValidationError(f"invalid ref name {name!r}")
-        if name in self.metadata.refs:
+        if create and name in self.metadata.refs:
             raise ValidationError(f"{self.name} already has a ref named {name!r}")
 
     def _set_ref(
@@ -753,10 +753,7 @@ class Table:
         create: bool,
         **retention: int | None,
     ) -> CommitResult:
-        if create:
-            self._check_new_ref(name)
-        elif not name or name.strip() != name:
-            raise ValidationError(f"invalid ref name {name!r}")
+        self._check_ref_name(name, create=create)
         target = snapshot_id if snapshot_id is not None else self.metadata.current_snapshot_id
         if target is None:
             raise ValidationError(f"{self.name} has no snapshot to point {name!r} at")
