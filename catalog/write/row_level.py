@@ -313,15 +313,17 @@ def _merge_file(
     rows: pa.Table, source: pa.Table, on: Sequence[str], clauses: MergeClauses, schema: Schema
 ) -> _MergedFile:
     """MERGE's effect on one file's rows."""
-    renamed = source.rename_columns(
-        [c if c in on else _SOURCE_PREFIX + c for c in source.column_names]
-    )
-    marker = "__matched"
-    renamed = renamed.append_column(marker, pa.array([True] * renamed.num_rows))
-    indexed = rows.append_column("__row", pa.array(range(rows.num_rows), pa.int64()))
-    joined = indexed.join(renamed, keys=list(on), join_type="left outer", use_threads=False)
-    joined = joined.sort_by("__row")
-    matched = pc.fill_null(joined.column(marker), False).combine_chunks()
+    # Arrow joins the keys only (it cannot carry nested columns through a join); each target
+    # row then takes its source row by index (source keys are unique: one match at most)
+    indexed = rows.select(list(on)).append_column("__row", _row_numbers(rows.num_rows))
+    source_keys = source.select(list(on)).append_column("__source", _row_numbers(source.num_rows))
+    pairs = indexed.join(source_keys, keys=list(on), join_type="left outer", use_threads=False)
+    picked = pairs.sort_by("__row").column("__source")
+    joined = rows
+    for c in source.column_names:
+        if c not in on:
+            joined = joined.append_column(_SOURCE_PREFIX + c, source.column(c).take(picked))
+    matched = pc.is_valid(picked).combine_chunks()
     keys = joined.filter(matched).select(list(on))
     n_matched = pc.sum(matched).as_py() or 0
     nothing = pa.array([False] * joined.num_rows)
@@ -376,7 +378,13 @@ def _unmatched(source: pa.Table, on: Sequence[str], matched_keys: list[pa.Table]
     if not matched_keys:
         return source
     keys = pa.concat_tables(matched_keys).group_by(list(on)).aggregate([])
-    return source.join(keys, keys=list(on), join_type="left anti", use_threads=False)
+    numbered = source.select(list(on)).append_column("__source", _row_numbers(source.num_rows))
+    left = numbered.join(keys, keys=list(on), join_type="left anti", use_threads=False)
+    return source.take(left.sort_by("__source").column("__source"))  # in the source's order
+
+
+def _row_numbers(count: int) -> pa.Array:
+    return pa.array(range(count), pa.int64())
 
 
 def _check_unique_keys(source: pa.Table, on: Sequence[str]) -> None:

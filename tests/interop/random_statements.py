@@ -1,12 +1,15 @@
 """Seeded random SQL scripts on one Iceberg table, for the differential tests that run them on
 lakecat's Spark catalog and on Iceberg Java's (``test_random_scripts_with_iceberg_java.py``).
 
-A script starts from a table ``(id bigint, cat string, amount double)`` and changes it the ways
+A script starts from a table of scalar columns (``id bigint, cat string, amount double``, a date,
+a timestamp and a decimal) and nested ones (a struct ``info``, an array ``tags`` and a map
+``props``) and changes it the ways
 users do: inserts, deletes, updates and merges with conditions of many shapes, static and
 whole-table overwrites, compactions, position delete rewrites, snapshot expiry, switching the
 table between copy-on-write and merge-on-read, partition spec evolution, adding and dropping a
 column (so a dropped column's values must not come back when a column of the same name is
-added again), renaming columns (partition sources too) and back, a branch and a tag, setting
+added again), changing the struct column ``info`` (adding and dropping a field, widening one),
+renaming columns (partition sources and struct fields too) and back, a branch and a tag, setting
 main to the tagged snapshot, replacing the table by a query of its own rows (``REPLACE TABLE
 ... AS SELECT``, maybe with new partitioning) and ``TRUNCATE``. The generator tracks the
 table's columns, their names and partition fields, so every statement is one both engines
@@ -37,10 +40,23 @@ TERMS = [
     "months(d)",
     "truncate(5, dec)",
     "bucket(2, d)",
+    "bucket(2, info.qty)",
 ]
 # The table's columns, created with the table; ``note`` comes and goes
-COLUMNS = "id bigint, cat string, amount double, d date, ts timestamp, dec decimal(9,2)"
-TYPED = {"d": "DATE", "ts": "TIMESTAMP", "dec": "DECIMAL(9,2)"}
+COLUMNS = (
+    "id bigint, cat string, amount double, d date, ts timestamp, dec decimal(9,2), "
+    "info struct<qty: int, label: string>, tags array<string>, props map<string, int>"
+)
+TYPED = {
+    "d": "DATE",
+    "ts": "TIMESTAMP",
+    "dec": "DECIMAL(9,2)",
+    "info": "",  # the struct's type of the moment (_info_type)
+    "tags": "ARRAY<STRING>",
+    "props": "MAP<STRING, INT>",
+}
+# the struct ``info``'s fields (``extra double`` comes and goes): renamed as columns are
+IN_INFO = ("qty", "label", "extra")
 # The name a script may rename each column to (and back): the generator writes every statement
 # with the names above, and :func:`_render` puts in the table's names of the moment
 RENAMED = {
@@ -50,22 +66,33 @@ RENAMED = {
     "ts": "tstamp",
     "dec": "price",
     "note": "memo",
+    "info": "meta",
+    "qty": "units",
+    "label": "title",
+    "extra": "more",
+    "tags": "labels",
+    "props": "attrs",
 }
 _NAMED = re.compile(r"\b(" + "|".join(RENAMED) + r")\b")
 
 
 def initial_rows(table: str, rows: int) -> str:
     """The INSERT a script's table starts with: ``rows`` rows computed from their ids."""
-    return f"INSERT INTO {table} {_from_range(0, rows, note=False)}"
+    return f"INSERT INTO {table} {_from_range(0, rows, Shape())}"
 
 
-def _from_range(lo: int, hi: int, *, note: bool) -> str:
-    extra = ", CAST(NULL AS STRING)" if note else ""
+def _from_range(lo: int, hi: int, shape: Shape) -> str:
+    extra = ", 'extra', CAST(id * 0.25 AS DOUBLE)" if shape.extra else ""
+    note = ", CAST(NULL AS STRING)" if shape.note else ""
     return (
         "SELECT id, CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' END, id * 1.5, "
         "date_add(DATE '2024-01-01', CAST(id * 5 AS INT)), "
         "timestamp_seconds(1704067200 + id * 25000), "
-        f"CAST(id * 1.25 AS DECIMAL(9,2)){extra} FROM range({lo}, {hi})"
+        "CAST(id * 1.25 AS DECIMAL(9,2)), "
+        "IF(id % 11 = 5, NULL, named_struct('qty', CAST(id % 7 AS INT), "
+        f"'label', IF(id % 4 = 0, NULL, IF(id % 2 = 1, 'u', 'v')){extra})), "
+        "IF(id % 9 = 4, NULL, IF(id % 5 = 0, array(), array('p', IF(id % 2 = 0, 'q', 'r')))), "
+        f"IF(id % 8 = 3, NULL, map('k1', CAST(id % 5 AS INT))){note} FROM range({lo}, {hi})"
     )
 
 
@@ -78,6 +105,8 @@ class Shape:
     branch: bool = False  # the branch ``dev`` exists
     tag: bool = False  # the tag ``v1`` exists
     widened: bool = False  # ``dec`` is a decimal(12,2)
+    extra: bool = False  # ``info`` has the field ``extra double`` (after ``label``)
+    long_qty: bool = False  # ``info.qty`` is a bigint
     # the partitioning was ever changed: files of other specs (kept, or back with the tag)
     # may hold rows of several of its partitions
     evolved: bool = False
@@ -136,6 +165,31 @@ def _note(rng: random.Random) -> str:
     return rng.choice(["'x'", "'y'", "NULL"])
 
 
+def _info(rng: random.Random, shape: Shape) -> str:
+    """A value of the struct ``info`` (NULL at times), as a ``named_struct``."""
+    if rng.random() < 0.15:
+        return "NULL"
+    label = rng.choice(["'u'", "'v'", "'w'", "NULL"])
+    extra = f", 'extra', {_maybe_null(rng, _amount(rng))}" if shape.extra else ""
+    return f"named_struct('qty', {rng.randrange(-3, 12)}, 'label', {label}{extra})"
+
+
+def _tags(rng: random.Random) -> str:
+    return rng.choice(["NULL", "array()", "array('p')", "array('q', 'r')", "array('p', NULL)"])
+
+
+def _props(rng: random.Random) -> str:
+    return rng.choice(
+        ["NULL", f"map('k1', {rng.randrange(5)})", f"map('k1', {rng.randrange(5)}, 'k2', 7)"]
+    )
+
+
+def _info_type(shape: Shape) -> str:
+    qty = "BIGINT" if shape.long_qty else "INT"
+    extra = ", extra: DOUBLE" if shape.extra else ""
+    return f"STRUCT<qty: {qty}, label: STRING{extra}>"
+
+
 def _maybe_null(rng: random.Random, value: str) -> str:
     return "NULL" if rng.random() < 0.15 else value
 
@@ -167,7 +221,19 @@ def predicate(rng: random.Random, shape: Shape, alias: str = "") -> str:
         f"{p}dec > {_dec(rng)}",
         f"{p}dec <= {_dec(rng)}",
         f"{p}dec IS NULL",
+        f"{p}info.qty > {rng.randrange(-2, 10)}",
+        f"{p}info.qty IS NULL",
+        f"{p}info IS NULL",
+        f"{p}info.label = {rng.choice(['u', 'v', 'w'])!r}",
+        f"{p}info.label IS NULL",
+        f"array_contains({p}tags, {rng.choice(['p', 'q', 'r'])!r})",
+        f"size({p}tags) > {rng.randrange(0, 2)}",
+        f"{p}tags IS NULL",
+        f"{p}props['k1'] >= {rng.randrange(5)}",
+        f"{p}props IS NULL",
     ]
+    if shape.extra:
+        atoms += [f"{p}info.extra > {_amount(rng)}", f"{p}info.extra IS NULL"]
     if shape.note:
         atoms += [f"{p}note = 'x'", f"{p}note IS NULL"]
     return _combined(rng, atoms)
@@ -191,24 +257,35 @@ def _assignment(rng: random.Random, shape: Shape, alias: str = "", source: str =
         f"{p}d = date_add({p}d, {rng.randrange(1, 90)})",
         f"{p}ts = {_maybe_null(rng, _ts(rng))}",
         f"{p}dec = {p}dec + 1",
+        f"{p}info.qty = {p}info.qty + 1",
+        f"{p}info.label = {rng.choice(['u', 'w'])!r}",
+        f"{p}info = {_info(rng, shape)}",
+        f"{p}tags = {_tags(rng)}",
+        f"{p}props = {_props(rng)}",
     ]
     if source:
         choices += [
             f"{p}amount = {source}.amount",
             f"{p}cat = {source}.cat",
             f"{p}d = {source}.d",
+            f"{p}info = {source}.info",
+            f"{p}info.qty = {source}.info.qty",
+            f"{p}tags = {source}.tags",
         ]
+    if shape.extra:
+        choices += [f"{p}info.extra = {_maybe_null(rng, _amount(rng))}"]
     if shape.note:
         choices += [f"{p}note = {_note(rng)}"]
     picked = rng.sample(choices, rng.randrange(1, 3))
-    columns = [a.split(" = ")[0] for a in picked]
+    # the column each assigns (a struct's field and the struct are one)
+    columns = [a.split(" = ")[0].removeprefix(p).split(".")[0] for a in picked]
     if len(set(columns)) < len(columns):  # one column assigned once
         picked = picked[:1]
     return ", ".join(picked)
 
 
 def _columns(shape: Shape) -> str:
-    return "id, cat, amount, d, ts, dec" + (", note" if shape.note else "")
+    return "id, cat, amount, d, ts, dec, info, tags, props" + (", note" if shape.note else "")
 
 
 def _row(rng: random.Random, shape: Shape, id_: int) -> str:
@@ -219,6 +296,9 @@ def _row(rng: random.Random, shape: Shape, id_: int) -> str:
         _maybe_null(rng, _date(rng)),
         _maybe_null(rng, _ts(rng)),
         _maybe_null(rng, _dec(rng)),
+        _info(rng, shape),
+        _tags(rng),
+        _props(rng),
     ] + ([_note(rng)] if shape.note else [])
     return "(" + ", ".join(values) + ")"
 
@@ -230,7 +310,7 @@ def _values(rng: random.Random, shape: Shape, ids: list[int]) -> str:
 
 def _typed(rows: str, shape: Shape) -> str:
     casts = "CAST(cat AS STRING) AS cat, CAST(amount AS DOUBLE) AS amount, " + ", ".join(
-        f"CAST({c} AS {t}) AS {c}" for c, t in TYPED.items()
+        f"CAST({c} AS {t or _info_type(shape)}) AS {c}" for c, t in TYPED.items()
     )
     if shape.note:
         casts += ", CAST(note AS STRING) AS note"
@@ -242,7 +322,7 @@ def _insert(rng: random.Random, shape: Shape) -> str:
         ids = [rng.randrange(0, 140) for _ in range(rng.randrange(1, 7))]
         return f"INSERT INTO {{t}} SELECT * FROM {_values(rng, shape, ids)}"
     lo = rng.randrange(0, 150)
-    return "INSERT INTO {t} " + _from_range(lo, lo + rng.randrange(1, 40), note=shape.note)
+    return "INSERT INTO {t} " + _from_range(lo, lo + rng.randrange(1, 40), shape)
 
 
 def _delete(rng: random.Random, shape: Shape) -> str:
@@ -289,11 +369,12 @@ def _overwrite(rng: random.Random, shape: Shape) -> str:
         # (Not after spec evolution: Iceberg Java refuses to delete a file of an older spec
         # that holds rows of the partition and others, which lakecat rewrites)
         cat = rng.choice(CATS[:3])
-        extra = ", 'y'" if shape.note else ""
+        note = ", 'y'" if shape.note else ""
         lo = rng.randrange(0, 150)
         return (
             f"INSERT OVERWRITE {{t}} PARTITION (cat = {cat}) SELECT id, id * 0.5, "
-            f"DATE '2024-06-01', NULL, 1.5BD{extra} FROM range({lo}, {lo + rng.randrange(0, 6)})"
+            f"DATE '2024-06-01', NULL, 1.5BD, CAST({_info(rng, shape)} AS {_info_type(shape)}), "
+            f"array('o'), NULL{note} FROM range({lo}, {lo + rng.randrange(0, 6)})"
         )
     return "INSERT OVERWRITE {t} SELECT * FROM {t} WHERE " + predicate(rng, shape)
 
@@ -419,15 +500,30 @@ def _column(rng: random.Random, shape: Shape) -> str:
     return "ALTER TABLE {t} DROP COLUMN note"
 
 
+def _nested(rng: random.Random, shape: Shape) -> str:
+    """A change of the struct ``info``: its field ``extra`` added or dropped, or ``qty``
+    widened to a bigint (once)."""
+    if not shape.long_qty and rng.random() < 0.3:
+        shape.long_qty = True
+        return "ALTER TABLE {t} ALTER COLUMN info.qty TYPE bigint"
+    shape.extra = not shape.extra
+    if shape.extra:
+        return "ALTER TABLE {t} ADD COLUMN info.extra double"
+    shape.names.pop("extra", None)  # added again as extra
+    return "ALTER TABLE {t} DROP COLUMN info.extra"
+
+
 def _rename(rng: random.Random, shape: Shape) -> str:
-    """A column (a partition source, maybe) renamed, or back."""
-    column = rng.choice([c for c in RENAMED if c != "note" or shape.note])
+    """A column (a partition source or a struct's field, maybe) renamed, or back."""
+    present = {"note": shape.note, "extra": shape.extra}
+    column = rng.choice([c for c in RENAMED if present.get(c, True)])
     new = column if column in shape.names else RENAMED[column]
     if new == column:
         del shape.names[column]
     else:
         shape.names[column] = new
-    return f"ALTER TABLE {{t}} RENAME COLUMN {column} TO {new}"
+    path = f"info.{column}" if column in IN_INFO else column
+    return f"ALTER TABLE {{t}} RENAME COLUMN {path} TO {new}"
 
 
 WEIGHTED = [
@@ -451,6 +547,7 @@ WEIGHTED = [
     (_replace, 1),
     (_truncate, 0.3),
     (_rename, 1),
+    (_nested, 1),
 ]
 ON_BRANCH = ("INSERT INTO ", "DELETE FROM ", "UPDATE ", "MERGE INTO ")
 
@@ -480,6 +577,9 @@ def _py_predicate(rng: random.Random, shape: Shape, alias: str = "") -> str:
         f"{p}ts >= {_ts(rng)}",
         f"{p}dec > {_dec(rng)[:-2]}",
         f"{p}dec IS NULL",
+        f"{p}info.qty < {rng.randrange(-2, 10)}",
+        f"{p}info.qty IS NULL",
+        f"{p}info.label = {rng.choice(['u', 'v', 'w'])!r}",
     ]
     if shape.note:
         atoms += [f"{p}note = 'x'", f"{p}note IS NULL"]
@@ -487,8 +587,17 @@ def _py_predicate(rng: random.Random, shape: Shape, alias: str = "") -> str:
 
 
 def _literal(value: Any) -> str:
+    """A Python value of a step's row as Spark SQL: a dict is a struct, a list of pairs a
+    map, another list an array."""
     if value is None:
         return "NULL"
+    if isinstance(value, dict):
+        fields = ", ".join(f"'{k}', {_literal(v)}" for k, v in value.items())
+        return f"named_struct({fields})"
+    if isinstance(value, list):
+        if value and isinstance(value[0], tuple):
+            return "map(" + ", ".join(f"{_literal(k)}, {v}" for k, v in value) + ")"
+        return "array(" + ", ".join(_literal(v) for v in value) + ")"
     if isinstance(value, str):
         return f"'{value}'"
     if isinstance(value, float):
@@ -515,6 +624,12 @@ def _py_row(rng: random.Random, shape: Shape) -> dict[str, Any]:
             dt.datetime(2024, rng.randrange(1, 13), rng.randrange(1, 29), rng.randrange(24), 30)
         ),
         "dec": maybe(Decimal(rng.randrange(-1000, 30000)) / 100),
+        "info": maybe(
+            {"qty": rng.randrange(-3, 12), "label": rng.choice(["u", "v", None])}
+            | ({"extra": maybe(rng.randrange(-40, 200) * 0.5)} if shape.extra else {})
+        ),
+        "tags": rng.choice([None, [], ["p"], ["q", "r"]]),
+        "props": rng.choice([None, [("k1", rng.randrange(5))], [("k1", 1), ("k2", 7)]]),
     }
     if shape.note:
         row["note"] = rng.choice(["x", "y", None])
@@ -593,8 +708,8 @@ def _python_rendered(step: Step, names: dict[str, str]) -> Step:
     def render(value: Any) -> Any:
         if isinstance(value, str):
             return _render(value, names)
-        if isinstance(value, dict):
-            return {names.get(k, k): v for k, v in value.items()}
+        if isinstance(value, dict):  # a row, a struct's value or an update's assignments
+            return {names.get(k, k): render(v) for k, v in value.items()}
         if isinstance(value, list):
             return [render(v) for v in value]
         return value

@@ -26,10 +26,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from java_session import JavaTables, java_session_with_db, lakecat_on
-from random_statements import COLUMNS, RENAMED, Step, initial_rows, script
+from random_statements import COLUMNS, Step, initial_rows, script
 
 from lakecat.catalog import Catalog, Table
 from lakecat.metadata.errors import CommitConflict
+from lakecat.metadata.schema import schema_to_arrow
 
 pytestmark = [pytest.mark.interop, pytest.mark.spark]
 
@@ -97,18 +98,6 @@ def lakecat(spark: Any, java: JavaTables) -> Iterator[Lakecat]:
         yield Lakecat(spark, catalog)
 
 
-ARROW = {
-    "id": pa.int64(),
-    "cat": pa.string(),
-    "amount": pa.float64(),
-    "d": pa.date32(),
-    "ts": pa.timestamp("us", tz="UTC"),
-    "dec": pa.decimal128(9, 2),
-    "note": pa.string(),
-}
-ARROW.update({new: ARROW[old] for old, new in RENAMED.items()})  # a column renamed
-
-
 NOTHING = "committed nothing"
 
 
@@ -120,11 +109,11 @@ def _python_step(t: Table, call: tuple[Any, ...]) -> str | None:
     try:
         if kind == "append":
             [rows] = args
-            result = t.append(_arrow(rows), branch=branch)
+            result = t.append(_arrow(rows, t), branch=branch)
         elif kind == "merge":
             rows, update, delete_if, insert = args
             result = t.merge(
-                _arrow(rows),
+                _arrow(rows, t),
                 "id",
                 when_matched_update=update,
                 when_matched_delete_if=delete_if,
@@ -147,8 +136,11 @@ def _python_step(t: Table, call: tuple[Any, ...]) -> str | None:
     return NOTHING if result is None else None
 
 
-def _arrow(rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.table({c: pa.array([r[c] for r in rows], ARROW[c]) for c in rows[0]})
+def _arrow(rows: list[dict[str, Any]], t: Table) -> pa.Table:
+    """A step's rows (a struct's value as a dict, a map's as a list of pairs), typed as the
+    table ``t``'s columns."""
+    types = schema_to_arrow(t.schema())
+    return pa.table({c: pa.array([r[c] for r in rows], types.field(c).type) for c in rows[0]})
 
 
 def _rows(engine: Lakecat | JavaTables, statement: str) -> list[list[Any]]:

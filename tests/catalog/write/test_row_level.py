@@ -102,3 +102,51 @@ def test_merge_with_target_filter_keeps_rows_outside_it(table) -> None:
     table.merge(source, on="id", when_matched_update=True, target_filter="region = 'eu'")
     assert state(table)[1] == ("eu", 111)
     assert state(table)[3] == ("us", 30)
+
+
+NESTED = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("info", pa.struct([("qty", pa.int32()), ("label", pa.string())])),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("props", pa.map_(pa.string(), pa.int32())),
+    ]
+)
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_merge_carries_struct_list_and_map_columns(catalog: Catalog, mode: str) -> None:
+    t = catalog.create_table("db.nested", NESTED, properties={"write.merge.mode": mode})
+    t.append(
+        pa.table(
+            {
+                "id": [1, 2, 3],
+                "info": [{"qty": 1, "label": "a"}, None, {"qty": 3, "label": None}],
+                "tags": [["x"], [], None],
+                "props": [[("k", 1)], None, [("k", 3), ("j", 4)]],
+            },
+            schema=NESTED,
+        )
+    )
+    source = pa.table(
+        {
+            "id": [3, 2, 7, 1],
+            "info": [{"qty": 30, "label": "c"}, {"qty": 20, "label": "b"}, None, None],
+            "tags": [["y", "z"], None, ["new"], ["gone"]],
+            "props": [None, [("k", 2)], [("n", 7)], None],
+        },
+        schema=NESTED,
+    )
+    t.merge(
+        source,
+        on="id",
+        when_matched_update=True,
+        when_matched_delete_if="info.qty < 2",  # the target row's field: row 1 goes
+        when_not_matched_insert=True,
+    )
+    got = sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert got == [
+        {"id": 2, "info": {"qty": 20, "label": "b"}, "tags": None, "props": [("k", 2)]},
+        {"id": 3, "info": {"qty": 30, "label": "c"}, "tags": ["y", "z"], "props": None},
+        {"id": 7, "info": None, "tags": ["new"], "props": [("n", 7)]},
+    ]
