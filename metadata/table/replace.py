@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import MetadataChanged, ValidationError
 from lakecat.metadata.partitioning.spec import PartitionField, PartitionSpec
 from lakecat.metadata.schema.schema import Schema
-from lakecat.metadata.schema.types import PrimitiveType
+from lakecat.metadata.schema.types import IcebergType, PrimitiveType, StructType, can_promote
 from lakecat.metadata.table.apply import apply
 from lakecat.metadata.table.schema_evolution import assign_fresh_ids
 from lakecat.metadata.table.snapshots import MAIN_BRANCH
@@ -139,27 +139,39 @@ def replaced(base: TableMetadata, replacement: Replacement) -> TableMetadata:
 
 
 def _reuse_column_ids(schema: Schema, current: Schema, last_column_id: int) -> Schema:
-    """``schema`` with the ids of ``current``'s top-level primitive columns of the same name
-    and type, and new ids (after ``last_column_id``) for every other field."""
+    """``schema`` with the ids Iceberg Java gives a replacement (``TypeUtil.assignFreshIds``
+    with the current schema as the base): a field at the same place as a field of ``current``
+    (the same names from the top-level column down, at any depth: a struct's field, a list's
+    element, a map's key or value) keeps that field's id, and every other field gets a new id
+    after ``last_column_id``, in Java's order. Unlike Java, an old id is kept only for a field
+    that can hold the old field's values (a struct for a struct, a list for a list, a map for
+    a map, a primitive type the old one promotes to): files of the table's older snapshots
+    then still read under the new schema (a branch that still points at one, say)."""
     counter = itertools.count(last_column_id + 1)
-    by_name = {f.name: f for f in current.fields}
-    fields = []
-    for f in schema.fields:
-        old = by_name.get(f.name)
-        if (
-            old is not None
-            and isinstance(f.field_type, PrimitiveType)
-            and old.field_type == f.field_type
-        ):
-            fields.append(replace(f, field_id=old.field_id))
-            continue
-        fresh_id = next(counter)
-        fresh_type = assign_fresh_ids(f.field_type, lambda: next(counter))
-        fields.append(replace(f, field_id=fresh_id, field_type=fresh_type))
-    names = {f.field_id: f.name for f in schema.fields}
-    by_new_name = {f.name: f.field_id for f in fields}
-    identifiers = tuple(by_new_name[names[i]] for i in schema.identifier_field_ids if i in names)
-    return Schema(tuple(fields), 0, identifiers)
+    old = {current.column_path(i): current.find_field(i) for i in current.field_ids()}
+
+    def id_for(path: tuple[str, ...], field_type: IcebergType) -> int:
+        found = old.get(path)
+        if found is not None and _holds(found.field_type, field_type):
+            return found.field_id
+        return next(counter)
+
+    fresh = assign_fresh_ids(StructType(schema.fields), lambda: next(counter), id_for)
+    assert isinstance(fresh, StructType)
+    resolved = Schema(fresh.fields)
+    identifiers = tuple(
+        resolved.find_path(schema.column_path(i)).field_id
+        for i in schema.identifier_field_ids
+        if i in schema.field_ids()
+    )
+    return Schema(fresh.fields, 0, identifiers)
+
+
+def _holds(old: IcebergType, new: IcebergType) -> bool:
+    """Whether a field of type ``new`` reads the values of one of type ``old``."""
+    if isinstance(old, PrimitiveType) or isinstance(new, PrimitiveType):
+        return can_promote(old, new)
+    return type(old) is type(new)
 
 
 def _reuse_partition_ids(spec: PartitionSpec, base: TableMetadata) -> PartitionSpec:

@@ -120,30 +120,45 @@ def _check_identifier_field(schema: Schema, field_id: int) -> None:
         raise InvalidUpdate(f"{name!r} cannot be an identifier field: {problem}")
 
 
-def assign_fresh_ids(t: IcebergType, next_id: Callable[[], int]) -> IcebergType:
+def assign_fresh_ids(
+    t: IcebergType,
+    next_id: Callable[[], int],
+    id_for: Callable[[tuple[str, ...], IcebergType], int] | None = None,
+    path: tuple[str, ...] = (),
+) -> IcebergType:
     """``t`` with every nested field id replaced by ``next_id()``, in Java's order.
 
     Java's ``TypeUtil.assignFreshIds``: a struct's own fields are numbered first, then each
     field's type is visited; a list numbers its element, a map its key and then its value.
+    With ``id_for``, a field's id is ``id_for(path, type)`` instead: its names from the
+    top-level column down (``path`` is ``t``'s own), as a list's ``element`` and a map's
+    ``key`` and ``value`` (a replace reuses the ids of fields at the same place).
     """
+
+    def new_id(name: str, field_type: IcebergType) -> int:
+        return next_id() if id_for is None else id_for((*path, name), field_type)
+
+    def visit(name: str, field_type: IcebergType) -> IcebergType:
+        return assign_fresh_ids(field_type, next_id, id_for, (*path, name))
+
     if isinstance(t, StructType):
-        ids = [next_id() for _ in t.fields]
+        ids = [new_id(f.name, f.field_type) for f in t.fields]
         return StructType(
             tuple(
-                replace(f, field_id=i, field_type=assign_fresh_ids(f.field_type, next_id))
+                replace(f, field_id=i, field_type=visit(f.name, f.field_type))
                 for i, f in zip(ids, t.fields, strict=True)
             )
         )
     if isinstance(t, ListType):
-        element_id = next_id()
-        return ListType(element_id, assign_fresh_ids(t.element_type, next_id), t.element_required)
+        element_id = new_id("element", t.element_type)
+        return ListType(element_id, visit("element", t.element_type), t.element_required)
     if isinstance(t, MapType):
-        key_id, value_id = next_id(), next_id()
+        key_id, value_id = new_id("key", t.key_type), new_id("value", t.value_type)
         return MapType(
             key_id,
-            assign_fresh_ids(t.key_type, next_id),
+            visit("key", t.key_type),
             value_id,
-            assign_fresh_ids(t.value_type, next_id),
+            visit("value", t.value_type),
             t.value_required,
         )
     return t
