@@ -233,7 +233,9 @@ def predicate(rng: random.Random, shape: Shape, alias: str = "") -> str:
         f"{p}props IS NULL",
     ]
     if shape.extra:
-        atoms += [f"{p}info.extra > {_amount(rng)}", f"{p}info.extra IS NULL"]
+        # (not ``info.extra IS NULL``: Iceberg Java 1.10.2 counts no null of a double in a
+        # null struct, and prunes its own files' rows where ``info`` is null)
+        atoms += [f"{p}info.extra > {_amount(rng)}"]
     if shape.note:
         atoms += [f"{p}note = 'x'", f"{p}note IS NULL"]
     return _combined(rng, atoms)

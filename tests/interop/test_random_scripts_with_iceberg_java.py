@@ -5,8 +5,9 @@ Each script (``random_statements.py``, seeded) creates a table on Iceberg Java's
 and a control table beside it, then runs its steps: each step on the shared table with the
 engine the script picks (lakecat's catalog ``scripts`` on the same JDBC catalog, lakecat's
 Python API on that catalog, or Iceberg 1.10.2's Spark runtime) and on the control with Iceberg
-Java. After every step both engines read the shared table, and must read the control's rows
-(and the shared table's tag, if any, alike); a statement fails on both tables or on neither.
+Java. After every step both engines read the shared table, whole and with a filter they prune
+its files by, and must read the control's rows (and the shared table's tag, if any, alike); a
+statement fails on both tables or on neither.
 At the end every snapshot the shared table keeps reads the same through both engines (time
 travel), so do its metadata tables, and on format v3 so do the row ids and sequence numbers.
 
@@ -266,6 +267,10 @@ def test_a_random_script_on_a_shared_table_reads_as_iceberg_java_alone_leaves_it
         expected = _rows(java, f"SELECT * FROM peers.db.{control} {check}")
         assert _rows(lakecat, f"SELECT * FROM {CATALOG}.db.{name} {check}") == expected, (
             f"{where}\nread {check}"
+        )
+        # Iceberg Java prunes the shared table's files by what each engine wrote of them
+        assert _rows(java, f"SELECT * FROM peers.db.{name} {check}") == expected, (
+            f"{where}\nIceberg Java read {check}"
         )
         if step.branch:
             expected = _rows(java, f"SELECT * FROM peers.db.{control}.branch_dev")

@@ -41,11 +41,13 @@ class _FileStats:
         "lower_bytes",
         "nan_counts",
         "null_counts",
+        "record_count",
         "upper_bytes",
         "value_counts",
     )
 
     def __init__(self, f: DataFile) -> None:
+        self.record_count = f.record_count
         self.value_counts = f.value_counts or EMPTY
         self.null_counts = f.null_value_counts or EMPTY
         self.nan_counts = f.nan_value_counts or EMPTY
@@ -138,9 +140,16 @@ def _unknown(bound: Any) -> bool:
 
 
 def _inclusive_is_null(pred: BoundPredicate) -> FileTest:
-    """Might hold a null unless the null count is known to be 0."""
+    """Might hold a null unless the null count is known to be 0.
+
+    A field nested in a struct is null in each row whose struct is null, and Iceberg Java
+    (1.10.2, Parquet) counts neither a value nor a null of a float or double field in such a
+    row. So a null count of 0 proves no null there only when the value count covers every
+    row of the file (it counts nulls: the spec's ``value_counts``)."""
     fid = pred.ref.field_id
-    return lambda s: s.null_counts.get(fid) != 0
+    if pred.ref.is_top_level:
+        return lambda s: s.null_counts.get(fid) != 0
+    return lambda s: s.null_counts.get(fid) != 0 or s.value_counts.get(fid) != s.record_count
 
 
 def _inclusive_not_null(pred: BoundPredicate) -> FileTest:

@@ -619,6 +619,16 @@ def test_strict_metrics_do_not_decide_nested_fields() -> None:
     assert not inclusive("st.x > 5", nested)
 
 
+def test_a_nested_null_count_proves_nothing_when_fewer_values_than_rows_are_counted() -> None:
+    # Iceberg Java 1.10.2 counts neither a value nor a null of a double nested in a struct
+    # in the rows where the struct is null: its file of three rows says one value, no null
+    java = _file(record_count=3, value_counts={11: 1}, null_value_counts={11: 0})
+    assert inclusive("st.x IS NULL", java)
+    every_row = _file(record_count=3, value_counts={11: 3}, null_value_counts={11: 0})
+    assert not inclusive("st.x IS NULL", every_row)
+    assert not inclusive("i IS NULL", _file(record_count=3, null_value_counts={1: 0}))
+
+
 def test_strict_metrics_of_empty_and_unknown_files() -> None:
     assert strict("i = 1", _file(record_count=0))
     assert not strict("i = 1", _file(record_count=-1))
