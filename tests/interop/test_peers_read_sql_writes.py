@@ -101,27 +101,10 @@ def test_the_histories_hold_the_expected_rows_and_files(tables: dict[str, Table]
         assert in_tasks is key.startswith("merge-on-read"), key
 
 
-# DuckDB 1.5.5's iceberg extension misapplies some of these deletion vectors: on some runs
-# (the layout of Spark's files varies) it applies one data file's DV to another file of the
-# table. Seen: at the UPDATE's snapshot it dropped positions 1, 8, ..., 43 of
-# cat_1=__HIVE_DEFAULT_PARTITION__/part-00001-<uuid>.parquet, which are the positions of the DV
-# of cat_1=b/part-00001-<uuid>.parquet, and kept that file's own (3, 10, ..., 45); the same
-# table reads so with 1, 2 or 4 DuckDB threads, every time. Both DVs are blobs of one Puffin
-# file; the manifest entries' referenced_data_file / content_offset / content_size_in_bytes
-# agree with the Puffin footer and with the blob bytes, and lakecat, pyiceberg and Iceberg
-# Java read every snapshot alike. Python-written v3 tables of the same layout (two files a
-# partition with the same names in each partition folder, a NULL partition, a DV per file in
-# one Puffin file) read right in DuckDB, and so do lakecat's own v3 tables in
-# test_peers_read_merge_on_read.py. DuckDB reads the v2 tables here.
-DUCKDB_MISREADS = {"merge-on-read v3"}
-
-
 @pytest.mark.parametrize("peer", ["pyiceberg", "duckdb"])
 def test_pyiceberg_and_duckdb_read_every_snapshot_as_lakecat_does(
     tables: dict[str, Table], peer: str
 ) -> None:
-    if peer == "duckdb":
-        tables = {k: t for k, t in tables.items() if k not in DUCKDB_MISREADS}
     assert rows_misread(peer, tables, COLUMNS) == []
 
 
