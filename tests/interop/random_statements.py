@@ -652,11 +652,15 @@ def _python(rng: random.Random, shape: Shape, target: str) -> Step:
     if kind == "delete":
         statement = f"DELETE FROM {target} WHERE {where}"
         return Step("python", statement, "", shape.branch, ("delete", where, branch))
+    info = {"qty": rng.randrange(12), "label": "z"} | ({"extra": 0.5} if shape.extra else {})
     choices: dict[str, Any] = {
         "amount": rng.choice([("+", 1.0), rng.randrange(-40, 200) * 0.5]),
         "cat": rng.choice(["a", "z", None]),
         "d": dt.date(2024, rng.randrange(1, 13), rng.randrange(1, 29)),
         "dec": Decimal(rng.randrange(0, 9000)) / 100,
+        # a struct's and an array's whole value
+        "info": rng.choice([None, info]),
+        "tags": rng.choice([None, [], ["z"]]),
     }
     if shape.note:
         choices["note"] = rng.choice(["x", None])
