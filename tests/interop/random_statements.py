@@ -103,6 +103,10 @@ class Shape:
     note: bool = False  # the column ``note string``
     partition: list[str] = field(default_factory=list)  # Iceberg partition terms
     branch: bool = False  # the branch ``dev`` exists
+    # main may have moved since ``dev`` was made or moved to it: a commit that rewrites no
+    # row (a compaction, Iceberg Java's DELETE that matches nothing) commits on one engine
+    # and not on the other, so the two tables' main and dev need not relate alike
+    main_moved: bool = True
     tag: bool = False  # the tag ``v1`` exists
     widened: bool = False  # ``dec`` is a decimal(12,2)
     extra: bool = False  # ``info`` has the field ``extra double`` (after ``label``)
@@ -452,14 +456,16 @@ def _partition(rng: random.Random, shape: Shape) -> str | None:
 
 
 def _branch(rng: random.Random, shape: Shape) -> str:
+    moved, shape.main_moved = shape.main_moved, False  # dev is made or moved to main, or goes
     if not shape.branch:
         shape.branch = True
         return "ALTER TABLE {t} CREATE BRANCH dev"
     if rng.random() < 0.3:
         shape.branch = False
         return "ALTER TABLE {t} DROP BRANCH dev"
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 or moved:
         return "ALTER TABLE {t} REPLACE BRANCH dev"  # to main's current snapshot
+    # main is an ancestor of dev (or is dev) on both tables
     return "CALL {c}.system.fast_forward(table => 'db.{name}', branch => 'main', to => 'dev')"
 
 
@@ -552,6 +558,16 @@ WEIGHTED = [
     (_nested, 1),
 ]
 ON_BRANCH = ("INSERT INTO ", "DELETE FROM ", "UPDATE ", "MERGE INTO ")
+# the statements that may commit to main (unless they write to ``{t}.branch_dev``)
+MOVES_MAIN = (
+    *ON_BRANCH,
+    "INSERT OVERWRITE ",
+    "REPLACE TABLE ",
+    "CREATE OR REPLACE TABLE ",
+    "TRUNCATE ",
+    "CALL {c}.system.rewrite_",
+    "CALL {c}.system.set_current_snapshot",
+)
 
 
 # ---- steps of lakecat's Python API (engine "python") ------------------------------------------
@@ -762,7 +778,10 @@ def script(seed: int, steps: int, *, partition: str = "cat") -> list[Step]:
                 check = _render(predicate(rng, shape), shape.names)
                 step = replace(_python_rendered(step, shape.names), check=check)
                 out.append(replace(step, lag=lag, tag=shape.tag))
+                shape.main_moved = shape.main_moved or target == "{t}"
                 continue
         check = _render(predicate(rng, shape), shape.names)
         out.append(Step(engine, statement, check, shape.branch, tag=shape.tag))
+        if statement.startswith(MOVES_MAIN) and "{t}.branch_dev" not in statement:
+            shape.main_moved = True
     return out
