@@ -103,6 +103,10 @@ def lakecat(spark: Any, java: JavaTables) -> Iterator[Lakecat]:
 
 
 NOTHING = "committed nothing"
+# Iceberg Java 1.10.2's rewrite_position_delete_files fails on a table with a list or map
+# column whenever it has position deletes to read (apache/iceberg#15632, fixed later), and
+# the two tables need not both have some: it changes no row, so either may fail so
+JAVA_REWRITE_DELETES_BUG = "Invalid partition field parent"
 
 
 def _python_step(t: Table, call: tuple[Any, ...]) -> str | None:
@@ -313,7 +317,10 @@ def test_a_random_script_on_a_shared_table_reads_as_iceberg_java_alone_leaves_it
         theirs = java.attempt(
             step.statement.format(t=f"peers.db.{control}", c="peers", name=control)
         )
-        assert (ours is None) == (theirs is None), f"{where}\nshared: {ours}\ncontrol: {theirs}"
+        known = any(m and JAVA_REWRITE_DELETES_BUG in m for m in (ours, theirs))
+        assert (ours is None) == (theirs is None) or known, (
+            f"{where}\nshared: {ours}\ncontrol: {theirs}"
+        )
         expected = _rows(java, f"SELECT * FROM peers.db.{control}")
         assert _rows(lakecat, f"SELECT * FROM {CATALOG}.db.{name}") == expected, where
         assert _rows(java, f"SELECT * FROM peers.db.{name}") == expected, where
