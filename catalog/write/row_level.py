@@ -26,6 +26,7 @@ import pyarrow.dataset as ds
 from lakecat.catalog.read.scan import Scan
 from lakecat.catalog.write.merge_on_read import FileDeletes
 from lakecat.catalog.write.row_ops import not_true, rewrite_columns
+from lakecat.metadata.deletes.apply import row_positions
 from lakecat.metadata.errors import SchemaMismatch, UnknownColumn, ValidationError
 from lakecat.metadata.expressions.evaluators import to_arrow_filter
 from lakecat.metadata.expressions.expressions import (
@@ -315,8 +316,10 @@ def _merge_file(
     """MERGE's effect on one file's rows."""
     # Arrow joins the keys only (it cannot carry nested columns through a join); each target
     # row then takes its source row by index (source keys are unique: one match at most)
-    indexed = rows.select(list(on)).append_column("__row", _row_numbers(rows.num_rows))
-    source_keys = source.select(list(on)).append_column("__source", _row_numbers(source.num_rows))
+    indexed = rows.select(list(on)).append_column("__row", row_positions(0, rows.num_rows))
+    source_keys = source.select(list(on)).append_column(
+        "__source", row_positions(0, source.num_rows)
+    )
     pairs = indexed.join(source_keys, keys=list(on), join_type="left outer", use_threads=False)
     picked = pairs.sort_by("__row").column("__source")
     joined = rows
@@ -378,13 +381,9 @@ def _unmatched(source: pa.Table, on: Sequence[str], matched_keys: list[pa.Table]
     if not matched_keys:
         return source
     keys = pa.concat_tables(matched_keys).group_by(list(on)).aggregate([])
-    numbered = source.select(list(on)).append_column("__source", _row_numbers(source.num_rows))
+    numbered = source.select(list(on)).append_column("__source", row_positions(0, source.num_rows))
     left = numbered.join(keys, keys=list(on), join_type="left anti", use_threads=False)
     return source.take(left.sort_by("__source").column("__source"))  # in the source's order
-
-
-def _row_numbers(count: int) -> pa.Array:
-    return pa.array(range(count), pa.int64())
 
 
 def _check_unique_keys(source: pa.Table, on: Sequence[str]) -> None:

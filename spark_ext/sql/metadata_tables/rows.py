@@ -596,10 +596,12 @@ def _partitions(t: _Tables) -> list[tuple[Any, ...]]:
     # and how many of them the file's spec has, so that files of specs with fewer fields whose
     # values match (all null, say) stay apart
     partitions: dict[tuple[int, tuple[Any, ...]], _Partition] = {}
+    union = t.decoder.union
+    projected = {spec_id: union.projected(spec_id) for spec_id in union.specs}
     live = (e for m in t.current_manifests() for e in t.decoder.live_entries(t.table.io, m))
     for e in live:
         f = e.data_file
-        key = (t.decoder.union.projected(f.spec_id), t.decoder.partition(f))
+        key = (projected[f.spec_id], t.decoder.partition(f))
         snapshot = (
             t.metadata.snapshot_by_id(e.snapshot_id)
             if e.snapshot_id is not None and t.metadata.has_snapshot(e.snapshot_id)
@@ -610,7 +612,7 @@ def _partitions(t: _Tables) -> list[tuple[Any, ...]]:
             None if snapshot is None else snapshot.timestamp_ms,
             None if snapshot is None else snapshot.snapshot_id,
         )
-    partitioned = t.decoder.union.partitioned
+    partitioned = union.partitioned
     return [
         (
             *((key[1], p.spec_id) if partitioned else ()),
