@@ -137,6 +137,40 @@ def test_a_delete_rewrites_only_the_files_the_runtime_filter_picks(lake) -> None
     assert sales.refresh().metadata_location == before
 
 
+def jobs_of(lake: Any, statement: str) -> int:
+    """How many Spark jobs ``statement`` ran."""
+    context = lake.spark.sparkContext
+    group = f"jobs-of-{id(statement)}-{len(statement)}"
+    context.setJobGroup(group, statement)
+    try:
+        lake.sql(statement)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    return len(context.statusTracker().getJobIdsForGroup(group))
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "DELETE FROM lake.db.sales WHERE amount = 2.5",
+        "UPDATE lake.db.sales SET amount = 0 WHERE id % 100 = 99",
+    ],
+)
+def test_a_statement_whose_runtime_filter_picks_no_file_writes_nothing(
+    lake, statement: str
+) -> None:
+    """Spark's runtime filter job finds no file with an affected row: the statement's rows
+    all come from the files read, so there is no write job to run (nor a commit)."""
+    sales = make_sales(lake)
+    before = sales.metadata_location
+
+    assert jobs_of(lake, statement) == 1  # the runtime filter's
+
+    assert sales.refresh().metadata_location == before
+    assert jobs_of(lake, statement.replace("2.5", "2.0").replace("99", "3")) == 2  # and a write
+    assert sales.refresh().metadata_location != before
+
+
 def test_a_merge_joining_on_bucketed_columns_runs_without_the_dynamic_pruning(lake) -> None:
     """Spark's optimizer adds dynamic partition pruning on id and region to the runtime filter's
     query (a small source, a table partitioned by both); that query runs on its own first, and

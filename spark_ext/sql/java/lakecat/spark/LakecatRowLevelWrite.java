@@ -106,14 +106,25 @@ final class LakecatRowLevelWrite implements Write, WriteRequirements.Spread {
             }
             scan.keep(chosen);
           }
-          ObjectNode args = table.identifierArgs();
-          args.set("options", Names.object(options));
-          args.put("overwrite", false);
-          table.bridge().insert(args, data);
+          if (!nothingToWrite()) {
+            ObjectNode args = table.identifierArgs();
+            args.set("options", Names.object(options));
+            args.put("overwrite", false);
+            table.bridge().insert(args, data);
+          }
           table
               .bridge()
               .call("commit_row_level", table.rowLevelCommitArgs(command, scan, stageTo));
         };
+      }
+
+      /**
+       * Whether the statement's rows are known to be none once the runtime filter ran: an
+       * {@code UPDATE}'s or {@code DELETE}'s rows all come from the files read, and none is
+       * left to read. Spark would still run a job for the empty write.
+       */
+      private boolean nothingToWrite() {
+        return command != Command.MERGE && scan != null && scan.files().isEmpty();
       }
 
       /** What EXPLAIN shows: the write, and the read Spark plans under it when it runs. */
