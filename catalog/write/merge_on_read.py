@@ -24,6 +24,7 @@ readers ignore it for a file that has a DV).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,11 +33,13 @@ from lakecat.catalog.commit.intent import OpKind
 from lakecat.catalog.commit.producer import data_dir
 from lakecat.catalog.read.deletes import DeleteReader
 from lakecat.metadata import properties as P
+from lakecat.metadata.deletes import PositionIndex
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.position_deletes import (
     FileDeletes,
     VectorTarget,
+    delete_file_threads,
     write_deletion_vector_file,
     write_position_delete_files,
 )
@@ -106,11 +109,23 @@ def write_deletion_vectors(
     reader = DeleteReader(
         io, metadata.schema(), metadata.schemas, name_mapping_of(metadata.properties)
     )
+    with_previous = [t for t in targets if t.applied]
+
+    def earlier(t: FileDeletes) -> PositionIndex | None:
+        return reader.position_index(t.data_file, t.applied)
+
+    threads = min(delete_file_threads(metadata.location), len(with_previous))
+    if threads > 1:
+        with ThreadPoolExecutor(threads, thread_name_prefix="lakecat-dvs") as pool:
+            found = list(pool.map(earlier, with_previous))
+    else:
+        found = [earlier(t) for t in with_previous]
+    previous = dict(zip((t.data_file.file_path for t in with_previous), found, strict=True))
     vectors = []
     for t in targets:
         f = t.data_file
         positions = t.positions.cast(pa.int64())
-        before = reader.position_index(f, t.applied)
+        before = previous.get(f.file_path)
         if before is not None:
             positions = pa.concat_arrays([before.positions, positions])
         if len(positions) and (

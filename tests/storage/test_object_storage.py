@@ -29,6 +29,7 @@ from lakecat.catalog.maintenance import (
     remove_orphan_files,
     rewrite_data_files,
 )
+from lakecat.catalog.write.merge_on_read import write_position_deletes
 from lakecat.metadata.errors import (
     NoSuchBucket,
     StorageAccessDenied,
@@ -37,6 +38,7 @@ from lakecat.metadata.errors import (
     ValidationError,
 )
 from lakecat.metadata.io.fileio import ArrowFileIO
+from lakecat.metadata.io.position_deletes import FileDeletes, delete_file_threads
 from lakecat.metadata.io.storage import s3_arguments
 
 pytestmark = pytest.mark.s3
@@ -244,6 +246,48 @@ def test_maintenance_on_s3_commits_and_deletes_without_markers(
     assert not [key for key in s3_warehouse.stored_keys() if key.endswith("/")]
     s3_catalog.drop_table("db.t", purge=True)
     assert s3_warehouse.stored_keys() == []
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_merge_on_read_deletes_of_many_files_on_s3_write_their_delete_files_at_once(
+    s3_catalog: Catalog, s3_warehouse: S3Warehouse, version: int
+) -> None:
+    """On an object store a commit writes its position delete files (v2), and reads the
+    deletion vectors its new ones replace (v3), several at once; a failure leaves none."""
+    table = s3_catalog.create_table(
+        "db.t",
+        pa.schema([("id", pa.int64()), ("part", pa.int32())]),
+        partition_by=["part"],
+        properties={"format-version": str(version), "write.delete.mode": "merge-on-read"},
+    )
+    ids = list(range(120))
+    table.append(pa.table({"id": pa.array(ids, pa.int64()), "part": [i % 12 for i in ids]}))
+    assert delete_file_threads(table.location) > 1
+
+    table.delete("id < 12")  # a row of each of the 12 files
+    table.refresh().delete("id >= 12 AND id < 24")  # again: v3 replaces each file's DV
+
+    kept = list(range(24, 120))
+    assert sorted(table.refresh().to_arrow().column("id").to_pylist()) == kept
+    plan = table.scan().plan()
+    deletes = {d.file_path for ds in plan.deletes.values() for d in ds}
+    assert len(plan.files) == 12 and len(deletes) == (24 if version == 2 else 1)
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    py = SqlCatalog(
+        s3_catalog.name,
+        uri=s3_catalog.uri,
+        warehouse=s3_catalog.warehouse,
+        **s3_warehouse.properties,
+    )
+    assert sorted(py.load_table("db.t").scan().to_arrow().column("id").to_pylist()) == kept
+
+    before = set(s3_warehouse.stored_keys())
+    bad = [FileDeletes(f, pa.array([0], pa.int64())) for f in plan.files]
+    bad[7] = FileDeletes(plan.files[7], pa.array([10], pa.int64()))  # past its 10 rows
+    with pytest.raises(ValidationError, match="outside"):
+        write_position_deletes(table.io, table.metadata, bad)
+    assert set(s3_warehouse.stored_keys()) == before  # no file of the other targets either
 
 
 def test_time_travel_on_s3_by_id_timestamp_and_tag(s3_catalog: Catalog) -> None:
