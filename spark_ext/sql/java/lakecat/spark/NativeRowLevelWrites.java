@@ -3,6 +3,8 @@ package lakecat.spark;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.Predicate;
+import java.util.function.UnaryOperator;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.ProjectingInternalRow;
 import org.apache.spark.sql.catalyst.expressions.And;
@@ -152,7 +154,7 @@ final class NativeRowLevelWrites extends SparkStrategy {
 
   /** {@code plan} with {@code change} applied to each child (itself when none changes). */
   private static LogicalPlan mapChildren(
-      LogicalPlan plan, java.util.function.UnaryOperator<LogicalPlan> change) {
+      LogicalPlan plan, UnaryOperator<LogicalPlan> change) {
     List<LogicalPlan> children = new ArrayList<>();
     boolean changed = false;
     Iterator<LogicalPlan> it = plan.children().iterator();
@@ -170,7 +172,7 @@ final class NativeRowLevelWrites extends SparkStrategy {
    * it keeps them all, its child when none.
    */
   private static LogicalPlan keepConjuncts(
-      Filter filter, java.util.function.Predicate<Expression> keep) {
+      Filter filter, Predicate<Expression> keep) {
     Expression kept = null;
     boolean dropped = false;
     for (Expression conjunct : conjuncts(filter.condition())) {
