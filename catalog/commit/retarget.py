@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecat.metadata.deletes import row_positions
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.parquet import read_data_file
 from lakecat.metadata.manifests.datafile import DataFile
@@ -48,7 +49,7 @@ def row_versions(io: FileIO, f: DataFile, sequence_number: int | None) -> RowVer
     no row id or no sequence number (a file without ``first_row_id``, e.g. listed only by
     snapshots from before a v3 upgrade, or an output that did not copy the lineage)."""
     rows = read_data_file(io, f, projected=Schema((ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)))
-    positions = pa.array(range(rows.num_rows), pa.int64())
+    positions = row_positions(0, rows.num_rows)
     batch = pa.RecordBatch.from_arrays(
         [rows.column(0).combine_chunks(), rows.column(1).combine_chunks()],
         names=[ROW_ID.name, LAST_UPDATED_SEQUENCE_NUMBER.name],
@@ -90,7 +91,7 @@ def retarget(
     hits = []
     for path, rows in outputs:
         held = _versions(rows.ids, rows.sequence_numbers).append_column(
-            "pos", pa.array(range(len(rows.ids)), pa.int64())
+            "pos", row_positions(0, len(rows.ids))
         )
         hit = held.join(wanted, keys=["id", "seq"], join_type="left semi")
         if hit.num_rows:

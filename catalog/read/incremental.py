@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 
 from lakecat.catalog.read.deletes import has_deletes
 from lakecat.catalog.read.scan import Scan, ScanPlan
+from lakecat.metadata.deletes import row_positions
 from lakecat.metadata.errors import NoSuchSnapshot, ValidationError
 from lakecat.metadata.io.fileio import FileIO
 from lakecat.metadata.io.parquet import read_data_file
@@ -266,7 +267,7 @@ class _Contributions:
     def _live_positions(self, f: DataFile, plan: ScanPlan | None) -> pa.Int64Array:
         """The positions of ``f``'s rows that ``plan``'s deletes leave (every row without)."""
         if plan is None or not plan.deletes.get(f.file_path):
-            return pa.array(range(f.record_count), pa.int64())
+            return row_positions(0, f.record_count)
         first = self.schema.fields[0].name  # the fewest columns the reader takes: one
         scan = Scan(self.io, self.metadata, None, self.schema, columns=[first])
         live = scan.live_rows(f, plan, position_column=_POSITION)
@@ -360,7 +361,7 @@ def _cancel(added: pa.Table, removed: pa.Table, schema: Schema) -> tuple[pa.Tabl
         sort_keys=[("id", "ascending"), ("sign", "ascending"), ("order", "descending")],
     )
     s_id, s_sign, s_net = pc.take(ids, by), pc.take(sign, by), pc.take(row_net, by)
-    position = pa.array(range(n), pa.int64())
+    position = row_positions(0, n)
     new_group = pc.or_(pc.not_equal(s_id[1:], s_id[:-1]), pc.not_equal(s_sign[1:], s_sign[:-1]))
     starts = pa.concat_arrays([pa.array([True]), new_group])
     rank = pc.subtract(position, pc.cumulative_max(pc.if_else(starts, position, 0)))
@@ -376,7 +377,7 @@ def _row_ids(values: pa.Table) -> pa.Int64Array:
     keys = [_groupable(values.column(i)) for i in range(values.num_columns)]
     if all(k is not None for k in keys):
         names = [f"k{i}" for i in range(len(keys))]
-        rows = pa.array(range(values.num_rows), pa.int64())
+        rows = row_positions(0, values.num_rows)
         table = pa.table([*keys, rows], names=[*names, "row"])
         try:
             grouped = table.group_by(names, use_threads=False).aggregate([("row", "list")])

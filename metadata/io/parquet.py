@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 from pyarrow._parquet import ParquetReader
 
 from lakecat.metadata import properties as props
+from lakecat.metadata.deletes import row_positions
 from lakecat.metadata.errors import (
     CorruptMetadata,
     LakecatError,
@@ -282,7 +283,7 @@ def _group_by_partition(
     # group_by has no kernels for extension types (uuid): group on their storage.
     key_table = pa.table(
         [k.storage if isinstance(k.type, pa.ExtensionType) else k for k in keys]
-        + [pa.array(range(data.num_rows), pa.int64())],
+        + [row_positions(0, data.num_rows)],
         names=[*names, "row"],
     )
     # Without threads group_by keeps first-appearance order of groups and row order in lists.

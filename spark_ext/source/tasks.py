@@ -28,6 +28,7 @@ from pyspark import TaskContext
 
 from lakecat.catalog.engine import DeleteReader, conform, delete_quietly, write_files
 from lakecat.metadata import properties as P
+from lakecat.metadata.deletes import row_positions
 from lakecat.metadata.errors import CommitFailed, StorageError, ValidationError
 from lakecat.metadata.expressions import (
     AlwaysTrue,
@@ -191,7 +192,7 @@ def _with_file(batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
 def _with_metadata(batch: pa.RecordBatch, path: str, start: int) -> pa.RecordBatch:
     n = batch.num_rows
     file_column = pa.repeat(pa.scalar(path, pa.string()), n)
-    positions = pa.array(range(start, start + n), pa.int64())
+    positions = row_positions(start, n)
     return pa.RecordBatch.from_arrays(
         [*batch.columns, file_column, positions],
         names=[*batch.schema.names, FILE_COLUMN, POS_COLUMN],
