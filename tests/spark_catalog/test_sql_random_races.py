@@ -90,7 +90,12 @@ class Statement:
         if self.kind == "insert":
             return f"INSERT INTO lake.{table} VALUES {values}"
         assert self.clauses is not None
-        source = f"(SELECT * FROM VALUES {values} AS v({', '.join(SCHEMA.names)}))"
+        columns = ", ".join(SCHEMA.names)
+        if self.rows:
+            source = f"(SELECT * FROM VALUES {values} AS v({columns}))"
+        else:  # an empty source (the table had no ids to match, and no new id was drawn)
+            nulls = sql_row(dict.fromkeys(SCHEMA.names))
+            source = f"(SELECT * FROM VALUES {nulls} AS v({columns}) WHERE false)"
         return merge_sql(f"lake.{table}", source, self.on, self.clauses)
 
     def apply(self, spark: Any, rows: Rows) -> Rows:
