@@ -34,7 +34,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from lakecat.catalog import Catalog, Table
-from lakecat.catalog.engine import metadata_dir
+from lakecat.catalog.engine import OpKind, merge_on_read, metadata_dir
 from lakecat.metadata import properties as P
 from lakecat.metadata.deletes import deserialize_bitmap, positions_array
 from lakecat.metadata.errors import (
@@ -828,6 +828,7 @@ class CatalogBridge:
             ),
             "row_lineage": table.metadata.format_version >= 3,
             "distribution": _write_distribution(table.metadata),
+            "row_level_modes": _row_level_modes(table.metadata),
         }
 
     def _metadata_table(self, namespace: Sequence[str], kind: str, table: Table) -> dict[str, Any]:
@@ -857,6 +858,25 @@ def _write_distribution(metadata: TableMetadata) -> dict[str, Any]:
         except ValidationError as exc:
             modes[statement or "write"] = {"error": str(exc)}
     return {"modes": modes, "sort_order": spark_sort_order(metadata)}
+
+
+def _row_level_modes(metadata: TableMetadata) -> dict[str, dict[str, str]]:
+    """Whether each row-level statement (``delete``, ``update``, ``merge``) is copy-on-write
+    or merge-on-read on this table, as lakecat's Python API decides it (``merge_on_read``), or
+    the error of a ``write.<statement>.mode`` that is not a mode (raised when such a statement
+    starts: the table still loads, for reads)."""
+    modes: dict[str, dict[str, str]] = {}
+    for statement, kind in (
+        ("delete", OpKind.DELETE),
+        ("update", OpKind.UPDATE),
+        ("merge", OpKind.MERGE),
+    ):
+        try:
+            mode = P.MERGE_ON_READ if merge_on_read(metadata, kind) else P.COPY_ON_WRITE
+            modes[statement] = {"mode": mode}
+        except ValidationError as exc:
+            modes[statement] = {"error": str(exc)}
+    return modes
 
 
 def _ref_name(name: str) -> tuple[str, str] | None:

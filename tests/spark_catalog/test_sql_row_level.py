@@ -244,6 +244,52 @@ def test_merge_on_read_tables_get_delete_files_and_keep_their_data_files(
         assert after[9][0] not in {rid for rid, _ in lineage.values()}
 
 
+def test_a_row_level_mode_reads_as_the_python_api_reads_it(lake, sales) -> None:
+    """Case and surrounding blanks do not matter (Iceberg ignores case too): SQL and
+    ``Table.delete`` both take this for merge-on-read."""
+    sales.set_properties({"write.delete.mode": " Merge-On-Read "})
+    before = data_files(sales)
+
+    lake.sql("DELETE FROM lake.db.sales WHERE id % 2 = 0")  # Spark's row-level plan
+
+    summary = sales.refresh().current_snapshot().summary
+    assert "deleted-data-files" not in summary and summary["added-delete-files"] == "3"
+    assert data_files(sales) == before
+    assert both_views(lake, "db.sales") == [(1, "eu", 1.0), (3, "eu", 3.0), (5, "us", 5.0)]
+
+
+BAD_MODE_STATEMENTS = {
+    "delete": "DELETE FROM lake.db.sales WHERE id % 2 = 0",
+    "update": "UPDATE lake.db.sales SET amount = 0 WHERE id % 2 = 0",
+    "merge": """MERGE INTO lake.db.sales t USING src s ON t.id = s.id
+        WHEN MATCHED THEN UPDATE SET amount = s.amount WHEN NOT MATCHED THEN INSERT *""",
+}
+
+
+@pytest.mark.parametrize("statement", sorted(BAD_MODE_STATEMENTS))
+def test_a_row_level_mode_that_is_not_a_mode_is_refused_before_anything_runs(
+    lake, sales, spark, statement
+) -> None:
+    """As in Iceberg ("Unknown row-level operation mode"): not read as copy-on-write."""
+    import lakecat.spark_ext as lk
+    from lakecat.metadata.errors import ValidationError
+
+    sales.set_properties({f"write.{statement}.mode": "nope"})
+    before = sales.refresh().metadata_location
+    source(spark, (2, "eu", 20.0), (7, "ap", 7.0))
+
+    with pytest.raises(Exception) as raised:
+        lake.sql(BAD_MODE_STATEMENTS[statement])
+
+    assert str(raised.value).splitlines()[0] == (
+        f"lakecat ValidationError: table property write.{statement}.mode='nope': "
+        "use one of ('copy-on-write', 'merge-on-read')"
+    )
+    assert type(lk.lakecat_error(raised.value)) is ValidationError
+    assert sales.refresh().metadata_location == before
+    assert len(both_views(lake, "db.sales")) == 6  # the table still reads
+
+
 # Spark's optimizer proves this condition can never hold (it puts 2.5 for amount in amount > 5)
 # and replaces the table's read with an empty relation: Spark never builds the statement's scan.
 NEVER = "{t}amount > 5 AND {t}amount = 2.5"

@@ -189,8 +189,7 @@ final class LakecatTable extends DescribedTable
       throw new UnsupportedOperationException(name() + " is read-only");
     }
     wapProperties(); // refuses a session's conflicting WAP settings before anything runs
-    String mode = properties.get(MODE_PROPERTIES.get(info.command()));
-    boolean mergeOnRead = "merge-on-read".equals(mode);
+    boolean mergeOnRead = mergeOnRead(info.command());
     return new RowLevelOperationBuilder() {
       @Override
       public RowLevelOperation build() {
@@ -202,11 +201,19 @@ final class LakecatTable extends DescribedTable
     };
   }
 
-  private static final Map<RowLevelOperation.Command, String> MODE_PROPERTIES =
-      Map.of(
-          RowLevelOperation.Command.DELETE, "write.delete.mode",
-          RowLevelOperation.Command.UPDATE, "write.update.mode",
-          RowLevelOperation.Command.MERGE, "write.merge.mode");
+  /**
+   * Whether {@code command} runs merge-on-read on this table: its {@code write.<command>.mode}
+   * as the Python side reads it (the table's descriptor), so that SQL and lakecat's Python API
+   * agree; a value that is not a mode is refused before anything runs, as Iceberg refuses it.
+   */
+  private boolean mergeOnRead(RowLevelOperation.Command command) {
+    JsonNode mode =
+        descriptor.path("row_level_modes").path(command.name().toLowerCase(Locale.ROOT));
+    if (mode.has("error")) {
+      throw refused(mode.get("error").asText());
+    }
+    return "merge-on-read".equals(mode.path("mode").asText());
+  }
 
   /**
    * The staged write of a copy-on-write operation that read through {@code scan}. With row
