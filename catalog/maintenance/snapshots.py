@@ -44,7 +44,12 @@ from lakecat.metadata.errors import (
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.table.snapshots import APPEND, MAIN_BRANCH, Snapshot, SnapshotRef
 from lakecat.metadata.table.table_metadata import TableMetadata
-from lakecat.metadata.table.timetravel import Timestamp, is_ancestor_of, to_timestamp_ms
+from lakecat.metadata.table.timetravel import (
+    Timestamp,
+    format_timestamp_ms,
+    is_ancestor_of,
+    to_timestamp_ms,
+)
 from lakecat.metadata.table.updates import (
     AssertRefSnapshotId,
     AssertTableUUID,
@@ -83,7 +88,7 @@ def rollback_to_timestamp(table: Table, timestamp: Timestamp) -> CommitResult:
     if target is None:
         raise NoSuchSnapshot(
             f"cannot roll back {table.name}: no ancestor of the current snapshot is older "
-            f"than {timestamp!r}"
+            f"than {format_timestamp_ms(ms)}"
         )
     return _move_main(table, view, target.snapshot_id)
 

@@ -65,7 +65,7 @@ def snapshot_as_of(metadata: TableMetadata, timestamp_ms: int) -> Snapshot:
         raise NoSuchSnapshot(_before_first_message(metadata, timestamp_ms))
     if not metadata.has_snapshot(found):
         raise NoSuchSnapshot(
-            f"snapshot {found}, current at {_format_ms(timestamp_ms)} in table "
+            f"snapshot {found}, current at {format_timestamp_ms(timestamp_ms)} in table "
             f"{metadata.location}, has been expired"
         )
     return metadata.snapshot_by_id(found)
@@ -113,7 +113,8 @@ def is_ancestor_of(metadata: TableMetadata, *, snapshot_id: int, ancestor_id: in
     return any(s.snapshot_id == ancestor_id for s in metadata.ancestors(snapshot_id))
 
 
-def _format_ms(timestamp_ms: int) -> str:
+def format_timestamp_ms(timestamp_ms: int) -> str:
+    """A timestamp in ms since the epoch as messages show it: ISO 8601 in UTC, to the ms."""
     try:
         moment = datetime.fromtimestamp(timestamp_ms / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):  # outside what datetime can show
@@ -122,13 +123,14 @@ def _format_ms(timestamp_ms: int) -> str:
 
 
 def _before_first_message(metadata: TableMetadata, timestamp_ms: int) -> str:
-    base = f"table {metadata.location} has no snapshot at or before {_format_ms(timestamp_ms)}"
+    moment = format_timestamp_ms(timestamp_ms)
+    base = f"table {metadata.location} has no snapshot at or before {moment}"
     times = [e.timestamp_ms for e in metadata.snapshot_log] or [
         s.timestamp_ms for s in metadata.snapshots
     ]
     if not times:
         return base + "; it has no snapshots"
-    return f"{base}; the first is at {_format_ms(min(times))}"
+    return f"{base}; the first is at {format_timestamp_ms(min(times))}"
 
 
 # ---- points in time ------------------------------------------------------------------------
