@@ -85,9 +85,12 @@ final class LakecatRowLevelWrite implements Write, WriteRequirements.Spread {
    * <p>{@code groupFilters} are the queries of Spark's runtime filter on the scan's {@code
    * _file} (each gives the files holding affected rows), taken out of the rows' plan by {@link
    * NativeRowLevelWrites}: Spark would drop them when it plans the DataFrame again, so they are
-   * run here first and narrow the scan's files, as Spark's runtime filter would.
+   * run here first and narrow the scan's files, as Spark's runtime filter would. {@code
+   * rowsOnlyFromScan}: a {@code MERGE} without a {@code WHEN NOT MATCHED} clause, whose rows
+   * all come from the files read.
    */
-  V1Write nativeWrite(SparkSession session, List<LogicalPlan> groupFilters) {
+  V1Write nativeWrite(
+      SparkSession session, List<LogicalPlan> groupFilters, boolean rowsOnlyFromScan) {
     return new V1Write() {
       @Override
       public String description() {
@@ -120,11 +123,13 @@ final class LakecatRowLevelWrite implements Write, WriteRequirements.Spread {
 
       /**
        * Whether the statement's rows are known to be none once the runtime filter ran: an
-       * {@code UPDATE}'s or {@code DELETE}'s rows all come from the files read, and none is
-       * left to read. Spark would still run a job for the empty write.
+       * {@code UPDATE}'s, a {@code DELETE}'s or an insert-free {@code MERGE}'s rows all come
+       * from the files read ({@code rowsOnlyFromScan}), and none is left to read. Spark would
+       * still run a job for the empty write.
        */
       private boolean nothingToWrite() {
-        return command != Command.MERGE && scan != null && scan.files().isEmpty();
+        boolean fromScan = command != Command.MERGE || rowsOnlyFromScan;
+        return fromScan && scan != null && scan.files().isEmpty();
       }
 
       /** What EXPLAIN shows: the write, and the read Spark plans under it when it runs. */

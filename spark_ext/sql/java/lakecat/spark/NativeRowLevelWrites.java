@@ -16,6 +16,7 @@ import org.apache.spark.sql.catalyst.expressions.InSubquery;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.MergeRows;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.ReplaceData;
 import org.apache.spark.sql.connector.catalog.Identifier;
@@ -107,7 +108,10 @@ final class NativeRowLevelWrites extends SparkStrategy {
         };
     SparkPlan exec =
         new AppendDataExecV1(
-            write.table(), rows, refreshCache, write.nativeWrite(session, groupFilters));
+            write.table(),
+            rows,
+            refreshCache,
+            write.nativeWrite(session, groupFilters, mergeWithoutInserts(replace.query())));
     List<SparkPlan> out = new ArrayList<>();
     out.add(exec);
     return CollectionConverters.asScala(out).toList();
@@ -205,6 +209,24 @@ final class NativeRowLevelWrites extends SparkStrategy {
       out.add(condition);
     }
     return out;
+  }
+
+  /**
+   * Whether {@code plan} is a {@code MERGE}'s without a {@code WHEN NOT MATCHED} clause: its
+   * {@code MergeRows} has no instruction for source rows without a match, so every row it
+   * writes comes from a row of the table's scan. False when there is no {@code MergeRows}.
+   */
+  private static boolean mergeWithoutInserts(LogicalPlan plan) {
+    if (plan instanceof MergeRows) {
+      return ((MergeRows) plan).notMatchedInstructions().isEmpty();
+    }
+    Iterator<LogicalPlan> children = plan.children().iterator();
+    while (children.hasNext()) {
+      if (mergeWithoutInserts(children.next())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The subquery of a runtime filter {@code _file IN (subquery)}; or null. */
