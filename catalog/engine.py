@@ -58,6 +58,7 @@ from lakecat.catalog.commit.intent import (
     Intent,
     OpKind,
     commit_parent,
+    isolation_level,
     new_snapshot_id,
     start_of,
 )
@@ -169,6 +170,7 @@ __all__ = [
     "expire_snapshots",
     "fast_forward",
     "has_deletes",
+    "isolation_level",
     "lakecat_version",
     "merge_on_read",
     "metadata_delta",

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lakecat.catalog.commit.intent import Intent, OpKind, start_of
+from lakecat.catalog.commit.intent import (
+    Intent,
+    OpKind,
+    isolation_level,
+    parse_isolation_level,
+    start_of,
+)
 from lakecat.catalog.commit.pipeline import CommitResult, commit_intent
 from lakecat.catalog.commit.pipeline import commit_updates as commit_metadata_updates
 from lakecat.catalog.read.scan import RowFilter, Scan, to_expression
@@ -336,7 +342,7 @@ class Table:
             added=files,
             removed=removed,
             read_partitions=partitions,
-            isolation=self._isolation(start, P.DELETE_ISOLATION_LEVEL),
+            isolation=isolation_level(start, P.DELETE_ISOLATION_LEVEL),
             **commit_options,
         )
         return self._commit(intent, start)
@@ -365,7 +371,7 @@ class Table:
             cache=self._ops.manifest_cache,
             merge_on_read=merge_on_read(start, OpKind.UPDATE),
         )
-        isolation = self._isolation(start, P.UPDATE_ISOLATION_LEVEL)
+        isolation = isolation_level(start, P.UPDATE_ISOLATION_LEVEL)
         return self._commit_plan(OpKind.UPDATE, plan, start, branch, isolation, commit_options)
 
     def merge(
@@ -410,7 +416,7 @@ class Table:
             cache=self._ops.manifest_cache,
             merge_on_read=merge_on_read(start, OpKind.MERGE),
         )
-        isolation = self._isolation(start, P.MERGE_ISOLATION_LEVEL)
+        isolation = isolation_level(start, P.MERGE_ISOLATION_LEVEL)
         return self._commit_plan(OpKind.MERGE, plan, start, branch, isolation, commit_options)
 
     def upsert(
@@ -487,7 +493,7 @@ class Table:
             removed=[*plan.removed, *replaced_deletes(start, plan.position_deletes)],
             read_files=plan.read_files,
             read_filter=expression,
-            isolation=self._isolation(start, P.DELETE_ISOLATION_LEVEL),
+            isolation=isolation_level(start, P.DELETE_ISOLATION_LEVEL),
             **commit_options,
         )
         return self._commit(intent, start)
@@ -504,15 +510,6 @@ class Table:
 
     def _head(self, metadata: TableMetadata, branch: str, create: bool = False) -> Snapshot | None:
         return start_of(metadata, branch, create=create, table=self.name)
-
-    @staticmethod
-    def _isolation(metadata: TableMetadata, key: str) -> str:
-        level = metadata.properties.get(key, P.ISOLATION_LEVEL_DEFAULT)
-        if level not in P.ISOLATION_LEVELS:
-            raise ValidationError(
-                f"table property {key}={level!r}: use one of {P.ISOLATION_LEVELS}"
-            )
-        return level
 
     def _intent(
         self,
@@ -599,8 +596,8 @@ class Table:
         row lineage and deletion vectors; never down), as Iceberg's catalogs do."""
         props = {**(updates or {}), **kwargs}
         for key, value in props.items():
-            if key.endswith("isolation-level") and value not in P.ISOLATION_LEVELS:
-                raise ValidationError(f"{key} must be one of {P.ISOLATION_LEVELS}, not {value!r}")
+            if key.endswith("isolation-level"):
+                parse_isolation_level(key, value)  # a bad value fails before anything changes
         changes: list[TableUpdate] = []
         if P.FORMAT_VERSION in props:
             version = requested_format_version({P.FORMAT_VERSION: props.pop(P.FORMAT_VERSION)})

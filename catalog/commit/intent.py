@@ -63,6 +63,23 @@ _SNAPSHOT_OPERATION = {
 }
 
 
+def isolation_level(metadata: TableMetadata, key: str) -> str:
+    """The isolation level the table property ``key`` (``write.<operation>.isolation-level``)
+    asks for, ``serializable`` or ``snapshot`` (the default when unset), in any case as
+    Iceberg's ``IsolationLevel.fromName`` reads it, blanks around it ignored.
+    :class:`ValidationError` for a value that is neither, before anything is written."""
+    value = metadata.properties.get(key, P.ISOLATION_LEVEL_DEFAULT)
+    return parse_isolation_level(key, value)
+
+
+def parse_isolation_level(key: str, value: str) -> str:
+    """``value`` of the property ``key`` as an isolation level (see :func:`isolation_level`)."""
+    level = value.strip().lower()
+    if level not in P.ISOLATION_LEVELS:
+        raise ValidationError(f"table property {key}={value!r}: use one of {P.ISOLATION_LEVELS}")
+    return level
+
+
 def new_snapshot_id() -> int:
     """A random positive 63-bit id, as Iceberg Java derives it from a UUID."""
     u = uuid.uuid4().int

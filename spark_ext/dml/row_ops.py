@@ -51,6 +51,7 @@ from lakecat.catalog.engine import (
     Scan,
     ScanPlan,
     delete_quietly,
+    isolation_level,
     merge_on_read,
     replaced_deletes,
     write_position_deletes,
@@ -78,7 +79,6 @@ from lakecat.spark_ext.dml.positions import file_positions
 from lakecat.spark_ext.native.distribution import distributed, distribution_mode
 from lakecat.spark_ext.settings import DEFAULT_FORMAT
 from lakecat.spark_ext.source.staging import TargetTable, open_target, read_files, stage_write
-from lakecat.spark_ext.source.write_jobs import isolation_level
 from lakecat.spark_ext.types import FILE_COLUMN, METADATA_COLUMNS, POS_COLUMN
 
 _MATCH = "__lakecat_match"

@@ -50,6 +50,7 @@ from lakecat.catalog.engine import (
     check_metadata,
     check_protocol,
     delete_quietly,
+    isolation_level,
     metadata_delta,
     metadata_dir,
     new_snapshot_id,
@@ -511,13 +512,6 @@ def write_branch(options: Mapping[str, str], metadata: TableMetadata) -> tuple[s
     create = options.get(CREATE_BRANCH, "false").strip().lower() == "true"
     start_of(metadata, branch, create=create)
     return branch, create
-
-
-def isolation_level(metadata: TableMetadata, key: str) -> str:
-    level = metadata.properties.get(key, P.ISOLATION_LEVEL_DEFAULT)
-    if level not in P.ISOLATION_LEVELS:
-        raise ValidationError(f"table property {key}={level!r}: use one of {P.ISOLATION_LEVELS}")
-    return level
 
 
 def check_unchanged(planned: TableMetadata, current: TableMetadata, intent: Intent) -> None:

@@ -44,6 +44,7 @@ from lakecat.catalog.engine import (
     Intent,
     OpKind,
     delete_quietly,
+    isolation_level,
     replaced_deletes,
     write_position_deletes,
 )
@@ -55,7 +56,7 @@ from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.table import MAIN_BRANCH
 from lakecat.spark_ext.source.planning import ReadView, plan_files
 from lakecat.spark_ext.source.staging import handed_over
-from lakecat.spark_ext.source.write_jobs import check_unchanged, isolation_level
+from lakecat.spark_ext.source.write_jobs import check_unchanged
 
 _COMMANDS = {
     "delete": (OpKind.DELETE, P.DELETE_ISOLATION_LEVEL),
