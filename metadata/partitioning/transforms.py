@@ -486,7 +486,7 @@ _BUCKET_SOURCES = (
 )
 _TRUNCATE_SOURCES = (IntegerType, LongType, DecimalType, StringType, BinaryType)
 
-_PARAMETERIZED = re.compile(r"^(bucket|truncate)\[\s*(\d+)\s*\]$")
+_PARAMETERIZED = re.compile(r"^(bucket|truncate)\[\s*(-?\d+)\s*\]$")  # (a count below 1 is refused)
 _PARAMETERIZED_FACTORY: dict[str, Callable[[int], Transform]] = {
     "bucket": BucketTransform,
     "truncate": TruncateTransform,
@@ -506,7 +506,8 @@ def parse_transform(text: str, *, strict: bool = True) -> Transform:
 
     With ``strict`` (user input) an unknown string raises :class:`ValidationError`; with
     ``strict=False`` (metadata written by another implementation) it becomes an
-    :class:`UnknownTransform` that round-trips unchanged. ``bucket[0]`` is always an error.
+    :class:`UnknownTransform` that round-trips unchanged. ``bucket[0]``, ``bucket[-1]`` and
+    ``truncate[0]`` are always errors (a count or width must be positive).
     """
     normalized = text.strip().lower()
     simple = _SIMPLE.get(normalized)

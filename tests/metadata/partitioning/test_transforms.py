@@ -497,8 +497,8 @@ def test_parse_transform_rejects_unknown_user_input(text: str) -> None:
         parse_transform(text)
 
 
-@pytest.mark.parametrize("text", ["bucket[0]", "truncate[0]"])
-def test_zero_bucket_count_or_width_is_rejected(text: str) -> None:
+@pytest.mark.parametrize("text", ["bucket[0]", "truncate[0]", "bucket[-1]", "truncate[ -4 ]"])
+def test_a_bucket_count_or_width_below_one_is_rejected_as_such(text: str) -> None:
     with pytest.raises(ValidationError, match="positive"):
         parse_transform(text)
     with pytest.raises(ValidationError):
