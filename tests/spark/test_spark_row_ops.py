@@ -361,8 +361,7 @@ def nested_contents(catalog: Catalog, table: Table) -> dict[int, dict[str, Any]]
     return ours
 
 
-@pytest.mark.parametrize("version", ["2", "3"])
-@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+@pytest.mark.parametrize(("mode", "version"), [("copy-on-write", "2"), ("merge-on-read", "3")])
 def test_delete_update_and_merge_carry_struct_list_and_map_columns(
     spark: Any, lake: Catalog, version: str, mode: str
 ) -> None:

@@ -266,26 +266,26 @@ BAD_MODE_STATEMENTS = {
 }
 
 
-@pytest.mark.parametrize("statement", sorted(BAD_MODE_STATEMENTS))
 def test_a_row_level_mode_that_is_not_a_mode_is_refused_before_anything_runs(
-    lake, sales, spark, statement
+    lake, sales, spark
 ) -> None:
     """As in Iceberg ("Unknown row-level operation mode"): not read as copy-on-write."""
     import lakecat.spark_ext as lk
     from lakecat.metadata.errors import ValidationError
 
-    sales.set_properties({f"write.{statement}.mode": "nope"})
+    sales.set_properties({f"write.{statement}.mode": "nope" for statement in BAD_MODE_STATEMENTS})
     before = sales.refresh().metadata_location
     source(spark, (2, "eu", 20.0), (7, "ap", 7.0))
 
-    with pytest.raises(Exception) as raised:
-        lake.sql(BAD_MODE_STATEMENTS[statement])
+    for statement, sql in BAD_MODE_STATEMENTS.items():
+        with pytest.raises(Exception) as raised:
+            lake.sql(sql)
+        assert str(raised.value).splitlines()[0] == (
+            f"lakecat ValidationError: table property write.{statement}.mode='nope': "
+            "use one of ('copy-on-write', 'merge-on-read')"
+        )
+        assert type(lk.lakecat_error(raised.value)) is ValidationError
 
-    assert str(raised.value).splitlines()[0] == (
-        f"lakecat ValidationError: table property write.{statement}.mode='nope': "
-        "use one of ('copy-on-write', 'merge-on-read')"
-    )
-    assert type(lk.lakecat_error(raised.value)) is ValidationError
     assert sales.refresh().metadata_location == before
     assert len(both_views(lake, "db.sales")) == 6  # the table still reads
 
