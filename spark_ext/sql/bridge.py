@@ -34,7 +34,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from lakecat.catalog import Catalog, Table
-from lakecat.catalog.engine import OpKind, merge_on_read, metadata_dir
+from lakecat.catalog.engine import merge_on_read, metadata_dir
 from lakecat.metadata import properties as P
 from lakecat.metadata.deletes import deserialize_bitmap, positions_array
 from lakecat.metadata.errors import (
@@ -97,6 +97,7 @@ from lakecat.spark_ext.sql.procedures import (
     find_procedure,
 )
 from lakecat.spark_ext.sql.row_level import (
+    COMMANDS,
     commit_copy_on_write,
     commit_merge_on_read,
     staged_owned,
@@ -866,11 +867,7 @@ def _row_level_modes(metadata: TableMetadata) -> dict[str, dict[str, str]]:
     the error of a ``write.<statement>.mode`` that is not a mode (raised when such a statement
     starts: the table still loads, for reads)."""
     modes: dict[str, dict[str, str]] = {}
-    for statement, kind in (
-        ("delete", OpKind.DELETE),
-        ("update", OpKind.UPDATE),
-        ("merge", OpKind.MERGE),
-    ):
+    for statement, (kind, _) in COMMANDS.items():
         try:
             mode = P.MERGE_ON_READ if merge_on_read(metadata, kind) else P.COPY_ON_WRITE
             modes[statement] = {"mode": mode}

@@ -58,7 +58,8 @@ from lakecat.spark_ext.source.planning import ReadView, plan_files
 from lakecat.spark_ext.source.staging import handed_over
 from lakecat.spark_ext.source.write_jobs import check_unchanged
 
-_COMMANDS = {
+# each row-level statement of the plugin: its operation kind and isolation-level property
+COMMANDS = {
     "delete": (OpKind.DELETE, P.DELETE_ISOLATION_LEVEL),
     "update": (OpKind.UPDATE, P.UPDATE_ISOLATION_LEVEL),
     "merge": (OpKind.MERGE, P.MERGE_ISOLATION_LEVEL),
@@ -67,9 +68,9 @@ _COMMANDS = {
 
 def _command(command: str) -> tuple[OpKind, str]:
     """The operation kind of a Spark row-level command and its isolation-level property."""
-    if command not in _COMMANDS:
+    if command not in COMMANDS:
         raise ValidationError(f"not a row-level command: {command!r}")
-    return _COMMANDS[command]
+    return COMMANDS[command]
 
 
 @contextmanager
