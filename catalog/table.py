@@ -20,7 +20,6 @@ from lakecat.catalog.commit.intent import (
     Intent,
     OpKind,
     isolation_level,
-    parse_isolation_level,
     start_of,
 )
 from lakecat.catalog.commit.pipeline import CommitResult, commit_intent
@@ -595,9 +594,6 @@ class Table:
         """Set table properties. ``format-version`` is not stored but upgrades the table (to 3:
         row lineage and deletion vectors; never down), as Iceberg's catalogs do."""
         props = {**(updates or {}), **kwargs}
-        for key, value in props.items():
-            if key.endswith("isolation-level"):
-                parse_isolation_level(key, value)  # a bad value fails before anything changes
         changes: list[TableUpdate] = []
         if P.FORMAT_VERSION in props:
             version = requested_format_version({P.FORMAT_VERSION: props.pop(P.FORMAT_VERSION)})

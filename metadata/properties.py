@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
+from lakecat.metadata.errors import ValidationError
+
 # --- commit retry (Iceberg TableProperties) ---------------------------------------------
 COMMIT_NUM_RETRIES = "commit.retry.num-retries"
 COMMIT_NUM_RETRIES_DEFAULT = 4
@@ -55,6 +57,8 @@ PARQUET_PAGE_ROW_LIMIT_DEFAULT = 20_000
 PARQUET_ROW_GROUP_LIMIT = "write.parquet.row-group-limit"  # rows; pyiceberg's property
 PARQUET_ROW_GROUP_LIMIT_DEFAULT = 1_048_576
 WRITE_DISTRIBUTION_MODE = "write.distribution-mode"  # none, hash, range (Iceberg's writers)
+DISTRIBUTION_MODES = ("none", "hash", "range")
+DISTRIBUTION_MODE_DEFAULT = "none"
 # the rows a row-level statement rewrites or adds (Iceberg's names); unset: Iceberg's choice
 # when write.distribution-mode is set (lakecat.spark_ext.native.distribution.statement_mode)
 DELETE_DISTRIBUTION_MODE = "write.delete.distribution-mode"
@@ -109,6 +113,25 @@ MAX_REF_AGE_MS = "history.expire.max-ref-age-ms"
 # --- format -------------------------------------------------------------------------------
 FORMAT_VERSION = "format-version"
 
+# Properties whose value is one of a few words (Iceberg's enums), with their default when
+# unset and the words: read by get_choice, checked when set (check_values).
+CHOICES: Mapping[str, tuple[str, tuple[str, ...]]] = {
+    **{
+        key: (ISOLATION_LEVEL_DEFAULT, ISOLATION_LEVELS)
+        for key in (DELETE_ISOLATION_LEVEL, UPDATE_ISOLATION_LEVEL, MERGE_ISOLATION_LEVEL)
+    },
+    **{key: (WRITE_MODE_DEFAULT, WRITE_MODES) for key in (DELETE_MODE, UPDATE_MODE, MERGE_MODE)},
+    **{
+        key: (DISTRIBUTION_MODE_DEFAULT, DISTRIBUTION_MODES)
+        for key in (
+            WRITE_DISTRIBUTION_MODE,
+            DELETE_DISTRIBUTION_MODE,
+            UPDATE_DISTRIBUTION_MODE,
+            MERGE_DISTRIBUTION_MODE,
+        )
+    },
+}
+
 # Written explicitly on every table lakecat creates, so that other Iceberg engines (whose
 # defaults differ) apply the same behaviour.
 CREATE_DEFAULTS: Mapping[str, str] = {
@@ -138,10 +161,34 @@ def get_int(props: Mapping[str, str], key: str, default: int) -> int:
 
 
 def get_bool(props: Mapping[str, str], key: str, default: bool) -> bool:
+    """``True`` for ``true`` in any case, as Iceberg Java's ``Boolean.parseBoolean`` reads a
+    property (blanks around it make it ``False``, as there)."""
     value = props.get(key)
     if value is None:
         return default
-    return value.strip().lower() == "true"
+    return value.lower() == "true"
+
+
+def get_choice(props: Mapping[str, str], key: str) -> str:
+    """The value of the property ``key`` of :data:`CHOICES` (its default when unset), in lower
+    case, read as Iceberg Java's ``fromName`` parsers read a mode or level: in any case, but
+    nothing around it (``' snapshot'`` is no level there, so none here either: every engine on
+    the table reads it alike). :class:`ValidationError` naming the property otherwise."""
+    default, choices = CHOICES[key]
+    value = props.get(key, default)
+    choice = value.lower()
+    if choice not in choices:
+        raise ValidationError(f"table property {key}={value!r}: use one of {choices}")
+    return choice
+
+
+def check_values(props: Mapping[str, str]) -> None:
+    """:class:`ValidationError` for a value in ``props`` (properties being set) that the
+    property does not take (:data:`CHOICES`), so that a mistyped mode or level is refused when
+    it is set, not when a later statement reads it. (Iceberg Java checks only when reading: a
+    table it configured so still loads here, and refuses only the statements that read it.)"""
+    for key in props.keys() & CHOICES.keys():
+        get_choice(props, key)
 
 
 def column_properties_after(

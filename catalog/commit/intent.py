@@ -66,18 +66,9 @@ _SNAPSHOT_OPERATION = {
 def isolation_level(metadata: TableMetadata, key: str) -> str:
     """The isolation level the table property ``key`` (``write.<operation>.isolation-level``)
     asks for, ``serializable`` or ``snapshot`` (the default when unset), in any case as
-    Iceberg's ``IsolationLevel.fromName`` reads it, blanks around it ignored.
+    Iceberg's ``IsolationLevel.fromName`` reads it (:func:`properties.get_choice`).
     :class:`ValidationError` for a value that is neither, before anything is written."""
-    value = metadata.properties.get(key, P.ISOLATION_LEVEL_DEFAULT)
-    return parse_isolation_level(key, value)
-
-
-def parse_isolation_level(key: str, value: str) -> str:
-    """``value`` of the property ``key`` as an isolation level (see :func:`isolation_level`)."""
-    level = value.strip().lower()
-    if level not in P.ISOLATION_LEVELS:
-        raise ValidationError(f"table property {key}={value!r}: use one of {P.ISOLATION_LEVELS}")
-    return level
+    return P.get_choice(metadata.properties, key)
 
 
 def new_snapshot_id() -> int:

@@ -72,12 +72,7 @@ def merge_on_read(metadata: TableMetadata, kind: OpKind) -> bool:
     key = _MODE_PROPERTY.get(kind)
     if key is None:
         return False
-    mode = metadata.properties.get(key, P.WRITE_MODE_DEFAULT).strip().lower()
-    if mode not in P.WRITE_MODES:
-        raise ValidationError(
-            f"table property {key}={metadata.properties[key]!r}: use one of {P.WRITE_MODES}"
-        )
-    return mode == P.MERGE_ON_READ
+    return P.get_choice(metadata.properties, key) == P.MERGE_ON_READ
 
 
 def write_position_deletes(

@@ -378,6 +378,7 @@ def _set_properties(m: TableMetadata, u: SetProperties, _: _ChangeSet) -> TableM
     changed = {k: v for k, v in u.updates.items() if m.properties.get(k) != v}
     if not changed:
         return m
+    props.check_values(changed)  # values already there (another engine set them) still load
     return replace(m, properties={**m.properties, **changed})
 
 

@@ -219,4 +219,5 @@ def _persisted_properties(given: Mapping[str, str]) -> dict[str, str]:
             raise InvalidUpdate(f"table properties are strings; got {key!r}: {value!r}")
     # Reserved keys are part of the format, not properties (Java drops them the same way).
     kept = {k: v for k, v in given.items() if k not in props.RESERVED}
+    props.check_values(kept)
     return {**props.CREATE_DEFAULTS, **kept}

@@ -43,8 +43,7 @@ from lakecat.spark_ext.native.partitions import partition_value, plan_partition,
 from lakecat.spark_ext.native.support import NotNative
 from lakecat.spark_ext.settings import plugin_catalogs
 
-NONE, HASH, RANGE = "none", "hash", "range"
-MODES = (NONE, HASH, RANGE)
+NONE, HASH, RANGE = MODES = P.DISTRIBUTION_MODES
 
 
 # a row-level statement's own property (Iceberg's names), by the statement
@@ -85,10 +84,7 @@ def statement_mode(metadata: TableMetadata, statement: str) -> str:
 
 
 def _mode(metadata: TableMetadata, key: str) -> str:
-    mode = metadata.properties.get(key, NONE).strip().lower()
-    if mode not in MODES:
-        raise ValidationError(f"table property {key}={mode!r}: use one of {', '.join(MODES)}")
-    return mode
+    return P.get_choice(metadata.properties, key)
 
 
 def distributed(frame: DataFrame, metadata: TableMetadata, mode: str) -> DataFrame:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from other_engines import set_properties_with_pyiceberg
 
 pytestmark = pytest.mark.spark
 
@@ -245,9 +246,9 @@ def test_merge_on_read_tables_get_delete_files_and_keep_their_data_files(
 
 
 def test_a_row_level_mode_reads_as_the_python_api_reads_it(lake, sales) -> None:
-    """Case and surrounding blanks do not matter (Iceberg ignores case too): SQL and
+    """Case does not matter (as in Iceberg's ``RowLevelOperationMode.fromName``): SQL and
     ``Table.delete`` both take this for merge-on-read."""
-    sales.set_properties({"write.delete.mode": " Merge-On-Read "})
+    sales.set_properties({"write.delete.mode": "Merge-On-Read"})
     before = data_files(sales)
 
     lake.sql("DELETE FROM lake.db.sales WHERE id % 2 = 0")  # Spark's row-level plan
@@ -269,11 +270,21 @@ BAD_MODE_STATEMENTS = {
 def test_a_row_level_mode_that_is_not_a_mode_is_refused_before_anything_runs(
     lake, sales, spark
 ) -> None:
-    """As in Iceberg ("Unknown row-level operation mode"): not read as copy-on-write."""
+    """As in Iceberg ("Unknown row-level operation mode"): not read as copy-on-write. lakecat
+    refuses to set such a value (``ALTER TABLE``); Iceberg Java sets any."""
     import lakecat.spark_ext as lk
     from lakecat.metadata.errors import ValidationError
 
-    sales.set_properties({f"write.{statement}.mode": "nope" for statement in BAD_MODE_STATEMENTS})
+    before = sales.metadata_location
+    with pytest.raises(Exception) as raised:
+        lake.sql("ALTER TABLE lake.db.sales SET TBLPROPERTIES ('write.merge.mode' = 'nope')")
+    assert str(raised.value).splitlines()[0] == (
+        "lakecat ValidationError: table property write.merge.mode='nope': "
+        "use one of ('copy-on-write', 'merge-on-read')"
+    )
+    assert sales.refresh().metadata_location == before
+    bad = {f"write.{statement}.mode": "nope" for statement in BAD_MODE_STATEMENTS}
+    set_properties_with_pyiceberg(lake.catalog, "db.sales", bad)
     before = sales.refresh().metadata_location
     source(spark, (2, "eu", 20.0), (7, "ap", 7.0))
 

@@ -24,6 +24,7 @@ from lakecat.metadata.errors import (
     ConcurrentDeleteDelete,
     ConcurrentTransaction,
     MetadataChanged,
+    ValidationError,
 )
 from lakecat.metadata.io.parquet import read_data_file
 from lakecat.metadata.schema.types import StringType
@@ -223,12 +224,13 @@ def test_spec_example_delete_after_insert_snapshot_isolation_keeps_inserted_rows
     assert ops == ["append", "append", "delete"]  # history shows the insert first
 
 
-@pytest.mark.parametrize("level", ["SERIALIZABLE", " Snapshot "])
+@pytest.mark.parametrize("level", ["SERIALIZABLE", "Snapshot"])
 def test_an_isolation_level_reads_in_any_case_as_iceberg_reads_it(
     catalog: Catalog, level: str
 ) -> None:
     """Iceberg's IsolationLevel.fromName ignores case: a table another engine configured so
-    behaves as its level says, and Table.set_properties takes the same values."""
+    behaves as its level says, and Table.set_properties takes the same values (and refuses
+    what fromName refuses: blanks around a level)."""
     make_table(catalog, level)
     deleter = catalog.load_table("db.m")
     catalog.load_table("db.m").append(rows("eu", range(50, 55)))
@@ -239,6 +241,8 @@ def test_an_isolation_level_reads_in_any_case_as_iceberg_reads_it(
         deleter.delete("region = 'eu' AND v < 50")
         assert catalog.load_table("db.m").to_arrow("region = 'eu'").num_rows == 10
     catalog.load_table("db.m").set_properties({"write.update.isolation-level": "Serializable"})
+    with pytest.raises(ValidationError, match="isolation-level=' snapshot'"):
+        catalog.load_table("db.m").set_properties({"write.update.isolation-level": " snapshot"})
 
 
 def test_two_concurrent_upserts_of_the_same_new_key_cannot_both_commit(catalog: Catalog) -> None:

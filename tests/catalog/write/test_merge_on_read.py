@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from other_engines import set_properties_with_pyiceberg
 
 from lakecat.catalog import Catalog, Table
 from lakecat.metadata.errors import StorageError, ValidationError
@@ -223,14 +224,35 @@ def test_partitioned_table_puts_delete_files_in_their_partition(catalog: Catalog
     assert m.scan().count() == 100
 
 
-def test_an_unknown_mode_is_refused_before_any_file_is_written(catalog: Catalog) -> None:
-    t = make(catalog, "bad", {"write.delete.mode": "merge-on-write"})
+def test_an_unknown_mode_is_refused_when_set_and_created(catalog: Catalog) -> None:
+    t = make(catalog, "t", {})
+    before = t.metadata_location
+    with pytest.raises(ValidationError, match=r"write\.delete\.mode='merge-on-write'"):
+        t.set_properties({"owner": "x", "write.delete.mode": "merge-on-write"})
+    assert t.refresh().metadata_location == before
+    with pytest.raises(ValidationError, match=r"write\.update\.mode='mor'"):
+        catalog.create_table("db.bad", SCHEMA, properties={"write.update.mode": "mor"})
+    assert not catalog.table_exists("db.bad")
+
+
+def test_an_unknown_mode_another_engine_set_is_refused_before_any_file_is_written(
+    catalog: Catalog,
+) -> None:
+    """Iceberg Java sets any value; lakecat refuses the statements that read it (as Iceberg
+    Java does), and the table still reads and takes other changes, the fix included."""
+    t = make(catalog, "bad", {})
+    set_properties_with_pyiceberg(catalog, "db.bad", {"write.delete.mode": "merge-on-write"})
     data = Path(local_path(t.location)) / "data"
     before = sorted(data.rglob("*"))
-    with pytest.raises(ValidationError, match=r"write\.delete\.mode"):
-        t.delete("id = 1")
+    with pytest.raises(ValidationError, match=r"write\.delete\.mode='merge-on-write'"):
+        t.refresh().delete("id = 1")
     assert sorted(data.rglob("*")) == before
     assert t.refresh().scan().count() == 200
+    t.set_properties({"owner": "x"})
+    t.set_properties({"write.delete.mode": "Merge-On-Read"})
+    t.delete("id = 1")
+    assert t.refresh().scan().count() == 199
+    assert "added-delete-files" in t.current_snapshot().summary
 
 
 def test_a_failed_delete_file_write_leaves_no_new_file(pair, monkeypatch) -> None:
