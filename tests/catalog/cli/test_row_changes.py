@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from other_engines import set_properties_with_pyiceberg
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.cli.entry import main
@@ -432,9 +433,10 @@ def test_merge_on_read_update_of_a_table_with_required_columns(
 def test_a_bad_write_mode_property_is_refused_before_anything_is_written(
     lake: Catalog, cli: Cli
 ) -> None:
+    """Set by another engine (lakecat refuses to set it: test_property_values.py)."""
     table = make_table(lake, cli, "copy-on-write", 2)
-    table.set_properties({"write.delete.mode": "merge-on-wednesdays"})
-    location, listing = table.metadata_location, folder_listing(table)
+    set_properties_with_pyiceberg(lake, "db.t", {"write.delete.mode": "merge-on-wednesdays"})
+    location, listing = table.refresh().metadata_location, folder_listing(table)
     run = cli("delete", "db.t", "--where", "id = 1")
     assert run.code == 1 and "write.delete.mode" in run.error_line()
     assert table.refresh().metadata_location == location and folder_listing(table) == listing
