@@ -170,6 +170,9 @@ def test_rewrite_of_a_single_manifest_commits_nothing(catalog: Catalog, table: T
 def test_rewrite_that_loses_the_race_redoes_it_and_leaves_no_files_behind(
     catalog: Catalog, table: Table, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the other writer commits from inside this commit: without the advisory lock (as a writer
+    # that does not take it), else it would first wait out the lock's timeout
+    table.set_properties({"commit.lock.enabled": "false"})
     other = catalog.load_table("db.events")
     real_plan = manifests_module._plan
     calls: list[int] = []
