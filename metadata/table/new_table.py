@@ -62,7 +62,8 @@ def new_table_metadata(
     reserved keys are not stored (``format-version``, 2 by default or 3, picks the format
     version; a v3 table starts with ``next-row-id`` 0). Raises
     :class:`InvalidUpdate` for a spec or sort order that does not fit the schema, duplicate or
-    clashing partition names, or invalid identifier fields.
+    clashing partition names, or invalid identifier fields; :class:`ValidationError` for a
+    property value its property does not take (:func:`~lakecat.metadata.properties.check_values`).
     """
     fresh_schema, last_column_id = fresh_schema_ids(schema)
     check_schema(fresh_schema)
