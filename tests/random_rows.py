@@ -142,13 +142,13 @@ def evolve(table: Any, change: tuple[str, str] | None) -> None:
 
 
 def seeds(variable: str, default: list[int]) -> list[int]:
-    """The seeds to run: ``default``, or the range ``a:b`` (or the one seed ``a``) that the
-    environment variable ``variable`` gives."""
+    """The seeds to run: ``default``, or those from ``a`` to ``b`` inclusive (``a:b``; ``a``:
+    that one seed) that the environment variable ``variable`` gives."""
     spec = os.environ.get(variable)
     if not spec:
         return default
     start, _, end = spec.partition(":")
-    return list(range(int(start), int(end or int(start) + 1)))
+    return list(range(int(start), int(end or start) + 1))
 
 
 def random_table(

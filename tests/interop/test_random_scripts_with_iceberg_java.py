@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 import pytest
 from java_session import JavaTables, java_session_with_db, lakecat_on
 from peers import read_rows
+from random_rows import seeds
 from random_statements import COLUMNS, Step, initial_rows, script
 
 from lakecat.catalog import Catalog, Table
@@ -62,14 +63,6 @@ class Lakecat:
         except Exception as exc:  # compared with Iceberg Java's failure
             return " ".join(f"{type(exc).__name__}: {exc}".split())[:600]
         return None
-
-
-def _seeds() -> list[Any]:
-    asked = os.environ.get("LAKECAT_SCRIPT_SEEDS")
-    if asked:
-        first, _, last = asked.partition(":")
-        return list(range(int(first), int(last or first) + 1))
-    return [11, 22, 33, 44, 55, 66]
 
 
 # (write mode the table starts with, format version, partitioning), by seed
@@ -278,7 +271,7 @@ def _shown(steps: list[Step], upto: int) -> str:
     )
 
 
-@pytest.mark.parametrize("seed", _seeds())
+@pytest.mark.parametrize("seed", seeds("LAKECAT_SCRIPT_SEEDS", [11, 22, 33, 44, 55, 66]))
 def test_a_random_script_on_a_shared_table_reads_as_iceberg_java_alone_leaves_it(
     lakecat: Lakecat, java: JavaTables, seed: int
 ) -> None:
