@@ -43,7 +43,7 @@ from lakecat.spark_ext.native.partitions import partition_value, plan_partition,
 from lakecat.spark_ext.native.support import NotNative
 from lakecat.spark_ext.settings import plugin_catalogs
 
-NONE, HASH, RANGE = MODES = P.DISTRIBUTION_MODES
+NONE, HASH, RANGE = P.DISTRIBUTION_MODES
 
 
 # a row-level statement's own property (Iceberg's names), by the statement
@@ -60,7 +60,7 @@ def distribution_mode(metadata: TableMetadata, statement: str | None = None) -> 
     :class:`ValidationError` for a value that is not a mode (before anything is written)."""
     if statement is not None:
         return statement_mode(metadata, statement)
-    return _mode(metadata, P.WRITE_DISTRIBUTION_MODE)
+    return P.get_choice(metadata.properties, P.WRITE_DISTRIBUTION_MODE)
 
 
 def statement_mode(metadata: TableMetadata, statement: str) -> str:
@@ -75,16 +75,12 @@ def statement_mode(metadata: TableMetadata, statement: str) -> str:
             f"row-level statement {statement!r}: use one of {', '.join(STATEMENT_MODES)}"
         )
     if own in metadata.properties:
-        return _mode(metadata, own)
+        return P.get_choice(metadata.properties, own)
     if P.WRITE_DISTRIBUTION_MODE not in metadata.properties:
         return NONE
     if own == P.MERGE_DISTRIBUTION_MODE and metadata.spec().is_unpartitioned:
-        return _mode(metadata, P.WRITE_DISTRIBUTION_MODE)
+        return P.get_choice(metadata.properties, P.WRITE_DISTRIBUTION_MODE)
     return HASH
-
-
-def _mode(metadata: TableMetadata, key: str) -> str:
-    return P.get_choice(metadata.properties, key)
 
 
 def distributed(frame: DataFrame, metadata: TableMetadata, mode: str) -> DataFrame:
