@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -171,6 +172,16 @@ def test_ctrl_c_at_random_moments_never_breaks_the_table_or_loses_an_acknowledge
     catalog.close()
 
 
+@pytest.fixture
+def python_sigint_handler() -> Iterator[None]:
+    """Python's own SIGINT handler for the test (a SparkContext made earlier in the process
+    installs its own), the one found put back afterwards."""
+    found = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, found)
+
+
+@pytest.mark.usefixtures("python_sigint_handler")
 def test_an_interrupt_in_the_window_is_delivered_when_it_closes_with_a_note() -> None:
     window = DeferredInterrupts()
     window.start()
@@ -182,6 +193,7 @@ def test_an_interrupt_in_the_window_is_delivered_when_it_closes_with_a_note() ->
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@pytest.mark.usefixtures("python_sigint_handler")
 def test_outside_the_main_thread_nothing_is_deferred() -> None:
     seen: list[bool] = []
 
