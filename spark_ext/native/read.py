@@ -99,7 +99,7 @@ from lakecat.metadata.schema import (
     TimeType,
     UUIDType,
 )
-from lakecat.metadata.table import read_metadata
+from lakecat.metadata.table import TableMetadata, read_metadata
 from lakecat.spark_ext.native.columns import quoted
 from lakecat.spark_ext.native.partitions import EPOCH_NTZ
 from lakecat.spark_ext.native.support import (
@@ -174,12 +174,12 @@ def plan_native_read(view: ReadView, io: FileIO) -> NativeReadPlan:
     """The files and row condition of a native read; :class:`NotNative` when it does not
     qualify."""
     check_native_options(view.options)
-    check_native_schema(view, view.schema)
+    check_native_schema(view.metadata, view.schema)
     row_filter = spark_filter(bind(view.schema, view.base_filter()))
     if view.snapshot is None:
         return NativeReadPlan((), row_filter)
     plan = plan_files(io, view, [])
-    check_native_files(view, plan.files)
+    check_native_files(view.metadata, plan.files)
     return NativeReadPlan(plan.files, row_filter, _deleted_positions(io, view, plan))
 
 
@@ -193,22 +193,23 @@ def check_native_options(options: ReadOptions) -> None:
         raise NotNative("the files option is for driver-side operations")
 
 
-def check_native_schema(view: ReadView, schema: Schema) -> None:
+def check_native_schema(metadata: TableMetadata, schema: Schema) -> None:
     """:class:`NotNative` unless Spark's reader, matching Parquet columns by name, reads the
-    fields of ``schema`` (the view's schema, or the columns of it a read needs) as lakecat
-    does by field id in every file of the table's history."""
-    if NAME_MAPPING_PROPERTY in view.metadata.properties:
+    fields of ``schema`` (a read's schema of the table ``metadata``, or the columns of it the
+    read needs) as lakecat does by field id in every file of the table's history."""
+    if NAME_MAPPING_PROPERTY in metadata.properties:
         # files imported without field ids are read by the names the mapping gives them,
         # which may not be the read schema's names (a column renamed since the import)
         raise NotNative("the table has a name mapping for files written without field ids")
     check_readable(schema)
-    check_history(schema, view.metadata.schemas)
+    check_history(schema, metadata.schemas)
 
 
-def check_native_files(view: ReadView, files: Iterable[DataFile]) -> None:
-    """:class:`NotNative` unless Spark's Parquet reader can read each of ``files`` as it is
-    (local Parquet, holding its identity partition columns)."""
-    specs = view.metadata.specs_by_id()
+def check_native_files(metadata: TableMetadata, files: Iterable[DataFile]) -> None:
+    """:class:`NotNative` unless Spark's Parquet reader can read each of ``files`` (data files
+    of the table ``metadata``) as it is (local Parquet, holding its identity partition
+    columns)."""
+    specs = metadata.specs_by_id()
     for f in files:
         _check_file(f, specs)
 
@@ -318,6 +319,7 @@ def read(
     df = spark.read.schema(schema).options(**READ_OPTIONS).parquet(*paths)
     if plan.deleted:
         df = _drop_deleted(spark, df, plan.deleted)
+    df = unpruned_floats(df, view.schema)
     return df.where(plan.row_filter) if plan.row_filter is not None else df
 
 
@@ -347,6 +349,44 @@ def check_readable(schema: Schema) -> None:
             raise NotNative(
                 f"column {name!r}: Iceberg Java writes such names sanitized into Parquet files"
             )
+
+
+def unpruned_floats(df: DataFrame, schema: Schema) -> DataFrame:
+    """``df`` (a Parquet read of a table of ``schema``, columns by name) with each float and
+    double column passed through ``nanvl(c, c)`` (the same value, bit for bit) and each struct
+    that holds one rebuilt around it. Parquet writers leave NaN out of a column's statistics,
+    and Spark orders NaN above every number (``NaN > 5`` and ``NaN <> 5`` hold): a filter that
+    Spark pushed into its Parquet reader would skip row groups whose NaN rows match. An
+    expression is not a column Spark can push a filter on; the other columns keep their
+    pruning."""
+    types = {f.name: f.field_type for f in schema.fields}
+    columns: list[Column] = []
+    changed = False
+    for name in df.columns:
+        column = F.col(quoted(name))
+        kept = _unpruned(column, types[name]) if name in types else None
+        changed = changed or kept is not None
+        columns.append(kept.alias(name) if kept is not None else column)
+    if not changed:
+        return df
+    out: DataFrame = df.select(*columns)
+    return out
+
+
+def _unpruned(column: Column, t: IcebergType) -> Column | None:
+    """``column`` (of type ``t``) with its floats out of reach of filter pushdown, or ``None``
+    when it holds none Spark pushes filters on (those in lists and maps it does not)."""
+    if isinstance(t, (FloatType, DoubleType)):
+        return F.nanvl(column, column)
+    if not isinstance(t, StructType):
+        return None
+    fields = [(f.name, _unpruned(column.getField(f.name), f.field_type)) for f in t.fields]
+    if all(kept is None for _, kept in fields):
+        return None
+    rebuilt = F.struct(
+        *[(kept if kept is not None else column.getField(n)).alias(n) for n, kept in fields]
+    )
+    return F.when(column.isNull(), F.lit(None)).otherwise(rebuilt)
 
 
 def check_history(schema: Schema, history: tuple[Schema, ...]) -> None:

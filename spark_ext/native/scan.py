@@ -156,10 +156,11 @@ def _native_files(
         raise NotNative(f"the {' and '.join(asked)} metadata columns are the data source's")
     if view.options.row_filter:
         raise NotNative("the filter read option is applied to the rows by the data source")
-    check_native_schema(view, view.schema.select([c for c in columns if c not in METADATA_COLUMNS]))
+    read_columns = [c for c in columns if c not in METADATA_COLUMNS]
+    check_native_schema(view.metadata, view.schema.select(read_columns))
     if plan is None:
         return ()
-    check_native_files(view, plan.files)
+    check_native_files(view.metadata, plan.files)
     deleted = _deleted_positions(view, io, plan)
     lineage = any(c in LINEAGE_COLUMNS for c in columns)
     return tuple(
