@@ -12,9 +12,10 @@ Conditions and SET values are Spark SQL, evaluated by Spark on the rows. Each op
    filter syntax reads (:mod:`.conditions`), prunes by partitions and column bounds (a MERGE
    prunes by the source's key values); a DELETE whose whole condition lakecat reads drops
    files whose rows all match without reading them;
-2. finds on Spark the files with affected rows, then rewrites those files whole on Spark
-   (copy-on-write: unaffected rows are copied); files read and found unaffected count as
-   *read* for the conflict checks;
+2. finds on Spark the files with affected rows (with Spark's own Parquet reader where the
+   files qualify: :mod:`.matches`), then rewrites those files whole on Spark (copy-on-write:
+   unaffected rows are copied); files read and found unaffected count as *read* for the
+   conflict checks;
 3. commits one intent on the driver with the read filter it used and the table's isolation
    level (``write.delete/update/merge.isolation-level``), so that concurrent operations on
    disjoint partitions both commit, and overlapping ones fail with a typed conflict.
@@ -23,8 +24,8 @@ Rows for which a condition is NULL are not affected, as in SQL.
 
 Merge-on-read (the table's ``write.delete.mode`` / ``write.update.mode`` = ``merge-on-read``):
 DELETE and UPDATE leave the files with matching rows in place; one Spark job gathers the
-matching rows' file and position (the ``_file`` / ``_pos`` metadata columns, positions counted
-over every row of the file; :mod:`.positions`) and the driver writes one position delete file
+matching rows' file and position (positions counted over every row of the file; :mod:`.matches`,
+:mod:`.positions`) and the driver writes one position delete file
 (v3: deletion vector) per data file;
 UPDATE writes the new versions of the matched rows on Spark. Those files are *read* files for
 the conflict checks. MERGE stays copy-on-write on Spark whatever ``write.merge.mode`` says (the
@@ -67,6 +68,7 @@ from lakecat.metadata.expressions import (
 )
 from lakecat.metadata.manifests import DataFile
 from lakecat.spark_ext.dml.conditions import condition_filter, spark_columns
+from lakecat.spark_ext.dml.matches import native_matches
 from lakecat.spark_ext.dml.merge_plan import (
     MergeClauses,
     MergePlan,
@@ -132,7 +134,7 @@ def delete(
                 partial,
                 files_read=len(partial),
             )
-        touched = _files_with_matches(spark, target, partial, condition)
+        touched = _files_with_matches(spark, target, partial, condition, planned.deletes)
         added: list[DataFile] = []
         if touched:
             rows = read_files(spark, target, touched, row_lineage=target.row_lineage)
@@ -177,7 +179,7 @@ def update(
                 spark, target, candidates, condition, planned.deletes
             )
         else:
-            touched = _files_with_matches(spark, target, candidates, condition)
+            touched = _files_with_matches(spark, target, candidates, condition, planned.deletes)
         added: list[DataFile] = []
         if touched:
             rows = read_files(spark, target, touched, row_lineage=target.row_lineage).withColumn(
@@ -361,13 +363,23 @@ def _split_strict(
 
 
 def _files_with_matches(
-    spark: Any, target: TargetTable, files: Sequence[DataFile], condition: str
+    spark: Any,
+    target: TargetTable,
+    files: Sequence[DataFile],
+    condition: str,
+    deletes: Mapping[str, tuple[DataFile, ...]],
 ) -> list[DataFile]:
-    """The files with at least one row matching the condition (a Spark job)."""
+    """The files with at least one live row matching the condition (a Spark job; ``deletes``:
+    the delete files of each file, by path)."""
     if not files:
         return []
-    rows = read_files(spark, target, files, columns=_columns_of(spark, target, condition))
-    found = {r[0] for r in rows.where(F.expr(condition)).select(FILE_COLUMN).distinct().collect()}
+    native = native_matches(spark, target, files, condition, deletes)
+    if native is not None:
+        found = native.files()
+    else:
+        rows = read_files(spark, target, files, columns=_columns_of(spark, target, condition))
+        matching = rows.where(F.expr(condition)).select(FILE_COLUMN).distinct()
+        found = {r[0] for r in matching.collect()}
     return [f for f in files if f.file_path in found]
 
 
@@ -384,9 +396,13 @@ def _position_deletes(
     vectors replace (``applied``: the deletes of each file, by path)."""
     if not files:
         return [], [], []
-    columns = _columns_of(spark, target, condition)
-    rows = read_files(spark, target, files, columns=columns).where(F.expr(condition))
-    positions = file_positions(rows, F.col(FILE_COLUMN), F.col(POS_COLUMN))
+    native = native_matches(spark, target, files, condition, applied)
+    if native is not None:
+        positions = native.positions()
+    else:
+        columns = _columns_of(spark, target, condition)
+        rows = read_files(spark, target, files, columns=columns).where(F.expr(condition))
+        positions = file_positions(rows, F.col(FILE_COLUMN), F.col(POS_COLUMN))
     touched = [f for f in files if f.file_path in positions]
     targets = [
         FileDeletes(f, positions[f.file_path], applied.get(f.file_path, ())) for f in touched
