@@ -46,6 +46,7 @@ from lakecat.spark_ext.dml.positions import file_positions
 from lakecat.spark_ext.native.columns import quoted
 from lakecat.spark_ext.native.read import (
     READ_OPTIONS,
+    check_file_metadata,
     check_native_files,
     check_native_schema,
     unpruned_floats,
@@ -128,8 +129,7 @@ def _native_matches(
     columns = spark_columns(spark, condition, schema.column_names)
     if columns is None:
         raise NotNative("the condition names more than table columns, or has a subquery")
-    if any(c.lower() == "_metadata" for c in schema.column_names):
-        raise NotNative("a column named _metadata hides Spark's file metadata")
+    check_file_metadata(schema)
     read = schema.select(columns)
     check_native_schema(metadata, read)
     check_native_files(metadata, files)

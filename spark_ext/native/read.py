@@ -37,7 +37,8 @@ Position deletes and deletion vectors keep a read native: lakecat reads them on 
 into (file, position) rows and the DataFrame drops the rows whose ``_metadata.file_path`` and
 ``_metadata.row_index`` (Spark's own Parquet reader numbers every row of a file) match one,
 by a left anti join. Spark names a file by its URI-encoded path, so a data file with deletes
-must have a plain path (letters, digits, ``/ . _ - =``) for the join to match it exactly.
+must have a plain path (letters, digits, ``/ . _ - =``) for the join to match it exactly, and
+no column may be named ``_metadata`` (it would hide Spark's).
 
 Spark's file sources make every column nullable; a native read's DataFrame schema therefore
 has no non-nullable columns, while the data source's keeps the table's required columns.
@@ -220,6 +221,7 @@ def _deleted_positions(io: FileIO, view: ReadView, plan: FilePlan) -> dict[str, 
     path would not match Spark's form of it."""
     if not plan.deletes:
         return {}
+    check_file_metadata(view.schema)
     reader = DeleteReader(io, view.schema, view.metadata.schemas)
     deleted: dict[str, pa.Int64Array] = {}
     by_path = {f.file_path: f for f in plan.files}
@@ -233,6 +235,14 @@ def _deleted_positions(io: FileIO, view: ReadView, plan: FilePlan) -> dict[str, 
         if index is not None and len(index):
             deleted[os_path] = index.positions
     return deleted
+
+
+def check_file_metadata(schema: Schema) -> None:
+    """:class:`NotNative` when a column of ``schema`` is named ``_metadata``, which hides
+    Spark's file metadata column (``_metadata.file_path``, ``_metadata.row_index``) of a
+    Parquet read."""
+    if any(name.lower() == "_metadata" for name in schema.column_names):
+        raise NotNative("a column named _metadata hides Spark's file metadata column")
 
 
 def _drop_deleted(spark: Any, df: DataFrame, deleted: Mapping[str, pa.Int64Array]) -> DataFrame:

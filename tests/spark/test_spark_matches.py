@@ -123,3 +123,15 @@ def test_nan_rows_match_as_spark_orders_them(
     update(spark, "db.t", "score > 100", {"score": "-1"})
     assert read_natively(caplog)
     assert {i: s for i, s in live(table).items() if i >= 10} == {10: 0.0, 11: -1.0, 12: -1.0}
+
+
+def test_a_column_named_metadata_finds_its_rows_through_the_data_source(
+    spark: Any, lake: Catalog, caplog: pytest.LogCaptureFixture
+) -> None:
+    schema = pa.schema([("id", pa.int64()), ("_metadata", pa.string())])
+    table = lake.create_table("db.m", schema, properties={"write.delete.mode": "merge-on-read"})
+    table.append(pa.table({"id": [1, 2, 3], "_metadata": ["a", "b", "c"]}, schema=schema))
+    caplog.set_level(logging.INFO, logger="lakecat.spark")
+    delete(spark, "db.m", "id = 2 or _metadata = 'c'")
+    assert fell_back(caplog)
+    assert table.refresh().to_arrow().to_pylist() == [{"id": 1, "_metadata": "a"}]

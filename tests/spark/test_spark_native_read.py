@@ -126,6 +126,20 @@ def test_filters_on_floats_after_a_native_read_keep_the_nan_rows_spark_matches(
         assert [r[0] for r in rows(native.where(condition))] == ids, condition
 
 
+def test_a_column_named_metadata_sends_a_read_with_deletes_to_the_data_source(
+    spark: Any, lake: Catalog
+) -> None:
+    # the native read drops deleted rows by Spark's _metadata column, which the table's hides
+    schema = pa.schema([("id", pa.int64()), ("_metadata", pa.string())])
+    table = lake.create_table("db.m", schema, properties={"write.delete.mode": "merge-on-read"})
+    table.append(pa.table({"id": [1, 2, 3], "_metadata": ["a", "b", "c"]}, schema=schema))
+    assert lk.native_read_support(spark, "db.m").native  # no deletes: nothing to hide
+    table.delete("id = 2")
+    support = lk.native_read_support(spark, "db.m")
+    assert "_metadata" in (support.reason or "")
+    assert rows(lk.read(spark, "db.m")) == [(1, "a"), (3, "c")]
+
+
 def test_a_renamed_column_is_read_by_the_data_source(spark: Any, lake: Catalog) -> None:
     table = events(lake)
     with table.update_schema() as update:
