@@ -37,10 +37,9 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lakecat.catalog.engine import DeleteReader
 from lakecat.metadata.errors import LakecatError
-from lakecat.metadata.io import local_path, to_uri
-from lakecat.metadata.manifests import Content, DataFile
+from lakecat.metadata.io import to_uri
+from lakecat.metadata.manifests import DataFile
 from lakecat.spark_ext.dml.conditions import spark_columns
 from lakecat.spark_ext.dml.positions import file_positions
 from lakecat.spark_ext.native.columns import quoted
@@ -49,6 +48,8 @@ from lakecat.spark_ext.native.read import (
     check_file_metadata,
     check_native_files,
     check_native_schema,
+    native_os_path,
+    position_deletes,
     unpruned_floats,
 )
 from lakecat.spark_ext.native.support import NotNative
@@ -133,15 +134,8 @@ def _native_matches(
     read = schema.select(columns)
     check_native_schema(metadata, read)
     check_native_files(metadata, files)
-    paths: dict[str, str] = {}
-    for f in files:
-        path = local_path(f.file_path)
-        if path is None:
-            raise NotNative(f"{f.file_path} is not a local file")
-        if "%" in path and not os.path.lexists(path):
-            raise NotNative(f"{f.file_path} is stored under another form of its name")
-        paths[os.path.abspath(path)] = f.file_path
-    deleted = _deleted_positions(target, files, deletes)
+    paths = {os.path.abspath(native_os_path(f.file_path)): f.file_path for f in files}
+    deleted = position_deletes(target.io, metadata, schema, files, deletes)
     df = spark.read.schema(spark_schema(read)).options(**READ_OPTIONS)
     scanned = df.parquet(*[to_uri(f.file_path) for f in files])
     located = scanned.select(
@@ -151,20 +145,3 @@ def _native_matches(
     )
     rows = unpruned_floats(located, read).where(F.expr(condition)).select(_FILE, _POS)
     return NativeMatches(rows, paths, deleted)
-
-
-def _deleted_positions(
-    target: TargetTable, files: Sequence[DataFile], deletes: Mapping[str, Sequence[DataFile]]
-) -> dict[str, pa.Int64Array]:
-    """The positions the position deletes and deletion vectors of ``files`` delete, by data
-    file path; :class:`NotNative` when an equality delete applies."""
-    reader = DeleteReader(target.io, target.metadata.schema(), target.metadata.schemas)
-    out: dict[str, pa.Int64Array] = {}
-    for f in files:
-        applied = deletes.get(f.file_path, ())
-        if any(d.content is Content.EQUALITY_DELETES for d in applied):
-            raise NotNative(f"equality deletes apply to {f.file_path}")
-        index = reader.position_index(f, applied) if applied else None
-        if index is not None and len(index):
-            out[f.file_path] = index.positions
-    return out

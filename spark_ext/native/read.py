@@ -51,8 +51,9 @@ from __future__ import annotations
 
 import logging
 import operator
+import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -222,19 +223,49 @@ def _deleted_positions(io: FileIO, view: ReadView, plan: FilePlan) -> dict[str, 
     if not plan.deletes:
         return {}
     check_file_metadata(view.schema)
-    reader = DeleteReader(io, view.schema, view.metadata.schemas)
-    deleted: dict[str, pa.Int64Array] = {}
-    by_path = {f.file_path: f for f in plan.files}
-    for path, deletes in plan.deletes.items():
-        if any(d.content is Content.EQUALITY_DELETES for d in deletes):
-            raise NotNative(f"equality deletes apply to {path}")
+    os_paths: dict[str, str] = {}
+    for path in plan.deletes:
         os_path = local_path(path)
         if os_path is None or not _PLAIN_PATH.match(os_path):
             raise NotNative(f"{path} has deletes and a path Spark names in another form")
-        index = reader.position_index(by_path[path], deletes)
+        os_paths[path] = os_path
+    deleted = position_deletes(io, view.metadata, view.schema, plan.files, plan.deletes)
+    return {os_paths[path]: positions for path, positions in deleted.items()}
+
+
+def position_deletes(
+    io: FileIO,
+    metadata: TableMetadata,
+    schema: Schema,
+    files: Iterable[DataFile],
+    deletes: Mapping[str, Sequence[DataFile]],
+) -> dict[str, pa.Int64Array]:
+    """The positions that the position deletes and deletion vectors of ``files`` delete
+    (``deletes``: the delete files of each, by path), by data file path, for the files with
+    any; :class:`NotNative` when an equality delete applies (Spark's reader cannot apply
+    it)."""
+    reader = DeleteReader(io, schema, metadata.schemas)
+    out: dict[str, pa.Int64Array] = {}
+    for f in files:
+        applied = deletes.get(f.file_path, ())
+        if any(d.content is Content.EQUALITY_DELETES for d in applied):
+            raise NotNative(f"equality deletes apply to {f.file_path}")
+        index = reader.position_index(f, applied) if applied else None
         if index is not None and len(index):
-            deleted[os_path] = index.positions
-    return deleted
+            out[f.file_path] = index.positions
+    return out
+
+
+def native_os_path(location: str) -> str:
+    """The OS path of a data file Spark's reader reads as it is; :class:`NotNative` for a
+    file that is not local, or that an older lakecat wrote under the unescaped form of its
+    name (its FileIO finds those, Spark would not)."""
+    path = local_path(location)
+    if path is None:
+        raise NotNative(f"{location} is not a local file")
+    if "%" in path and not os.path.lexists(path):
+        raise NotNative(f"{location} is stored under another form of its name")
+    return path
 
 
 def check_file_metadata(schema: Schema) -> None:

@@ -44,7 +44,7 @@ import numpy as np
 
 from lakecat.catalog.engine import DeleteReader
 from lakecat.metadata.expressions import Expression
-from lakecat.metadata.io import FileIO, local_path
+from lakecat.metadata.io import FileIO
 from lakecat.metadata.manifests import Content, DataFile
 from lakecat.metadata.partitioning import PartitionSpec
 from lakecat.metadata.schema import LINEAGE_COLUMNS, Schema, name_mapping_of
@@ -52,6 +52,7 @@ from lakecat.spark_ext.native.read import (
     check_native_files,
     check_native_options,
     check_native_schema,
+    native_os_path,
 )
 from lakecat.spark_ext.native.support import NotNative
 from lakecat.spark_ext.source.planning import FilePlan, ReadView, plan_files
@@ -255,9 +256,4 @@ def spark_uri(location: str) -> str:
     """The ``file:`` URI (percent-encoded) of a local data file, whose path decodes to the OS
     path lakecat reads; :class:`NotNative` for a file an older lakecat wrote under the
     unescaped form of its name (its FileIO finds those, Spark would not)."""
-    path = local_path(location)
-    if path is None:
-        raise NotNative(f"{location} is not a local file")
-    if "%" in path and not os.path.lexists(path):
-        raise NotNative(f"{location} is stored under another form of its name")
-    return Path(os.path.abspath(path)).as_uri()
+    return Path(os.path.abspath(native_os_path(location))).as_uri()
