@@ -9,7 +9,6 @@ catalog behind the name), and can open the same database with pyiceberg's ``SqlC
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,61 +16,11 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from sql_lake import Lake
 from sql_workers import Worker
 
 from lakecat.catalog import Catalog
-from lakecat.metadata.io import local_path
-from lakecat.spark_ext import CatalogBridge, SparkCatalogError, attach_catalog
-
-
-@dataclass
-class Lake:
-    """The test's lakecat catalog, attached to Spark as ``lake``."""
-
-    root: Path
-    catalog: Catalog
-    spark: Any
-    bridge: CatalogBridge
-
-    @property
-    def url(self) -> str:
-        return self.catalog.uri
-
-    def sql(self, statement: str) -> list[Any]:
-        return self.spark.sql(statement).collect()
-
-    def files_on_disk(self, table: Any) -> set[str]:
-        """Every file under a (local) table's data folder, as local paths."""
-        root = local_path(table.location)
-        assert root is not None
-        return {str(p) for p in Path(root, "data").rglob("*") if p.is_file()}
-
-    def pyiceberg(self) -> Any:
-        from pyiceberg.catalog.sql import SqlCatalog
-
-        return SqlCatalog(self.catalog.name, uri=self.url, warehouse=self.catalog.warehouse)
-
-    def rows(self, table: str, *columns: str, **scan: Any) -> list[tuple[Any, ...]]:
-        """The table's rows through lakecat's Python API, sorted."""
-        return sorted_rows(self.catalog.load_table(table).to_arrow(**scan), columns)
-
-    def iceberg_rows(self, table: str, *columns: str, **scan: Any) -> list[tuple[Any, ...]]:
-        """The table's rows through pyiceberg on the same catalog database, sorted."""
-        py = self.pyiceberg()
-        try:
-            return sorted_rows(py.load_table(table).scan(**scan).to_arrow(), columns)
-        finally:
-            py.engine.dispose()
-
-
-def sorted_rows(table: Any, columns: tuple[str, ...]) -> list[tuple[Any, ...]]:
-    names = columns or tuple(table.column_names)
-    return sorted(zip(*(table.column(c).to_pylist() for c in names), strict=True))
-
-
-def spark_rows(rows: list[Any], *columns: str) -> list[tuple[Any, ...]]:
-    """Collected Spark rows as sorted tuples of the given columns."""
-    return sorted(tuple(r[c] for c in columns) for r in rows)
+from lakecat.spark_ext import SparkCatalogError, attach_catalog
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Lake
+from sql_lake import Lake
 
 from lakecat.spark_ext import lakecat_error, register
 
