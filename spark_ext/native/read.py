@@ -209,8 +209,8 @@ def check_native_schema(metadata: TableMetadata, schema: Schema) -> None:
 
 def check_native_files(metadata: TableMetadata, files: Iterable[DataFile]) -> None:
     """:class:`NotNative` unless Spark's Parquet reader can read each of ``files`` (data files
-    of the table ``metadata``) as it is (local Parquet, holding its identity partition
-    columns)."""
+    of the table ``metadata``) as it is (local Parquet under the name its path gives, holding
+    its identity partition columns)."""
     specs = metadata.specs_by_id()
     for f in files:
         _check_file(f, specs)
@@ -482,8 +482,7 @@ def _type_key(t: IcebergType) -> str:
 def _check_file(f: DataFile, specs: Mapping[int, PartitionSpec]) -> None:
     if f.file_format.upper() != "PARQUET":
         raise NotNative(f"{f.file_path} is a {f.file_format} file")
-    if local_path(f.file_path) is None:
-        raise NotNative(f"{f.file_path} is not a local file")
+    native_os_path(f.file_path)
     if _GLOB_CHARACTERS.search(f.file_path):
         raise NotNative(f"{f.file_path} has characters spark.read.parquet takes for a glob")
     known = {*(f.value_counts or {}), *(f.column_sizes or {})}

@@ -4,6 +4,8 @@ differ from lakecat's by-field-id reading go through the data source."""
 from __future__ import annotations
 
 import datetime as dt
+import os
+import urllib.parse
 from decimal import Decimal
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 
 import lakecat.spark_ext as lk
 from lakecat.catalog import Catalog, Table
+from lakecat.metadata.io import local_path
 from lakecat.metadata.schema.types import LongType
 
 pytestmark = pytest.mark.spark
@@ -138,6 +141,36 @@ def test_a_column_named_metadata_sends_a_read_with_deletes_to_the_data_source(
     support = lk.native_read_support(spark, "db.m")
     assert "_metadata" in (support.reason or "")
     assert rows(lk.read(spark, "db.m")) == [(1, "a"), (3, "c")]
+
+
+def test_files_an_older_lakecat_wrote_under_unescaped_names_are_read_by_the_data_source(
+    spark: Any, lake: Catalog
+) -> None:
+    # lakecat before 2026-11-21 wrote partition "a/b" to region=a/b while the manifest says
+    # region=a%2Fb; its FileIO finds such files, Spark's reader (taking the path as it is)
+    # would not
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string())])
+    props = {"write.delete.mode": "merge-on-read"}
+    table = lake.create_table("db.legacy", schema, partition_by=["region"], properties=props)
+    table.append(pa.table({"id": [1, 2, 3], "region": ["a/b", "a/b", "50%"]}, schema=schema))
+    table.append(pa.table({"id": [4], "region": ["plain"]}, schema=schema))
+    moved = 0
+    for f in table.scan().plan_files():
+        literal = local_path(f.file_path)
+        assert literal is not None
+        legacy = urllib.parse.unquote(literal)
+        if legacy != literal:
+            os.makedirs(os.path.dirname(legacy), exist_ok=True)
+            os.rename(literal, legacy)
+            moved += 1
+    assert moved == 2
+    support = lk.native_read_support(spark, "db.legacy")
+    assert "another form of its name" in (support.reason or "")
+    assert rows(lk.read(spark, "db.legacy")) == [(1, "a/b"), (2, "a/b"), (3, "50%"), (4, "plain")]
+    lk.delete(spark, "db.legacy", "id % 2 = 0")
+    assert rows(lk.read(spark, "db.legacy")) == [(1, "a/b"), (3, "50%")]
+    # the untouched partition alone still reads natively
+    assert lk.native_read_support(spark, "db.legacy", filter="region = 'plain'").native
 
 
 def test_a_renamed_column_is_read_by_the_data_source(spark: Any, lake: Catalog) -> None:

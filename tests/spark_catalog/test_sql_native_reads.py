@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import os
+import urllib.parse
 from typing import Any
 
 import pyarrow as pa
@@ -13,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakecat.metadata import LongType, StringType
+from lakecat.metadata.io import local_path
 
 pytestmark = pytest.mark.spark
 
@@ -266,6 +269,29 @@ def test_a_path_with_spaces_equals_signs_and_percents_is_read_natively(lake) -> 
     got = lake.sql(f"SELECT id, name FROM lake.db.r WHERE name = '{odd}'")
     assert sorted((r.id, r.name) for r in got) == [(i, odd) for i in range(5)]
     assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.r", "db.r", COLUMNS)
+
+
+def test_files_an_older_lakecat_wrote_under_unescaped_names_are_read_by_the_data_source(
+    lake,
+) -> None:
+    # lakecat before 2026-11-21 wrote partition "a/b" to name=a/b while the manifest says
+    # name=a%2Fb: its FileIO finds the file, Spark's reader would not
+    table = lake.catalog.create_table("db.r", KINDS, partition_by=["name"])
+    table.append(kinds(range(0, 5)).set_column(1, "name", pa.array(["a/b"] * 5)))
+    table.append(kinds(range(5, 10)).set_column(1, "name", pa.array(["plain"] * 5)))
+    (legacy,) = [f for f in table.scan().plan_files() if "%" in f.file_path]
+    literal = local_path(legacy.file_path)
+    assert literal is not None
+    os.makedirs(os.path.dirname(urllib.parse.unquote(literal)))
+    os.rename(literal, urllib.parse.unquote(literal))
+
+    assert "reader=lakecat" in scan_line(lake, "SELECT * FROM lake.db.r")
+    assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.r", "db.r", COLUMNS)
+    assert "reader=parquet, files=1]" in scan_line(
+        lake, "SELECT * FROM lake.db.r WHERE name = 'plain'"
+    )
+    lake.sql("DELETE FROM lake.db.r WHERE id % 2 = 0")
+    assert sorted(r.id for r in lake.sql("SELECT id FROM lake.db.r")) == [1, 3, 5, 7, 9]
 
 
 def test_required_columns_read_natively(lake) -> None:
