@@ -30,7 +30,6 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,6 +49,7 @@ from lakecat.spark_ext.native.read import (
     check_native_schema,
     native_os_path,
     position_deletes,
+    spark_os_path,
     unpruned_floats,
 )
 from lakecat.spark_ext.native.support import NotNative
@@ -93,7 +93,7 @@ class NativeMatches:
         return out
 
     def _path(self, uri: str) -> str:
-        path = self.paths.get(unquote(urlsplit(uri).path))
+        path = self.paths.get(spark_os_path(uri))
         if path is None:
             raise LakecatError(f"Spark read a file that was not planned: {uri}")
         return path

@@ -87,6 +87,16 @@ class MergeClauses:
                 raise ValidationError(f'a clause takes a mapping of columns or "*", not {value!r}')
         return clauses
 
+    def expressions(self) -> list[str]:
+        """The clauses' own Spark SQL texts: conditions and assigned values."""
+        out = [c for c in (self.update_condition, self.insert_condition) if c is not None]
+        if isinstance(self.delete, str):
+            out.append(self.delete)
+        for assignments in (self.update, self.insert):
+            if isinstance(assignments, Mapping):
+                out.extend(assignments.values())
+        return out
+
     @property
     def changes_matches(self) -> bool:
         return self.update is not None or self.delete is not False

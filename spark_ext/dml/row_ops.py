@@ -14,8 +14,9 @@ Conditions and SET values are Spark SQL, evaluated by Spark on the rows. Each op
    files whose rows all match without reading them;
 2. finds on Spark the files with affected rows (with Spark's own Parquet reader where the
    files qualify: :mod:`.matches`), then rewrites those files whole on Spark (copy-on-write:
-   unaffected rows are copied); files read and found unaffected count as *read* for the
-   conflict checks;
+   unaffected rows are copied; the rows read by Spark's Parquet reader where the files
+   qualify, else by the data source: :mod:`.file_rows`); files read and found unaffected
+   count as *read* for the conflict checks;
 3. commits one intent on the driver with the read filter it used and the table's isolation
    level (``write.delete/update/merge.isolation-level``), so that concurrent operations on
    disjoint partitions both commit, and overlapping ones fail with a typed conflict.
@@ -27,21 +28,25 @@ DELETE and UPDATE leave the files with matching rows in place; one Spark job gat
 matching rows' file and position (positions counted over every row of the file; :mod:`.matches`,
 :mod:`.positions`) and the driver writes one position delete file
 (v3: deletion vector) per data file;
-UPDATE writes the new versions of the matched rows on Spark. Those files are *read* files for
-the conflict checks. MERGE stays copy-on-write on Spark whatever ``write.merge.mode`` says (the
-Python ``Table.merge`` honours it).
+UPDATE writes the new versions of the matched rows on Spark; a merge-on-read MERGE (the
+table's ``write.merge.mode``) deletes the updated and deleted rows by position the same way and
+writes their new versions and the inserted rows. Those files are *read* files for the conflict
+checks.
 
-Delete files (merge-on-read deletes another engine wrote): the files are read through the data
-source, which applies them, so only live rows are matched and written back; the commit removes
-the delete files that applied only to the removed files.
+Delete files (merge-on-read deletes this or another engine wrote): only live rows are matched
+and written back (position deletes and deletion vectors are applied to Spark's reads by
+position; equality deletes send the reads to the data source, which applies them); the commit
+removes the delete files that applied only to the removed files.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import functions as F
 
 from lakecat.catalog import Catalog
@@ -67,11 +72,12 @@ from lakecat.metadata.expressions import (
     bind,
 )
 from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.schema import LINEAGE_COLUMNS
 from lakecat.spark_ext.dml.conditions import condition_filter, spark_columns
+from lakecat.spark_ext.dml.file_rows import FileRows, file_rows, names_file_column
 from lakecat.spark_ext.dml.matches import native_matches
 from lakecat.spark_ext.dml.merge_plan import (
     MergeClauses,
-    MergePlan,
     kept_lineage,
     key_filter,
     merge_rows,
@@ -79,9 +85,13 @@ from lakecat.spark_ext.dml.merge_plan import (
 )
 from lakecat.spark_ext.dml.positions import file_positions
 from lakecat.spark_ext.native.distribution import distributed, distribution_mode
+from lakecat.spark_ext.native.support import NotNative
+from lakecat.spark_ext.native.write import stage as native_stage
 from lakecat.spark_ext.settings import DEFAULT_FORMAT
 from lakecat.spark_ext.source.staging import TargetTable, open_target, read_files, stage_write
 from lakecat.spark_ext.types import FILE_COLUMN, METADATA_COLUMNS, POS_COLUMN
+
+log = logging.getLogger("lakecat.spark")
 
 _MATCH = "__lakecat_match"
 
@@ -101,7 +111,12 @@ def _stage(target: TargetTable, rows: Any, kind: OpKind) -> list[DataFile]:
     mode (``write.<kind>.distribution-mode``; without it, Iceberg's choice when the table sets
     ``write.distribution-mode``: :func:`~lakecat.spark_ext.native.distribution.statement_mode`)."""
     mode = distribution_mode(target.metadata, kind.value)
-    return stage_write(target, distributed(rows, target.metadata, mode))
+    spread = distributed(rows, target.metadata, mode)
+    try:
+        return native_stage(target, spread)
+    except NotNative as exc:
+        log.info("lakecat: writing the rows of %s through the data source: %s", target.name, exc)
+    return stage_write(target, spread)
 
 
 def delete(
@@ -137,8 +152,8 @@ def delete(
         touched = _files_with_matches(spark, target, partial, condition, planned.deletes)
         added: list[DataFile] = []
         if touched:
-            rows = read_files(spark, target, touched, row_lineage=target.row_lineage)
-            kept = rows.where(~F.coalesce(F.expr(condition), F.lit(False)))
+            rows = _rows_of(spark, target, touched, planned, condition)
+            kept = rows.rows.where(~F.coalesce(F.expr(condition), F.lit(False)))
             added = _stage(target, kept.drop(*METADATA_COLUMNS), OpKind.DELETE)
         removed = [*whole, *touched]
         read = [f for f in partial if f.file_path not in set_of(touched)]
@@ -182,9 +197,8 @@ def update(
             touched = _files_with_matches(spark, target, candidates, condition, planned.deletes)
         added: list[DataFile] = []
         if touched:
-            rows = read_files(spark, target, touched, row_lineage=target.row_lineage).withColumn(
-                _MATCH, F.coalesce(F.expr(condition), F.lit(False))
-            )
+            found = _rows_of(spark, target, touched, planned, condition, *assignments.values())
+            rows = found.rows.withColumn(_MATCH, F.coalesce(F.expr(condition), F.lit(False)))
             if mor:  # only the new versions; the old ones are deleted by position
                 rows = rows.where(F.col(_MATCH))
             out = rows.select(
@@ -272,18 +286,34 @@ def merge(
         candidates = list(scanned.files)
         mor = merge_on_read(planned.metadata, OpKind.MERGE)
         lineage = planned.row_lineage
-        rows = read_files(spark, planned, candidates, row_lineage=lineage) if candidates else None
+        found = (
+            _rows_of(spark, planned, candidates, scanned, on, *clauses.expressions())
+            if candidates
+            else None
+        )
         plan = merge_rows(
-            spark, rows, source, on, clauses, schema, merge_on_read=mor, row_lineage=lineage
+            spark,
+            found.rows if found is not None else None,
+            source,
+            on,
+            clauses,
+            schema,
+            merge_on_read=mor,
+            row_lineage=lineage,
         )
         try:
-            touched = [f for f in candidates if f.file_path in plan.changed_files]
+            # the rows' _file values, as paths in the table
+            changed = {found.path(v) for v in plan.changed_files} if found is not None else set()
+            positions = {
+                found.path(v): p for v, p in (plan.positions or {}).items() if found is not None
+            }
+            touched = [f for f in candidates if f.file_path in changed]
             added = _stage(planned, plan.output, OpKind.MERGE) if plan.writes_anything else []
         finally:
             plan.release()
         if mor:
-            return _merge_on_read_merge(planned, expression, plan, scanned, touched, added)
-        read = [f for f in candidates if f.file_path not in plan.changed_files]
+            return _merge_on_read_merge(planned, expression, positions, scanned, touched, added)
+        read = [f for f in candidates if f.file_path not in changed]
         return _commit(
             planned,
             OpKind.MERGE,
@@ -299,14 +329,14 @@ def merge(
 def _merge_on_read_merge(
     target: TargetTable,
     expression: Expression,
-    plan: MergePlan,
+    positions: Mapping[str, pa.Int64Array],
     scanned: ScanPlan,
     touched: Sequence[DataFile],
     added: Sequence[DataFile],
 ) -> RowLevelResult:
-    """Commit a merge-on-read MERGE: the changed rows deleted by position (v3: deletion
-    vectors), their new versions and the inserted rows in ``added``; every candidate read."""
-    positions = plan.positions or {}
+    """Commit a merge-on-read MERGE: the changed rows (``positions``: of each changed file, by
+    path) deleted by position (v3: deletion vectors), their new versions and the inserted rows
+    in ``added``; every candidate read."""
     targets = [
         FileDeletes(f, positions[f.file_path], scanned.deletes.get(f.file_path, ()))
         for f in touched
@@ -337,9 +367,38 @@ def _candidates(target: TargetTable, expression: Expression) -> ScanPlan:
         target.head,
         target.metadata.schema(),
         row_filter=expression,
+        columns=_candidates_scan_lineage(target),
         case_sensitive=False,
     )
     return scan.plan()
+
+
+def _candidates_scan_lineage(target: TargetTable) -> list[str] | None:
+    """The columns a scan of the candidates asks for: with row lineage, its columns too, so
+    that the plan holds each file's data sequence number."""
+    if not target.row_lineage:
+        return None
+    return [*target.metadata.schema().column_names, *LINEAGE_COLUMNS]
+
+
+def _rows_of(
+    spark: Any,
+    target: TargetTable,
+    files: Sequence[DataFile],
+    planned: ScanPlan,
+    *expressions: str | None,
+) -> FileRows:
+    """The live rows of ``files`` (of ``planned``), read natively unless the statement's own
+    ``expressions`` name ``_file``."""
+    reason = "the statement names _file" if names_file_column(*expressions) else None
+    return file_rows(
+        spark,
+        target,
+        files,
+        deletes=planned.deletes,
+        sequence_numbers=planned.sequence_numbers,
+        data_source_only=reason,
+    )
 
 
 def _split_strict(

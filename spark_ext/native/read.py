@@ -56,6 +56,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
@@ -266,6 +267,32 @@ def native_os_path(location: str) -> str:
     if "%" in path and not os.path.lexists(path):
         raise NotNative(f"{location} is stored under another form of its name")
     return path
+
+
+def spark_os_path(uri: str) -> str:
+    """The OS path of the local file Spark names by ``uri`` (URI-encoded, as in
+    ``_metadata.file_path`` and ``DataFrame.inputFiles``)."""
+    return unquote(urlsplit(uri).path)
+
+
+def spark_file_keys(df: DataFrame, files: Sequence[DataFile]) -> dict[str, str]:
+    """The ``_metadata.file_path`` Spark gives the rows of each of ``files`` (local data files
+    that ``df``, a ``spark.read.parquet`` of their :func:`~lakecat.metadata.io.to_uri` forms,
+    reads), by path in the table, from Spark's listing of them (``inputFiles``: the same
+    URI-encoded path, spelled ``file:///...`` where the rows' column spells ``file:/...``);
+    :class:`NotNative` unless the listing names each of the files once."""
+    by_os_path = {os.path.abspath(native_os_path(f.file_path)): f.file_path for f in files}
+    keys: dict[str, str] = {}
+    for uri in df.inputFiles():
+        parts = urlsplit(uri)
+        path = by_os_path.get(unquote(parts.path)) if parts.scheme == "file" else None
+        if path is None or path in keys:
+            raise NotNative(f"Spark lists {uri}, which is not one of the planned files")
+        keys[path] = f"file:{parts.path}"
+    if len(keys) != len(by_os_path):
+        missing = sorted(set(by_os_path.values()) - set(keys))
+        raise NotNative(f"Spark does not list {missing[0]}")
+    return keys
 
 
 def check_file_metadata(schema: Schema) -> None:

@@ -39,8 +39,9 @@ A native write, step by step:
    (:meth:`~lakecat.spark_ext.source.write_jobs.WriteJob.commit`), with the same conflict checks,
    retries, idempotency and cleanup as the data source.
 
-A write with the ``stage-to`` option (the rows of a copy-on-write SQL statement) hands its files
-over there instead of committing, as the data source's staged write does; on tables with row
+A write with the ``stage-to`` option (the rows of a copy-on-write SQL statement; :func:`stage`,
+the rows ``lk.delete`` / ``lk.update`` / ``lk.merge`` write) hands its files over there instead
+of committing, as the data source's staged write does; on tables with row
 lineage its rows carry ``_row_id`` and ``_last_updated_sequence_number`` after the table's
 columns (copied rows keep both, updated rows their id), and the files keep them, as the data
 source's staged write keeps them.
@@ -110,7 +111,13 @@ from lakecat.spark_ext.settings import (
     CatalogSettings,
     settings_from_session,
 )
-from lakecat.spark_ext.source.staging import STAGE_TO, TARGET_FILE_SIZE
+from lakecat.spark_ext.source.planning import METADATA_LOCATION
+from lakecat.spark_ext.source.staging import (
+    STAGE_TO,
+    TARGET_FILE_SIZE,
+    TargetTable,
+    handed_over,
+)
 from lakecat.spark_ext.source.write_jobs import (
     FilesMessage,
     WriteJob,
@@ -250,6 +257,19 @@ def write(
         return NativeSupport(exc.reason)
     _run(job, plan, df, spread)
     return NATIVE
+
+
+def stage(target: TargetTable, df: DataFrame) -> list[DataFile]:
+    """Write ``df`` (spread over tasks already) as data files of the state ``target`` was
+    planned against, without a commit, with Spark's Parquet writer (a staged write, as the
+    data source's :func:`~lakecat.spark_ext.source.staging.stage_write`): the files, or
+    :class:`NotNative` (nothing written) when the write does not qualify."""
+    stage_to = target.stage_location()
+    options = {METADATA_LOCATION: target.table.metadata_location, STAGE_TO: stage_to}
+    job = plan_write(target.settings, target.name, options, overwrite=False, spark_schema=df.schema)
+    plan = plan_native_write(job.metadata, df.schema, mode=job.mode, options=options)
+    _run(job, plan, df, NONE)
+    return handed_over(target.io, stage_to)
 
 
 def _spread(metadata: TableMetadata, options: Mapping[str, str]) -> str:

@@ -131,6 +131,10 @@ class TargetTable:
         """Whether rows copied from the table must keep their lineage (format v3)."""
         return self.metadata.format_version >= 3
 
+    def stage_location(self) -> str:
+        """A fresh location for a staged write's handoff (:func:`read_handoff`)."""
+        return join(metadata_dir(self.metadata), f"spark-stage-{uuid.uuid4()}.pickle")
+
     def catalog_options(self) -> dict[str, str]:
         """The catalog of this operation, for the data source it reads and writes with."""
         return self.settings.as_options()
@@ -213,7 +217,7 @@ def stage_write_by_task(
     ``keep_order``: each task's rows are written in the order they come (sorted already);
     ``output_spec_id``: the files are written for that partition spec of the table, not its
     default one."""
-    location = join(metadata_dir(target.metadata), f"spark-stage-{uuid.uuid4()}.pickle")
+    location = target.stage_location()
     activate(df.sparkSession)
     writer = (
         df.write.format(target.format_name)

@@ -1,0 +1,238 @@
+"""The rows of some data files, read by Spark's own Parquet reader where they qualify.
+
+``lk.update`` reads the rows of the files it changes, ``lk.merge`` the rows of its candidate
+files, and a copy-on-write ``lk.delete`` the rows of the files it rewrites: whole rows, with
+each row's file (``_file``) and position (``_pos``), and on format v3 its row lineage
+(``_row_id``, ``_last_updated_sequence_number``), the rows that deletes delete left out. The
+Python data source reads them so (``read_files``); when the files qualify (the checks of
+:mod:`lakecat.spark_ext.native.read` for the whole schema: names agree with field ids over the
+schema history, local Parquet files, ...; no equality delete applies; no column named
+``_metadata``), Spark's Parquet reader does, as the SQL catalog's statements read:
+
+* ``_pos`` is Spark's ``_metadata.row_index`` (it numbers every row of a file, as ``_pos``
+  does);
+* ``_file`` is Spark's ``_metadata.file_path``: the file's URI, which :meth:`FileRows.path`
+  turns back into the file's path in the table on the driver (the statements only collect
+  it: the files with changes, the positions of changed rows). Turning it back on the
+  executors would cost string work on every row; so a statement whose own expressions name
+  ``_file`` reads through the data source, where ``_file`` is the path in the table;
+* where the rows need a per-file value (the deleted positions of a file with position
+  deletes or deletion vectors; a v3 file's ``first_row_id`` and data sequence number), the
+  driver predicts each file's ``_metadata.file_path`` from Spark's listing of the files
+  (:func:`~lakecat.spark_ext.native.read.spark_file_keys`) and the rows are joined with a small
+  broadcast table keyed by it; a row whose file is not in that table fails the job (never a
+  deleted row kept or a row without its lineage);
+* row lineage as the spec assigns it where the file does not store it: ``_row_id`` = the
+  file's ``first_row_id`` + ``_pos``, ``_last_updated_sequence_number`` = its data sequence
+  number (neither for a file without a ``first_row_id``);
+* float and double columns are read through ``nanvl(c, c)``, so that no filter on them is
+  pushed into the reader, whose row-group statistics leave NaN out.
+
+Otherwise (the reason is logged at INFO), the Python data source reads the files.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as st
+
+from lakecat.metadata.errors import LakecatError
+from lakecat.metadata.io import to_uri
+from lakecat.metadata.manifests import DataFile
+from lakecat.metadata.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
+from lakecat.spark_ext.native.columns import quoted
+from lakecat.spark_ext.native.read import (
+    READ_OPTIONS,
+    check_file_metadata,
+    check_native_files,
+    check_native_schema,
+    native_os_path,
+    position_deletes,
+    spark_file_keys,
+    spark_os_path,
+    unpruned_floats,
+)
+from lakecat.spark_ext.native.support import NotNative
+from lakecat.spark_ext.source.staging import TargetTable, read_files
+from lakecat.spark_ext.types import FILE_COLUMN, POS_COLUMN, spark_schema
+
+log = logging.getLogger("lakecat.spark")
+
+_NAMES_FILE = re.compile(r"\b_file\b", re.IGNORECASE)
+# the columns of the per-file table the rows are joined with
+_KEY = "__lakecat_rows_file"
+_FIRST_ROW_ID = "__lakecat_rows_first_row_id"
+_SEQUENCE_NUMBER = "__lakecat_rows_sequence_number"
+_KNOWN = "__lakecat_rows_known"
+_DELETED = "__lakecat_rows_deleted"
+
+
+@dataclass(frozen=True)
+class FileRows:
+    """The rows of some data files (:func:`file_rows`) and how to turn a ``_file`` value of
+    theirs into the file's path in the table."""
+
+    rows: DataFrame
+    native: bool
+    # native: each file's OS path -> its path in the table
+    paths: Mapping[str, str] = field(default_factory=dict)
+
+    def path(self, value: str) -> str:
+        """The path in the table of the file whose ``_file`` value is ``value``."""
+        if not self.native:
+            return value
+        path = self.paths.get(spark_os_path(value))
+        if path is None:
+            raise LakecatError(f"Spark read a file that was not planned: {value}")
+        return path
+
+
+def names_file_column(*expressions: str | None) -> bool:
+    """Whether any of a statement's own expressions (conditions, SET values) names the
+    ``_file`` metadata column."""
+    return any(e is not None and _NAMES_FILE.search(e) for e in expressions)
+
+
+def file_rows(
+    spark: Any,
+    target: TargetTable,
+    files: Sequence[DataFile],
+    *,
+    deletes: Mapping[str, Sequence[DataFile]],
+    sequence_numbers: Mapping[str, int],
+    data_source_only: str | None = None,
+) -> FileRows:
+    """The live rows of ``files`` (planned against ``target``'s metadata; ``deletes``: the
+    delete files of each, by path; ``sequence_numbers``: their data sequence numbers, for row
+    lineage) with ``_file`` and ``_pos`` and, on a table with row lineage, its columns, read
+    by Spark's Parquet reader where they qualify, else by the data source; also there when
+    ``data_source_only`` gives a reason."""
+    try:
+        if data_source_only is not None:
+            raise NotNative(data_source_only)
+        rows = _native_rows(spark, target, files, deletes, sequence_numbers)
+    except NotNative as exc:
+        log.info("lakecat: reading the rows of %s through the data source: %s", target.name, exc)
+        return FileRows(read_files(spark, target, files, row_lineage=target.row_lineage), False)
+    log.debug("lakecat: reading the rows of %s with Spark's Parquet reader", target.name)
+    return rows
+
+
+def _native_rows(
+    spark: Any,
+    target: TargetTable,
+    files: Sequence[DataFile],
+    deletes: Mapping[str, Sequence[DataFile]],
+    sequence_numbers: Mapping[str, int],
+) -> FileRows:
+    metadata = target.metadata
+    schema = metadata.schema()
+    check_file_metadata(schema)
+    check_native_schema(metadata, schema)
+    check_native_files(metadata, files)
+    deleted = position_deletes(target.io, metadata, schema, files, deletes)
+    lineage = target.row_lineage
+    read = spark_schema(schema)
+    if lineage:
+        read = st.StructType([*read.fields, *(st.StructField(c, st.LongType()) for c in _LINEAGE)])
+    scanned = spark.read.schema(read).options(**READ_OPTIONS)
+    scanned = scanned.parquet(*[to_uri(f.file_path) for f in files])
+    keys = spark_file_keys(scanned, files)
+    located = scanned.select(
+        *[F.col(quoted(c)) for c in read.fieldNames()],
+        F.col("_metadata.file_path").alias(FILE_COLUMN),
+        F.col("_metadata.row_index").alias(POS_COLUMN),
+    )
+    df = unpruned_floats(located, schema)
+    if lineage or deleted:
+        df = _joined_by_file(spark, df, files, keys, sequence_numbers if lineage else None)
+    if deleted:
+        df = _without_deleted(spark, df, deleted, keys)
+    if lineage:
+        df = _with_lineage(df)
+    columns = [*read.fieldNames(), FILE_COLUMN, POS_COLUMN]
+    paths = {os.path.abspath(native_os_path(f.file_path)): f.file_path for f in files}
+    return FileRows(df.select(*[F.col(quoted(c)) for c in columns]), True, paths)
+
+
+_LINEAGE = (ROW_ID.name, LAST_UPDATED_SEQUENCE_NUMBER.name)
+
+
+def _joined_by_file(
+    spark: Any,
+    df: DataFrame,
+    files: Sequence[DataFile],
+    keys: Mapping[str, str],
+    sequence_numbers: Mapping[str, int] | None,
+) -> DataFrame:
+    """``df`` with its files' ``first_row_id`` and data sequence number (``None``: no row
+    lineage, both null), joined by Spark's name of the file; a row of a file the driver did
+    not name fails the job."""
+    lineage = sequence_numbers is not None
+    table = pa.table(
+        {
+            _KEY: pa.array([keys[f.file_path] for f in files], pa.string()),
+            _FIRST_ROW_ID: pa.array(
+                [f.first_row_id if lineage else None for f in files], pa.int64()
+            ),
+            _SEQUENCE_NUMBER: pa.array(
+                [(sequence_numbers or {}).get(f.file_path) for f in files], pa.int64()
+            ),
+            _KNOWN: pa.array([True] * len(files), pa.bool_()),
+        }
+    )
+    per_file = F.broadcast(spark.createDataFrame(table))
+    joined = df.join(per_file, df[FILE_COLUMN] == per_file[_KEY], "left")
+    unknown = F.concat(
+        F.lit("lakecat: Spark read a file that was not planned: "), F.col(FILE_COLUMN)
+    )
+    return joined.where(F.coalesce(F.col(_KNOWN), F.raise_error(unknown).cast("boolean")))
+
+
+def _without_deleted(
+    spark: Any, df: DataFrame, deleted: Mapping[str, pa.Int64Array], keys: Mapping[str, str]
+) -> DataFrame:
+    """``df`` without the rows at the ``deleted`` positions (by path in the table) of their
+    files."""
+    rows = pa.table(
+        {
+            _DELETED: pa.chunked_array(
+                [
+                    pa.repeat(pa.scalar(keys[path], pa.string()), len(p))
+                    for path, p in deleted.items()
+                ],
+                type=pa.string(),
+            ),
+            POS_COLUMN: pa.chunked_array(list(deleted.values()), type=pa.int64()),
+        }
+    )
+    gone = spark.createDataFrame(rows)
+    on = (df[FILE_COLUMN] == gone[_DELETED]) & (df[POS_COLUMN] == gone[POS_COLUMN])
+    kept: DataFrame = df.join(gone, on, "left_anti")
+    return kept
+
+
+def _with_lineage(df: DataFrame) -> DataFrame:
+    """``df`` with the row lineage the spec assigns where its file does not store it."""
+    first = F.col(_FIRST_ROW_ID)
+    assigned = first.isNotNull()
+    row_id, updated = (F.col(quoted(c)) for c in _LINEAGE)
+    return df.withColumns(
+        {
+            ROW_ID.name: F.when(assigned, F.coalesce(row_id, first + F.col(POS_COLUMN))).otherwise(
+                row_id
+            ),
+            LAST_UPDATED_SEQUENCE_NUMBER.name: F.when(
+                assigned, F.coalesce(updated, F.col(_SEQUENCE_NUMBER))
+            ).otherwise(updated),
+        }
+    )

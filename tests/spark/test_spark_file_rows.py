@@ -1,0 +1,201 @@
+"""lk.update, lk.merge and a copy-on-write lk.delete read the rows of the files they rewrite
+with Spark's own Parquet reader (the rows deletes delete left out, each row's file, position
+and, format v3, lineage as the data source gives them; the data source where the statement
+names ``_file``) and write the rows back with Spark's Parquet writer where the table
+qualifies."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import lakecat.spark_ext.dml.file_rows as file_rows_module
+from lakecat.catalog import Catalog, Table
+from lakecat.spark_ext import delete, merge, update
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("score", pa.float64())])
+NATIVE = "reading the rows of db.{} with Spark's Parquet reader"
+FALLBACK = "reading the rows of db.{} through the data source"
+WRITTEN_BY_SPARK = re.compile(r"/data/[0-9a-f]{32}/")
+WRITE_FALLBACK = "writing the rows of db.{} through the data source"
+LINEAGE = ["id", "part", "score", "_row_id", "_last_updated_sequence_number"]
+
+
+def make_table(lake: Catalog, name: str, parts: list[str], version: str) -> Table:
+    """Ten rows per part, one file each: ids 0-9 in the first part, 10-19 in the second..."""
+    table = lake.create_table(
+        f"db.{name}",
+        SCHEMA,
+        partition_by=["part"],
+        properties={"format-version": version, "write.delete.mode": "merge-on-read"},
+    )
+    for i, part in enumerate(parts):
+        ids = list(range(10 * i, 10 * i + 10))
+        table.append(
+            pa.table(
+                {
+                    "id": pa.array(ids, pa.int64()),
+                    "part": [part] * 10,
+                    "score": [float(n) for n in ids],
+                },
+                schema=SCHEMA,
+            )
+        )
+    return table
+
+
+def live(table: Table, columns: list[str] | None = None) -> list[tuple[Any, ...]]:
+    rows = table.refresh().to_arrow(columns=columns)
+    return sorted(tuple(r.values()) for r in rows.to_pylist())
+
+
+def messages(caplog: pytest.LogCaptureFixture, text: str) -> int:
+    return sum(text in r.getMessage() for r in caplog.records)
+
+
+def change(spark: Any, name: str, *, via_data_source: bool = False) -> None:
+    """A copy-on-write update, delete and merge of rows in files that position deletes (v3:
+    deletion vectors) already delete from; ``via_data_source``: each statement names ``_file``
+    (true of every row), which sends its read to the data source."""
+    extra = " AND _file IS NOT NULL" if via_data_source else ""
+    table = f"db.{name}"
+    update(spark, table, f"id % 10 = 5{extra}", {"score": "-score"})
+    delete(spark, table, f"id % 10 = 7{extra}")
+    source = spark.createDataFrame(
+        [(i, "new", 100.0 + i) for i in (1, 11, 21, 31, 99)], "id long, part string, score double"
+    )
+    merge(
+        spark,
+        target=table,
+        source=source,
+        on=f"t.id = s.id{extra.replace('_file', 't._file')}",
+        when_matched_update={"score": "s.score"},
+        when_not_matched_insert="*",
+    )
+
+
+@pytest.mark.parametrize("version", ["2", "3"])
+def test_rows_of_files_with_deletes_and_escaped_names_are_read_natively(
+    spark: Any, lake: Catalog, version: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # partition folders hold the values URL-escaped; Spark names the files by URIs
+    table = make_table(lake, "t", ["a b", "50%", "x=y/z", "plus+ü"], version)
+    delete(spark, "db.t", "id % 10 = 0 OR id = 15")  # merge-on-read: a delete file per file
+    table.set_properties(
+        {"write.update.mode": "copy-on-write", "write.delete.mode": "copy-on-write"}
+    )
+    caplog.set_level(logging.DEBUG, logger="lakecat.spark")
+    change(spark, "t")
+    assert messages(caplog, NATIVE.format("t")) == 3
+    assert messages(caplog, FALLBACK.format("t")) == 0
+    expected = {i: float(i) for i in range(40) if i % 10 not in (0, 7) and i != 15}
+    expected.update({i: -float(i) for i in expected if i % 10 == 5})
+    expected.update({i: 100.0 + i for i in (1, 11, 21, 31, 99)})
+    assert {r[0]: r[2] for r in live(table)} == expected
+
+
+def test_rewritten_rows_keep_the_lineage_the_data_source_gives_them(
+    spark: Any, lake: Catalog, caplog: pytest.LogCaptureFixture
+) -> None:
+    tables = {name: make_table(lake, name, ["a", "b", "c"], "3") for name in ("n", "d")}
+    for name, table in tables.items():
+        delete(spark, f"db.{name}", "id % 10 = 0")  # deletion vectors
+        table.set_properties(
+            {"write.update.mode": "copy-on-write", "write.delete.mode": "copy-on-write"}
+        )
+    caplog.set_level(logging.DEBUG, logger="lakecat.spark")
+    change(spark, "n")
+    change(spark, "d", via_data_source=True)
+    assert messages(caplog, NATIVE.format("n")) == 3
+    assert messages(caplog, FALLBACK.format("d")) == 3
+    native, reference = (live(tables[name], LINEAGE) for name in ("n", "d"))
+    # rows that were there keep the same lineage; the inserted ones (ids 31 and 99) get new
+    # row ids by their position in the file they land in, which the writer orders
+    assert [r for r in native if r[0] < 30] == [r for r in reference if r[0] < 30]
+    inserted = [r for r in native if r[0] >= 30]
+    assert [r[:3] + r[4:] for r in inserted] == [r[:3] + r[4:] for r in reference if r[0] >= 30]
+    assert len({r[3] for r in native}) == len(native)  # each row its own id
+    assert all(r[3] is not None and r[4] is not None for r in native)
+    kept = [r for r in native if r[0] < 30 and r[0] % 10 not in (1, 5)]
+    assert all(r[3] == r[0] for r in kept)  # the ids the appends gave them
+
+
+def test_a_merge_naming_file_reads_its_rows_through_the_data_source(
+    spark: Any, lake: Catalog, caplog: pytest.LogCaptureFixture
+) -> None:
+    table = make_table(lake, "t", ["a", "b"], "2")
+    caplog.set_level(logging.DEBUG, logger="lakecat.spark")
+    source = spark.createDataFrame([(3, "a", -1.0)], "id long, part string, score double")
+    merge(
+        spark,
+        target="db.t",
+        source=source,
+        on="t.id = s.id AND t._file LIKE '%part=a%'",
+        when_matched_update={"score": "s.score"},
+    )
+    assert messages(caplog, FALLBACK.format("t")) == 1
+    assert {r[0]: r[2] for r in live(table)}[3] == -1.0
+
+
+def test_a_row_spark_names_an_unplanned_file_fails_the_statement_and_changes_nothing(
+    spark: Any, lake: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the per-file join keys (deleted positions, lineage) are predicted on the driver; a row
+    # no key names must fail the job, never keep a deleted row or lose its lineage
+    table = make_table(lake, "t", ["a", "b"], "3")
+    delete(spark, "db.t", "id = 1")
+    table.set_properties({"write.update.mode": "copy-on-write"})
+    before = live(table, LINEAGE)
+    real = file_rows_module.spark_file_keys
+
+    def misnamed(df: Any, files: Any) -> dict[str, str]:
+        return {path: key + ".elsewhere" for path, key in real(df, files).items()}
+
+    monkeypatch.setattr(file_rows_module, "spark_file_keys", misnamed)
+    with pytest.raises(Exception, match="Spark read a file that was not planned"):
+        update(spark, "db.t", "id = 2", {"score": "0"})
+    assert live(table, LINEAGE) == before
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_the_rows_a_change_writes_are_written_by_sparks_writer(
+    spark: Any, lake: Catalog, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    table = make_table(lake, "t", ["a", "b"], "3")
+    table.set_properties({f"write.{k}.mode": mode for k in ("delete", "update", "merge")})
+    appended = {f.file_path for f in table.scan().plan_files()}
+    caplog.set_level(logging.INFO, logger="lakecat.spark")
+    change(spark, "t")
+    assert messages(caplog, WRITE_FALLBACK.format("t")) == 0
+    # copy-on-write: the rewritten files; merge-on-read: the new rows (deletion vectors
+    # delete from the appended files)
+    files = {f.file_path for f in table.refresh().scan().plan_files()}
+    added = files - appended
+    assert added and all(WRITTEN_BY_SPARK.search(p) for p in added)
+    assert (files & appended) == (appended if mode == "merge-on-read" else set())
+    expected = {i: float(i) for i in range(20) if i % 10 != 7}
+    expected.update({i: -float(i) for i in (5, 15)})
+    expected.update({i: 100.0 + i for i in (1, 11, 21, 31, 99)})
+    assert {r[0]: r[2] for r in live(table)} == expected
+
+
+def test_a_table_spark_cannot_write_gets_its_rows_written_by_the_data_source(
+    spark: Any, lake: Catalog, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Spark's writer cannot give list elements their field ids
+    schema = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string()))])
+    table = lake.create_table("db.l", schema)
+    table.append(pa.table({"id": [1, 2, 3], "tags": [["a"], [], None]}, schema=schema))
+    caplog.set_level(logging.INFO, logger="lakecat.spark")
+    update(spark, "db.l", "id = 2", {"tags": "array('b', 'c')"})
+    assert messages(caplog, WRITE_FALLBACK.format("l")) == 1
+    assert not any(
+        WRITTEN_BY_SPARK.search(f.file_path) for f in table.refresh().scan().plan_files()
+    )
+    assert live(table) == [(1, ["a"]), (2, ["b", "c"]), (3, None)]
