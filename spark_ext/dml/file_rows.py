@@ -19,7 +19,7 @@ schema history, local Parquet files, ...; no equality delete applies; no column 
 * where the rows need a per-file value (the deleted positions of a file with position
   deletes or deletion vectors; a v3 file's ``first_row_id`` and data sequence number), the
   driver predicts each file's ``_metadata.file_path`` from Spark's listing of the files
-  (:func:`~lakecat.spark_ext.native.read.spark_file_keys`) and the rows are joined with a small
+  (:mod:`lakecat.spark_ext.native.file_keys`) and the rows are joined with a small
   broadcast table keyed by it; a row whose file is not in that table fails the job (never a
   deleted row kept or a row without its lineage);
 * row lineage as the spec assigns it where the file does not store it: ``_row_id`` = the
@@ -40,7 +40,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as st
@@ -50,15 +49,21 @@ from lakecat.metadata.io import to_uri
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
 from lakecat.spark_ext.native.columns import quoted
+from lakecat.spark_ext.native.file_keys import (
+    FIRST_ROW_ID,
+    SEQUENCE_NUMBER,
+    joined_by_file,
+    native_os_path,
+    spark_file_keys,
+    spark_os_path,
+    without_deleted,
+)
 from lakecat.spark_ext.native.read import (
     READ_OPTIONS,
     check_file_metadata,
     check_native_files,
     check_native_schema,
-    native_os_path,
     position_deletes,
-    spark_file_keys,
-    spark_os_path,
     unpruned_floats,
 )
 from lakecat.spark_ext.native.support import NotNative
@@ -68,12 +73,6 @@ from lakecat.spark_ext.types import FILE_COLUMN, POS_COLUMN, spark_schema
 log = logging.getLogger("lakecat.spark")
 
 _NAMES_FILE = re.compile(r"\b_file\b", re.IGNORECASE)
-# the columns of the per-file table the rows are joined with
-_KEY = "__lakecat_rows_file"
-_FIRST_ROW_ID = "__lakecat_rows_first_row_id"
-_SEQUENCE_NUMBER = "__lakecat_rows_sequence_number"
-_KNOWN = "__lakecat_rows_known"
-_DELETED = "__lakecat_rows_deleted"
 
 
 @dataclass(frozen=True)
@@ -154,9 +153,10 @@ def _native_rows(
     )
     df = unpruned_floats(located, schema)
     if lineage or deleted:
-        df = _joined_by_file(spark, df, files, keys, sequence_numbers if lineage else None)
+        numbers = sequence_numbers if lineage else None
+        df = joined_by_file(spark, df, FILE_COLUMN, files, keys, numbers)
     if deleted:
-        df = _without_deleted(spark, df, deleted, keys)
+        df = without_deleted(spark, df, FILE_COLUMN, POS_COLUMN, deleted, keys)
     if lineage:
         df = _with_lineage(df)
     columns = [*read.fieldNames(), FILE_COLUMN, POS_COLUMN]
@@ -167,63 +167,9 @@ def _native_rows(
 _LINEAGE = (ROW_ID.name, LAST_UPDATED_SEQUENCE_NUMBER.name)
 
 
-def _joined_by_file(
-    spark: Any,
-    df: DataFrame,
-    files: Sequence[DataFile],
-    keys: Mapping[str, str],
-    sequence_numbers: Mapping[str, int] | None,
-) -> DataFrame:
-    """``df`` with its files' ``first_row_id`` and data sequence number (``None``: no row
-    lineage, both null), joined by Spark's name of the file; a row of a file the driver did
-    not name fails the job."""
-    lineage = sequence_numbers is not None
-    table = pa.table(
-        {
-            _KEY: pa.array([keys[f.file_path] for f in files], pa.string()),
-            _FIRST_ROW_ID: pa.array(
-                [f.first_row_id if lineage else None for f in files], pa.int64()
-            ),
-            _SEQUENCE_NUMBER: pa.array(
-                [(sequence_numbers or {}).get(f.file_path) for f in files], pa.int64()
-            ),
-            _KNOWN: pa.array([True] * len(files), pa.bool_()),
-        }
-    )
-    per_file = F.broadcast(spark.createDataFrame(table))
-    joined = df.join(per_file, df[FILE_COLUMN] == per_file[_KEY], "left")
-    unknown = F.concat(
-        F.lit("lakecat: Spark read a file that was not planned: "), F.col(FILE_COLUMN)
-    )
-    return joined.where(F.coalesce(F.col(_KNOWN), F.raise_error(unknown).cast("boolean")))
-
-
-def _without_deleted(
-    spark: Any, df: DataFrame, deleted: Mapping[str, pa.Int64Array], keys: Mapping[str, str]
-) -> DataFrame:
-    """``df`` without the rows at the ``deleted`` positions (by path in the table) of their
-    files."""
-    rows = pa.table(
-        {
-            _DELETED: pa.chunked_array(
-                [
-                    pa.repeat(pa.scalar(keys[path], pa.string()), len(p))
-                    for path, p in deleted.items()
-                ],
-                type=pa.string(),
-            ),
-            POS_COLUMN: pa.chunked_array(list(deleted.values()), type=pa.int64()),
-        }
-    )
-    gone = spark.createDataFrame(rows)
-    on = (df[FILE_COLUMN] == gone[_DELETED]) & (df[POS_COLUMN] == gone[POS_COLUMN])
-    kept: DataFrame = df.join(gone, on, "left_anti")
-    return kept
-
-
 def _with_lineage(df: DataFrame) -> DataFrame:
     """``df`` with the row lineage the spec assigns where its file does not store it."""
-    first = F.col(_FIRST_ROW_ID)
+    first = F.col(FIRST_ROW_ID)
     assigned = first.isNotNull()
     row_id, updated = (F.col(quoted(c)) for c in _LINEAGE)
     return df.withColumns(
@@ -232,7 +178,7 @@ def _with_lineage(df: DataFrame) -> DataFrame:
                 row_id
             ),
             LAST_UPDATED_SEQUENCE_NUMBER.name: F.when(
-                assigned, F.coalesce(updated, F.col(_SEQUENCE_NUMBER))
+                assigned, F.coalesce(updated, F.col(SEQUENCE_NUMBER))
             ).otherwise(updated),
         }
     )

@@ -42,14 +42,13 @@ from lakecat.metadata.manifests import DataFile
 from lakecat.spark_ext.dml.conditions import spark_columns
 from lakecat.spark_ext.dml.positions import file_positions
 from lakecat.spark_ext.native.columns import quoted
+from lakecat.spark_ext.native.file_keys import native_os_path, spark_os_path
 from lakecat.spark_ext.native.read import (
     READ_OPTIONS,
     check_file_metadata,
     check_native_files,
     check_native_schema,
-    native_os_path,
     position_deletes,
-    spark_os_path,
     unpruned_floats,
 )
 from lakecat.spark_ext.native.support import NotNative

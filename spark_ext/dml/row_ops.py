@@ -367,13 +367,13 @@ def _candidates(target: TargetTable, expression: Expression) -> ScanPlan:
         target.head,
         target.metadata.schema(),
         row_filter=expression,
-        columns=_candidates_scan_lineage(target),
+        columns=_candidate_columns(target),
         case_sensitive=False,
     )
     return scan.plan()
 
 
-def _candidates_scan_lineage(target: TargetTable) -> list[str] | None:
+def _candidate_columns(target: TargetTable) -> list[str] | None:
     """The columns a scan of the candidates asks for: with row lineage, its columns too, so
     that the plan holds each file's data sequence number."""
     if not target.row_lineage:

@@ -36,9 +36,9 @@ logged):
 Position deletes and deletion vectors keep a read native: lakecat reads them on the driver
 into (file, position) rows and the DataFrame drops the rows whose ``_metadata.file_path`` and
 ``_metadata.row_index`` (Spark's own Parquet reader numbers every row of a file) match one,
-by a left anti join. Spark names a file by its URI-encoded path, so a data file with deletes
-must have a plain path (letters, digits, ``/ . _ - =``) for the join to match it exactly, and
-no column may be named ``_metadata`` (it would hide Spark's).
+by a left anti join; Spark's name of each file is predicted from its listing of the files and
+checked on every row (:mod:`.file_keys`). No column may be named ``_metadata`` (it would hide
+Spark's).
 
 Spark's file sources make every column nullable; a native read's DataFrame schema therefore
 has no non-nullable columns, while the data source's keeps the table's required columns.
@@ -51,12 +51,10 @@ from __future__ import annotations
 
 import logging
 import operator
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
@@ -75,7 +73,7 @@ from lakecat.metadata.expressions import (
     Or,
     bind,
 )
-from lakecat.metadata.io import FileIO, local_path, to_uri
+from lakecat.metadata.io import FileIO, to_uri
 from lakecat.metadata.manifests import Content, DataFile
 from lakecat.metadata.partitioning import PartitionSpec, parse_transform
 from lakecat.metadata.schema import (
@@ -104,6 +102,12 @@ from lakecat.metadata.schema import (
 )
 from lakecat.metadata.table import TableMetadata, read_metadata
 from lakecat.spark_ext.native.columns import quoted
+from lakecat.spark_ext.native.file_keys import (
+    joined_by_file,
+    native_os_path,
+    spark_file_keys,
+    without_deleted,
+)
 from lakecat.spark_ext.native.partitions import EPOCH_NTZ
 from lakecat.spark_ext.native.support import (
     NATIVE,
@@ -135,8 +139,6 @@ READ_OPTIONS: Mapping[str, str] = {
 }
 _AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _GLOB_CHARACTERS = re.compile(r"[{}\[\]*?\\]")
-# Paths that Spark's ``_metadata.file_path`` (a URI) spells as they are.
-_PLAIN_PATH = re.compile(r"^[A-Za-z0-9/._=-]+$")
 # The join keys of a native read with deletes.
 _FILE_KEY = "__lakecat_file"
 _POS_KEY = "__lakecat_pos"
@@ -165,8 +167,7 @@ _COMPARABLE = (
 @dataclass(frozen=True)
 class NativeReadPlan:
     """A qualifying read: its files, the row condition of its ``filter`` option, and the
-    row positions that position deletes and deletion vectors delete (by data file's OS
-    path)."""
+    row positions that position deletes and deletion vectors delete (by data file path)."""
 
     files: tuple[DataFile, ...]
     row_filter: Column | None
@@ -218,20 +219,12 @@ def check_native_files(metadata: TableMetadata, files: Iterable[DataFile]) -> No
 
 
 def _deleted_positions(io: FileIO, view: ReadView, plan: FilePlan) -> dict[str, pa.Int64Array]:
-    """The positions the plan's position deletes and deletion vectors delete, by the OS path
-    of their data file; :class:`NotNative` when an equality delete applies or a data file's
-    path would not match Spark's form of it."""
+    """The positions the plan's position deletes and deletion vectors delete, by data file
+    path; :class:`NotNative` when an equality delete applies."""
     if not plan.deletes:
         return {}
     check_file_metadata(view.schema)
-    os_paths: dict[str, str] = {}
-    for path in plan.deletes:
-        os_path = local_path(path)
-        if os_path is None or not _PLAIN_PATH.match(os_path):
-            raise NotNative(f"{path} has deletes and a path Spark names in another form")
-        os_paths[path] = os_path
-    deleted = position_deletes(io, view.metadata, view.schema, plan.files, plan.deletes)
-    return {os_paths[path]: positions for path, positions in deleted.items()}
+    return position_deletes(io, view.metadata, view.schema, plan.files, plan.deletes)
 
 
 def position_deletes(
@@ -257,44 +250,6 @@ def position_deletes(
     return out
 
 
-def native_os_path(location: str) -> str:
-    """The OS path of a data file Spark's reader reads as it is; :class:`NotNative` for a
-    file that is not local, or that an older lakecat wrote under the unescaped form of its
-    name (its FileIO finds those, Spark would not)."""
-    path = local_path(location)
-    if path is None:
-        raise NotNative(f"{location} is not a local file")
-    if "%" in path and not os.path.lexists(path):
-        raise NotNative(f"{location} is stored under another form of its name")
-    return path
-
-
-def spark_os_path(uri: str) -> str:
-    """The OS path of the local file Spark names by ``uri`` (URI-encoded, as in
-    ``_metadata.file_path`` and ``DataFrame.inputFiles``)."""
-    return unquote(urlsplit(uri).path)
-
-
-def spark_file_keys(df: DataFrame, files: Sequence[DataFile]) -> dict[str, str]:
-    """The ``_metadata.file_path`` Spark gives the rows of each of ``files`` (local data files
-    that ``df``, a ``spark.read.parquet`` of their :func:`~lakecat.metadata.io.to_uri` forms,
-    reads), by path in the table, from Spark's listing of them (``inputFiles``: the same
-    URI-encoded path, spelled ``file:///...`` where the rows' column spells ``file:/...``);
-    :class:`NotNative` unless the listing names each of the files once."""
-    by_os_path = {os.path.abspath(native_os_path(f.file_path)): f.file_path for f in files}
-    keys: dict[str, str] = {}
-    for uri in df.inputFiles():
-        parts = urlsplit(uri)
-        path = by_os_path.get(unquote(parts.path)) if parts.scheme == "file" else None
-        if path is None or path in keys:
-            raise NotNative(f"Spark lists {uri}, which is not one of the planned files")
-        keys[path] = f"file:{parts.path}"
-    if len(keys) != len(by_os_path):
-        missing = sorted(set(by_os_path.values()) - set(keys))
-        raise NotNative(f"Spark does not list {missing[0]}")
-    return keys
-
-
 def check_file_metadata(schema: Schema) -> None:
     """:class:`NotNative` when a column of ``schema`` is named ``_metadata``, which hides
     Spark's file metadata column (``_metadata.file_path``, ``_metadata.row_index``) of a
@@ -303,22 +258,18 @@ def check_file_metadata(schema: Schema) -> None:
         raise NotNative("a column named _metadata hides Spark's file metadata column")
 
 
-def _drop_deleted(spark: Any, df: DataFrame, deleted: Mapping[str, pa.Int64Array]) -> DataFrame:
-    """``df`` (a Parquet read) without the rows at the ``deleted`` positions of its files."""
-    rows = pa.table(
-        {
-            _FILE_KEY: pa.chunked_array(
-                [pa.repeat(pa.scalar(path, pa.string()), len(p)) for path, p in deleted.items()],
-                type=pa.string(),
-            ),
-            _POS_KEY: pa.chunked_array(list(deleted.values()), type=pa.int64()),
-        }
+def _drop_deleted(
+    spark: Any, df: DataFrame, files: Sequence[DataFile], deleted: Mapping[str, pa.Int64Array]
+) -> DataFrame:
+    """``df`` (a Parquet read of ``files``) without the rows at the ``deleted`` positions (by
+    path in the table) of its files; :class:`NotNative` when Spark's listing of the files does
+    not name each once."""
+    keys = spark_file_keys(df, files)
+    keyed = df.withColumn(_FILE_KEY, F.col("_metadata.file_path")).withColumn(
+        _POS_KEY, F.col("_metadata.row_index")
     )
-    deletes = spark.createDataFrame(rows)
-    keyed = df.withColumn(
-        _FILE_KEY, F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")
-    ).withColumn(_POS_KEY, F.col("_metadata.row_index"))
-    kept: DataFrame = keyed.join(deletes, [_FILE_KEY, _POS_KEY], "left_anti")
+    known = joined_by_file(spark, keyed, _FILE_KEY, files, keys)
+    kept = without_deleted(spark, known, _FILE_KEY, _POS_KEY, deleted, keys)
     return kept.drop(_FILE_KEY, _POS_KEY)
 
 
@@ -366,27 +317,32 @@ def read(
     settings = settings_from_session(spark, catalog, format_name=format_name).with_options(opts)
     view = _view(settings, table, opts)
     io = settings.file_io(view.metadata.location)
-    df: DataFrame
     try:
-        plan = plan_native_read(view, io)
+        return _native_frame(spark, view, plan_native_read(view, io))
     except NotNative as exc:
         log.info("lakecat: reading %s through the Python data source: %s", table, exc.reason)
-        df = (
-            spark.read.format(format_name)
-            .options(**opts)
-            .options(**settings.as_options())
-            .option(METADATA_LOCATION, view.metadata_location)
-            .load(table)
-        )
-        return df
+    df: DataFrame = (
+        spark.read.format(format_name)
+        .options(**opts)
+        .options(**settings.as_options())
+        .option(METADATA_LOCATION, view.metadata_location)
+        .load(table)
+    )
+    return df
+
+
+def _native_frame(spark: Any, view: ReadView, plan: NativeReadPlan) -> DataFrame:
+    """The DataFrame of a native read; :class:`NotNative` when Spark's listing of the files
+    does not name each once (only checked where deletes apply)."""
     schema = spark_schema(view.schema)
+    df: DataFrame
     if not plan.files:
         df = spark.createDataFrame([], schema)
         return df
     paths = [to_uri(f.file_path) for f in plan.files]
     df = spark.read.schema(schema).options(**READ_OPTIONS).parquet(*paths)
     if plan.deleted:
-        df = _drop_deleted(spark, df, plan.deleted)
+        df = _drop_deleted(spark, df, plan.files, plan.deleted)
     df = unpruned_floats(df, view.schema)
     return df.where(plan.row_filter) if plan.row_filter is not None else df
 

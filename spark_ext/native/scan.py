@@ -48,11 +48,11 @@ from lakecat.metadata.io import FileIO
 from lakecat.metadata.manifests import Content, DataFile
 from lakecat.metadata.partitioning import PartitionSpec
 from lakecat.metadata.schema import LINEAGE_COLUMNS, Schema, name_mapping_of
+from lakecat.spark_ext.native.file_keys import native_os_path
 from lakecat.spark_ext.native.read import (
     check_native_files,
     check_native_options,
     check_native_schema,
-    native_os_path,
 )
 from lakecat.spark_ext.native.support import NotNative
 from lakecat.spark_ext.source.planning import FilePlan, ReadView, plan_files

@@ -4,6 +4,7 @@ differ from lakecat's by-field-id reading go through the data source."""
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import os
 import urllib.parse
 from decimal import Decimal
@@ -171,6 +172,46 @@ def test_files_an_older_lakecat_wrote_under_unescaped_names_are_read_by_the_data
     assert rows(lk.read(spark, "db.legacy")) == [(1, "a/b"), (3, "50%")]
     # the untouched partition alone still reads natively
     assert lk.native_read_support(spark, "db.legacy", filter="region = 'plain'").native
+
+
+@pytest.mark.parametrize("version", ["2", "3"])
+def test_deletes_on_files_with_escaped_names_are_applied_to_a_native_read(
+    spark: Any, lake: Catalog, version: str
+) -> None:
+    # partition folders hold the values URL-escaped, and Spark names the files by URIs
+    schema = pa.schema([("id", pa.int64()), ("part", pa.string())])
+    props = {"format-version": version, "write.delete.mode": "merge-on-read"}
+    table = lake.create_table("db.e", schema, partition_by=["part"], properties=props)
+    parts = ["a b", "50%", "x=y/z", "plus+ü", "plain"]
+    for i, part in enumerate(parts):
+        ids = list(range(10 * i, 10 * i + 10))
+        table.append(pa.table({"id": ids, "part": [part] * 10}, schema=schema))
+    table.delete("id IN (3, 13, 23, 33, 43, 44)")  # position deletes (v3: deletion vectors)
+    assert lk.native_read_support(spark, "db.e").native
+    expected = [(i, parts[i // 10]) for i in range(50) if i % 10 != 3 and i != 44]
+    assert rows(lk.read(spark, "db.e")) == expected
+    assert rows(lk.read(spark, "db.e", filter="part = 'a b'")) == expected[:9]
+
+
+def test_a_row_spark_names_an_unplanned_file_fails_the_native_read(
+    spark: Any, lake: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Spark's names of the files are predicted on the driver; a row that none names must
+    # fail the read, never keep a deleted row
+    schema = pa.schema([("id", pa.int64())])
+    props = {"write.delete.mode": "merge-on-read"}
+    table = lake.create_table("db.k", schema, properties=props)
+    table.append(pa.table({"id": [1, 2, 3]}, schema=schema))
+    table.delete("id = 2")
+    native_read = importlib.import_module("lakecat.spark_ext.native.read")
+    real = native_read.spark_file_keys
+
+    def misnamed(df: Any, files: Any) -> dict[str, str]:
+        return {path: key + ".elsewhere" for path, key in real(df, files).items()}
+
+    monkeypatch.setattr(native_read, "spark_file_keys", misnamed)
+    with pytest.raises(Exception, match="Spark read a file that was not planned"):
+        lk.read(spark, "db.k").collect()
 
 
 def test_a_renamed_column_is_read_by_the_data_source(spark: Any, lake: Catalog) -> None:
