@@ -34,7 +34,6 @@ Otherwise (the reason is logged at INFO), the Python data source reads the files
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +44,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as st
 
 from lakecat.metadata.errors import LakecatError
-from lakecat.metadata.io import to_uri
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID
 from lakecat.spark_ext.native.columns import quoted
@@ -53,18 +51,15 @@ from lakecat.spark_ext.native.file_keys import (
     FIRST_ROW_ID,
     SEQUENCE_NUMBER,
     joined_by_file,
-    native_os_path,
+    os_paths,
     spark_file_keys,
     spark_os_path,
     without_deleted,
 )
 from lakecat.spark_ext.native.read import (
-    READ_OPTIONS,
-    check_file_metadata,
-    check_native_files,
-    check_native_schema,
+    check_native_rows,
     position_deletes,
-    unpruned_floats,
+    read_located,
 )
 from lakecat.spark_ext.native.support import NotNative
 from lakecat.spark_ext.source.staging import TargetTable, read_files
@@ -135,33 +130,23 @@ def _native_rows(
 ) -> FileRows:
     metadata = target.metadata
     schema = metadata.schema()
-    check_file_metadata(schema)
-    check_native_schema(metadata, schema)
-    check_native_files(metadata, files)
+    check_native_rows(metadata, schema, files)
     deleted = position_deletes(target.io, metadata, schema, files, deletes)
     lineage = target.row_lineage
     read = spark_schema(schema)
     if lineage:
         read = st.StructType([*read.fields, *(st.StructField(c, st.LongType()) for c in _LINEAGE)])
-    scanned = spark.read.schema(read).options(**READ_OPTIONS)
-    scanned = scanned.parquet(*[to_uri(f.file_path) for f in files])
-    keys = spark_file_keys(scanned, files)
-    located = scanned.select(
-        *[F.col(quoted(c)) for c in read.fieldNames()],
-        F.col("_metadata.file_path").alias(FILE_COLUMN),
-        F.col("_metadata.row_index").alias(POS_COLUMN),
-    )
-    df = unpruned_floats(located, schema)
+    df = read_located(spark, files, read, schema, file_column=FILE_COLUMN, pos_column=POS_COLUMN)
+    keys = spark_file_keys(df, files)
     if lineage or deleted:
         numbers = sequence_numbers if lineage else None
         df = joined_by_file(spark, df, FILE_COLUMN, files, keys, numbers)
     if deleted:
-        df = without_deleted(spark, df, FILE_COLUMN, POS_COLUMN, deleted, keys)
+        df = without_deleted(spark, df, POS_COLUMN, files, deleted)
     if lineage:
         df = _with_lineage(df)
     columns = [*read.fieldNames(), FILE_COLUMN, POS_COLUMN]
-    paths = {os.path.abspath(native_os_path(f.file_path)): f.file_path for f in files}
-    return FileRows(df.select(*[F.col(quoted(c)) for c in columns]), True, paths)
+    return FileRows(df.select(*[F.col(quoted(c)) for c in columns]), True, os_paths(files))
 
 
 _LINEAGE = (ROW_ID.name, LAST_UPDATED_SEQUENCE_NUMBER.name)

@@ -26,7 +26,6 @@ with the deletes applied in its tasks.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,19 +36,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lakecat.metadata.errors import LakecatError
-from lakecat.metadata.io import to_uri
 from lakecat.metadata.manifests import DataFile
 from lakecat.spark_ext.dml.conditions import spark_columns
 from lakecat.spark_ext.dml.positions import file_positions
-from lakecat.spark_ext.native.columns import quoted
-from lakecat.spark_ext.native.file_keys import native_os_path, spark_os_path
+from lakecat.spark_ext.native.file_keys import os_paths, spark_os_path
 from lakecat.spark_ext.native.read import (
-    READ_OPTIONS,
-    check_file_metadata,
-    check_native_files,
-    check_native_schema,
+    check_native_rows,
     position_deletes,
-    unpruned_floats,
+    read_located,
 )
 from lakecat.spark_ext.native.support import NotNative
 from lakecat.spark_ext.source.staging import TargetTable
@@ -129,18 +123,12 @@ def _native_matches(
     columns = spark_columns(spark, condition, schema.column_names)
     if columns is None:
         raise NotNative("the condition names more than table columns, or has a subquery")
-    check_file_metadata(schema)
     read = schema.select(columns)
-    check_native_schema(metadata, read)
-    check_native_files(metadata, files)
-    paths = {os.path.abspath(native_os_path(f.file_path)): f.file_path for f in files}
+    check_native_rows(metadata, read, files)
+    paths = os_paths(files)
     deleted = position_deletes(target.io, metadata, schema, files, deletes)
-    df = spark.read.schema(spark_schema(read)).options(**READ_OPTIONS)
-    scanned = df.parquet(*[to_uri(f.file_path) for f in files])
-    located = scanned.select(
-        *[F.col(quoted(c)) for c in columns],
-        F.col("_metadata.file_path").alias(_FILE),
-        F.col("_metadata.row_index").alias(_POS),
+    located = read_located(
+        spark, files, spark_schema(read), read, file_column=_FILE, pos_column=_POS
     )
-    rows = unpruned_floats(located, read).where(F.expr(condition)).select(_FILE, _POS)
+    rows = located.where(F.expr(condition)).select(_FILE, _POS)
     return NativeMatches(rows, paths, deleted)

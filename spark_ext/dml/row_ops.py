@@ -286,8 +286,18 @@ def merge(
         candidates = list(scanned.files)
         mor = merge_on_read(planned.metadata, OpKind.MERGE)
         lineage = planned.row_lineage
+        # measured (docs/benchmarks.md): a merge of files with deletes joins and caches its
+        # rows faster when the data source applies the deletes in its tasks
         found = (
-            _rows_of(spark, planned, candidates, scanned, on, *clauses.expressions())
+            _rows_of(
+                spark,
+                planned,
+                candidates,
+                scanned,
+                on,
+                *clauses.expressions(),
+                data_source_only="the candidate files have deletes" if scanned.deletes else None,
+            )
             if candidates
             else None
         )
@@ -387,10 +397,11 @@ def _rows_of(
     files: Sequence[DataFile],
     planned: ScanPlan,
     *expressions: str | None,
+    data_source_only: str | None = None,
 ) -> FileRows:
     """The live rows of ``files`` (of ``planned``), read natively unless the statement's own
-    ``expressions`` name ``_file``."""
-    reason = "the statement names _file" if names_file_column(*expressions) else None
+    ``expressions`` name ``_file`` (or ``data_source_only`` gives a reason)."""
+    reason = "the statement names _file" if names_file_column(*expressions) else data_source_only
     return file_rows(
         spark,
         target,

@@ -29,11 +29,11 @@ from lakecat.metadata.manifests import DataFile
 from lakecat.spark_ext.native.support import NotNative
 
 # the columns of the per-file tables the rows are joined with
+FILE_INDEX = "__lakecat_file_index"
 FIRST_ROW_ID = "__lakecat_first_row_id"
 SEQUENCE_NUMBER = "__lakecat_sequence_number"
 _KEY = "__lakecat_file_key"
-_KNOWN = "__lakecat_file_known"
-_DELETED = "__lakecat_deleted_file"
+_DELETED_FILE = "__lakecat_deleted_file"
 _DELETED_POS = "__lakecat_deleted_pos"
 
 
@@ -49,6 +49,12 @@ def native_os_path(location: str) -> str:
     return path
 
 
+def os_paths(files: Sequence[DataFile]) -> dict[str, str]:
+    """The path in the table of each of ``files``, by its absolute OS path
+    (:func:`native_os_path`)."""
+    return {os.path.abspath(native_os_path(f.file_path)): f.file_path for f in files}
+
+
 def spark_os_path(uri: str) -> str:
     """The OS path of the local file Spark names by ``uri`` (URI-encoded, as in
     ``_metadata.file_path`` and ``DataFrame.inputFiles``)."""
@@ -61,7 +67,7 @@ def spark_file_keys(df: DataFrame, files: Sequence[DataFile]) -> dict[str, str]:
     reads), by path in the table, from Spark's listing of them (``inputFiles``: the same
     URI-encoded path, spelled ``file:///...`` where the rows' column spells ``file:/...``);
     :class:`NotNative` unless the listing names each of the files once."""
-    by_os_path = {os.path.abspath(native_os_path(f.file_path)): f.file_path for f in files}
+    by_os_path = os_paths(files)
     keys: dict[str, str] = {}
     for uri in df.inputFiles():
         parts = urlsplit(uri)
@@ -84,13 +90,14 @@ def joined_by_file(
     sequence_numbers: Mapping[str, int] | None = None,
 ) -> DataFrame:
     """``df`` (rows whose ``file_column`` is Spark's ``_metadata.file_path``) joined with its
-    files: with ``sequence_numbers`` (by path; row lineage), each row gets its file's
-    ``first_row_id`` and data sequence number in :data:`FIRST_ROW_ID` and
-    :data:`SEQUENCE_NUMBER`. A row whose file ``keys`` (by path in the table, from
-    :func:`spark_file_keys`) does not name fails the job."""
+    files: each row gets its file's index in ``files`` in :data:`FILE_INDEX` and, with
+    ``sequence_numbers`` (by path; row lineage), the file's ``first_row_id`` and data
+    sequence number in :data:`FIRST_ROW_ID` and :data:`SEQUENCE_NUMBER`. A row whose file
+    ``keys`` (by path in the table, from :func:`spark_file_keys`) does not name fails the
+    job."""
     columns: dict[str, pa.Array] = {
         _KEY: pa.array([keys[f.file_path] for f in files], pa.string()),
-        _KNOWN: pa.array([True] * len(files), pa.bool_()),
+        FILE_INDEX: pa.array(range(len(files)), pa.int32()),
     }
     if sequence_numbers is not None:
         columns[FIRST_ROW_ID] = pa.array([f.first_row_id for f in files], pa.int64())
@@ -100,35 +107,31 @@ def joined_by_file(
     per_file = F.broadcast(spark.createDataFrame(pa.table(columns)))
     joined = df.join(per_file, df[file_column] == per_file[_KEY], "left")
     unknown = F.concat(F.lit("lakecat: Spark read a file that was not planned: "), df[file_column])
-    known = F.coalesce(F.col(_KNOWN), F.raise_error(unknown).cast("boolean"))
-    out: DataFrame = joined.where(known).drop(_KEY, _KNOWN)
+    known = F.when(F.col(FILE_INDEX).isNull(), F.raise_error(unknown)).otherwise(F.lit(True))
+    out: DataFrame = joined.where(known).drop(_KEY)
     return out
 
 
 def without_deleted(
     spark: Any,
     df: DataFrame,
-    file_column: str,
     pos_column: str,
+    files: Sequence[DataFile],
     deleted: Mapping[str, pa.Int64Array],
-    keys: Mapping[str, str],
 ) -> DataFrame:
-    """``df`` (rows whose ``file_column`` is Spark's ``_metadata.file_path`` and
-    ``pos_column`` its ``_metadata.row_index``, passed through :func:`joined_by_file`)
-    without the rows at the ``deleted`` positions (by path in the table) of their files."""
+    """``df`` (rows with their file's :data:`FILE_INDEX` in ``files``, from
+    :func:`joined_by_file`, and their ``_metadata.row_index`` in ``pos_column``) without the
+    rows at the ``deleted`` positions (by path in the table) of their files: an anti join on
+    two numbers, no string per row."""
+    index = {f.file_path: i for i, f in enumerate(files)}
+    numbers = [pa.repeat(pa.scalar(index[path], pa.int32()), len(p)) for path, p in deleted.items()]
     rows = pa.table(
         {
-            _DELETED: pa.chunked_array(
-                [
-                    pa.repeat(pa.scalar(keys[path], pa.string()), len(p))
-                    for path, p in deleted.items()
-                ],
-                type=pa.string(),
-            ),
+            _DELETED_FILE: pa.chunked_array(numbers, type=pa.int32()),
             _DELETED_POS: pa.chunked_array(list(deleted.values()), type=pa.int64()),
         }
     )
     gone = spark.createDataFrame(rows)
-    on = (df[file_column] == gone[_DELETED]) & (df[pos_column] == gone[_DELETED_POS])
+    on = (df[FILE_INDEX] == gone[_DELETED_FILE]) & (df[pos_column] == gone[_DELETED_POS])
     kept: DataFrame = df.join(gone, on, "left_anti")
     return kept

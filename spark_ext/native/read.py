@@ -59,6 +59,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as st
 
 from lakecat.catalog import Catalog
 from lakecat.catalog.engine import DeleteReader
@@ -103,6 +104,7 @@ from lakecat.metadata.schema import (
 from lakecat.metadata.table import TableMetadata, read_metadata
 from lakecat.spark_ext.native.columns import quoted
 from lakecat.spark_ext.native.file_keys import (
+    FILE_INDEX,
     joined_by_file,
     native_os_path,
     spark_file_keys,
@@ -250,6 +252,37 @@ def position_deletes(
     return out
 
 
+def check_native_rows(metadata: TableMetadata, read: Schema, files: Iterable[DataFile]) -> None:
+    """:class:`NotNative` unless Spark's Parquet reader reads the fields of ``read`` (of the
+    table ``metadata``) from ``files``, with each row's file and position
+    (:func:`read_located`), as lakecat does."""
+    check_file_metadata(metadata.schema())
+    check_native_schema(metadata, read)
+    check_native_files(metadata, files)
+
+
+def read_located(
+    spark: Any,
+    files: Sequence[DataFile],
+    read: st.StructType,
+    schema: Schema,
+    *,
+    file_column: str,
+    pos_column: str,
+) -> DataFrame:
+    """Spark's Parquet read of ``files`` (local data files of a table of ``schema``): the
+    columns of ``read`` (a Spark schema of its fields), each row's file (Spark's
+    ``_metadata.file_path``) in ``file_column`` and position (``_metadata.row_index``) in
+    ``pos_column``, float columns out of reach of filter pushdown (:func:`unpruned_floats`)."""
+    scanned = spark.read.schema(read).options(**READ_OPTIONS)
+    located = scanned.parquet(*[to_uri(f.file_path) for f in files]).select(
+        *[F.col(quoted(c)) for c in read.fieldNames()],
+        F.col("_metadata.file_path").alias(file_column),
+        F.col("_metadata.row_index").alias(pos_column),
+    )
+    return unpruned_floats(located, schema)
+
+
 def check_file_metadata(schema: Schema) -> None:
     """:class:`NotNative` when a column of ``schema`` is named ``_metadata``, which hides
     Spark's file metadata column (``_metadata.file_path``, ``_metadata.row_index``) of a
@@ -269,8 +302,8 @@ def _drop_deleted(
         _POS_KEY, F.col("_metadata.row_index")
     )
     known = joined_by_file(spark, keyed, _FILE_KEY, files, keys)
-    kept = without_deleted(spark, known, _FILE_KEY, _POS_KEY, deleted, keys)
-    return kept.drop(_FILE_KEY, _POS_KEY)
+    kept = without_deleted(spark, known, _POS_KEY, files, deleted)
+    return kept.drop(_FILE_KEY, _POS_KEY, FILE_INDEX)
 
 
 def read_support(view: ReadView, io: FileIO) -> NativeSupport:

@@ -199,3 +199,26 @@ def test_a_table_spark_cannot_write_gets_its_rows_written_by_the_data_source(
         WRITTEN_BY_SPARK.search(f.file_path) for f in table.refresh().scan().plan_files()
     )
     assert live(table) == [(1, ["a"]), (2, ["b", "c"]), (3, None)]
+
+
+def test_a_merge_into_files_with_deletes_reads_them_through_the_data_source(
+    spark: Any, lake: Catalog, caplog: pytest.LogCaptureFixture
+) -> None:
+    # measured faster there (docs/benchmarks.md): its tasks apply the deletes
+    table = make_table(lake, "t", ["a", "b"], "3")
+    delete(spark, "db.t", "id IN (2, 12)")  # deletion vectors
+    caplog.set_level(logging.INFO, logger="lakecat.spark")
+    source = spark.createDataFrame(
+        [(3, "a", -1.0), (2, "a", -2.0)], "id long, part string, score double"
+    )
+    merge(
+        spark,
+        target="db.t",
+        source=source,
+        on="t.id = s.id",
+        when_matched_update={"score": "s.score"},
+    )
+    assert messages(caplog, FALLBACK.format("t")) == 1
+    assert "the candidate files have deletes" in caplog.text
+    got = {r[0]: r[2] for r in live(table)}
+    assert got[3] == -1.0 and 2 not in got and 12 not in got and len(got) == 18
