@@ -68,6 +68,7 @@ from lakecat.spark_ext.types import FILE_COLUMN, POS_COLUMN, spark_schema
 log = logging.getLogger("lakecat.spark")
 
 _NAMES_FILE = re.compile(r"\b_file\b", re.IGNORECASE)
+_LINEAGE = (ROW_ID.name, LAST_UPDATED_SEQUENCE_NUMBER.name)
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,8 @@ def _native_rows(
     if lineage:
         read = st.StructType([*read.fields, *(st.StructField(c, st.LongType()) for c in _LINEAGE)])
     df = read_located(spark, files, read, schema, file_column=FILE_COLUMN, pos_column=POS_COLUMN)
-    keys = spark_file_keys(df, files)
+    paths = os_paths(files)
+    keys = spark_file_keys(df, paths)
     if lineage or deleted:
         numbers = sequence_numbers if lineage else None
         df = joined_by_file(spark, df, FILE_COLUMN, files, keys, numbers)
@@ -146,10 +148,7 @@ def _native_rows(
     if lineage:
         df = _with_lineage(df)
     columns = [*read.fieldNames(), FILE_COLUMN, POS_COLUMN]
-    return FileRows(df.select(*[F.col(quoted(c)) for c in columns]), True, os_paths(files))
-
-
-_LINEAGE = (ROW_ID.name, LAST_UPDATED_SEQUENCE_NUMBER.name)
+    return FileRows(df.select(*[F.col(quoted(c)) for c in columns]), True, paths)
 
 
 def _with_lineage(df: DataFrame) -> DataFrame:

@@ -312,11 +312,11 @@ def merge(
             row_lineage=lineage,
         )
         try:
-            # the rows' _file values, as paths in the table
-            changed = {found.path(v) for v in plan.changed_files} if found is not None else set()
-            positions = {
-                found.path(v): p for v, p in (plan.positions or {}).items() if found is not None
-            }
+            changed: set[str] = set()  # the rows' _file values, as paths in the table
+            positions: dict[str, pa.Int64Array] = {}
+            if found is not None:  # else no candidates: only inserts
+                changed = {found.path(v) for v in plan.changed_files}
+                positions = {found.path(v): p for v, p in (plan.positions or {}).items()}
             touched = [f for f in candidates if f.file_path in changed]
             added = _stage(planned, plan.output, OpKind.MERGE) if plan.writes_anything else []
         finally:

@@ -61,13 +61,13 @@ def spark_os_path(uri: str) -> str:
     return unquote(urlsplit(uri).path)
 
 
-def spark_file_keys(df: DataFrame, files: Sequence[DataFile]) -> dict[str, str]:
-    """The ``_metadata.file_path`` Spark gives the rows of each of ``files`` (local data files
-    that ``df``, a ``spark.read.parquet`` of their :func:`~lakecat.metadata.io.to_uri` forms,
-    reads), by path in the table, from Spark's listing of them (``inputFiles``: the same
-    URI-encoded path, spelled ``file:///...`` where the rows' column spells ``file:/...``);
-    :class:`NotNative` unless the listing names each of the files once."""
-    by_os_path = os_paths(files)
+def spark_file_keys(df: DataFrame, by_os_path: Mapping[str, str]) -> dict[str, str]:
+    """The ``_metadata.file_path`` Spark gives the rows of each data file ``df`` reads (a
+    ``spark.read.parquet`` of their :func:`~lakecat.metadata.io.to_uri` forms; ``by_os_path``:
+    their paths in the table by OS path, :func:`os_paths`), by path in the table, from
+    Spark's listing of them (``inputFiles``: the same URI-encoded path, spelled
+    ``file:///...`` where the rows' column spells ``file:/...``); :class:`NotNative` unless
+    the listing names each of the files once."""
     keys: dict[str, str] = {}
     for uri in df.inputFiles():
         parts = urlsplit(uri)

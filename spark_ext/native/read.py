@@ -107,6 +107,7 @@ from lakecat.spark_ext.native.file_keys import (
     FILE_INDEX,
     joined_by_file,
     native_os_path,
+    os_paths,
     spark_file_keys,
     without_deleted,
 )
@@ -297,7 +298,7 @@ def _drop_deleted(
     """``df`` (a Parquet read of ``files``) without the rows at the ``deleted`` positions (by
     path in the table) of its files; :class:`NotNative` when Spark's listing of the files does
     not name each once."""
-    keys = spark_file_keys(df, files)
+    keys = spark_file_keys(df, os_paths(files))
     keyed = df.withColumn(_FILE_KEY, F.col("_metadata.file_path")).withColumn(
         _POS_KEY, F.col("_metadata.row_index")
     )

@@ -154,8 +154,8 @@ def test_a_row_spark_names_an_unplanned_file_fails_the_statement_and_changes_not
     before = live(table, LINEAGE)
     real = file_rows_module.spark_file_keys
 
-    def misnamed(df: Any, files: Any) -> dict[str, str]:
-        return {path: key + ".elsewhere" for path, key in real(df, files).items()}
+    def misnamed(df: Any, paths: Any) -> dict[str, str]:
+        return {path: key + ".elsewhere" for path, key in real(df, paths).items()}
 
     monkeypatch.setattr(file_rows_module, "spark_file_keys", misnamed)
     with pytest.raises(Exception, match="Spark read a file that was not planned"):
