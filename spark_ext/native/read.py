@@ -38,7 +38,9 @@ into (file, position) rows and the DataFrame drops the rows whose ``_metadata.fi
 ``_metadata.row_index`` (Spark's own Parquet reader numbers every row of a file) match one,
 by a left anti join; Spark's name of each file is predicted from its listing of the files and
 checked on every row (:mod:`.file_keys`). No column may be named ``_metadata`` (it would hide
-Spark's).
+Spark's). Past :data:`MAX_NATIVE_DELETED_POSITIONS` deleted positions in the files read, the
+data source reads them (it applies the deletes in its tasks, a bitmap per file, where the
+native read would hold them all on the driver and ship them to the executors).
 
 Spark's file sources make every column nullable; a native read's DataFrame schema therefore
 has no non-nullable columns, while the data source's keeps the table's required columns.
@@ -131,6 +133,11 @@ from lakecat.spark_ext.source.planning import (
     plan_files,
 )
 from lakecat.spark_ext.types import spark_schema
+
+# A native read ships the deleted positions of the files it reads to the executors, from the
+# driver (8 bytes each, more for the anti join's rows); past this many (64 MiB) the data source
+# reads the files, applying the delete files in its own tasks. The SQL catalog's scans share it.
+MAX_NATIVE_DELETED_POSITIONS = 8 << 20
 
 log = logging.getLogger("lakecat.spark")
 
@@ -240,15 +247,22 @@ def position_deletes(
     """The positions that the position deletes and deletion vectors of ``files`` delete
     (``deletes``: the delete files of each, by path), by data file path, for the files with
     any; :class:`NotNative` when an equality delete applies (Spark's reader cannot apply
-    it)."""
+    it) or past :data:`MAX_NATIVE_DELETED_POSITIONS` positions in all."""
     reader = DeleteReader(io, schema, metadata.schemas)
     out: dict[str, pa.Int64Array] = {}
+    total = 0
     for f in files:
         applied = deletes.get(f.file_path, ())
         if any(d.content is Content.EQUALITY_DELETES for d in applied):
             raise NotNative(f"equality deletes apply to {f.file_path}")
         index = reader.position_index(f, applied) if applied else None
         if index is not None and len(index):
+            total += len(index)
+            if total > MAX_NATIVE_DELETED_POSITIONS:
+                raise NotNative(
+                    f"more than {MAX_NATIVE_DELETED_POSITIONS:,} deleted positions to ship to "
+                    "the executors (the data source applies the delete files in its tasks)"
+                )
             out[f.file_path] = index.positions
     return out
 

@@ -50,6 +50,7 @@ from lakecat.metadata.partitioning import PartitionSpec
 from lakecat.metadata.schema import LINEAGE_COLUMNS, Schema, name_mapping_of
 from lakecat.spark_ext.native.file_keys import native_os_path
 from lakecat.spark_ext.native.read import (
+    MAX_NATIVE_DELETED_POSITIONS,
     check_native_files,
     check_native_options,
     check_native_schema,
@@ -63,9 +64,6 @@ log = logging.getLogger("lakecat.spark")
 # The metadata columns the JVM adds to Spark's reads: a file's path and row index, and the
 # row lineage columns (what files store, nulls assigned).
 METADATA_COLUMNS = frozenset({"_file", "_pos", *LINEAGE_COLUMNS})
-# A native read ships the deleted positions of every planned file with the scan (8 bytes
-# each); past this many (64 MiB) the data source reads the delete files in its own tasks.
-MAX_NATIVE_DELETED_POSITIONS = 8 << 20
 # Equality deletes become positions on the driver by reading the equality columns of the data
 # files they apply to: at most this many rows of such files per scan (a few seconds' read).
 MAX_EQUALITY_DELETE_ROWS = 20_000_000

@@ -6,6 +6,7 @@ qualifies."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 from typing import Any
@@ -222,3 +223,26 @@ def test_a_merge_into_files_with_deletes_reads_them_through_the_data_source(
     assert "the candidate files have deletes" in caplog.text
     got = {r[0]: r[2] for r in live(table)}
     assert got[3] == -1.0 and 2 not in got and 12 not in got and len(got) == 18
+
+
+def test_too_many_deleted_positions_send_the_rows_to_the_data_source(
+    spark: Any, lake: Catalog, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the native read ships every deleted position from the driver; past the bound the data
+    # source's tasks apply the delete files
+    table = make_table(lake, "t", ["a", "b"], "2")
+    table.set_properties({"write.update.mode": "copy-on-write"})
+    native_read = importlib.import_module("lakecat.spark_ext.native.read")
+    caplog.set_level(logging.DEBUG, logger="lakecat.spark")
+    monkeypatch.setattr(native_read, "MAX_NATIVE_DELETED_POSITIONS", 3)
+    delete(spark, "db.t", "id IN (1, 2, 11)")  # position delete files
+    update(spark, "db.t", "id IN (3, 13)", {"score": "-score"})  # 3 positions: native
+    assert messages(caplog, NATIVE.format("t")) == 1
+    delete(spark, "db.t", "id IN (4, 5, 14)")
+    monkeypatch.setattr(native_read, "MAX_NATIVE_DELETED_POSITIONS", 2)
+    update(spark, "db.t", "id IN (6, 16)", {"score": "-score"})
+    assert messages(caplog, FALLBACK.format("t")) == 1
+    assert "more than 2 deleted positions" in caplog.text
+    expected = {i: float(i) for i in range(20) if i not in (1, 2, 4, 5, 11, 14)}
+    expected.update({i: -float(i) for i in (3, 6, 13, 16)})
+    assert {r[0]: r[2] for r in live(table)} == expected

@@ -193,6 +193,28 @@ def test_deletes_on_files_with_escaped_names_are_applied_to_a_native_read(
     assert rows(lk.read(spark, "db.e", filter="part = 'a b'")) == expected[:9]
 
 
+def test_too_many_deleted_positions_send_the_read_to_the_data_source(
+    spark: Any, lake: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the native read holds every deleted position on the driver and ships them; past the
+    # bound the data source applies the delete files in its tasks
+    schema = pa.schema([("id", pa.int64()), ("part", pa.string())])
+    props = {"write.delete.mode": "merge-on-read"}
+    table = lake.create_table("db.many", schema, partition_by=["part"], properties=props)
+    table.append(pa.table({"id": range(20), "part": ["a"] * 10 + ["b"] * 10}, schema=schema))
+    table.delete("id IN (1, 2, 11)")
+    native_read = importlib.import_module("lakecat.spark_ext.native.read")
+    monkeypatch.setattr(native_read, "MAX_NATIVE_DELETED_POSITIONS", 2)
+    support = lk.native_read_support(spark, "db.many")
+    assert "more than 2 deleted positions" in (support.reason or "")
+    expected = [(i, "a" if i < 10 else "b") for i in range(20) if i not in (1, 2, 11)]
+    assert rows(lk.read(spark, "db.many")) == expected
+    # one partition's files are under the bound
+    assert lk.native_read_support(spark, "db.many", filter="part = 'b'").native
+    monkeypatch.setattr(native_read, "MAX_NATIVE_DELETED_POSITIONS", 3)
+    assert lk.native_read_support(spark, "db.many").native
+
+
 def test_a_row_spark_names_an_unplanned_file_fails_the_native_read(
     spark: Any, lake: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
