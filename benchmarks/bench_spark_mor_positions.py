@@ -28,6 +28,7 @@ per-round median and spread.
     python benchmarks/bench_spark_mor_positions.py
     python benchmarks/bench_spark_mor_positions.py --quick --format-version 3
     python benchmarks/bench_spark_mor_positions.py --write-mode copy-on-write
+    python benchmarks/bench_spark_mor_positions.py --changes merge_one_percent
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ def main() -> None:
     parser.add_argument(
         "--write-mode", choices=("merge-on-read", "copy-on-write"), default="merge-on-read"
     )
+    parser.add_argument(
+        "--changes",
+        nargs="+",
+        choices=list(CHANGES),
+        default=list(CHANGES),
+        help="the changes to run, in this order (each on the table the ones before left)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.rows, args.repeats = 400_000, 1
@@ -64,7 +72,7 @@ def main() -> None:
         catalog, spark = catalog_session(folder, args.cores)
         lk.register(spark, catalog=catalog)  # the data source lk.delete / lk.update read through
         source_views(spark, args.rows, args.cores)
-        rounds = PairedRounds(list(CHANGES), *MODES)
+        rounds = PairedRounds(list(args.changes), *MODES)
 
         def create(name: str) -> str:
             modes = ", ".join(
@@ -107,7 +115,7 @@ def main() -> None:
             tables = {m: create(f"{m}_{r}") for m in MODES}
             order = MODES if r % 2 == 0 else MODES[::-1]
             round_times: dict[tuple[str, str], float] = {}
-            for change in CHANGES:
+            for change in args.changes:
                 for mode in order:
                     with timed() as w:
                         run(mode, tables[mode], change)

@@ -10,7 +10,8 @@ condition matches them, so they prune the files and serve as the read filter (a 
 the rows the change depends on), but never drop a file whole.
 
 :func:`spark_columns` tells which table columns the condition uses, so that the job finding
-the matching rows reads only those (and ``_file``/``_pos``).
+the matching rows reads only those (and ``_file``/``_pos``); :func:`joined_columns` the same
+for a merge's condition and clauses.
 
 A conjunct is handed to lakecat as the user's own text for it (the span Spark's parser
 records), or else as Spark's SQL rendering of it, and only when Spark parses that text back to
@@ -83,11 +84,50 @@ def spark_columns(spark: Any, condition: str, columns: Sequence[str]) -> list[st
     """The table ``columns`` a Spark SQL condition refers to (case-insensitively), in table
     order; ``None`` when that cannot be told: the condition does not parse, has a subquery or
     a ``*``, or names something that is not a column."""
-    parsed = _parsed(spark, condition)
-    if parsed is None:
+    names = _attribute_names(spark, condition)
+    if names is None:
         return None
     by_lower = {c.lower(): c for c in columns}
     used: set[str] = set()
+    for parts in names:
+        column = by_lower.get(parts[0].lower())
+        if column is None:
+            return None
+        used.add(column)
+    return [c for c in columns if c in used]
+
+
+def joined_columns(
+    spark: Any, texts: Sequence[str], columns: Sequence[str], alias: str, other: str
+) -> list[str] | None:
+    """The table ``columns`` that Spark SQL ``texts`` over a join of the table (``alias``)
+    with another relation (``other``) use: ``alias.c``, and a bare ``c`` that is a table
+    column (it may be the other's, then reading it is only extra); in table order. ``None``
+    when that cannot be told (a text does not parse, has a subquery or a ``*``)."""
+    by_lower = {c.lower(): c for c in columns}
+    used: set[str] = set()
+    for text in texts:
+        names = _attribute_names(spark, text)
+        if names is None:
+            return None
+        for parts in names:
+            if len(parts) > 1 and parts[0].lower() == other.lower():
+                continue
+            if len(parts) > 1 and parts[0].lower() == alias.lower():
+                parts = parts[1:]
+            column = by_lower.get(parts[0].lower())
+            if column is not None:
+                used.add(column)
+    return [c for c in columns if c in used]
+
+
+def _attribute_names(spark: Any, text: str) -> list[list[str]] | None:
+    """The name parts of each column a Spark SQL expression names; ``None`` when it does not
+    parse (or the session has no JVM), or has a subquery or a ``*``."""
+    parsed = _parsed(spark, text)
+    if parsed is None:
+        return None
+    out: list[list[str]] = []
     stack = [parsed[1]]
     while stack:
         node = stack.pop()
@@ -95,13 +135,11 @@ def spark_columns(spark: Any, condition: str, columns: Sequence[str]) -> list[st
         if "Subquery" in kind or kind in ("ListQuery", "Exists", "UnresolvedStar"):
             return None
         if kind == "UnresolvedAttribute":
-            column = by_lower.get(str(node.nameParts().head()).lower())
-            if column is None:
-                return None
-            used.add(column)
+            parts = node.nameParts()
+            out.append([str(parts.apply(i)) for i in range(parts.size())])
         children = node.children()
         stack.extend(children.apply(i) for i in range(children.size()))
-    return [c for c in columns if c in used]
+    return out
 
 
 def _parsed(spark: Any, condition: str) -> tuple[Any, Any] | None:

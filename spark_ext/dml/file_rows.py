@@ -105,19 +105,24 @@ def file_rows(
     deletes: Mapping[str, Sequence[DataFile]],
     sequence_numbers: Mapping[str, int],
     data_source_only: str | None = None,
+    columns: Sequence[str] | None = None,
 ) -> FileRows:
     """The live rows of ``files`` (planned against ``target``'s metadata; ``deletes``: the
     delete files of each, by path; ``sequence_numbers``: their data sequence numbers, for row
     lineage) with ``_file`` and ``_pos`` and, on a table with row lineage, its columns, read
     by Spark's Parquet reader where they qualify, else by the data source; also there when
-    ``data_source_only`` gives a reason."""
+    ``data_source_only`` gives a reason. ``columns``: only these table columns, without the
+    lineage (the data source gets no column pruning from Spark)."""
     try:
         if data_source_only is not None:
             raise NotNative(data_source_only)
-        rows = _native_rows(spark, target, files, deletes, sequence_numbers)
+        rows = _native_rows(spark, target, files, deletes, sequence_numbers, columns)
     except NotNative as exc:
         log.info("lakecat: reading the rows of %s through the data source: %s", target.name, exc)
-        return FileRows(read_files(spark, target, files, row_lineage=target.row_lineage), False)
+        lineage = target.row_lineage and columns is None
+        return FileRows(
+            read_files(spark, target, files, row_lineage=lineage, columns=columns), False
+        )
     log.debug("lakecat: reading the rows of %s with Spark's Parquet reader", target.name)
     return rows
 
@@ -128,13 +133,14 @@ def _native_rows(
     files: Sequence[DataFile],
     deletes: Mapping[str, Sequence[DataFile]],
     sequence_numbers: Mapping[str, int],
+    columns: Sequence[str] | None,
 ) -> FileRows:
     metadata = target.metadata
     schema = metadata.schema()
     check_native_rows(metadata, schema, files)
     deleted = position_deletes(target.io, metadata, schema, files, deletes)
-    lineage = target.row_lineage
-    read = spark_schema(schema)
+    lineage = target.row_lineage and columns is None
+    read = spark_schema(schema if columns is None else schema.select(list(columns)))
     if lineage:
         read = st.StructType([*read.fields, *(st.StructField(c, st.LongType()) for c in _LINEAGE)])
     df = read_located(spark, files, read, schema, file_column=FILE_COLUMN, pos_column=POS_COLUMN)

@@ -1,21 +1,30 @@
-"""MERGE on Spark: the key filter that prunes the target, and the joined rows to write.
+"""MERGE on Spark: the key filter that prunes the target, and the rows to write, in two passes.
 
-The target's candidate rows (with ``_file``/``_pos``) are joined with the source on the
-merge condition (a left outer join, full outer when unmatched source rows are inserted).
-Every joined row gets an action:
+The first pass (:func:`match_rows`) joins the target's candidate rows (with ``_file``/``_pos``)
+with the source on the merge condition (an inner join, full outer when unmatched source rows
+are inserted) and gives every joined row an action:
 
 ====  =====================================================================
 D     matched, and the delete clause applies: the row goes
 U     matched, and the update clause applies: the row is rewritten with SET
-K     kept as it is (matched without an applicable clause, or not matched)
+K     kept as it is (matched without an applicable clause)
 I     a source row without a match that is inserted
 X     a source row without a match that is not inserted
 ====  =====================================================================
 
-Files holding a D or U row are *changed*: copy-on-write, all their K and U rows are written
-anew (with the inserted rows) and the files removed; merge-on-read, the positions of their D
-and U rows are collected (for position delete files or deletion vectors) and only the U and I
-rows are written, the files stay. The other candidates were only read.
+It reads only the target columns the condition and the clauses' conditions use (Spark prunes
+the rest), and caches what the second pass needs, which is about as large as the source: the
+file, position and action of each matched row with its source row, and the inserted source
+rows. From the cache come the single-match check and the *changed* files (those holding a D
+or U row) or, merge-on-read, the positions of their D and U rows (for position delete files or
+deletion vectors).
+
+The second pass (:func:`merge_output`) reads the changed files only, whole, and joins their
+rows with the cached matches by file and position: copy-on-write, all their K and U rows are
+written anew (with the inserted rows) and the files removed; merge-on-read, only the U rows
+(their new versions) and the inserted rows are written, the files stay. The source and the
+clauses' conditions are not evaluated again, so both passes agree on every row. The other
+candidates were only read.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakecat.metadata.errors import LakecatError, ValidationError
@@ -50,6 +59,7 @@ from lakecat.metadata.schema import (
     ROW_ID as ROW_ID_FIELD,
 )
 from lakecat.spark_ext.dml.positions import file_positions
+from lakecat.spark_ext.native.columns import quoted
 from lakecat.spark_ext.source.filters import comparable
 from lakecat.spark_ext.types import FILE_COLUMN, POS_COLUMN
 
@@ -58,6 +68,9 @@ MAX_IN_VALUES = 1000
 
 _ACTION = "__lakecat_action"
 _SOURCE_MARK = "__lakecat_source"
+# the first pass's cached columns (with the source's)
+_M_FILE, _M_POS, _M_ACTION = "__lakecat_match_file", "__lakecat_match_pos", "__lakecat_match"
+_M_COLUMNS = frozenset({_M_FILE, _M_POS, _M_ACTION, _SOURCE_MARK})
 ROW_ID = ROW_ID_FIELD.name
 LAST_UPDATED = LAST_UPDATED_SEQUENCE_NUMBER.name
 _EQUALITY = re.compile(
@@ -100,20 +113,6 @@ class MergeClauses:
     @property
     def changes_matches(self) -> bool:
         return self.update is not None or self.delete is not False
-
-
-@dataclass
-class MergePlan:
-    changed_files: set[str]
-    output: Any  # DataFrame of the rows to write
-    writes_anything: bool
-    _persisted: Any = None
-    # merge-on-read: the positions of the deleted and updated rows, by changed file
-    positions: Mapping[str, pa.Int64Array] | None = None
-
-    def release(self) -> None:
-        if self._persisted is not None:
-            self._persisted.unpersist()
 
 
 # ---- the key filter ---------------------------------------------------------------------------
@@ -185,96 +184,165 @@ def key_pairs(
     return pairs
 
 
-# ---- the joined rows --------------------------------------------------------------------------
-def merge_rows(
-    spark: Any,
-    rows: Any | None,
-    source: Any,
-    on: str,
+# ---- the two passes ---------------------------------------------------------------------------
+@dataclass
+class Matches:
+    """The first pass of a merge (:func:`match_rows`): what happens to each matched target row
+    and which source rows are inserted, cached (narrow: no target column but the row's file
+    and position)."""
+
+    rows: DataFrame  # _M_FILE, _M_POS, _M_ACTION and the source's columns; persisted
+    changed: set[str]  # the _file values of the files with D or U rows
+    # merge-on-read: the positions of the D and U rows, by _file value
+    positions: Mapping[str, pa.Int64Array] | None
+
+    def release(self) -> None:
+        self.rows.unpersist()
+
+
+def match_rows(
+    rows: DataFrame, source: DataFrame, on: str, clauses: MergeClauses, *, merge_on_read: bool
+) -> Matches:
+    """The first pass: the candidate ``rows`` (with ``_file`` / ``_pos``) joined with the source
+    on ``on``, each matched row's action decided (D, U or K) and each unmatched source row's
+    (I or X). Only the target columns ``on`` and the clauses' conditions use are read; what
+    the second pass needs is cached: the matched rows' file, position and action with their
+    source row, and the inserted source rows. Raises :class:`ValidationError` when a target
+    row matches more than one source row and a matched clause could change it."""
+    t, s = clauses.target_alias, clauses.source_alias
+    marked = source.withColumn(_SOURCE_MARK, F.lit(True)).alias(s)
+    joined = rows.alias(t).join(
+        marked, F.expr(on), "full_outer" if clauses.insert is not None else "inner"
+    )
+    target_present = F.col(f"{t}.{FILE_COLUMN}").isNotNull()
+    source_present = F.col(f"{s}.{_SOURCE_MARK}").isNotNull()
+    matched = target_present & source_present
+    action = (
+        F.when(matched & _delete_when(clauses), "D")
+        .when(matched & _update_when(clauses), "U")
+        .when(matched, "K")
+        .when(~target_present, F.when(_insert_when(clauses), "I").otherwise("X"))
+    )
+    # the matched rows a clause cannot change matter only to the single-match check
+    wanted = ["D", "U", "I", *(["K"] if clauses.changes_matches else [])]
+    cached = (
+        joined.select(
+            F.col(f"{t}.{FILE_COLUMN}").alias(_M_FILE),
+            F.col(f"{t}.{POS_COLUMN}").alias(_M_POS),
+            action.alias(_M_ACTION),
+            *[F.col(f"{s}.{quoted(c)}") for c in source.columns],
+        )
+        .where(F.col(_M_ACTION).isin(wanted))
+        .persist()
+    )
+    try:
+        if clauses.changes_matches:
+            _check_single_match(cached)
+        changes = cached.where(F.col(_M_ACTION).isin("U", "D"))
+        if merge_on_read:
+            positions = file_positions(changes, F.col(_M_FILE), F.col(_M_POS))
+            return Matches(cached, set(positions), positions)
+        changed = {r[0] for r in changes.select(_M_FILE).distinct().collect()}
+    except BaseException:
+        cached.unpersist()
+        raise
+    return Matches(cached, changed, None)
+
+
+def merge_output(
+    rows: DataFrame | None,
+    matches: Matches,
     clauses: MergeClauses,
     schema: Schema,
     *,
     merge_on_read: bool = False,
     row_lineage: bool = False,
-) -> MergePlan:
-    """The changed files and the rows to write (see the module docstring); with
-    ``merge_on_read``, also the positions of the changed rows; with ``row_lineage`` (``rows``
-    carry ``_row_id`` and ``_last_updated_sequence_number``: a v3 table), the rows written
-    carry them too: kept and updated rows keep their ``_row_id``, updated and inserted rows
-    get a null sequence number (the commit's), inserted rows a null ``_row_id`` (a new one)."""
+) -> DataFrame | None:
+    """The second pass: the rows to write, from ``rows`` (the rows of the changed files, read
+    as for :func:`match_rows`; None when no file changed) and the first pass's ``matches``.
+    Copy-on-write, every row of a changed file but the deleted ones, updated where the first
+    pass decided so (the rows are joined with the cached matches by file and position, so
+    the source and the conditions are not evaluated again); merge-on-read, the new versions
+    of the updated rows only. Then the inserted source rows. None when there is nothing to
+    write. With ``row_lineage``, the rows carry ``_row_id`` and
+    ``_last_updated_sequence_number`` (see :func:`kept_lineage`)."""
     t, s = clauses.target_alias, clauses.source_alias
     columns = [f.name for f in schema.fields]
-    marked = source.withColumn(_SOURCE_MARK, F.lit(True)).alias(s)
+    source_columns = [c for c in matches.rows.columns if c not in _M_COLUMNS]
+    updates = _assignments(clauses.update, columns, source_columns, s)
+    inserts = _assignments(clauses.insert, columns, source_columns, s)
+    parts: list[DataFrame] = []
+    if rows is not None:
+        changing = ["U"] if merge_on_read else ["U", "D"]
+        changes = matches.rows.where(F.col(_M_ACTION).isin(changing))
+        on = (F.col(f"{t}.{FILE_COLUMN}") == F.col(f"{s}.{_M_FILE}")) & (
+            F.col(f"{t}.{POS_COLUMN}") == F.col(f"{s}.{_M_POS}")
+        )
+        joined = rows.alias(t).join(
+            changes.alias(s), on, "inner" if merge_on_read else "left_outer"
+        )
+        acted = joined.withColumn(_ACTION, F.coalesce(F.col(f"{s}.{_M_ACTION}"), F.lit("K")))
+        lineage = (
+            kept_lineage(
+                F.col(_ACTION) != "K", F.col(f"{t}.{ROW_ID}"), F.col(f"{t}.{LAST_UPDATED}")
+            )
+            if row_lineage
+            else []
+        )
+        parts.append(
+            acted.where(F.col(_ACTION).isin("U", "K")).select(
+                *[_output_column(c, updates, {}, t) for c in columns], *lineage
+            )
+        )
+    if clauses.insert is not None:
+        inserted = matches.rows.where(F.col(_M_ACTION) == "I").alias(s)
+        parts.append(
+            inserted.select(
+                *[(F.expr(inserts[c]) if c in inserts else F.lit(None)).alias(c) for c in columns],
+                *(_new_lineage() if row_lineage else []),
+            )
+        )
+    if not parts:
+        return None
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out
+
+
+def only_inserts(
+    source: DataFrame, clauses: MergeClauses, schema: Schema, *, row_lineage: bool = False
+) -> DataFrame | None:
+    """The rows a merge without candidate target rows writes: the source rows its insert
+    clause inserts (None without one)."""
+    if clauses.insert is None:
+        return None
+    s = clauses.source_alias
+    columns = [f.name for f in schema.fields]
     inserts = _assignments(clauses.insert, columns, source.columns, s)
-    if rows is None:  # no candidate files: nothing can match, only inserts
-        if clauses.insert is None:
-            return MergePlan(set(), None, False)
-        insert_when = _condition(clauses.insert_condition)
-        out = marked.where(insert_when).select(
+    out: DataFrame = (
+        source.alias(s)
+        .where(_insert_when(clauses))
+        .select(
             *[(F.expr(inserts[c]) if c in inserts else F.lit(None)).alias(c) for c in columns],
             *(_new_lineage() if row_lineage else []),
         )
-        return MergePlan(set(), out, True)
+    )
+    return out
 
-    how = "full_outer" if clauses.insert is not None else "left_outer"
-    joined = rows.alias(t).join(marked, F.expr(on), how)
-    target_present = F.col(f"{t}.{FILE_COLUMN}").isNotNull()
-    source_present = F.col(f"{s}.{_SOURCE_MARK}").isNotNull()
-    matched = target_present & source_present
-    delete_when = (
-        F.lit(clauses.delete) if isinstance(clauses.delete, bool) else _condition(clauses.delete)
-    )
-    update_when = (
-        _condition(clauses.update_condition) if clauses.update is not None else F.lit(False)
-    )
-    insert_when = (
-        _condition(clauses.insert_condition) if clauses.insert is not None else F.lit(False)
-    )
-    action = (
-        F.when(matched & delete_when, "D")
-        .when(matched & update_when, "U")
-        .when(matched, "K")
-        .when(~target_present, F.when(insert_when, "I").otherwise("X"))
-        .otherwise("K")
-    )
-    joined = joined.withColumn(_ACTION, action).persist()
-    try:
-        if clauses.changes_matches:
-            _check_single_match(joined, matched, t)
-        changed = {
-            r[0]
-            for r in joined.where(F.col(_ACTION).isin("U", "D"))
-            .select(F.col(f"{t}.{FILE_COLUMN}"))
-            .distinct()
-            .collect()
-        }
-    except BaseException:
-        joined.unpersist()
-        raise
-    updates = _assignments(clauses.update, columns, source.columns, s)
-    positions = None
-    if merge_on_read:
-        try:
-            positions = file_positions(
-                joined.where(F.col(_ACTION).isin("U", "D")),
-                F.col(f"{t}.{FILE_COLUMN}"),
-                F.col(f"{t}.{POS_COLUMN}"),
-            )
-        except BaseException:
-            joined.unpersist()
-            raise
-        keep = F.col(_ACTION) == "U"  # the new versions; the old ones are deleted by position
-    else:
-        keep = F.col(f"{t}.{FILE_COLUMN}").isin(sorted(changed)) & F.col(_ACTION).isin("U", "K")
-    lineage = (
-        kept_lineage(F.col(_ACTION) != "K", F.col(f"{t}.{ROW_ID}"), F.col(f"{t}.{LAST_UPDATED}"))
-        if row_lineage
-        else []
-    )
-    out = joined.where(keep | (F.col(_ACTION) == "I")).select(
-        *[_output_column(c, updates, inserts, t) for c in columns], *lineage
-    )
-    return MergePlan(changed, out, True, joined, positions)
+
+def _delete_when(clauses: MergeClauses) -> Column:
+    if isinstance(clauses.delete, bool):
+        return F.lit(clauses.delete)
+    return _condition(clauses.delete)
+
+
+def _update_when(clauses: MergeClauses) -> Column:
+    return _condition(clauses.update_condition) if clauses.update is not None else F.lit(False)
+
+
+def _insert_when(clauses: MergeClauses) -> Column:
+    return _condition(clauses.insert_condition) if clauses.insert is not None else F.lit(False)
 
 
 def _output_column(
@@ -343,10 +411,10 @@ def resolve_columns(assignments: Mapping[str, str], columns: Sequence[str]) -> d
     return out
 
 
-def _check_single_match(joined: Any, matched: Column, t: str) -> None:
+def _check_single_match(matches: DataFrame) -> None:
     duplicated = (
-        joined.where(matched)
-        .groupBy(F.col(f"{t}.{FILE_COLUMN}"), F.col(f"{t}.{POS_COLUMN}"))
+        matches.where(F.col(_M_ACTION).isin("D", "U", "K"))
+        .groupBy(_M_FILE, _M_POS)
         .count()
         .where(F.col("count") > 1)
         .limit(1)

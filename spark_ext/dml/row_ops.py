@@ -63,7 +63,7 @@ from lakecat.catalog.engine import (
     write_position_deletes,
 )
 from lakecat.metadata import properties as P
-from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.errors import LakecatError, ValidationError
 from lakecat.metadata.expressions import (
     AlwaysTrue,
     Expression,
@@ -73,14 +73,16 @@ from lakecat.metadata.expressions import (
 )
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.schema import LINEAGE_COLUMNS
-from lakecat.spark_ext.dml.conditions import condition_filter, spark_columns
+from lakecat.spark_ext.dml.conditions import condition_filter, joined_columns, spark_columns
 from lakecat.spark_ext.dml.file_rows import FileRows, file_rows, names_file_column
 from lakecat.spark_ext.dml.matches import native_matches
 from lakecat.spark_ext.dml.merge_plan import (
     MergeClauses,
     kept_lineage,
     key_filter,
-    merge_rows,
+    match_rows,
+    merge_output,
+    only_inserts,
     resolve_columns,
 )
 from lakecat.spark_ext.dml.positions import file_positions
@@ -285,42 +287,10 @@ def merge(
         scanned = _candidates(planned, expression)
         candidates = list(scanned.files)
         mor = merge_on_read(planned.metadata, OpKind.MERGE)
-        lineage = planned.row_lineage
-        # measured (docs/benchmarks.md): a merge of files with deletes joins and caches its
-        # rows faster when the data source applies the deletes in its tasks
-        found = (
-            _rows_of(
-                spark,
-                planned,
-                candidates,
-                scanned,
-                on,
-                *clauses.expressions(),
-                data_source_only="the candidate files have deletes" if scanned.deletes else None,
-            )
-            if candidates
-            else None
+        changed, positions, added = _merged(
+            spark, planned, scanned, source, on, clauses, merge_on_read=mor
         )
-        plan = merge_rows(
-            spark,
-            found.rows if found is not None else None,
-            source,
-            on,
-            clauses,
-            schema,
-            merge_on_read=mor,
-            row_lineage=lineage,
-        )
-        try:
-            changed: set[str] = set()  # the rows' _file values, as paths in the table
-            positions: dict[str, pa.Int64Array] = {}
-            if found is not None:  # else no candidates: only inserts
-                changed = {found.path(v) for v in plan.changed_files}
-                positions = {found.path(v): p for v, p in (plan.positions or {}).items()}
-            touched = [f for f in candidates if f.file_path in changed]
-            added = _stage(planned, plan.output, OpKind.MERGE) if plan.writes_anything else []
-        finally:
-            plan.release()
+        touched = [f for f in candidates if f.file_path in changed]
         if mor:
             return _merge_on_read_merge(planned, expression, positions, scanned, touched, added)
         read = [f for f in candidates if f.file_path not in changed]
@@ -334,6 +304,73 @@ def merge(
             read,
             files_read=len(candidates),
         )
+
+
+def _merged(
+    spark: Any,
+    target: TargetTable,
+    scanned: ScanPlan,
+    source: Any,
+    on: str,
+    clauses: MergeClauses,
+    *,
+    merge_on_read: bool,
+) -> tuple[set[str], dict[str, pa.Int64Array], list[DataFile]]:
+    """Run a merge's two passes (:mod:`.merge_plan`) over the candidate files ``scanned`` and
+    stage the rows it writes: the paths of the files with changed rows, merge-on-read the
+    positions of those rows (by path), and the files written."""
+    schema = target.metadata.schema()
+    lineage = target.row_lineage
+    if not scanned.files:  # nothing can match: only inserts
+        out = only_inserts(source, clauses, schema, row_lineage=lineage)
+        return set(), {}, _stage(target, out, OpKind.MERGE) if out is not None else []
+    expressions = (on, *clauses.expressions())
+    # measured (docs/benchmarks.md): a merge of files with deletes is faster when the data
+    # source applies the deletes in its tasks
+    reason = "the candidate files have deletes" if scanned.deletes else None
+    # the first pass reads the columns the condition and the clauses' conditions use
+    conditions = [c for c in (on, clauses.update_condition, clauses.delete) if isinstance(c, str)]
+    used = joined_columns(
+        spark, conditions, schema.column_names, clauses.target_alias, clauses.source_alias
+    )
+    found = _rows_of(
+        spark,
+        target,
+        scanned.files,
+        scanned,
+        *expressions,
+        data_source_only=reason,
+        columns=used,
+    )
+    matches = match_rows(found.rows, source, on, clauses, merge_on_read=merge_on_read)
+    try:
+        changed = {found.path(v) for v in matches.changed}
+        positions = {found.path(v): p for v, p in (matches.positions or {}).items()}
+        touched = [f for f in scanned.files if f.file_path in changed]
+        again = None
+        if touched:  # the same reader as the first pass: the rows name their files alike
+            again = _rows_of(
+                spark,
+                target,
+                touched,
+                scanned,
+                *expressions,
+                data_source_only=None if found.native else reason or "the first pass read so",
+            )
+            if again.native != found.native:
+                raise LakecatError(f"merge into {target.name}: the passes' readers differ")
+        out = merge_output(
+            again.rows if again is not None else None,
+            matches,
+            clauses,
+            schema,
+            merge_on_read=merge_on_read,
+            row_lineage=lineage,
+        )
+        added = _stage(target, out, OpKind.MERGE) if out is not None else []
+    finally:
+        matches.release()
+    return changed, positions, added
 
 
 def _merge_on_read_merge(
@@ -398,9 +435,11 @@ def _rows_of(
     planned: ScanPlan,
     *expressions: str | None,
     data_source_only: str | None = None,
+    columns: Sequence[str] | None = None,
 ) -> FileRows:
     """The live rows of ``files`` (of ``planned``), read natively unless the statement's own
-    ``expressions`` name ``_file`` (or ``data_source_only`` gives a reason)."""
+    ``expressions`` name ``_file`` (or ``data_source_only`` gives a reason); ``columns``:
+    only these table columns, without the row lineage."""
     reason = "the statement names _file" if names_file_column(*expressions) else data_source_only
     return file_rows(
         spark,
@@ -409,6 +448,7 @@ def _rows_of(
         deletes=planned.deletes,
         sequence_numbers=planned.sequence_numbers,
         data_source_only=reason,
+        columns=columns,
     )
 
 

@@ -12,7 +12,12 @@ from lakecat.catalog import Catalog, Table
 from lakecat.metadata.expressions import AlwaysTrue, parse
 from lakecat.metadata.schema import DoubleType, LongType, NestedField, Schema, StringType, UUIDType
 from lakecat.spark_ext import delete, update
-from lakecat.spark_ext.dml.conditions import condition_filter, spark_columns, spark_conjuncts
+from lakecat.spark_ext.dml.conditions import (
+    condition_filter,
+    joined_columns,
+    spark_columns,
+    spark_conjuncts,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -124,6 +129,24 @@ def test_the_columns_a_condition_uses_are_told_when_they_can_be(spark: Any) -> N
     assert spark_columns(spark, "true", columns) == []
     for unknown in ("id IN (SELECT id FROM other)", "nosuch = 1", "not a condition (((", "*"):
         assert spark_columns(spark, unknown, columns) is None
+
+
+def test_the_table_columns_a_merges_conditions_use_are_told_when_they_can_be(
+    spark: Any,
+) -> None:
+    columns = ["id", "part", "Name", "tags"]
+
+    def used(*texts: str) -> list[str] | None:
+        return joined_columns(spark, texts, columns, "t", "s")
+
+    assert used("t.id = s.id AND t.part = s.part") == ["id", "part"]
+    # a bare name that is a table column is read (it may be the source's: only extra)
+    assert used("T.ID = s.id", "length(name) > 3") == ["id", "Name"]
+    assert used("t.id = s.id", "s.part = 1 AND s.other > 2") == ["id"]
+    assert used("t.id = s.id", "exists(t.tags, x -> x = s.tag)") == ["id", "tags"]
+    assert used("t.id = s.id AND t._file LIKE '%a%'") == ["id"]  # metadata columns always come
+    for unknown in ("t.id IN (SELECT id FROM other)", "*", "not a condition ((("):
+        assert used("t.id = s.id", unknown) is None
 
 
 @pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])

@@ -232,6 +232,51 @@ def test_merge_clauses_delete_update_and_insert_with_conditions(spark: Any, regi
     assert 50 not in after and len(after) == 29
 
 
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_a_merge_changes_only_files_with_changed_rows_and_inserts_only_unmatched_rows(
+    spark: Any, regions: Table, mode: str
+) -> None:
+    regions.set_properties({"write.merge.mode": mode})
+    # id 2 (eu) matches but its update condition is false; id 12 (us) is updated; id 40 is new
+    changes = source(spark, [(2, "eu", "skip"), (12, "us", "changed"), (40, "ap", "new")])
+    result = merge(
+        spark,
+        target="db.t",
+        source=changes,
+        on="t.id = s.id",
+        when_matched_update="*",
+        when_matched_update_condition="s.note <> 'skip'",
+        when_not_matched_insert="*",
+    )
+    assert result.files_read == 2  # eu and us; ap's ids lie outside the source's keys
+    assert result.files_removed == (1 if mode == "copy-on-write" else 0)
+    after = contents(regions)
+    assert after[2] == ("eu", "") and after[12] == ("us", "changed") and after[40] == ("ap", "new")
+    assert len(after) == 31  # the matched row 2 is not inserted again
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_both_passes_of_a_merge_agree_on_each_row_under_a_random_condition(
+    spark: Any, regions: Table, mode: str
+) -> None:
+    # the second pass takes each row's action from the first pass's cache: a condition that
+    # gives another answer each time it is evaluated still updates a row once or not at all
+    regions.set_properties({"write.merge.mode": mode})
+    every = source(spark, [(i, "", "x") for i in range(30)])
+    merge(
+        spark,
+        target="db.t",
+        source=every,
+        on="t.id = s.id",
+        when_matched_update={"note": "s.note"},
+        when_matched_update_condition="rand() < 0.5",
+    )
+    regions.refresh()
+    ids = sorted(r["id"] for r in regions.to_arrow().to_pylist())
+    assert ids == list(range(30))  # no row lost, none twice
+    assert set(r[1] for r in contents(regions).values()) <= {"", "x"}
+
+
 def test_merge_refuses_a_target_row_matched_twice(spark: Any, regions: Table) -> None:
     doubled = source(spark, [(1, "eu", "a"), (1, "eu", "b")])
     with pytest.raises(ValidationError, match="more than one source row"):
