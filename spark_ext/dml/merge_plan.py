@@ -291,17 +291,12 @@ def merge_output(
         )
         parts.append(
             acted.where(F.col(_ACTION).isin("U", "K")).select(
-                *[_output_column(c, updates, {}, t) for c in columns], *lineage
+                *[_output_column(c, updates, t) for c in columns], *lineage
             )
         )
     if clauses.insert is not None:
         inserted = matches.rows.where(F.col(_M_ACTION) == "I").alias(s)
-        parts.append(
-            inserted.select(
-                *[(F.expr(inserts[c]) if c in inserts else F.lit(None)).alias(c) for c in columns],
-                *(_new_lineage() if row_lineage else []),
-            )
-        )
+        parts.append(_inserted(inserted, inserts, columns, row_lineage))
     if not parts:
         return None
     out = parts[0]
@@ -320,15 +315,7 @@ def only_inserts(
     s = clauses.source_alias
     columns = [f.name for f in schema.fields]
     inserts = _assignments(clauses.insert, columns, source.columns, s)
-    out: DataFrame = (
-        source.alias(s)
-        .where(_insert_when(clauses))
-        .select(
-            *[(F.expr(inserts[c]) if c in inserts else F.lit(None)).alias(c) for c in columns],
-            *(_new_lineage() if row_lineage else []),
-        )
-    )
-    return out
+    return _inserted(source.alias(s).where(_insert_when(clauses)), inserts, columns, row_lineage)
 
 
 def _delete_when(clauses: MergeClauses) -> Column:
@@ -345,18 +332,24 @@ def _insert_when(clauses: MergeClauses) -> Column:
     return _condition(clauses.insert_condition) if clauses.insert is not None else F.lit(False)
 
 
-def _output_column(
-    column: str, updates: Mapping[str, str], inserts: Mapping[str, str], t: str
-) -> Column:
-    current = F.col(f"{t}.`{column}`")
-    updated = F.expr(updates[column]) if column in updates else current
-    inserted = F.expr(inserts[column]) if column in inserts else F.lit(None)
-    return (
-        F.when(F.col(_ACTION) == "U", updated)
-        .when(F.col(_ACTION) == "I", inserted)
-        .otherwise(current)
-        .alias(column)
+def _output_column(column: str, updates: Mapping[str, str], t: str) -> Column:
+    """A column of a changed file's row written back: SET's value where it is updated."""
+    current = F.col(f"{t}.{quoted(column)}")
+    if column not in updates:
+        return current.alias(column)
+    return F.when(F.col(_ACTION) == "U", F.expr(updates[column])).otherwise(current).alias(column)
+
+
+def _inserted(
+    rows: DataFrame, inserts: Mapping[str, str], columns: Sequence[str], row_lineage: bool
+) -> DataFrame:
+    """The inserted rows: the insert clause's values of the source ``rows`` (NULL for the
+    columns it leaves out), with the lineage of new rows."""
+    out: DataFrame = rows.select(
+        *[(F.expr(inserts[c]) if c in inserts else F.lit(None)).alias(c) for c in columns],
+        *(_new_lineage() if row_lineage else []),
     )
+    return out
 
 
 def kept_lineage(
