@@ -277,3 +277,22 @@ def test_a_merges_first_pass_reads_only_the_columns_its_conditions_use(
     assert asked == [(["id", "score"], False), (None, True)]
     got = {r[0]: r[2] for r in live(table)}
     assert got[3] == -1.0 and got[14] == 14.0 and 2 not in got and len(got) == 19
+
+
+def test_a_merge_whose_conditions_name_no_target_column_changes_every_row(
+    spark: Any, lake: Catalog
+) -> None:
+    # every target row matches the one source row: the first pass reads no table column
+    plain, deleted = (make_table(lake, name, ["a"], "2") for name in ("p", "d"))
+    delete(spark, "db.d", "id = 2")  # a delete file: the data source reads
+    source = spark.createDataFrame([(-1.0,)], "s double")
+    for name in ("p", "d"):
+        merge(
+            spark,
+            target=f"db.{name}",
+            source=source,
+            on="s.s < 0",
+            when_matched_update={"score": "s.s"},
+        )
+    assert {r[0]: r[2] for r in live(plain)} == {i: -1.0 for i in range(10)}
+    assert {r[0]: r[2] for r in live(deleted)} == {i: -1.0 for i in range(10) if i != 2}
