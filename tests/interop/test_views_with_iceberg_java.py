@@ -39,12 +39,15 @@ def catalog(java: JavaTables) -> Iterator[Catalog]:
 
 
 @pytest.fixture(scope="module")
-def lake(spark: Any, catalog: Catalog) -> Any:
-    """The Spark 4 session with lakecat's catalog attached as ``peers``."""
+def lake(spark: Any, catalog: Catalog) -> Iterator[Any]:
+    """The Spark 4 session with lakecat's catalog attached as ``peers``; the tests' ``USE``
+    is undone after them (the session is shared with every other Spark test)."""
     from lakecat.spark_ext import attach_catalog
 
     attach_catalog(spark, "peers", catalog=catalog)
-    return spark
+    current = spark.catalog.currentCatalog(), spark.catalog.currentDatabase()
+    yield spark
+    spark.sql(f"USE `{current[0]}`.`{current[1]}`")
 
 
 def rows(spark: Any, statement: str) -> list[list[Any]]:
