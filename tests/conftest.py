@@ -34,7 +34,8 @@ Spark
     ``spark_java`` is the one check that Spark can start (PySpark importable, Java 17+ found as
     PySpark finds it); ``spark`` and every other fixture that starts Spark or a JVM (the worker
     processes of ``tests/spark_catalog/test_sql_concurrency.py``) go through it, so without
-    Java every Spark test skips with the same reason instead of erroring.
+    Java every Spark test skips with the same reason instead of erroring. Every JVM the
+    suite starts compiles with C1 only (``TEST_JVM_OPTIONS``, through ``SPARK_SUBMIT_OPTS``).
 """
 
 from __future__ import annotations
@@ -244,6 +245,22 @@ def s3_warehouse(s3_server: LocalS3) -> S3Warehouse:
 
 JAVA_MIN = 17
 SPARK_NEEDS_JAVA = f"Spark needs Java {JAVA_MIN}+ (java on PATH or JAVA_HOME)"
+
+# The JVMs of a test run run many small queries once each: most of their CPU went to the JIT's
+# optimizing compiler (C2; 40 s of a 55 s JVM in a minute of SQL statements), so they compile
+# with C1 only. spark-submit adds SPARK_SUBMIT_OPTS to the JVM it starts: this session's, and
+# Iceberg Java's sessions and readers in tests/interop (their processes inherit it).
+# local-cluster executors take it as spark.executor.extraJavaOptions (cluster_session.py).
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def _test_jvm_options() -> None:
+    given = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    if "TieredStopAtLevel" not in given:
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{given} {TEST_JVM_OPTIONS}".strip()
+
+
+_test_jvm_options()
 
 
 def _java_problem() -> str | None:

@@ -38,6 +38,8 @@ def small_session(root: str, master: str = "local[1]", driver_memory: str = "512
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "1")
+        # a local-cluster's executors compile as the driver does (tests/conftest.py)
+        .config("spark.executor.extraJavaOptions", os.environ.get("SPARK_SUBMIT_OPTS", ""))
         .getOrCreate()
     )
 
