@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from java_session import JavaProcess
 from peers import JavaFixtures, ensure_java_fixtures
 
 from lakecat.catalog import Catalog
@@ -37,3 +38,14 @@ def java_lake(java_fixtures: JavaFixtures) -> Iterator[Catalog]:
     )
     yield catalog
     catalog.close()
+
+
+@pytest.fixture(scope="session")
+def java_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaProcess]:
+    """Iceberg Java for the modules that write with it (``java_session.py``): one process for
+    the run, started by the first module that asks for it; its log is ``java.log`` here."""
+    process = JavaProcess(tmp_path_factory.mktemp("java-process") / "java.log")
+    try:
+        yield process
+    finally:
+        process.close()

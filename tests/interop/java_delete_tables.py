@@ -1,19 +1,29 @@
-"""Small merge-on-read tables written by Iceberg Java, served to ``test_delete_guards.py``.
+"""Iceberg Java for the interop tests' modules: small tables it writes, and its SQL, served to
+``java_session.py``.
 
-usage: ~/.cache/lakecat-peers/spark35/bin/python java_delete_tables.py OUT_DIR
+usage: ~/.cache/lakecat-peers/spark35/bin/python java_delete_tables.py
 
-One Iceberg Java 1.10.2 session (PySpark 3.5.9, the peers' ``spark35`` venv) that stays up for
-a test module: it reads one JSON command a line on stdin and answers each with one line
-``@@ <json>`` on stdout (other output of Spark and the JVM is not prefixed). The session set-up
-and the writers of equality deletes are those of ``java_fixtures.py`` (imported), so the tables
-sit in an Iceberg **JdbcCatalog** on SQLite, ``OUT_DIR/catalog.db``, catalog name ``peers``,
-namespace ``db``, warehouse ``OUT_DIR/warehouse``, where lakecat opens them with
+One Iceberg Java 1.10.2 JVM (PySpark 3.5.9, the peers' ``spark35`` venv) that stays up for the
+test run: it reads one JSON command a line on stdin and answers each with one line ``@@ <json>``
+on stdout (other output of Spark and the JVM is not prefixed). Each test module opens a folder
+of its own, ``OUT_DIR``, with ``{"op": "open", "root": OUT_DIR}`` and names it as ``"root"`` in
+every command after that; the folder gets a Spark session of its own on the one JVM
+(``SparkSession.newSession``: its own SQL conf, catalogs and current namespace). The session
+set-up and the writers of equality deletes are those of ``java_fixtures.py`` (imported), so the
+tables sit in an Iceberg **JdbcCatalog** on SQLite, ``OUT_DIR/catalog.db``, catalog name
+``peers``, namespace ``db``, warehouse ``OUT_DIR/warehouse``, where lakecat opens them with
 ``Catalog("sqlite:///OUT_DIR/catalog.db", warehouse="OUT_DIR/warehouse", name="peers")``.
 Unlike the session fixtures of ``java_fixtures.py`` these tables belong to one test module,
 which may write to them.
 
-Commands (the answer of a failed command is ``{"error": "<type>: <message>"}``):
+Commands (the answer of a failed command is ``{"error": "<type>: <message>"}``; every command
+but ``open`` and ``quit`` carries ``"root": OUT_DIR``):
 
+``{"op": "open", "root": OUT_DIR}``
+    a session for a new catalog in the new folder ``OUT_DIR`` (made, with its namespace
+    ``db``): ``{"done": true}``.
+``{"op": "close", "root": OUT_DIR}``
+    forgets that folder's session: ``{"done": true}``.
 ``{"op": "create"}``
     creates the tables below; answers ``{"tables": {name: {"snapshots": [ids, oldest
     first], "metadata_location": ...}}}``.
@@ -82,7 +92,7 @@ import sys
 import traceback
 from typing import Any
 
-from java_fixtures import MOR, Fixtures
+from java_fixtures import MOR, Fixtures, peer_session
 
 
 class Tables(Fixtures):
@@ -256,27 +266,38 @@ def reply(answer: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 1:
         sys.exit(__doc__)
-    out = os.path.abspath(sys.argv[1])
-    os.makedirs(out, exist_ok=True)
-    tables = Tables(out)
+    base = peer_session()  # the JVM; each folder's session is a new session of this one
+    folders: dict[str, Tables] = {}
     try:
         reply({"ready": True})
         for line in sys.stdin:
             if not line.strip():
                 continue
             command = json.loads(line)
-            if command.get("op") == "quit":
+            op = command.get("op")
+            if op == "quit":
                 reply({"done": True})
                 break
             try:
-                reply(tables.answer(command))
+                root = os.path.abspath(command["root"])
+                if op == "open":
+                    os.makedirs(root, exist_ok=True)
+                    folders[root] = Tables(root, base=base)
+                    reply({"done": True})
+                elif op == "close":
+                    del folders[root]
+                    reply({"done": True})
+                else:
+                    tables = folders[root]
+                    tables.activate()
+                    reply(tables.answer(command))
             except Exception as exc:  # the test reads the error; the session stays up
                 traceback.print_exc(file=sys.stderr)
                 reply({"error": one_line(exc)})
     finally:
-        tables.spark.stop()
+        base.stop()
 
 
 if __name__ == "__main__":

@@ -112,31 +112,50 @@ ENTRY_FIELDS = (
 FIXTURES_VERSION = 2
 
 
-class Fixtures:
-    def __init__(self, out: str) -> None:
-        sys.path.insert(0, PEERS_SCRIPTS)
-        import peer_spark  # the peers' session builder (jars, Iceberg extensions)
+def peer_session(conf: dict[str, str] | None = None) -> Any:
+    """A SparkSession on a new JVM with the peers' Iceberg Java (``peer_spark.session``)."""
+    sys.path.insert(0, PEERS_SCRIPTS)
+    import peer_spark  # the peers' session builder (jars, Iceberg extensions)
 
+    return peer_spark.session(conf)
+
+
+class Fixtures:
+    def __init__(self, out: str, base: Any = None) -> None:
+        """The catalog in ``out``; on a new JVM, or on ``base``'s (a session of its own there:
+        its own SQL conf, catalogs and current namespace)."""
         self.out = out
         self.db = os.path.join(out, "catalog.db")
         self.warehouse = os.path.join(out, "warehouse")
         p = f"spark.sql.catalog.{CATALOG}"
-        self.spark = peer_spark.session(
-            {
-                p: "org.apache.iceberg.spark.SparkCatalog",
-                f"{p}.type": "jdbc",
-                f"{p}.uri": f"jdbc:sqlite:{self.db}",
-                f"{p}.warehouse": f"file://{self.warehouse}",
-                f"{p}.jdbc.schema-version": "V1",
-                # Java API commits below must be seen by the next Spark statement
-                f"{p}.cache-enabled": "false",
-            }
-        )
+        catalog_conf = {
+            p: "org.apache.iceberg.spark.SparkCatalog",
+            f"{p}.type": "jdbc",
+            f"{p}.uri": f"jdbc:sqlite:{self.db}",
+            f"{p}.warehouse": f"file://{self.warehouse}",
+            f"{p}.jdbc.schema-version": "V1",
+            # Java API commits below must be seen by the next Spark statement
+            f"{p}.cache-enabled": "false",
+        }
+        if base is None:
+            self.spark = peer_session(catalog_conf)
+        else:
+            self.spark = base.newSession()
+            for key, value in catalog_conf.items():
+                self.spark.conf.set(key, value)
+            self.activate()
         self.jvm = self.spark._jvm
         self.gateway = self.spark.sparkContext._gateway
         self.spark.sql(f"CREATE NAMESPACE {CATALOG}.{NAMESPACE}")
         self.tables: dict[str, Any] = {}
         self.steps: dict[str, list[tuple[int, str]]] = {}
+
+    def activate(self) -> None:
+        """Makes this session the JVM's active one: Iceberg's ``spark.read.format("iceberg")``
+        finds a table's catalog in the active session's conf."""
+        self.spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(
+            self.spark._jsparkSession
+        )
 
     # -- helpers ------------------------------------------------------------------------------
 

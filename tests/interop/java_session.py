@@ -1,6 +1,12 @@
-"""One Iceberg Java session a test module talks to: the ``java_delete_tables.py`` process (the
-peers' Iceberg Java 1.10.2 on Spark 3.5), its JdbcCatalog ``peers`` on ``ROOT/catalog.db``, and
-lakecat's catalog on the same database."""
+"""Iceberg Java for a test module: the ``java_delete_tables.py`` process (the peers' Iceberg Java
+1.10.2 on Spark 3.5), one for the whole run (``JavaProcess``, the session fixture
+``java_process``), and in it a Spark session of the module's own (``JavaTables``) with its
+JdbcCatalog ``peers`` on ``ROOT/catalog.db``; lakecat's catalog opens the same database
+(``lakecat_on``).
+
+One JVM for the run, not one per module: starting one and compiling Spark's and Iceberg's code
+again cost every module seconds, most on its first statements (the interop folder took 631 s
+instead of 749 s, serially on 2 cores)."""
 
 from __future__ import annotations
 
@@ -21,40 +27,48 @@ from lakecat.catalog import Catalog
 SCRIPT = Path(__file__).resolve().parent / "java_delete_tables.py"
 START_TIMEOUT_S = 300
 COMMAND_TIMEOUT_S = 300
+# it lives for the whole run: the JIT's optimizing compiler pays off (tests/conftest.py gives the
+# suite's other JVMs C1 only; the later flag wins)
+LONG_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=4"
 
 
-class JavaTables:
-    """The ``java_delete_tables.py`` process: one command at a time, one answer each.
-    ``create``: make the script's tables first (its ``create`` command)."""
+class JavaProcess:
+    """The ``java_delete_tables.py`` process: one command at a time, one answer each. Its
+    output and Spark's log go to ``log``. Started again by ``open`` if it died."""
 
-    catalog = "peers"  # the session's Iceberg catalog
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self._proc: subprocess.Popen[str] | None = None
 
-    def __init__(self, root: Path, *, create: bool = True) -> None:
-        self.root = root
-        self.log = root / "java.log"
+    def _start(self) -> None:
+        require_peers(("spark",))
         self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self._log = self.log.open("wb")
-        self._proc = subprocess.Popen(
-            [str(PEER_PYTHON["spark"]), str(SCRIPT), str(root)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            env={**os.environ, "PEERS_HOME": str(PEERS_HOME), "PEERS_SCRIPTS": str(PEERS_SCRIPTS)},
-            cwd=root,
-        )
-        threading.Thread(target=self._read, daemon=True).start()
+        submit_opts = os.environ.get("SPARK_SUBMIT_OPTS", "")
+        with self.log.open("ab") as log:
+            self._proc = subprocess.Popen(
+                [str(PEER_PYTHON["spark"]), str(SCRIPT)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                env={
+                    **os.environ,
+                    "PEERS_HOME": str(PEERS_HOME),
+                    "PEERS_SCRIPTS": str(PEERS_SCRIPTS),
+                    "SPARK_SUBMIT_OPTS": f"{submit_opts} {LONG_LIVED_JVM_OPTIONS}".strip(),
+                },
+                cwd=self.log.parent,
+            )
+        threading.Thread(target=self._read, args=(self._proc, self._answers), daemon=True).start()
         self._next(START_TIMEOUT_S)  # {"ready": true}
-        self.tables: dict[str, dict[str, Any]] = (
-            self.call({"op": "create"})["tables"] if create else {}
-        )
 
-    def _read(self) -> None:
-        assert self._proc.stdout is not None
-        for line in self._proc.stdout:
+    @staticmethod
+    def _read(proc: subprocess.Popen[str], answers: queue.Queue[dict[str, Any] | None]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
             if line.startswith("@@ "):
-                self._answers.put(json.loads(line[3:]))
-        self._answers.put(None)  # the process ended
+                answers.put(json.loads(line[3:]))
+        answers.put(None)  # the process ended
 
     def _next(self, timeout_s: float) -> dict[str, Any]:
         try:
@@ -67,13 +81,52 @@ class JavaTables:
         return answer
 
     def call(self, command: dict[str, Any]) -> dict[str, Any]:
-        assert self._proc.stdin is not None
+        if not self.running:
+            if command.get("op") != "open":
+                pytest.fail(f"java_delete_tables.py is not running; {self.log}")
+            self._start()
+        assert self._proc is not None and self._proc.stdin is not None
         self._proc.stdin.write(json.dumps(command) + "\n")
         self._proc.stdin.flush()
         answer = self._next(COMMAND_TIMEOUT_S)
         if "error" in answer:
             pytest.fail(f"Iceberg Java: {answer['error']} (command {command})")
         return answer
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def close(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            if proc.poll() is None and proc.stdin is not None:
+                proc.stdin.write('{"op": "quit"}\n')
+                proc.stdin.flush()
+                proc.wait(timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+
+
+class JavaTables:
+    """A module's Spark session in the ``JavaProcess``, on the catalog in the new folder
+    ``root``. ``create``: make the script's tables first (its ``create`` command)."""
+
+    catalog = "peers"  # the session's Iceberg catalog
+
+    def __init__(self, process: JavaProcess, root: Path, *, create: bool = True) -> None:
+        self.process = process
+        self.root = root
+        process.call({"op": "open", "root": str(root)})
+        self.tables: dict[str, dict[str, Any]] = (
+            self.call({"op": "create"})["tables"] if create else {}
+        )
+
+    def call(self, command: dict[str, Any]) -> dict[str, Any]:
+        return self.process.call({**command, "root": str(self.root)})
 
     def make(self, table: str, recipe: str) -> None:
         """A new table ``table`` made as the ``recipe`` table (``pos_guarded``/``eq_guarded``)."""
@@ -108,36 +161,17 @@ class JavaTables:
         return ids
 
     def close(self) -> None:
-        try:
-            if self._proc.poll() is None and self._proc.stdin is not None:
-                self._proc.stdin.write('{"op": "quit"}\n')
-                self._proc.stdin.flush()
-                self._proc.wait(timeout=120)
-        except (OSError, subprocess.TimeoutExpired):
-            self._proc.kill()
-            self._proc.wait()
-        finally:
-            self._log.close()
+        if self.process.running:
+            self.call({"op": "close"})
 
 
-def java_session(root: Path, *, create: bool = True) -> Iterator[JavaTables]:
-    """A module fixture's body: the session in ``root``, closed when the module is done."""
-    require_peers(("spark",))
-    tables = JavaTables(root, create=create)
+def java_session(process: JavaProcess, root: Path, *, create: bool = True) -> Iterator[JavaTables]:
+    """A module fixture's body: the module's session in ``root``, closed when it is done."""
+    tables = JavaTables(process, root, create=create)
     try:
         yield tables
     finally:
         tables.close()
-
-
-def java_session_with_db(root: Path) -> Iterator[JavaTables]:
-    """``java_session`` without the script's tables, with an empty namespace ``peers.db``."""
-    session = java_session(root, create=False)
-    tables = next(session)
-    tables.sql("CREATE NAMESPACE IF NOT EXISTS peers.db")
-    yield tables
-    for _ in session:  # closes it
-        pass
 
 
 def lakecat_on(java: JavaTables) -> Iterator[Catalog]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from java_session import JavaTables, java_session_with_db, lakecat_on
+from java_session import JavaProcess, JavaTables, java_session, lakecat_on
 
 from lakecat.catalog import Catalog
 
@@ -19,8 +19,12 @@ pytestmark = pytest.mark.interop
 
 
 @pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaTables]:
-    yield from java_session_with_db(tmp_path_factory.mktemp("java-nested-nulls"))
+def java(
+    java_process: JavaProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[JavaTables]:
+    yield from java_session(
+        java_process, tmp_path_factory.mktemp("java-nested-nulls"), create=False
+    )
 
 
 @pytest.fixture(scope="module")

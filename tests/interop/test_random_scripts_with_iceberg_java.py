@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from java_session import JavaTables, java_session_with_db, lakecat_on
+from java_session import JavaProcess, JavaTables, java_session, lakecat_on
 from peers import read_rows
 from random_rows import seeds
 from random_statements import COLUMNS, Step, initial_rows, script
@@ -82,8 +82,10 @@ STEPS = int(os.environ.get("LAKECAT_SCRIPT_STEPS", "14"))
 
 
 @pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaTables]:
-    yield from java_session_with_db(tmp_path_factory.mktemp("scripts-java"))
+def java(
+    java_process: JavaProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[JavaTables]:
+    yield from java_session(java_process, tmp_path_factory.mktemp("scripts-java"), create=False)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from java_session import JavaTables, java_session, lakecat_on
+from java_session import JavaProcess, JavaTables, java_session, lakecat_on
 from peers import local_path, read_rows
 
 from lakecat.catalog import Catalog
@@ -48,8 +48,12 @@ CHANGES: list[tuple[str, Callable[[SchemaUpdate], object]]] = [
 
 
 @pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaTables]:
-    yield from java_session(tmp_path_factory.mktemp("java-schema-changes"), create=False)
+def java(
+    java_process: JavaProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[JavaTables]:
+    yield from java_session(
+        java_process, tmp_path_factory.mktemp("java-schema-changes"), create=False
+    )
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from java_session import JavaTables, java_session_with_db, lakecat_on
+from java_session import JavaProcess, JavaTables, java_session, lakecat_on
 from table_copies import copy_files, planned_copies
 
 from lakecat.catalog.maintenance import remove_dangling_deletes
@@ -348,8 +348,10 @@ def lineage_changes(before: dict[int, int], after: list[list[Any]]) -> list[list
 
 
 @pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaTables]:
-    yield from java_session_with_db(tmp_path_factory.mktemp("parity-java"))
+def java(
+    java_process: JavaProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[JavaTables]:
+    yield from java_session(java_process, tmp_path_factory.mktemp("parity-java"), create=False)
 
 
 @pytest.fixture(scope="module")

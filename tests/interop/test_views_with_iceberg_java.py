@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from java_session import JavaTables, java_session, lakecat_on
+from java_session import JavaProcess, JavaTables, java_session, lakecat_on
 
 from lakecat.catalog import Catalog
 
@@ -25,8 +25,10 @@ pytestmark = pytest.mark.interop
 
 
 @pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaTables]:
-    for tables in java_session(tmp_path_factory.mktemp("views-java"), create=False):
+def java(
+    java_process: JavaProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[JavaTables]:
+    for tables in java_session(java_process, tmp_path_factory.mktemp("views-java"), create=False):
         tables.sql("CREATE NAMESPACE IF NOT EXISTS peers.db")
         tables.sql("CREATE TABLE peers.db.events (id BIGINT, cat STRING) USING iceberg")
         tables.sql("INSERT INTO peers.db.events VALUES (1, 'a'), (2, 'b'), (3, 'a'), (4, 'c')")

@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from java_session import JavaTables, java_session, lakecat_on
+from java_session import JavaProcess, JavaTables, java_session, lakecat_on
 from peers import canonical_rows, local_path
 
 from lakecat.catalog import Catalog, Table
@@ -62,8 +62,10 @@ GUARDED = ["pos_guarded", "eq_guarded"]  # never changed: every refusal runs on 
 
 
 @pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaTables]:
-    yield from java_session(tmp_path_factory.mktemp("java-delete-tables"))
+def java(
+    java_process: JavaProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[JavaTables]:
+    yield from java_session(java_process, tmp_path_factory.mktemp("java-delete-tables"))
 
 
 @pytest.fixture(scope="module")
