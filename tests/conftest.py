@@ -36,7 +36,7 @@ Spark
     processes of ``tests/spark_catalog/test_sql_concurrency.py``) go through it, so without
     Java every Spark test skips with the same reason instead of erroring. Every JVM the
     suite starts but the two long-lived ones compiles with C1 only, and every one collects
-    garbage with the serial collector (``TEST_JVM_OPTIONS``).
+    garbage with the serial collector (``jvm_options.py``).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from jvm_options import LONG_LIVED_JVM_OPTIONS, add_test_jvm_options
 from local_postgres import (
     LocalPostgres,
     LocalPostgresError,
@@ -247,34 +248,7 @@ def s3_warehouse(s3_server: LocalS3) -> S3Warehouse:
 JAVA_MIN = 17
 SPARK_NEEDS_JAVA = f"Spark needs Java {JAVA_MIN}+ (java on PATH or JAVA_HOME)"
 
-# The short-lived JVMs of a test run (Iceberg Java's readers in tests/interop, the Spark
-# sessions of worker processes, local-cluster executors) spend most of their CPU in the JIT's
-# optimizing compiler (C2; 40 s of a fresh JVM's 55 s in a minute of SQL statements), so they
-# compile with C1 only: spark-submit adds SPARK_SUBMIT_OPTS to the JVM it starts, and their
-# processes inherit it (executors take it as spark.executor.extraJavaOptions, sql_worker.py).
-# The run's own session (``spark``) and Iceberg Java's session process (tests/interop/
-# java_session.py) live for the whole run: they keep C2 (with C1 only the whole suite took as
-# long as before, 32:38 against 32:20). Every JVM collects garbage with the serial collector: on
-# these small heaps and two cores G1's concurrent work costs more (160 statements on a warm
-# session, two runs each: 34-35 s of the JVM's CPU against 40-44 s with G1, 27 s against 29-31 s
-# of time; four Spark test modules: 142 s and 146 s against 145 s and 153 s).
-TEST_JVM_OPTIONS = {"TieredStopAtLevel": "-XX:TieredStopAtLevel=1", "GC": "-XX:+UseSerialGC"}
-LONG_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=4"  # the JVM's default
-
-
-def _test_jvm_options() -> None:
-    """Appends each of ``TEST_JVM_OPTIONS`` to SPARK_SUBMIT_OPTS unless the user's own names
-    that setting already (a tier, or any ``-XX:+Use...GC``)."""
-    given = os.environ.get("SPARK_SUBMIT_OPTS", "")
-    added = [
-        option
-        for setting, option in TEST_JVM_OPTIONS.items()
-        if not re.search(r"-XX:\+Use\w*GC\b" if setting == "GC" else setting, given)
-    ]
-    os.environ["SPARK_SUBMIT_OPTS"] = " ".join([given, *added]).strip()
-
-
-_test_jvm_options()
+add_test_jvm_options()
 
 
 def _java_problem() -> str | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jvm_options import LONG_LIVED_JVM_OPTIONS
 from peers import PEER_PYTHON, PEERS_HOME, PEERS_SCRIPTS, require_peers
 
 from lakecat.catalog import Catalog
@@ -27,9 +28,6 @@ from lakecat.catalog import Catalog
 SCRIPT = Path(__file__).resolve().parent / "java_delete_tables.py"
 START_TIMEOUT_S = 300
 COMMAND_TIMEOUT_S = 300
-# it lives for the whole run: the JIT's optimizing compiler pays off (tests/conftest.py gives the
-# suite's other JVMs C1 only; the later flag wins)
-LONG_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=4"
 
 
 class JavaProcess:
@@ -55,6 +53,7 @@ class JavaProcess:
                     **os.environ,
                     "PEERS_HOME": str(PEERS_HOME),
                     "PEERS_SCRIPTS": str(PEERS_SCRIPTS),
+                    # it lives for the whole run: it keeps C2 (jvm_options.py)
                     "SPARK_SUBMIT_OPTS": f"{submit_opts} {LONG_LIVED_JVM_OPTIONS}".strip(),
                 },
                 cwd=self.log.parent,
