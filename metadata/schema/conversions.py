@@ -19,7 +19,9 @@ The calendar arithmetic here works on plain integers so that dates far outside P
 from __future__ import annotations
 
 import base64
+import ctypes
 import datetime as dt
+import math
 import re
 import struct
 import uuid
@@ -645,15 +647,56 @@ def _java_time(micros_of_day: int) -> str:
     return text
 
 
+def _shortest_digits(value: float, single: bool) -> tuple[str, int]:
+    """The fewest significant digits that read back as ``value`` (a float32 when ``single``)
+    and the decimal exponent of the first one: ``("15", -1)`` for 0.15."""
+    if single:
+        for precision in range(1, 10):  # nine digits always read back
+            text = f"{value:.{precision - 1}e}"
+            if ctypes.c_float(float(text)).value == value:  # C's rounding to a float32
+                break
+    else:
+        text = repr(value)  # Python's repr is the shortest text that reads back
+    if len(Decimal(text).normalize().as_tuple()[1]) == 1:
+        # Java prints at least two digits ("d.d"), the two nearest the value: 4.9E-324
+        text = f"{value:.1e}"
+    digits, exponent = Decimal(text).normalize().as_tuple()[1:]
+    shown = "".join(map(str, digits))
+    return shown, len(shown) - 1 + int(exponent)
+
+
+def java_floating_string(value: float, single: bool = False) -> str:
+    """``value`` as Java's ``Double.toString`` (``Float.toString`` when ``single``) prints it:
+    the shortest digits that read back, in plain notation from 10^-3 up to 10^7 (``0.001``,
+    ``1234.5``, ``1.0``), else as ``1.0E7`` / ``1.5E-4``; ``NaN``, ``Infinity``, ``-0.0``."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    if value == 0:
+        return sign + "0.0"
+    digits, exponent = _shortest_digits(abs(value), single)
+    if -3 <= exponent < 7:
+        if exponent < 0:
+            return f"{sign}0.{'0' * (-exponent - 1)}{digits}"
+        whole = digits[: exponent + 1].ljust(exponent + 1, "0")
+        return f"{sign}{whole}.{digits[exponent + 1 :] or '0'}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
+
+
 def human_string(t: IcebergType, value: Any) -> str:
     """An in-memory value of type ``t`` as Java's ``Transform.toHumanString`` prints it.
 
     date "2024-03-05", time "10:11:12.000001", timestamp "2024-03-05T10:11:12.000001",
     timestamptz "2024-03-05T10:11:12.000001Z" (all Java ``java.time`` formats), boolean
-    "true", binary/fixed base64, null "null", anything else ``str(value)``.
+    "true", binary/fixed base64, float/double as Java's ``Float``/``Double.toString``
+    ("1.0E7", "0.1" for the float32 nearest 0.1), null "null", anything else ``str(value)``.
     """
     if value is None:
         return "null"
+    if isinstance(t, (FloatType, DoubleType)):
+        return java_floating_string(float(value), single=isinstance(t, FloatType))
     if isinstance(t, DateType):
         return format_date(value)
     if isinstance(t, TimeType):

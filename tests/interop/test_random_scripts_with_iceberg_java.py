@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -163,7 +164,7 @@ _FILE = (
 _MANIFEST = (
     "content, path, length, partition_spec_id, added_snapshot_id, added_data_files_count, "
     "existing_data_files_count, deleted_data_files_count, added_delete_files_count, "
-    "existing_delete_files_count, deleted_delete_files_count"
+    "existing_delete_files_count, deleted_delete_files_count, partition_summaries"
 )
 # The columns of each metadata table both engines must show alike for one table;
 # ``partition`` where Iceberg Java has it
@@ -363,3 +364,41 @@ def test_scripts_are_the_same_for_a_seed_and_differ_between_seeds() -> None:
     assert script(5, 30) != script(6, 30)
     kinds = {s.statement.split()[0] for seed in range(20) for s in script(seed, 30)}
     assert kinds >= {"INSERT", "DELETE", "UPDATE", "MERGE", "CALL", "ALTER", "REPLACE"}
+
+
+def test_partition_values_of_a_shared_table_show_as_iceberg_java_shows_them(
+    lakecat: Lakecat, java: JavaTables
+) -> None:
+    """Folder names and ``partition_summaries`` bounds are Java's ``toHumanString`` of the
+    values: ``1.0E7`` and ``1.0E-4`` for floats and doubles, ``null`` for a missing bound."""
+    t = "db.human_partitions"
+    java.sql(
+        f"CREATE TABLE peers.{t} (id bigint, f float, x double, s string) USING iceberg "
+        "PARTITIONED BY (f, x, s)"
+    )
+    rows = (
+        "(1L, CAST(1e7 AS FLOAT), 1e-4D, 'a'), (2L, CAST(0.1 AS FLOAT), 12345678.5D, NULL), "
+        "(3L, CAST(-2.5 AS FLOAT), 0.001D, 'b c')"
+    )
+    nulls = "(4L, CAST(NULL AS FLOAT), CAST(NULL AS DOUBLE), CAST(NULL AS STRING))"
+    for statement in (
+        f"INSERT INTO {{}}.{t} VALUES {rows}",
+        f"INSERT INTO {{}}.{t} VALUES {nulls}",
+    ):
+        java.sql(statement.format("peers"))
+        lakecat.spark.sql(statement.format(CATALOG)).collect()  # the last: a manifest of nulls
+
+    summaries = f"SELECT partition_summaries FROM {{}}.{t}.manifests"
+    ours, theirs = _rows(lakecat, summaries.format(CATALOG)), _rows(java, summaries.format("peers"))
+    assert ours == theirs
+    bounds = {b for [summary] in ours for field in summary for b in field[2:]}
+    assert {"1.0E7", "1.0E-4", "1.23456785E7", "null"} <= bounds
+    # both engines wrote the same four partitions, each under the same folder name
+    paths = [p for [p] in java.query(f"SELECT file_path FROM peers.{t}.files")]
+    folders = Counter(p.rsplit("/", 1)[0].split("/data/", 1)[1] for p in paths)
+    assert folders == {
+        "f=1.0E7/x=1.0E-4/s=a": 2,
+        "f=0.1/x=1.23456785E7/s=null": 2,
+        "f=-2.5/x=0.001/s=b+c": 2,
+        "f=null/x=null/s=null": 2,
+    }

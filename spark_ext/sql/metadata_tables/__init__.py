@@ -36,8 +36,8 @@ shape since the query was planned refuses to read (``SchemaMismatch``). A read m
 the columns the query selects (the plugin prunes them, :meth:`RowsPlan.pruned`), so
 ``readable_metrics`` costs nothing to a query that leaves it out. Where Iceberg's
 Spark runtime refuses a type (``time``) its values are text. A missing
-``partition_summaries`` bound is null (Iceberg prints ``"null"``); ``all_manifests`` has
-``key_metadata`` (Iceberg after 1.10).
+``partition_summaries`` bound is the text ``"null"``, as Iceberg prints it; ``all_manifests``
+has ``key_metadata`` (Iceberg after 1.10).
 
 docs/spark-sql.md, "Metadata tables", lists every table's columns.
 """

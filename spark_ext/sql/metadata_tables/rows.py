@@ -183,8 +183,11 @@ class _PartitionField:
         source = source_type(schemas, p.source_id)
         return _PartitionField(p.field_id, p.name, transform, transform.result_type(source))
 
-    def human(self, value: Any) -> str | None:
-        return None if value is None else self.transform.to_human_string(self.result_type, value)
+    def human(self, bound: bytes | None) -> str:
+        """A partition summary's bound as Iceberg's ``manifests`` table shows it: the value in
+        human form, a missing one as ``"null"`` (Java's ``Transform.toHumanString``)."""
+        value = None if bound is None else decode_bound(self.result_type, bound)
+        return "null" if value is None else self.transform.to_human_string(self.result_type, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,10 +385,7 @@ class _Decoder:
             return None
         out = []
         for p, summary in zip(self.fields[m.partition_spec_id], m.partitions, strict=True):
-            lower, upper = (
-                None if b is None else p.human(decode_bound(p.result_type, b))
-                for b in (summary.lower_bound, summary.upper_bound)
-            )
+            lower, upper = p.human(summary.lower_bound), p.human(summary.upper_bound)
             out.append((summary.contains_null, summary.contains_nan, lower, upper))
         return out
 

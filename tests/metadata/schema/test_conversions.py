@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
+import struct
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -28,6 +30,8 @@ from lakecat.metadata.schema.conversions import (
     from_bytes,
     from_json_value,
     from_python,
+    human_string,
+    java_floating_string,
     to_bytes,
     to_json_value,
     to_python,
@@ -516,3 +520,61 @@ def test_binary_bounds_enclose_the_value(value: bytes, width: int) -> None:
         assert len(upper) <= width and upper >= value
     else:
         assert value[:width] == b"\xff" * width
+
+
+def _float32(value: float) -> float:
+    return float(struct.unpack("<f", struct.pack("<f", value))[0])
+
+
+# (value, float32?, what java.lang.Double / Float.toString print: checked on a JVM)
+JAVA_FLOATING_TEXT = [
+    (1.0, False, "1.0"),
+    (0.1, False, "0.1"),
+    (100.0, False, "100.0"),
+    (123.456, False, "123.456"),
+    (9999999.0, False, "9999999.0"),
+    (1e7, False, "1.0E7"),
+    (12345678.0, False, "1.2345678E7"),
+    (0.001, False, "0.001"),
+    (0.00099, False, "9.9E-4"),
+    (1e-4, False, "1.0E-4"),
+    (1e16, False, "1.0E16"),
+    (-2.5e-10, False, "-2.5E-10"),
+    (0.0, False, "0.0"),
+    (-0.0, False, "-0.0"),
+    (math.nan, False, "NaN"),
+    (math.inf, False, "Infinity"),
+    (-math.inf, False, "-Infinity"),
+    (5e-324, False, "4.9E-324"),
+    (1.7976931348623157e308, False, "1.7976931348623157E308"),
+    (_float32(0.1), False, "0.10000000149011612"),
+    (_float32(0.1), True, "0.1"),
+    (_float32(0.3), True, "0.3"),
+    (_float32(1e7), True, "1.0E7"),
+    (_float32(16777216.0), True, "1.6777216E7"),
+    (_float32(1.4e-45), True, "1.4E-45"),
+    (_float32(3.4028235e38), True, "3.4028235E38"),
+    (_float32(-1234.5677), True, "-1234.5677"),
+]
+
+
+@pytest.mark.parametrize(("value", "single", "expected"), JAVA_FLOATING_TEXT)
+def test_floating_values_print_as_java_prints_them(
+    value: float, single: bool, expected: str
+) -> None:
+    assert java_floating_string(value, single=single) == expected
+    assert human_string(FloatType() if single else DoubleType(), value) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False), st.booleans())
+def test_floating_text_reads_back_as_the_same_value_in_javas_shape(
+    value: float, single: bool
+) -> None:
+    if single:
+        value = _float32(value) if abs(value) < 3.4e38 else 1.5
+    text = java_floating_string(value, single=single)
+    assert (_float32(float(text)) if single else float(text)) == value
+    assert re.fullmatch(r"-?(\d+\.\d+|\d\.\d+E-?\d+)", text)
+    plain = "E" not in text
+    assert plain == (value == 0 or 1e-3 <= abs(value) < 1e7)
