@@ -25,7 +25,8 @@ A native write, step by step:
    gets too); with a table sort order, each task's rows sorted by the hidden columns then by
    the order (identity fields of top-level columns; an order with other fields does not
    qualify), and the files record the order's id;
-3. write it with ``df.write.parquet`` into a fresh folder ``<data location>/<job id>/``.
+3. write it with ``df.write.parquet`` into a fresh folder ``<data location>/<job id>/``
+   (through lakecat's local file system where it can, :mod:`.local_files`).
    Spark's file commit protocol leaves there only the output of committed task attempts, so
    retried and speculative tasks never add a file twice; the write mode is ``errorifexists``,
    which never deletes anything. Spark reads a few Parquet settings from the session
@@ -91,6 +92,7 @@ from lakecat.spark_ext.native.distribution import (
     distribution_mode,
     sort_columns,
 )
+from lakecat.spark_ext.native.local_files import local_write_options
 from lakecat.spark_ext.native.partitions import (
     HiddenPartition,
     check_partition,
@@ -312,7 +314,9 @@ def _run(
         # each task sorts its rows: by the partition columns first, as Spark's partitioned
         # writer needs them (it then sorts no more), then by the table's sort order
         frame = frame.sortWithinPartitions(*partition_by, *order)
-    writer = frame.write.mode("errorifexists").options(**plan.writer_options)
+    writer = frame.write.mode("errorifexists").options(
+        **plan.writer_options, **local_write_options(df.sparkSession, folder)
+    )
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     with folder_owned(io, folder):

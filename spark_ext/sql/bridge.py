@@ -25,6 +25,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -58,6 +59,7 @@ from lakecat.metadata.table import MAIN_BRANCH, TableMetadata, read_metadata
 from lakecat.spark_ext.errors import error_attributes, error_class_name, error_in_traceback
 from lakecat.spark_ext.native.delta_rows import describe_delta_rows, plan_delta_rows
 from lakecat.spark_ext.native.distribution import STATEMENT_MODES, distribution_mode
+from lakecat.spark_ext.native.local_files import local_write_options
 from lakecat.spark_ext.native.scan import plan_catalog_scan
 from lakecat.spark_ext.native.support import NotNative
 from lakecat.spark_ext.native.write import folder_owned, remove_empty_folders
@@ -657,7 +659,12 @@ class CatalogBridge:
         if delta_schema is not None:
             rows = StructType.fromJson(json.loads(delta_schema))
             try:
-                answer["native_rows"] = plan_delta_rows(view.metadata, rows).to_json()
+                plan = plan_delta_rows(view.metadata, rows)
+                session = self.calling_session()
+                if session is not None:  # the tasks' file system (local_files)
+                    local = local_write_options(session, plan.folder)
+                    plan = replace(plan, writer_options={**plan.writer_options, **local})
+                answer["native_rows"] = plan.to_json()
             except NotNative as exc:
                 log.info(
                     "lakecat: staging the new rows on %s: %s",

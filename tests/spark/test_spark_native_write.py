@@ -19,11 +19,12 @@ from pyspark.sql.types import LongType
 
 import lakecat.spark_ext as lk
 from lakecat.catalog import Catalog, Table
-from lakecat.metadata.errors import ConcurrentDeleteDelete
+from lakecat.metadata.errors import ConcurrentDeleteDelete, ValidationError
 from lakecat.metadata.io.fileio import local_path
 from lakecat.metadata.schema.conversions import from_bytes
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.sorting import SortField, SortOrder
+from lakecat.spark_ext.native.local_files import LOCAL_FILE_SYSTEM_CONF, LOCAL_FILES_CLASS
 from lakecat.spark_ext.native.write import WRITE_CONFS
 
 pytestmark = pytest.mark.spark
@@ -494,3 +495,55 @@ def test_a_native_write_restores_the_session_parquet_settings(spark: Any, lake: 
     finally:
         spark.conf.unset("spark.sql.parquet.outputTimestampType")
     assert set(WRITE_CONFS) >= {"spark.sql.parquet.outputTimestampType"}
+
+
+def _written_by_local_files(spark: Any) -> int:
+    """The bytes lakecat's local file system (``lakecat.spark.LocalFiles``) wrote so far."""
+    jvm = spark.sparkContext._jvm
+    cls = jvm.java.lang.Class.forName(LOCAL_FILES_CLASS)
+    return int(jvm.org.apache.hadoop.fs.FileSystem.getStatistics("file", cls).getBytesWritten())
+
+
+def test_a_native_write_into_a_local_table_sets_permissions_without_hadoops_chmod(
+    spark: Any, lake: Catalog
+) -> None:
+    before = _written_by_local_files(spark)
+    spark.conf.set("fs.permissions.umask-mode", "027")  # reaches the write's Hadoop conf
+    try:
+        df = spark.createDataFrame([(1, "eu"), (2, "us"), (3, "eu")], "id long, region string")
+        assert lk.write(df, "db.t", **{"partition-by": "region"}).native
+    finally:
+        spark.conf.unset("fs.permissions.umask-mode")
+    table = lake.load_table("db.t")
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    assert _written_by_local_files(spark) > before  # the data files went through LocalFiles
+    files = parquet_files_under(table)
+    assert files == sorted(local_path(f.file_path) for f in data_files(table))
+    # the permissions Hadoop's own file system gives (0666 / 0777 less the umask), set by NIO
+    assert {oct(Path(f).stat().st_mode & 0o777) for f in files} == {oct(0o640)}
+    job_folders = [d for d in folders_under(table) if Path(d).parent.name == "data"]
+    assert {oct(Path(d).stat().st_mode & 0o777) for d in job_folders} == {oct(0o750)}
+
+
+def test_a_session_can_keep_hadoops_local_file_system_for_native_writes(
+    spark: Any, lake: Catalog
+) -> None:
+    before = _written_by_local_files(spark)
+    spark.conf.set(LOCAL_FILE_SYSTEM_CONF, "hadoop")
+    try:
+        assert lk.write(spark.range(3), "db.t").native
+    finally:
+        spark.conf.unset(LOCAL_FILE_SYSTEM_CONF)
+    assert _written_by_local_files(spark) == before
+    table = lake.load_table("db.t")
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [0, 1, 2]
+    assert parquet_files_under(table) == sorted(local_path(f.file_path) for f in data_files(table))
+
+    spark.conf.set(LOCAL_FILE_SYSTEM_CONF, "nio")
+    try:
+        with pytest.raises(ValidationError, match=r"spark\.lakecat\.localFileSystem is 'nio'"):
+            lk.write(spark.range(5), "db.t")
+    finally:
+        spark.conf.unset(LOCAL_FILE_SYSTEM_CONF)
+    assert len(table.refresh().snapshots()) == 1
+    assert parquet_files_under(table) == sorted(local_path(f.file_path) for f in data_files(table))

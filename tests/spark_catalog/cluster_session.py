@@ -104,6 +104,10 @@ def main(root: str, out: str) -> None:
     )
     stream.awaitTermination(300)
     results["streamed"] = [[i] for i in sorted(read)]
+    # the file system the writes above used (decided per write, the same way every time)
+    from lakecat.spark_ext.native.local_files import local_write_options
+
+    results["local_files"] = [list(kv) for kv in sorted(local_write_options(spark, root).items())]
     spark.stop()
     with open(out, "w") as f:
         json.dump(results, f)

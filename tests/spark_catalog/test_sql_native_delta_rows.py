@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakecat.metadata.io.fileio import local_path
+from lakecat.spark_ext.native.local_files import LOCAL_FILES_CLASS
 
 pytestmark = pytest.mark.spark
 
@@ -106,6 +107,26 @@ def test_update_and_merge_rows_are_written_in_the_tasks(lake, spark) -> None:
     assert on_disk == {local_path(f.file_path) for f in written if IN_TASKS.search(f.file_path)}
     for snapshot in sales.refresh().snapshots()[1:]:
         assert "deleted-data-files" not in snapshot.summary
+
+
+def test_the_tasks_write_through_lakecats_local_file_system(lake, spark) -> None:
+    """As ``lk.write`` does (``lakecat.spark_ext.native.local_files``): no ``chmod`` process
+    and no checksum file per written file."""
+    jvm = spark.sparkContext._jvm
+    local_files = jvm.java.lang.Class.forName(LOCAL_FILES_CLASS)
+
+    def written() -> int:
+        stats = jvm.org.apache.hadoop.fs.FileSystem.getStatistics("file", local_files)
+        return int(stats.getBytesWritten())
+
+    sales = make_sales(lake)
+    before, files_before = written(), paths(sales)
+    lake.sql("UPDATE lake.db.sales SET amount = amount * 10 WHERE id % 2 = 0")
+    assert written() > before
+    assert all(
+        IN_TASKS.search(f.file_path) for f in new_files(sales, files_before) if not f.content
+    )
+    assert not [p for p in lake.files_on_disk(sales) if p.endswith(".crc")]
 
 
 SPECS = {

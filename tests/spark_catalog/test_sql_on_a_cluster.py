@@ -143,3 +143,10 @@ def test_a_stream_writes_and_reads_a_table_on_a_cluster(cluster_run) -> None:
         table = catalog.load_table("db.streamed")
         assert sorted(table.to_arrow(columns=["id"])["id"].to_pylist()) == list(range(5))
         assert len(table.snapshots()) == 1  # one micro-batch, one commit
+
+
+def test_writes_on_a_cluster_go_through_lakecats_local_file_system(cluster_run) -> None:
+    """The executors load ``LocalFiles`` from the shipped jar: every write above (native
+    INSERTs, the tasks' merge-on-read rows) passed it as the write's local file system."""
+    _, results = cluster_run
+    assert ["fs.file.impl", "lakecat.spark.LocalFiles"] in results["local_files"]
