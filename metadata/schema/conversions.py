@@ -651,9 +651,10 @@ def _shortest_digits(value: float, single: bool) -> tuple[str, int]:
     """The fewest significant digits that read back as ``value`` (a float32 when ``single``)
     and the decimal exponent of the first one: ``("15", -1)`` for 0.15."""
     if single:
+        value = ctypes.c_float(value).value  # C's rounding to a float32 (a no-op on one)
         for precision in range(1, 10):  # nine digits always read back
             text = f"{value:.{precision - 1}e}"
-            if ctypes.c_float(float(text)).value == value:  # C's rounding to a float32
+            if ctypes.c_float(float(text)).value == value:
                 break
     else:
         text = repr(value)  # Python's repr is the shortest text that reads back

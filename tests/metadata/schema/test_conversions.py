@@ -555,6 +555,8 @@ JAVA_FLOATING_TEXT = [
     (_float32(1.4e-45), True, "1.4E-45"),
     (_float32(3.4028235e38), True, "3.4028235E38"),
     (_float32(-1234.5677), True, "-1234.5677"),
+    (1 / 3, True, "0.33333334"),  # a double given as a float: rounded to the float first
+    (0.1, True, "0.1"),
 ]
 
 
