@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import Report, base_parser, median, workdir
+from common import PairedRounds, Report, base_parser, workdir
 
 SETTING = "spark.lakecat.localFileSystem"
 CHOICES = ("lakecat", "hadoop")
@@ -101,38 +101,25 @@ def main() -> None:
                 ).collect(),
             }
 
-        times: dict[str, dict[str, list[float]]] = {}
+        rounds = PairedRounds(list(statements("lakecat", 0)), *CHOICES)
         for round_ in range(repeats + 1):  # round 0 warms up
-            order = CHOICES if round_ % 2 else CHOICES[::-1]
-            for choice in order:
+            seconds: dict[tuple[str, str], float] = {}
+            for choice in CHOICES if round_ % 2 else CHOICES[::-1]:
                 spark.conf.set(SETTING, choice)
                 for name, run in statements(choice, round_).items():
                     start = time.perf_counter()
                     run()
-                    if round_:
-                        times.setdefault(name, {c: [] for c in CHOICES})[choice].append(
-                            time.perf_counter() - start
-                        )
+                    seconds[(name, choice)] = time.perf_counter() - start
+            rounds.record(round_, seconds)
         spark.conf.unset(SETTING)
         spark.stop()
         catalog.close()
-    body = []
-    for name, by_choice in times.items():
-        ours, theirs = by_choice["lakecat"], by_choice["hadoop"]
-        ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
-        body.append(
-            [
-                name,
-                f"{median(ours):.3f} ({min(ours):.3f}-{max(ours):.3f})",
-                f"{median(theirs):.3f} ({min(theirs):.3f}-{max(theirs):.3f})",
-                f"{median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}x)",
-            ]
-        )
     report.table(
         f"native writes into a local warehouse ({repeats} rounds, seconds)",
         ["statement", "lakecat's LocalFiles", "Hadoop's local file system", "ratio (min-max)"],
-        body,
+        rounds.rows(),
     )
+    report.data = rounds.data()
     report.write()
 
 
