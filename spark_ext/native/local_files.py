@@ -4,8 +4,8 @@ Hadoop's local file system (``LocalFileSystem``, a checksummed ``RawLocalFileSys
 permission of every folder and file it makes by starting a ``chmod`` process when Hadoop's
 native library is missing, as it is with the PySpark wheels: a dozen or more per write job,
 each a few milliseconds of CPU, plus a ``.crc`` file beside each data file and a ``_SUCCESS``
-marker, which the write then deletes. A small write into a local table spent most of its time
-on those (``docs/benchmarks.md``, "Native writes into a local warehouse without ``chmod``").
+marker, which the write then deletes: about a third of a small write's time
+(``docs/benchmarks.md``, "Native writes into a local warehouse without ``chmod``").
 
 So a native write into a local folder passes, as options of that write only (Spark builds a
 file write's Hadoop configuration from the session's plus the writer's options):
