@@ -658,10 +658,10 @@ def _shortest_digits(value: float, single: bool) -> tuple[str, int]:
                 break
     else:
         text = repr(value)  # Python's repr is the shortest text that reads back
-    if len(Decimal(text).normalize().as_tuple()[1]) == 1:
+    _, digits, exponent = Decimal(text).normalize().as_tuple()
+    if len(digits) == 1:
         # Java prints at least two digits ("d.d"), the two nearest the value: 4.9E-324
-        text = f"{value:.1e}"
-    digits, exponent = Decimal(text).normalize().as_tuple()[1:]
+        _, digits, exponent = Decimal(f"{value:.1e}").normalize().as_tuple()
     shown = "".join(map(str, digits))
     return shown, len(shown) - 1 + int(exponent)
 

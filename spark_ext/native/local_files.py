@@ -61,14 +61,16 @@ def _loadable(context: Any) -> bool:
     """Whether the driver and every executor of the application can load ``LocalFiles``."""
     jvm = context._jvm
     try:
-        jar = jvm.java.lang.Class.forName(LOCAL_FILES_CLASS).getProtectionDomain().getCodeSource()
+        source = (
+            jvm.java.lang.Class.forName(LOCAL_FILES_CLASS).getProtectionDomain().getCodeSource()
+        )
     except Exception:  # ClassNotFoundException through Py4J: the plugin's jar is not there
         return False
     master = str(context.master)
     if master == "local" or master.startswith("local["):
         return True  # the executors run in the driver's JVM
-    if jar is None:
+    if source is None:
         return False
-    name = os.path.basename(str(jar.getLocation().getPath()))
+    name = os.path.basename(str(source.getLocation().getPath()))  # the jar's file name
     added = str(context._jsc.sc().listJars().mkString("\n")).split("\n")  # a Scala Seq of URLs
     return any(url.rsplit("/", 1)[-1] == name for url in added if url)
