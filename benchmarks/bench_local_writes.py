@@ -21,13 +21,11 @@ history. Reported: median seconds (min-max) per setting and the median of the pe
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from common import PairedRounds, Report, base_parser, workdir
+from common import PairedRounds, Report, base_parser, catalog_session, workdir
 
 SETTING = "spark.lakecat.localFileSystem"
 CHOICES = ("lakecat", "hadoop")
@@ -41,8 +39,6 @@ def main() -> None:
     args = parser.parse_args()
     rows = args.rows or (20_000 if args.quick else 2_000_000)
     repeats = args.repeats or (2 if args.quick else 7)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
 
     import lakecat.spark_ext as lk
     from lakecat.catalog import Catalog
@@ -50,17 +46,7 @@ def main() -> None:
     report = Report("bench_local_writes", {**vars(args), "rows": rows, "repeats": repeats})
     with workdir(args, "lakecat-bench-local-writes-") as root:
         catalog = Catalog.embedded(Path(root) / "lake")
-        builder = (
-            SparkSession.builder.master("local[2]")
-            .appName("lakecat-bench-local-writes")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-        )
-        spark = lk.session("lake", catalog=catalog, builder=builder).getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
-        spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.db")
+        spark = catalog_session(catalog, "lakecat-bench-local-writes")
         big = spark.range(rows).selectExpr("id", "id % 8 AS part", "id * 3 AS v").cache()
         big.count()
         for choice in CHOICES:

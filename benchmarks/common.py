@@ -408,6 +408,29 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     return parser
 
 
+def catalog_session(catalog: Any, app: str, name: str = "lake") -> Any:
+    """A ``local[2]`` SparkSession (on 127.0.0.1, no UI, two shuffle partitions, quiet logs)
+    with the lakecat ``catalog`` attached as the Spark SQL catalog ``name``, which holds a
+    namespace ``db``."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import lakecat.spark_ext as lk
+
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName(app)
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+    )
+    spark = lk.session(name, catalog=catalog, builder=builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name}.db")
+    return spark
+
+
 @contextlib.contextmanager
 def workdir(args: argparse.Namespace, prefix: str) -> Iterator[Path]:
     """The benchmark's scratch folder: ``--workdir`` or a temp folder removed at the end."""

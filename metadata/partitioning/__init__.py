@@ -10,6 +10,7 @@ from lakecat.metadata.partitioning.spec import (
     PartitionSpec,
 )
 from lakecat.metadata.partitioning.transforms import (
+    BucketTransform,
     DayTransform,
     HourTransform,
     IdentityTransform,
@@ -23,6 +24,7 @@ from lakecat.metadata.partitioning.union import source_type, union_fields, union
 
 __all__ = [
     "UNPARTITIONED",
+    "BucketTransform",
     "DayTransform",
     "HourTransform",
     "IdentityTransform",

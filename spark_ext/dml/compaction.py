@@ -89,8 +89,8 @@ from lakecat.metadata.schema import (
 )
 from lakecat.metadata.table import SortField, TableMetadata
 from lakecat.spark_ext.native.columns import quoted
-from lakecat.spark_ext.native.distribution import catalog_transform, ordered
-from lakecat.spark_ext.native.partitions import source_column
+from lakecat.spark_ext.native.distribution import ordered
+from lakecat.spark_ext.native.partitions import catalog_transform, source_column
 from lakecat.spark_ext.settings import DEFAULT_FORMAT, plugin_catalogs
 from lakecat.spark_ext.source.staging import (
     TargetTable,

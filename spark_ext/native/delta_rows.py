@@ -30,8 +30,11 @@ What qualifies, otherwise the rows go through the Python data source in staging 
 * the rows Spark hands over are the table's columns, in order, with the table's Spark types,
   and no required column is nullable there; no list, map, uuid, fixed or time column
   (:func:`~lakecat.spark_ext.native.columns.check_writable`);
-* partition fields that are identity, year, month, day, hour or void transforms of top-level
-  columns (bucket and truncate are not computed in the task).
+* partition fields that are identity, year, month, day, hour, bucket, truncate or void
+  transforms of top-level columns (the task computes bucket of an int, long, date, timestamp,
+  string or decimal with the spec's Murmur3 hash, as the catalog's ``bucket`` function does,
+  and truncate of an int, long or string; a truncate past its type's range fails the
+  statement, as it fails a native write; not bucket of binary).
 """
 
 from __future__ import annotations
@@ -48,10 +51,11 @@ from lakecat.metadata import properties as P
 from lakecat.metadata.errors import CorruptMetadata
 from lakecat.metadata.io import FileInfo, FileIO, join, to_uri
 from lakecat.metadata.manifests import DataFile
-from lakecat.metadata.partitioning import IdentityTransform
+from lakecat.metadata.partitioning import BucketTransform, IdentityTransform, TruncateTransform
 from lakecat.metadata.schema import (
     LAST_UPDATED_SEQUENCE_NUMBER,
     ROW_ID,
+    BinaryType,
     NestedField,
     with_lineage,
 )
@@ -151,8 +155,19 @@ def plan_delta_partitions(metadata: TableMetadata) -> tuple[HiddenPartition, ...
         name = str(p.transform)
         if len(p.source_path) != 1:
             raise NotNative(f"partition field {p.field.name!r} has a nested source column")
-        if not isinstance(p.transform, IdentityTransform) and name not in _TIME_TRANSFORMS:
-            raise NotNative(f"partition field {p.field.name!r} ({name}) is not computed in tasks")
+        computed = (
+            isinstance(p.transform, IdentityTransform)
+            or name in _TIME_TRANSFORMS
+            or (
+                isinstance(p.transform, (BucketTransform, TruncateTransform))
+                and not isinstance(p.source_type, BinaryType)
+            )
+        )
+        if not computed:
+            raise NotNative(
+                f"partition field {p.field.name!r} ({name} of {p.source_type}) is not computed "
+                "in tasks"
+            )
     return partitions
 
 

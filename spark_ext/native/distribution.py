@@ -39,9 +39,14 @@ from lakecat.metadata import properties as P
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.native.columns import quoted
-from lakecat.spark_ext.native.partitions import partition_value, plan_partition, source_column
+from lakecat.spark_ext.native.partitions import (
+    catalog_transform,
+    partition_value,
+    plan_partition,
+    session_functions,
+    source_column,
+)
 from lakecat.spark_ext.native.support import NotNative
-from lakecat.spark_ext.settings import plugin_catalogs
 
 NONE, HASH, RANGE = P.DISTRIBUTION_MODES
 
@@ -91,8 +96,7 @@ def distributed(frame: DataFrame, metadata: TableMetadata, mode: str) -> DataFra
     if mode == NONE:
         return frame
     columns = set(frame.columns)
-    catalogs = plugin_catalogs(frame.sparkSession)
-    keys = partition_keys(metadata, columns, catalogs[0] if catalogs else None)
+    keys = partition_keys(metadata, columns, session_functions(frame.sparkSession))
     return distribute(frame, mode, keys, sort_keys(metadata, columns))
 
 
@@ -122,14 +126,14 @@ def partition_keys(
         if path[0] not in columns:
             continue
         try:
-            hidden = plan_partition(pf, schema, ())
+            hidden = plan_partition(pf, schema, (), functions)
         except NotNative:
             if pf.transform == "identity":
                 keys.append(source_column(path))
             elif functions is not None and pf.transform.startswith(("bucket[", "truncate[")):
                 keys.append(catalog_transform(functions, pf.transform, source_column(path)))
             continue
-        if hidden.column is not None:
+        if hidden.column is not None and hidden.computable:
             keys.append(partition_value(hidden))
     return keys
 
@@ -163,16 +167,3 @@ def ordered(value: Column, direction: str, null_order: str) -> Column:
     if direction == "asc":
         return value.asc_nulls_first() if first else value.asc_nulls_last()
     return value.desc_nulls_first() if first else value.desc_nulls_last()
-
-
-# the catalog's function of each transform whose name is not the transform's own
-_FUNCTION_NAMES = {"year": "years", "month": "months", "day": "days", "hour": "hours"}
-
-
-def catalog_transform(catalog: str, transform: str, value: Column) -> Column:
-    """``transform`` (``bucket[N]``, ``truncate[W]``, ``year``, ``month``, ``day``, ``hour``)
-    of ``value``, computed by the function of the lakecat SQL catalog ``catalog``
-    (``<catalog>.system.bucket(N, value)``, ...)."""
-    name, _, width = transform.rstrip("]").partition("[")
-    function = f"{quoted(catalog)}.system.{_FUNCTION_NAMES.get(name, name)}"
-    return F.call_function(function, *([F.lit(int(width))] if width else []), value)

@@ -26,11 +26,11 @@ for a ``fs.file.impl`` of its own); the default is ``lakecat``.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.io import local_path
+from lakecat.spark_ext.native.support import loadable_everywhere
 
 LOCAL_FILES_CLASS = "lakecat.spark.LocalFiles"
 LOCAL_FILE_SYSTEM_CONF = "spark.lakecat.localFileSystem"
@@ -48,29 +48,14 @@ def local_write_options(spark: Any, folder: str) -> dict[str, str]:
             f"{LOCAL_FILE_SYSTEM_CONF} is {choice!r}: it takes 'lakecat' (lakecat's local file "
             "system for native writes, the default) or 'hadoop' (Hadoop's own)"
         )
-    if choice == "hadoop" or local_path(folder) is None or not _loadable(spark.sparkContext):
+    if (
+        choice == "hadoop"
+        or local_path(folder) is None
+        or not loadable_everywhere(spark.sparkContext, LOCAL_FILES_CLASS)
+    ):
         return {}
     return {
         "fs.file.impl": LOCAL_FILES_CLASS,
         "fs.file.impl.disable.cache": "true",
         "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
     }
-
-
-def _loadable(context: Any) -> bool:
-    """Whether the driver and every executor of the application can load ``LocalFiles``."""
-    jvm = context._jvm
-    try:
-        source = (
-            jvm.java.lang.Class.forName(LOCAL_FILES_CLASS).getProtectionDomain().getCodeSource()
-        )
-    except Exception:  # ClassNotFoundException through Py4J: the plugin's jar is not there
-        return False
-    master = str(context.master)
-    if master == "local" or master.startswith("local["):
-        return True  # the executors run in the driver's JVM
-    if source is None:
-        return False
-    name = os.path.basename(str(source.getLocation().getPath()))  # the jar's file name
-    added = str(context._jsc.sc().listJars().mkString("\n")).split("\n")  # a Scala Seq of URLs
-    return any(url.rsplit("/", 1)[-1] == name for url in added if url)

@@ -19,8 +19,14 @@ floor division as ``(v - pmod(v, d)) div d``):
   (the first W code points: Spark's ``substring`` counts code points);
 * void (no column: the value is always null).
 
-bucket, identity on float, double, binary, fixed and uuid, and truncate on decimal and binary
-do not qualify (:class:`NotNative`).
+* bucket[N] on int, long, date, timestamps, string, decimal and binary, by the ``bucket``
+  function of a lakecat SQL catalog of the session (``<catalog>.system.bucket(N, value)``, the
+  spec's Murmur3 hash in the plugin's Java; Spark has no such expression): the planner names
+  the catalog (``functions``), and a write with a bucket field but no catalog to compute it
+  does not qualify.
+
+Identity on float, double, binary, fixed and uuid, and truncate on decimal and binary do not
+qualify (:class:`NotNative`).
 
 Folder values: Spark writes null *and* the empty string as ``__HIVE_DEFAULT_PARTITION__`` and
 escapes special characters as ``%XX``; a ``%`` in a path is best avoided, because lakecat's
@@ -48,6 +54,7 @@ from pyspark.sql import functions as F
 from lakecat.metadata.errors import CorruptMetadata
 from lakecat.metadata.io import ColumnRange
 from lakecat.metadata.partitioning import (
+    BucketTransform,
     DayTransform,
     HourTransform,
     IdentityTransform,
@@ -63,6 +70,7 @@ from lakecat.metadata.schema import (
     INT_MIN,
     MICROS_PER_DAY,
     MICROS_PER_HOUR,
+    BinaryType,
     BooleanType,
     DateType,
     DecimalType,
@@ -74,13 +82,17 @@ from lakecat.metadata.schema import (
     TimestampType,
     TimestamptzType,
 )
-from lakecat.spark_ext.native.support import NotNative
+from lakecat.spark_ext.native.columns import quoted
+from lakecat.spark_ext.native.support import NotNative, loadable_everywhere
+from lakecat.spark_ext.settings import CATALOG_PLUGIN, plugin_catalogs
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _ESCAPE = "~"
 _ENCODED = re.compile(r"(?:[A-Za-z0-9._+-]|~[0-9A-F]{2})*")
 EPOCH_NTZ = "TIMESTAMP_NTZ'1970-01-01 00:00:00'"  # a zone-less epoch, as SQL
 _TEMPORAL = (DateType, TimestampType, TimestamptzType)
+# the sources of a bucket field the catalog's bucket function takes (as the table form has them)
+_BUCKET_SOURCES = (IntegerType, LongType, *_TEMPORAL, StringType, DecimalType, BinaryType)
 
 
 class Encoding(Enum):
@@ -103,24 +115,48 @@ class HiddenPartition:
     source_path: tuple[str, ...]  # names from the top-level column down to the source
     encoding: Encoding
     column: str | None  # the hidden column (None for void)
+    # the lakecat SQL catalog of the session whose function computes a bucket field's value
+    # (None: no catalog, and then Spark cannot compute it); None for every other transform
+    function: str | None = None
+
+    @property
+    def computable(self) -> bool:
+        """Whether Spark can compute the value here: anything but a bucket without the
+        catalog function."""
+        return not isinstance(self.transform, BucketTransform) or self.function is not None
+
+
+def session_functions(spark: Any) -> str | None:
+    """The lakecat SQL catalog of the session whose functions compute the transforms Spark
+    has no expression for (the first by name); None when the session has none, or when a JVM
+    of the application could not load the catalog's classes (they compute the values in the
+    tasks)."""
+    catalogs = plugin_catalogs(spark)
+    if not catalogs or not loadable_everywhere(spark.sparkContext, CATALOG_PLUGIN):
+        return None
+    return catalogs[0]
 
 
 def plan_partitions(
-    spec: PartitionSpec, schema: Schema, taken: Collection[str]
+    spec: PartitionSpec, schema: Schema, taken: Collection[str], functions: str | None = None
 ) -> tuple[HiddenPartition, ...]:
-    """The hidden columns of ``spec``'s fields (:class:`NotNative` for a transform the native
-    write cannot compute exactly), named apart from the ``taken`` column names."""
+    """The hidden columns of ``spec``'s fields (:class:`NotNative` for a transform whose
+    value cannot be written and read back exactly), named apart from the ``taken`` column
+    names; a bucket field computed by the functions of the catalog ``functions`` (see
+    :attr:`HiddenPartition.computable`)."""
     used = {name.lower() for name in taken}
     out: list[HiddenPartition] = []
     for pf in spec.fields:
-        hidden = plan_partition(pf, schema, used)
+        hidden = plan_partition(pf, schema, used, functions)
         if hidden.column is not None:
             used.add(hidden.column.lower())
         out.append(hidden)
     return tuple(out)
 
 
-def plan_partition(pf: PartitionField, schema: Schema, taken: Collection[str]) -> HiddenPartition:
+def plan_partition(
+    pf: PartitionField, schema: Schema, taken: Collection[str], functions: str | None = None
+) -> HiddenPartition:
     """One field of :func:`plan_partitions`: its hidden column, named apart from ``taken``
     (lower case)."""
     transform = parse_transform(pf.transform, strict=False)
@@ -132,7 +168,8 @@ def plan_partition(pf: PartitionField, schema: Schema, taken: Collection[str]) -
         return HiddenPartition(pf, transform, source.field_type, path, Encoding.VOID, None)
     encoding = _encoding(pf, transform, source.field_type)
     name = _hidden_name(pf.name, taken)
-    return HiddenPartition(pf, transform, source.field_type, path, encoding, name)
+    function = functions if isinstance(transform, BucketTransform) else None
+    return HiddenPartition(pf, transform, source.field_type, path, encoding, name, function)
 
 
 def _source_path(schema: Schema, field_id: int) -> tuple[str, ...]:
@@ -162,6 +199,8 @@ def _encoding(pf: PartitionField, transform: Transform, t: PrimitiveType) -> Enc
             return Encoding.INTEGER
         if isinstance(t, StringType):
             return Encoding.STRING
+    elif isinstance(transform, BucketTransform) and isinstance(t, _BUCKET_SOURCES):
+        return Encoding.INTEGER
     raise NotNative(
         f"partition field {pf.name!r} ({transform} of {t}) is not computed by the native write"
     )
@@ -197,6 +236,9 @@ def partition_value(p: HiddenPartition) -> Column:
     """The Spark expression of one partition field's value (not void)."""
     source = source_column(p.source_path)
     t, transform = p.source_type, p.transform
+    if isinstance(transform, BucketTransform):
+        assert p.function is not None, "a bucket field is computed by a catalog's function"
+        return catalog_transform(p.function, str(transform), source)
     if isinstance(transform, IdentityTransform):
         if isinstance(t, _TEMPORAL):
             return _micros(source, t) if not isinstance(t, DateType) else F.unix_date(source)
@@ -218,6 +260,19 @@ def partition_value(p: HiddenPartition) -> Column:
     if isinstance(transform, YearTransform):
         return years
     return years * F.lit(12) + F.month(date) - F.lit(1)
+
+
+# the catalog's function of each transform whose name is not the transform's own
+_FUNCTION_NAMES = {"year": "years", "month": "months", "day": "days", "hour": "hours"}
+
+
+def catalog_transform(catalog: str, transform: str, value: Column) -> Column:
+    """``transform`` (``bucket[N]``, ``truncate[W]``, ``year``, ``month``, ``day``, ``hour``)
+    of ``value``, computed by the function of the lakecat SQL catalog ``catalog``
+    (``<catalog>.system.bucket(N, value)``, ...)."""
+    name, _, width = transform.rstrip("]").partition("[")
+    function = f"{quoted(catalog)}.system.{_FUNCTION_NAMES.get(name, name)}"
+    return F.call_function(function, *([F.lit(int(width))] if width else []), value)
 
 
 def _micros(source: Column, t: PrimitiveType) -> Column:

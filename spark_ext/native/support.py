@@ -11,8 +11,10 @@ is logged when a call falls back.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from lakecat.metadata import properties as P
 from lakecat.metadata.io import local_path
@@ -100,3 +102,24 @@ def normalized_options(options: Mapping[str, object]) -> dict[str, str]:
             continue
         out[key.lower()] = str(value).lower() if isinstance(value, bool) else str(value)
     return out
+
+
+def loadable_everywhere(context: Any, class_name: str) -> bool:
+    """Whether the driver and every executor of the Spark application (``context``, a
+    ``SparkContext``) can load ``class_name``, a class of the catalog plugin's jar: the driver
+    has it on its classpath and the master is ``local`` (the executors run in the driver's
+    JVM), or the jar is among the application's jars (``SparkContext.addJar``, which attaching
+    a catalog does)."""
+    jvm = context._jvm
+    try:
+        source = jvm.java.lang.Class.forName(class_name).getProtectionDomain().getCodeSource()
+    except Exception:  # ClassNotFoundException through Py4J: the plugin's jar is not there
+        return False
+    master = str(context.master)
+    if master == "local" or master.startswith("local["):
+        return True
+    if source is None:
+        return False
+    name = os.path.basename(str(source.getLocation().getPath()))  # the jar's file name
+    added = str(context._jsc.sc().listJars().mkString("\n")).split("\n")  # a Scala Seq of URLs
+    return any(url.rsplit("/", 1)[-1] == name for url in added if url)

@@ -99,6 +99,7 @@ from lakecat.spark_ext.native.partitions import (
     hidden_columns,
     parse_partition,
     plan_partitions,
+    session_functions,
 )
 from lakecat.spark_ext.native.support import (
     NATIVE,
@@ -160,10 +161,18 @@ class NativeWritePlan:
 
 
 def plan_native_write(
-    metadata: TableMetadata, source: StructType, *, mode: WriteMode, options: Mapping[str, str]
+    metadata: TableMetadata,
+    source: StructType,
+    *,
+    mode: WriteMode,
+    options: Mapping[str, str],
+    functions: str | None = None,
 ) -> NativeWritePlan:
     """The native plan of a write of DataFrame schema ``source`` into a table in ``mode``;
-    :class:`NotNative` when the write does not qualify."""
+    :class:`NotNative` when the write does not qualify. ``functions``: the lakecat SQL
+    catalog of the session whose ``bucket`` function computes bucket partition values
+    (:func:`~lakecat.spark_ext.native.partitions.session_functions`); without one, a table
+    with a bucket field does not qualify."""
     if mode is WriteMode.OVERWRITE_BY_FILTER:
         raise NotNative("an overwrite-filter write must check every written row against the filter")
     lineage = bool(options.get(STAGE_TO)) and metadata.format_version >= 3
@@ -176,7 +185,15 @@ def plan_native_write(
     schema = metadata.schema()
     writer_options = parquet_write_options(metadata.properties)
     columns = plan_columns(with_lineage(schema) if lineage else schema, source)
-    partitions = plan_partitions(metadata.spec(), schema, taken=[f.name for f in schema.fields])
+    taken = [f.name for f in schema.fields]
+    partitions = plan_partitions(metadata.spec(), schema, taken, functions)
+    uncomputed = next((p for p in partitions if not p.computable), None)
+    if uncomputed is not None:
+        raise NotNative(
+            f"partition field {uncomputed.field.name!r} ({uncomputed.transform}) is computed by "
+            "a lakecat SQL catalog's bucket function, and the session has no lakecat catalog "
+            "(lk.session, attach_catalog)"
+        )
     order = metadata.sort_order()
     if order.is_unsorted:
         return NativeWritePlan(columns, partitions, writer_options, lineage=lineage)
@@ -192,11 +209,17 @@ def plan_native_write(
 
 
 def write_support(
-    metadata: TableMetadata, source: StructType, *, mode: WriteMode, options: Mapping[str, str]
+    metadata: TableMetadata,
+    source: StructType,
+    *,
+    mode: WriteMode,
+    options: Mapping[str, str],
+    functions: str | None = None,
 ) -> NativeSupport:
-    """Whether a write of DataFrame schema ``source`` into a table qualifies, and why not."""
+    """Whether a write of DataFrame schema ``source`` into a table qualifies, and why not
+    (``functions``: :func:`plan_native_write`'s)."""
     try:
-        plan_native_write(metadata, source, mode=mode, options=options)
+        plan_native_write(metadata, source, mode=mode, options=options, functions=functions)
     except NotNative as exc:
         return NativeSupport(exc.reason)
     return NATIVE
@@ -223,7 +246,8 @@ def native_write_support(
             metadata = opened.new_table_metadata(table, schema, partition_by=partition_by)
     unpartitioned = metadata.spec().is_unpartitioned
     wmode = write_mode(opts, overwrite=_overwrite(mode), unpartitioned=unpartitioned)
-    return write_support(metadata, df.schema, mode=wmode, options=opts)
+    functions = session_functions(df.sparkSession)
+    return write_support(metadata, df.schema, mode=wmode, options=opts, functions=functions)
 
 
 def write(
@@ -250,7 +274,7 @@ def write(
     job = plan_write(settings, table, opts, overwrite=_overwrite(mode), spark_schema=df.schema)
     spread = _spread(job.metadata, opts)
     try:
-        plan = plan_native_write(job.metadata, df.schema, mode=job.mode, options=opts)
+        plan = _plan(job, df, opts)
     except NotNative as exc:
         log.info("lakecat: writing %s through the Python data source: %s", table, exc.reason)
         df = distributed(df, job.metadata, spread)
@@ -269,9 +293,17 @@ def stage(target: TargetTable, df: DataFrame) -> list[DataFile]:
     stage_to = target.stage_location()
     options = {METADATA_LOCATION: target.table.metadata_location, STAGE_TO: stage_to}
     job = plan_write(target.settings, target.name, options, overwrite=False, spark_schema=df.schema)
-    plan = plan_native_write(job.metadata, df.schema, mode=job.mode, options=options)
-    _run(job, plan, df, NONE)
+    _run(job, _plan(job, df, options), df, NONE)
     return handed_over(target.io, stage_to)
+
+
+def _plan(job: WriteJob, df: DataFrame, options: Mapping[str, str]) -> NativeWritePlan:
+    """The native plan of writing ``df`` in ``job``, bucket fields computed by the session's
+    lakecat SQL catalog's function."""
+    functions = session_functions(df.sparkSession)
+    return plan_native_write(
+        job.metadata, df.schema, mode=job.mode, options=options, functions=functions
+    )
 
 
 def _spread(metadata: TableMetadata, options: Mapping[str, str]) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.expressions import And, EqualTo, IsNull
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
@@ -24,8 +27,10 @@ from lakecat.metadata.io.fileio import local_path
 from lakecat.metadata.schema.conversions import from_bytes
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.sorting import SortField, SortOrder
+from lakecat.spark_ext import attach_catalog
 from lakecat.spark_ext.native.local_files import LOCAL_FILE_SYSTEM_CONF, LOCAL_FILES_CLASS
 from lakecat.spark_ext.native.write import WRITE_CONFS
+from lakecat.spark_ext.settings import plugin_catalogs
 
 pytestmark = pytest.mark.spark
 
@@ -274,6 +279,56 @@ def test_native_identity_and_truncate_partitions_of_numbers_dates_and_timestamps
     assert_partitions_as_lakecats_writer(lake, table)
 
 
+def test_native_bucket_partitions_are_the_spec_hash_of_every_source_type(
+    spark: Any, lake: Catalog
+) -> None:
+    """With a lakecat SQL catalog in the session, a bucket field is computed by its bucket
+    function in the write (not by the data source): each file holds the rows of one bucket,
+    the bucket lakecat's own writer puts them in, for every type a bucket takes."""
+    attach_catalog(spark, "lake", catalog=lake)
+    texts = [s for s in AWKWARD if s is not None]
+    rows = [
+        (
+            i,
+            i * 7919 - 2**31 if i % 5 else None,
+            f"{i}-{texts[i % len(texts)]}",
+            Decimal(i * 37 - 500).scaleb(-2),
+            Decimal(i * 10**20 - 3).scaleb(-5),
+            dt.date(1969, 12, 20) + dt.timedelta(days=i * 3),
+            dt.datetime(1969, 12, 31, 23) + dt.timedelta(minutes=i * 97),
+            dt.datetime(2024, 2, 29, tzinfo=UTC) + dt.timedelta(seconds=i * 7777),
+            bytes(range(i % 9)),
+        )
+        for i in range(40)
+    ]
+    df = spark.createDataFrame(
+        rows,
+        "id long, i int, s string, d decimal(7,2), big decimal(30,5), day date, "
+        "ntz timestamp_ntz, tz timestamp, raw binary",
+    )
+    fields = ["id:bucket[3]", "i:bucket[2]", "s:bucket[3]", "d:bucket[2]", "big:bucket[2]"]
+    fields += ["day:bucket[2]", "ntz:bucket[2]", "tz:bucket[2]", "raw:bucket[2]"]
+    options = {"partition-by": ", ".join(fields)}
+
+    assert lk.native_write_support(df, "db.buckets", **options).native
+    assert lk.write(df, "db.buckets", **options).native
+
+    table = lake.load_table("db.buckets")
+    by_partition = partitions_and_ids(table)
+    assert len(by_partition) > 10 and sum(map(len, by_partition.values())) == len(rows)
+    assert_partitions_as_lakecats_writer(lake, table)
+    # pyiceberg prunes by its own bucket hash: a row in a file of the wrong bucket is lost
+    theirs = SqlCatalog(lake.name, uri=lake.uri, warehouse=lake.warehouse).load_table("db.buckets")
+    assert sorted(theirs.scan().to_arrow().column("id").to_pylist()) == list(range(40))
+    names = ["id", "i", "s", "d", "big", "day", "ntz", "tz", "raw"]
+    for row in rows[1:40:3]:
+        values = dict(zip(names, row, strict=True))
+        values["ntz"], values["tz"] = values["ntz"].isoformat(), values["tz"].isoformat()
+        terms = [EqualTo(n, v) if v is not None else IsNull(n) for n, v in values.items()]
+        found = theirs.scan(row_filter=And(*terms)).to_arrow().column("id").to_pylist()
+        assert found == [row[0]], values
+
+
 def test_a_truncate_that_overflows_fails_the_native_write(spark: Any, lake: Catalog) -> None:
     lake.create_table("db.t", pa.schema([("i", pa.int32())]), partition_by=[("i", "truncate[10]")])
     df = spark.createDataFrame([(-2147483648,)], "i int")
@@ -282,6 +337,21 @@ def test_a_truncate_that_overflows_fails_the_native_write(spark: Any, lake: Cata
     table = lake.load_table("db.t")
     assert table.current_snapshot() is None
     assert parquet_files_under(table) == [] and folders_under(table) == []
+
+
+@contextmanager
+def without_sql_catalogs(spark: Any) -> Iterator[None]:
+    """The shared session without the lakecat SQL catalogs other tests attached to it (their
+    settings restored afterwards)."""
+    keys = [f"spark.sql.catalog.{name}" for name in plugin_catalogs(spark)]
+    saved = {key: spark.conf.get(key) for key in keys}
+    for key in keys:
+        spark.conf.unset(key)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            spark.conf.set(key, value)
 
 
 def test_tables_the_native_writer_cannot_serve_fall_back_to_the_data_source(
@@ -294,9 +364,12 @@ def test_tables_the_native_writer_cannot_serve_fall_back_to_the_data_source(
     bucketed = spark.range(10)
     lists = spark.createDataFrame([(1, ["a"]), (2, None)], "id long, tags array<string>")
 
-    support = lk.native_write_support(bucketed, "db.bucketed")
-    assert not support.native and "bucket[4]" in (support.reason or "")
-    assert lk.write(bucketed, "db.bucketed").reason == support.reason
+    # a bucket field, without a lakecat SQL catalog whose function would compute it
+    with without_sql_catalogs(spark):
+        support = lk.native_write_support(bucketed, "db.bucketed")
+        assert not support.native and "bucket[4]" in (support.reason or "")
+        assert "no lakecat catalog" in (support.reason or "")
+        assert lk.write(bucketed, "db.bucketed").reason == support.reason
     assert sorted(lake.load_table("db.bucketed").to_arrow().column("id").to_pylist()) == list(
         range(10)
     )
@@ -314,7 +387,10 @@ def test_tables_the_native_writer_cannot_serve_fall_back_to_the_data_source(
     )
     assert "overwrite-filter" in (by_filter.reason or "")
     # A table the write would create is judged as it would be created, and not created.
-    missing = lk.native_write_support(spark.range(3), "db.new", **{"partition-by": "id:bucket[2]"})
+    with without_sql_catalogs(spark):
+        missing = lk.native_write_support(
+            spark.range(3), "db.new", **{"partition-by": "id:bucket[2]"}
+        )
     assert "bucket[2]" in (missing.reason or "")
     assert lk.native_write_support(spark.range(3), "db.new", **{"partition-by": "id"}).native
     assert not lake.table_exists("db.new")

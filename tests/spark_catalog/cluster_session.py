@@ -81,6 +81,15 @@ def main(root: str, out: str) -> None:
     )
     query("files", "SELECT file_path, record_count FROM lake.db.cow.files ORDER BY file_path")
     query("cow_after", "SELECT id, part FROM lake.db.cow ORDER BY id")
+    # a bucket partition: computed by the catalog's function in the executor (INSERT), and by
+    # the tasks of a merge-on-read UPDATE
+    sql(
+        "CREATE TABLE lake.db.buckets (id bigint, name string) PARTITIONED BY (bucket(4, id)) "
+        f"TBLPROPERTIES ({MOR})"
+    )
+    sql("INSERT INTO lake.db.buckets SELECT id, concat('n', id) FROM range(0, 20)")
+    sql("UPDATE lake.db.buckets SET name = 'updated' WHERE id % 5 = 0")
+    query("buckets", "SELECT id, name FROM lake.db.buckets ORDER BY id")
     # a streaming write into a table (exactly once per batch), then a streaming read of it
     stream_rows = spark.createDataFrame([(i,) for i in range(5)], "id bigint")
     folder = os.path.join(os.path.dirname(out), "stream-source")
@@ -108,6 +117,9 @@ def main(root: str, out: str) -> None:
     from lakecat.spark_ext.native.local_files import local_write_options
 
     results["local_files"] = [list(kv) for kv in sorted(local_write_options(spark, root).items())]
+    from lakecat.spark_ext.native.partitions import session_functions
+
+    results["functions"] = [[session_functions(spark)]]
     spark.stop()
     with open(out, "w") as f:
         json.dump(results, f)

@@ -20,6 +20,8 @@ import pytest
 
 from lakecat.catalog import Catalog
 from lakecat.metadata.io import local_path
+from lakecat.metadata.partitioning import parse_transform
+from lakecat.metadata.schema import LongType
 from lakecat.spark_ext import catalog_jar
 
 pytestmark = pytest.mark.spark
@@ -150,3 +152,25 @@ def test_writes_on_a_cluster_go_through_lakecats_local_file_system(cluster_run) 
     INSERTs, the tasks' merge-on-read rows) passed it as the write's local file system."""
     _, results = cluster_run
     assert ["fs.file.impl", "lakecat.spark.LocalFiles"] in results["local_files"]
+
+
+def test_bucket_partitions_are_computed_on_an_executor_of_its_own(cluster_run) -> None:
+    """The catalog's bucket function runs in the executor's JVM (a native INSERT), and so does
+    the merge-on-read UPDATE's bucket of its new rows: each file in the bucket lakecat's
+    Python transform gives its rows."""
+    root, results = cluster_run
+    assert results["functions"] == [["lake"]]
+    expected = [[i, "updated" if i % 5 == 0 else f"n{i}"] for i in range(20)]
+    assert results["buckets"] == expected
+    bucket = parse_transform("bucket[4]")
+    with Catalog.embedded(root) as catalog:
+        files = catalog.load_table("db.buckets").scan().plan_files()
+    data = [f for f in files if f.content == 0]
+    assert len(data) > 4  # the INSERT's files and the UPDATE's new rows
+    for f in data:
+        path = local_path(f.file_path)
+        assert path is not None
+        parquet = pq.ParquetFile(path)
+        assert parquet.metadata.created_by.startswith("parquet-mr")  # Spark's writer
+        ids = parquet.read(columns=["id"]).column("id").to_pylist()
+        assert {bucket.apply(LongType(), i) for i in ids} == {f.partition[0]}

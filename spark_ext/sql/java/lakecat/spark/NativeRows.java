@@ -131,18 +131,28 @@ final class NativeRows implements Serializable {
         ConfBroadcasts.of(session.sparkContext(), written));
   }
 
-  /** One hidden partition column: a transform of a top-level column, as a folder value. */
+  /**
+   * One hidden partition column: a transform of a top-level column, as a folder value. The
+   * transforms: identity, year, month, day, hour, {@code bucket[N]} (of an int, long, date,
+   * timestamp, string or decimal: the spec's Murmur3 hash, as the catalog's {@code bucket}
+   * function) and {@code truncate[W]} (of an int, long or string; an int or long that
+   * truncates past its type's range fails the task, as the native write fails).
+   */
   static final class Partition implements Serializable {
     final String column;
     final int ordinal;
     final String transform;
     final DataType type;
+    private final int width; // N of bucket[N], W of truncate[W]; 0 for the other transforms
 
     Partition(String column, int ordinal, String transform, DataType type) {
       this.column = column;
       this.ordinal = ordinal;
       this.transform = transform;
       this.type = type;
+      int open = transform.indexOf('[');
+      this.width =
+          open < 0 ? 0 : Integer.parseInt(transform.substring(open + 1, transform.length() - 1));
     }
 
     /** Whether a row's source value is {@code value} (from {@link #source}), without copying. */
@@ -194,6 +204,12 @@ final class NativeRows implements Serializable {
       if (value == null) {
         return DEFAULT_PARTITION;
       }
+      if (transform.startsWith("bucket[")) {
+        return Integer.toString((bucketHash(value) & Integer.MAX_VALUE) % width);
+      }
+      if (transform.startsWith("truncate[")) {
+        return truncate(value);
+      }
       if ("identity".equals(transform)) {
         if (value instanceof UTF8String) {
           return encode(value.toString());
@@ -223,6 +239,36 @@ final class NativeRows implements Serializable {
         return Long.toString(years * 12 + date.getMonthValue() - 1);
       }
       throw new IllegalStateException("lakecat: no partition transform " + transform);
+    }
+
+    /** The spec's hash of a source value (from {@link #source}) for a bucket. */
+    private static int bucketHash(Object value) {
+      if (value instanceof UTF8String) {
+        return LakecatFunctions.murmur3(((UTF8String) value).getBytes());
+      }
+      if (value instanceof java.math.BigDecimal) {
+        return LakecatFunctions.murmur3(
+            ((java.math.BigDecimal) value).unscaledValue().toByteArray());
+      }
+      return LakecatFunctions.hashLong((Long) value); // int, long, date, timestamps
+    }
+
+    /** The folder value of truncate[W] of a source value: a string's first W code points, a
+     * number floored to a multiple of W within its type's range. */
+    private String truncate(Object value) {
+      if (value instanceof UTF8String) {
+        UTF8String text = (UTF8String) value;
+        return encode((text.numChars() <= width ? text : text.substring(0, width)).toString());
+      }
+      long v = (Long) value;
+      long truncated = v - Math.floorMod(v, (long) width);
+      boolean inRange =
+          type instanceof IntegerType ? truncated >= Integer.MIN_VALUE : truncated <= v;
+      if (!inRange) {
+        throw new ArithmeticException(
+            "lakecat: partition column " + column + ": " + transform + " of " + v + " overflows");
+      }
+      return Long.toString(truncated);
     }
 
     /** A string as a folder name: URL-encoded, "~" for "%" and "~2A" for "*". */
