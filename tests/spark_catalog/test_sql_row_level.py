@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from other_engines import set_properties_with_pyiceberg
 
@@ -69,6 +70,46 @@ def test_update_with_an_expression_rewrites_only_the_files_with_matching_rows(la
         (1, "eu", 1.0), (2, "eu", 20.0), (3, "eu", 3.0),
         (4, "us", 40.0), (5, "us", 5.0), (6, "ap", 6.0),
     ]  # fmt: skip
+
+
+PUSHED = {
+    "update": "UPDATE lake.db.big SET v = -1 WHERE id = 7",
+    "delete": "DELETE FROM lake.db.big WHERE id = 9 AND v * 2 = 9",  # not lakecat's own delete
+    "merge": (
+        "MERGE INTO lake.db.big t USING (SELECT 11L AS id, -1D AS v) s "
+        "ON t.id = s.id AND t.id = 11 WHEN MATCHED THEN UPDATE SET v = s.v"
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+@pytest.mark.parametrize("statement", sorted(PUSHED))
+def test_a_statement_keeps_the_rows_of_the_row_groups_and_pages_its_condition_skips(
+    lake, statement: str, mode: str
+) -> None:
+    """One file of 50,000 rows in several row groups and pages: Parquet's pruning by the
+    pushed condition (``id = 7``) skips those with no match, which is right for the rows a
+    statement changes but would drop, from a copy-on-write rewrite, the rows it must keep."""
+    modes = ", ".join(f"'write.{k}.mode' = '{mode}'" for k in ("delete", "update", "merge"))
+    lake.sql(
+        "CREATE TABLE lake.db.big (id bigint, v double) "
+        f"TBLPROPERTIES ({modes}, 'write.parquet.row-group-size-bytes' = '131072')"
+    )
+    lake.sql("INSERT INTO lake.db.big SELECT /*+ COALESCE(1) */ id, id * 0.5 FROM range(0, 50000)")
+    table = lake.catalog.load_table("db.big")
+    [written] = table.scan().plan_files()
+    parquet = pq.ParquetFile(written.file_path.removeprefix("file://"))
+    assert parquet.metadata.num_row_groups > 1 and parquet.metadata.num_rows == 50000
+
+    lake.sql(PUSHED[statement])
+
+    changed = {"update": 7, "delete": 9, "merge": 11}[statement]
+    expected = [
+        (i, -1.0 if i == changed else i * 0.5)
+        for i in range(50000)
+        if not (statement == "delete" and i == changed)
+    ]
+    assert lake.rows("db.big", "id", "v") == expected
 
 
 def test_update_that_matches_nothing_commits_nothing(lake, sales) -> None:

@@ -285,6 +285,17 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
       return plan.nativeBatch(new HashSet<>(files()), readSchema(), pushedToFiles());
     }
 
+    /**
+     * Parquet's pruning by the pushed predicates skips row groups and pages none of whose rows
+     * match. A merge-on-read operation's read needs only the matching rows; a copy-on-write
+     * read must return every row of the files it reads, since the rows that do not match are
+     * the rows it writes back: it prunes nothing inside a file.
+     */
+    @Override
+    Predicate[] pushedToFiles() {
+      return delta ? super.pushedToFiles() : new Predicate[0];
+    }
+
     /** Marks this as the read of a merge-on-read operation ({@link #filterAttributes}). */
     void readForDelta() {
       delta = true;
