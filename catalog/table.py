@@ -39,7 +39,7 @@ from lakecat.catalog.write.row_level import (
     plan_merge,
     plan_update,
 )
-from lakecat.catalog.write.row_ops import plan_delete
+from lakecat.catalog.write.row_ops import partly_matching_files, plan_delete
 from lakecat.catalog.write.writer import Data, as_tables, conform, write_files
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import (
@@ -299,6 +299,24 @@ class Table:
         return self._rewrite(
             OpKind.DELETE, expression, None, branch, case_sensitive, commit_options
         )
+
+    def delete_read_bytes(
+        self, row_filter: RowFilter, *, branch: str = MAIN_BRANCH, case_sensitive: bool = True
+    ) -> int:
+        """How many bytes of data files :meth:`delete` of ``row_filter`` on ``branch`` would
+        read now (the files that may hold matching rows and not only such rows; 0 when it
+        drops whole files only, or nothing), planned from manifests alone."""
+        start = self.metadata
+        head = self._head(start, branch, create=True)  # a branch not made yet: main's head
+        files = partly_matching_files(
+            self.io,
+            start,
+            head,
+            to_expression(row_filter),
+            case_sensitive=case_sensitive,
+            cache=self._ops.manifest_cache,
+        )
+        return sum(f.file_size_in_bytes for f in files)
 
     def overwrite(
         self,

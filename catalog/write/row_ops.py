@@ -110,6 +110,24 @@ def plan_delete(
     return plan
 
 
+def partly_matching_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    expression: Expression,
+    *,
+    case_sensitive: bool = True,
+    cache: ManifestCache | None = None,
+) -> list[DataFile]:
+    """The data files a delete of ``expression`` would have to read, planned from manifests
+    alone: those that may hold matching rows and not only such rows (:func:`plan_delete`
+    drops the others whole without reading them)."""
+    if snapshot is None:
+        return []
+    _, partial, *_ = _split(io, metadata, snapshot, expression, case_sensitive, cache)
+    return partial
+
+
 def _split(
     io: FileIO,
     metadata: TableMetadata,

@@ -102,6 +102,7 @@ from lakecat.spark_ext.sql.row_level import (
     COMMANDS,
     commit_copy_on_write,
     commit_merge_on_read,
+    driver_delete_max_bytes,
     staged_owned,
 )
 from lakecat.spark_ext.sql.staging import StagedTables
@@ -547,13 +548,22 @@ class CatalogBridge:
         name: str,
         predicates: Sequence[Mapping[str, Any]],
         branch: str | None = None,
+        max_read_bytes: str | None = None,
     ) -> bool:
+        """Whether ``DELETE FROM`` with Spark's ``predicates`` runs as :meth:`delete`, on the
+        driver: when lakecat evaluates every predicate as Spark does, and the files it would
+        read (those holding matching rows and others) are at most ``max_read_bytes`` (the
+        session's ``spark.lakecat.driverDeleteMaxBytes``, text; default
+        ``row_level.DRIVER_DELETE_MAX_BYTES``). Otherwise Spark plans the statement as a
+        row-level operation, its rows read and written in tasks (:meth:`begin_row_level`); a
+        delete that drops whole files only always runs here (Iceberg's metadata-only delete)."""
+        limit = driver_delete_max_bytes(max_read_bytes)
         table = self.catalog.load_table((*namespace, name))
         try:
-            predicates_expression(predicates, table.schema())
+            expression = predicates_expression(predicates, table.schema())
         except UnsupportedByCatalog:
             return False
-        return True
+        return table.delete_read_bytes(expression, branch=branch or MAIN_BRANCH) <= limit
 
     def delete(
         self,

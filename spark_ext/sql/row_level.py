@@ -58,6 +58,34 @@ from lakecat.spark_ext.source.planning import ReadView, plan_files
 from lakecat.spark_ext.source.staging import handed_over
 from lakecat.spark_ext.source.write_jobs import check_unchanged
 
+# A ``DELETE FROM`` whose condition lakecat evaluates runs on the driver (``Table.delete``)
+# while the files it must read (holding matching rows and others) are at most this many bytes;
+# a larger one runs as Spark's row-level operation, in tasks (session setting
+# ``spark.lakecat.driverDeleteMaxBytes``). One that drops whole files only runs on the driver.
+# On one machine the driver's delete is the faster (docs/benchmarks.md, "DELETE on the
+# driver"), but a copy-on-write delete holds every row it keeps in the driver's memory, and a
+# cluster's executors share the work of a large one.
+DRIVER_DELETE_MAX_BYTES = 128 * 1024 * 1024
+DRIVER_DELETE_SETTING = "spark.lakecat.driverDeleteMaxBytes"
+
+
+def driver_delete_max_bytes(text: str | None) -> int:
+    """The session's ``spark.lakecat.driverDeleteMaxBytes`` (``None``: unset): a whole
+    number of bytes, 0 or more; :class:`ValidationError` otherwise."""
+    if text is None:
+        return DRIVER_DELETE_MAX_BYTES
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValidationError(
+            f"{DRIVER_DELETE_SETTING} is {text!r}: it takes a whole number of bytes, 0 or more "
+            f"(default {DRIVER_DELETE_MAX_BYTES})"
+        )
+    return value
+
+
 # each row-level statement of the plugin: its operation kind and isolation-level property
 COMMANDS = {
     "delete": (OpKind.DELETE, P.DELETE_ISOLATION_LEVEL),

@@ -231,6 +231,25 @@ def test_delete_part_of_a_file_rewrites_it(table) -> None:
     assert summary["total-records"] == "7"
 
 
+def test_delete_read_bytes_counts_the_files_a_delete_would_read(table) -> None:
+    """Files holding matching rows and others are read; files inside the filter are dropped
+    unread, files outside it not touched; a branch is planned at its own head."""
+    assert table.delete_read_bytes("id = 1") == 0  # no snapshot yet
+    table.append(pa.concat_tables([rows(range(5), "eu"), rows(range(5, 9), "us")]))
+    sizes = {f.partition[1]: f.file_size_in_bytes for f in table.scan().plan_files()}
+
+    assert table.delete_read_bytes("region = 'us'") == 0
+    assert table.delete_read_bytes("id = 1") == sizes["eu"]
+    assert table.delete_read_bytes("id >= 3") == sizes["eu"]  # us holds 5-8: all match
+    assert table.delete_read_bytes("id = 1 OR id = 6") == sizes["eu"] + sizes["us"]
+    assert table.delete_read_bytes("id > 100") == 0
+    table.create_branch("audit")
+    table.delete("region = 'eu'")
+    assert table.delete_read_bytes("id = 1") == 0
+    assert table.delete_read_bytes("id = 1", branch="audit") == sizes["eu"]
+    assert table.current_snapshot().snapshot_id == table.refresh().current_snapshot().snapshot_id
+
+
 def test_delete_that_matches_nothing_makes_no_commit(table) -> None:
     table.append(rows(range(3), "eu"))
     before = table.current_snapshot().snapshot_id

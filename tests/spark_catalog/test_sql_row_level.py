@@ -131,6 +131,64 @@ def test_delete_with_an_expression_lakecat_cannot_evaluate_is_rewritten_by_spark
     ]  # fmt: skip
 
 
+DRIVER_DELETE = "spark.lakecat.driverDeleteMaxBytes"
+
+
+def data_files_of(table: Any) -> list[Any]:
+    return list(table.refresh().scan().plan_files())
+
+
+def delete_plan(lake, statement: str) -> str:
+    """How Spark runs a DELETE: ``driver`` (lakecat's delete, Spark's DeleteFromTable) or
+    ``tasks`` (a row-level operation)."""
+    plan: str = lake.sql(f"EXPLAIN {statement}")[0][0]
+    return "driver" if "DeleteFromTable" in plan else "tasks"
+
+
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_a_delete_that_would_read_more_than_the_setting_runs_in_tasks(
+    lake, sales, spark, mode: str
+) -> None:
+    """A DELETE whose condition lakecat evaluates runs on the driver while the files it must
+    read (holding matching rows and others) are at most spark.lakecat.driverDeleteMaxBytes;
+    past that Spark runs it as a row-level operation. A delete that drops whole files reads
+    none, and runs on the driver whatever the setting."""
+    modes = ", ".join(f"'write.{k}.mode' = '{mode}'" for k in ("delete", "update", "merge"))
+    lake.sql(f"ALTER TABLE lake.db.sales SET TBLPROPERTIES ({modes})")
+    partial = "DELETE FROM lake.db.sales WHERE id = 2"
+    whole = "DELETE FROM lake.db.sales WHERE id = 6"
+    [eu_bytes] = [f.file_size_in_bytes for f in data_files_of(sales) if f.partition == ("eu",)]
+    assert delete_plan(lake, partial) == "driver"  # the default: 128 MiB
+    try:
+        spark.conf.set(DRIVER_DELETE, str(eu_bytes))
+        assert delete_plan(lake, partial) == "driver"
+        spark.conf.set(DRIVER_DELETE, str(eu_bytes - 1))
+        assert delete_plan(lake, partial) == "tasks"
+        assert delete_plan(lake, whole) == "driver"  # ap holds only id 6: dropped whole
+
+        lake.sql(partial)
+        lake.sql(whole)
+    finally:
+        spark.conf.unset(DRIVER_DELETE)
+
+    assert both_views(lake, "db.sales") == [
+        (1, "eu", 1.0), (3, "eu", 3.0), (4, "us", 4.0), (5, "us", 5.0),
+    ]  # fmt: skip
+    dropped = sales.refresh().current_snapshot()  # the ap file, without reading it
+    assert dropped.operation == "delete" and dropped.summary["deleted-data-files"] == "1"
+
+
+def test_a_driver_delete_setting_that_is_not_a_size_is_refused(lake, sales, spark) -> None:
+    snapshot = sales.current_snapshot().snapshot_id
+    spark.conf.set(DRIVER_DELETE, "lots")
+    try:
+        with pytest.raises(Exception, match=f"ValidationError: {DRIVER_DELETE} is 'lots'"):
+            lake.sql("DELETE FROM lake.db.sales WHERE id = 2")
+    finally:
+        spark.conf.unset(DRIVER_DELETE)
+    assert sales.refresh().current_snapshot().snapshot_id == snapshot
+
+
 def test_delete_with_a_subquery(lake, sales, spark) -> None:
     source(spark, (2, "eu", 0.0), (5, "us", 0.0), (99, "eu", 0.0))
 

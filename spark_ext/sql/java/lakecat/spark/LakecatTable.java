@@ -477,10 +477,27 @@ final class LakecatTable extends DescribedTable
   }
 
   // ---- DELETE FROM -----------------------------------------------------------------------
+  /**
+   * Whether a {@code DELETE FROM} runs as lakecat's delete on the driver ({@link #deleteWhere}):
+   * when lakecat evaluates its condition and the files it would read are at most the session's
+   * {@link #DRIVER_DELETE_SETTING} bytes (default 128 MiB; the bridge's {@code can_delete}
+   * decides); else Spark plans it as a row-level operation whose rows are read and written in
+   * tasks. A delete that drops whole files only always runs on the driver.
+   */
   @Override
   public boolean canDeleteWhere(Predicate[] predicates) {
-    return writable() && bridge.call("can_delete", predicateArgs(predicates)).asBoolean();
+    if (!writable()) {
+      return false;
+    }
+    ObjectNode args = predicateArgs(predicates);
+    String limit = sessionConf(DRIVER_DELETE_SETTING);
+    if (limit != null) {
+      args.put("max_read_bytes", limit);
+    }
+    return bridge.call("can_delete", args).asBoolean();
   }
+
+  static final String DRIVER_DELETE_SETTING = "spark.lakecat.driverDeleteMaxBytes";
 
   /**
    * {@code TRUNCATE TABLE}: every row deleted in one commit, as {@code DELETE FROM} without a
