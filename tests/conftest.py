@@ -64,6 +64,8 @@ from local_postgres import (
     not_found_reason,
 )
 from local_s3 import LocalS3, LocalS3Error, S3Warehouse, find_weed
+from small_pages import SMALL_PAGES
+from small_pages import SPARK_CONFS as SMALL_PAGE_CONFS
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
@@ -325,6 +327,9 @@ def spark(spark_java: None) -> Iterator[Any]:
         .config("spark.python.worker.reuse", "true")
         .config("spark.driver.extraJavaOptions", LONG_LIVED_JVM_OPTIONS)  # after SPARK_SUBMIT_OPTS
     )
+    if SMALL_PAGES:  # files of many pages and row groups (tests/small_pages.py)
+        for key, value in SMALL_PAGE_CONFS.items():
+            builder = builder.config(key, value)
     with contextlib.suppress(SparkCatalogError):  # no fitting jar, no JDK: catalog tests skip
         builder = builder.config("spark.driver.extraClassPath", catalog_jar()).config(
             "spark.sql.extensions", "lakecat.spark.LakecatSqlExtensions"

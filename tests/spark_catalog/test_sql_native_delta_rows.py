@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from small_pages import ordinary_file_sizes
 
 from lakecat.metadata.io.fileio import local_path
 from lakecat.spark_ext.native.local_files import LOCAL_FILES_CLASS
@@ -324,6 +325,7 @@ def test_a_failed_statement_commits_nothing_and_leaves_no_files(lake, spark) -> 
     assert not list(Path(root, "data").glob("delta-*"))
 
 
+@ordinary_file_sizes
 def test_a_task_rolls_to_a_new_file_at_the_target_size(lake, spark) -> None:
     sales = make_sales(lake, properties=", 'write.target-file-size-bytes' = '65536'")
     before = new_source(spark, 20_000, "'eu'", sales)

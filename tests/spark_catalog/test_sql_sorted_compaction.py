@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from small_pages import ordinary_file_sizes
 
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.io import local_path
@@ -58,6 +59,7 @@ def lineage(lake: Any) -> list[tuple[int, int]]:
     return sorted(tuple(r) for r in lake.sql("SELECT id, _row_id FROM lake.db.t"))
 
 
+@ordinary_file_sizes
 def test_a_sort_order_sorts_each_partition_s_new_files_without_overlap(lake_t: Any) -> None:
     lake = lake_t
     table = lake.catalog.load_table("db.t")
