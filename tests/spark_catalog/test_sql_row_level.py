@@ -134,10 +134,6 @@ def test_delete_with_an_expression_lakecat_cannot_evaluate_is_rewritten_by_spark
 DRIVER_DELETE = "spark.lakecat.driverDeleteMaxBytes"
 
 
-def data_files_of(table: Any) -> list[Any]:
-    return list(table.refresh().scan().plan_files())
-
-
 def delete_plan(lake, statement: str) -> str:
     """How Spark runs a DELETE: ``driver`` (lakecat's delete, Spark's DeleteFromTable) or
     ``tasks`` (a row-level operation)."""
@@ -157,7 +153,7 @@ def test_a_delete_that_would_read_more_than_the_setting_runs_in_tasks(
     lake.sql(f"ALTER TABLE lake.db.sales SET TBLPROPERTIES ({modes})")
     partial = "DELETE FROM lake.db.sales WHERE id = 2"
     whole = "DELETE FROM lake.db.sales WHERE id = 6"
-    [eu_bytes] = [f.file_size_in_bytes for f in data_files_of(sales) if f.partition == ("eu",)]
+    [eu_bytes] = [f.file_size_in_bytes for f in sales.scan().plan_files() if f.partition == ("eu",)]
     assert delete_plan(lake, partial) == "driver"  # the default: 128 MiB
     try:
         spark.conf.set(DRIVER_DELETE, str(eu_bytes))
