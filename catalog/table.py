@@ -498,10 +498,15 @@ class Table:
             case_sensitive=case_sensitive,
             cache=self._ops.manifest_cache,
             merge_on_read=merge_on_read(start, kind),
+            write_kept=lambda rows: write_files(self.io, start, rows),
         )
         if not plan.changes_anything and not any(t.num_rows for t in new_rows):
             return None
-        files = self._write_changes(start, plan.kept_rows + new_rows, plan.position_deletes)
+        with deleted_on_error(self.io) as written:
+            written.extend(f.file_path for f in plan.kept_files)
+            files = plan.kept_files + self._write_changes(
+                start, plan.kept_rows + new_rows, plan.position_deletes
+            )
         intent = self._intent(
             kind,
             branch,

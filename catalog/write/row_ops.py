@@ -6,7 +6,9 @@ the operation starts from:
 * all rows match (strict partition projection or strict column bounds): the file is removed
   without being read (a metadata-only delete);
 * some rows match: the file is read, the rows that do not match are kept in a new file, and the
-  old file is removed;
+  old file is removed. The kept rows are written out whenever those held reach
+  :data:`KEPT_ROWS_FLUSH_BYTES` (when the caller passes a writer), so a rewrite of many large
+  files holds about one file and that much of kept rows at a time, not every kept row;
 * no row matches after reading: the file stays; it counts as read for conflict checks.
 
 Rows for which the filter is unknown (NULL) are kept, as SQL's ``DELETE ... WHERE`` does.
@@ -26,6 +28,7 @@ applied only to the removed files (:func:`~lakecat.metadata.manifests.delete_ind
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -39,7 +42,7 @@ from lakecat.metadata.expressions.evaluators import (
     to_arrow_filter,
 )
 from lakecat.metadata.expressions.expressions import AlwaysTrue, BoundExpression, Expression, bind
-from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.fileio import FileIO, deleted_on_error
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.lineage import with_lineage
@@ -47,11 +50,21 @@ from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.snapshots import Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
 
+# The Arrow bytes of kept rows a rewrite holds before it writes them out (plan_delete's
+# ``write_kept``): a bound on the memory of a delete or overwrite of many partly matching files.
+KEPT_ROWS_FLUSH_BYTES = 256 * 1024 * 1024
+
+KeptRowsWriter = Callable[[list[pa.Table]], list[DataFile]]
+
 
 @dataclass
 class RewritePlan:
     removed: list[DataFile] = field(default_factory=list)
+    # the rows kept from partly matching files, not yet written (below the flush bound)
     kept_rows: list[pa.Table] = field(default_factory=list)
+    # data files of kept rows already written (by ``write_kept``); the caller commits them or,
+    # on a failure, deletes them
+    kept_files: list[DataFile] = field(default_factory=list)
     read_files: list[str] = field(default_factory=list)
     # merge-on-read: the rows to delete from files that stay
     position_deletes: list[FileDeletes] = field(default_factory=list)
@@ -71,11 +84,17 @@ def plan_delete(
     case_sensitive: bool = True,
     cache: ManifestCache | None = None,
     merge_on_read: bool = False,
+    write_kept: KeptRowsWriter | None = None,
 ) -> RewritePlan:
     """Which files a delete of ``expression`` removes, and which rows it must rewrite (the
     live rows of a partly matching file: its delete files applied); with ``merge_on_read``,
     which rows of a partly matching file it deletes by position instead (the file stays and
-    counts as read)."""
+    counts as read).
+
+    ``write_kept`` writes kept rows as data files: called whenever the kept rows held reach
+    :data:`KEPT_ROWS_FLUSH_BYTES` (their files go to ``kept_files``; the rest stays in
+    ``kept_rows`` for the caller to write with its own rows). If planning fails, the files it
+    wrote are deleted."""
     plan = RewritePlan()
     if snapshot is None:
         return plan
@@ -96,17 +115,27 @@ def plan_delete(
                 plan.deleted_rows += len(positions)
         return plan
     arrow_filter = to_arrow_filter(bound)
-    for f in partial:
-        rows = scan.live_rows(f, scanned)
-        keep = rows.filter(not_true(arrow_filter))
-        deleted = rows.num_rows - keep.num_rows
-        if deleted == 0:
-            plan.read_files.append(f.file_path)
-            continue
-        plan.removed.append(f)
-        plan.deleted_rows += deleted
-        if keep.num_rows:
+    held = 0
+    with deleted_on_error(io) as written:
+        for f in partial:
+            rows = scan.live_rows(f, scanned)
+            keep = rows.filter(not_true(arrow_filter))
+            deleted = rows.num_rows - keep.num_rows
+            del rows  # one file's rows at a time
+            if deleted == 0:
+                plan.read_files.append(f.file_path)
+                continue
+            plan.removed.append(f)
+            plan.deleted_rows += deleted
+            if not keep.num_rows:
+                continue
             plan.kept_rows.append(keep)
+            held += keep.nbytes
+            if write_kept is not None and held >= KEPT_ROWS_FLUSH_BYTES:
+                files = write_kept(plan.kept_rows)
+                written.extend(x.file_path for x in files)
+                plan.kept_files.extend(files)
+                plan.kept_rows, held = [], 0
     return plan
 
 

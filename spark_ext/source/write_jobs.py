@@ -67,6 +67,7 @@ from lakecat.metadata.errors import (
 )
 from lakecat.metadata.expressions import bind, parse
 from lakecat.metadata.io import FileIO, join
+from lakecat.metadata.io.fileio import deleted_on_error
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.schema import Schema, arrow_to_schema
 from lakecat.metadata.table import MAIN_BRANCH, Snapshot, TableMetadata, read_metadata
@@ -264,10 +265,15 @@ class WriteJob:
             self.metadata,
             head,
             expression,
+            write_kept=lambda rows: write_files(self.io, self.metadata, rows),
         )
         if not plan.changes_anything and not overwrite.added_files:
             return None
-        kept = write_files(self.io, self.metadata, plan.kept_rows) if plan.kept_rows else []
+        with deleted_on_error(self.io) as written:
+            written.extend(f.file_path for f in plan.kept_files)
+            kept = plan.kept_files + (
+                write_files(self.io, self.metadata, plan.kept_rows) if plan.kept_rows else []
+            )
         return replace(
             overwrite,
             added_files=(*overwrite.added_files, *kept),

@@ -6,14 +6,18 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from lakecat.catalog import Catalog
+from lakecat.catalog import table as table_module
+from lakecat.catalog.write import row_ops
 from lakecat.metadata.errors import (
     CorruptMetadata,
     InvalidIdentifier,
+    LakecatError,
     NoSuchRef,
     NoSuchSnapshot,
     NoSuchTable,
@@ -23,6 +27,7 @@ from lakecat.metadata.errors import (
     UnknownColumn,
     ValidationError,
 )
+from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.types import LongType, StringType
 
 UTC = dt.UTC
@@ -229,6 +234,70 @@ def test_delete_part_of_a_file_rewrites_it(table) -> None:
     assert summary["deleted-data-files"] == "1"
     assert summary["added-data-files"] == "1"
     assert summary["total-records"] == "7"
+
+
+def kept_row_writes(monkeypatch: pytest.MonkeyPatch, flush_bytes: int) -> list[int]:
+    """The number of tables of kept rows each write of a delete's or overwrite's planning
+    takes, with ``flush_bytes`` as the bound of kept rows held."""
+    monkeypatch.setattr(row_ops, "KEPT_ROWS_FLUSH_BYTES", flush_bytes)
+    writes: list[int] = []
+    plan = row_ops.plan_delete
+
+    def spied(*args: Any, **kwargs: Any) -> row_ops.RewritePlan:
+        write = kwargs["write_kept"]
+
+        def counted(kept: list[pa.Table]) -> list[DataFile]:
+            writes.append(len(kept))
+            return write(kept)
+
+        return plan(*args, **{**kwargs, "write_kept": counted})
+
+    monkeypatch.setattr(table_module, "plan_delete", spied)
+    return writes
+
+
+def test_a_rewrite_of_many_files_writes_kept_rows_as_it_goes(
+    table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the bound of kept rows held, a delete or overwrite writes them out before it reads
+    the next partly matching file (a bound of one byte: after each file); below it they are
+    written at the end, with an overwrite's new rows. The rows are the same either way."""
+    for day in (1, 2, 3):
+        table.append(rows(range(day * 10, day * 10 + 10), "eu", day))
+    writes = kept_row_writes(monkeypatch, 1)
+    table.delete("id IN (10, 20, 30)")
+    assert writes == [1, 1, 1]
+    assert ids(table.to_arrow()) == [i for i in range(10, 40) if i % 10]
+    assert table.current_snapshot().summary["added-data-files"] == "3"
+
+    table.overwrite(rows(range(100, 102), "us"), "id IN (11, 21, 31) OR region = 'us'")
+    assert writes == [1, 1, 1] * 2
+    assert ids(table.to_arrow()) == [i for i in range(10, 40) if i % 10 > 1] + [100, 101]
+    summary = table.current_snapshot().summary
+    assert (summary["deleted-data-files"], summary["added-data-files"]) == ("3", "4")
+
+    writes = kept_row_writes(monkeypatch, 1 << 30)
+    table.overwrite(rows(range(200, 202), "eu"), "id IN (12, 22, 32)")
+    assert writes == []
+    assert ids(table.to_arrow()) == [i for i in range(10, 40) if i % 10 > 2] + [100, 101, 200, 201]
+    assert table.current_snapshot().summary["added-data-files"] == "4"
+
+
+def test_a_rewrite_that_fails_after_writing_kept_rows_leaves_no_file_behind(
+    catalog: Catalog, table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for day in (1, 2, 3):
+        table.append(rows(range(day * 10, day * 10 + 10), "eu", day))
+    planned = [f.file_path for f in table.scan().plan_files()]
+    before = metadata_state(catalog, "db.events")
+    files_before = set(files_under(catalog, table.location))
+    table.io.delete(planned[-1])  # read last: after the other two files' kept rows are written
+    writes = kept_row_writes(monkeypatch, 1)
+    with pytest.raises(LakecatError):
+        table.delete("id IN (10, 20, 30)")
+    assert writes == [1, 1]
+    assert metadata_state(catalog, "db.events") == before
+    assert set(files_under(catalog, table.location)) == files_before - {planned[-1]}
 
 
 def test_delete_read_bytes_counts_the_files_a_delete_would_read(table) -> None:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from lakecat.catalog import Catalog
-from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.errors import LakecatError, ValidationError
 
 pytestmark = pytest.mark.spark
 
@@ -427,3 +427,65 @@ def test_partition_by_option_quotes_names_with_commas_and_colons() -> None:
     for bad in ("`unterminated", "`a` b", ":day"):
         with pytest.raises(ValidationError):
             parse_partition_by(bad)
+
+
+def test_an_overwrite_by_filter_job_writes_the_rows_it_keeps_as_it_reads_them(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver's side of a data source overwrite by filter (run here in-process, as the
+    Python data source's commit runs it): each partly matching file's kept rows are written
+    before the next file is read (a bound of one byte held), then committed with the job's
+    own files; a failure on the way deletes the files already written."""
+    from pyspark.sql.types import LongType as SparkLong
+    from pyspark.sql.types import StringType as SparkString
+    from pyspark.sql.types import StructField, StructType, TimestampType
+
+    from lakecat.catalog.write import row_ops
+    from lakecat.spark_ext.settings import CatalogSettings
+    from lakecat.spark_ext.source.write_jobs import plan_write
+
+    table = catalog.create_table("db.kept", EVENTS, partition_by=["region"])
+    for region in ("eu", "us", "ap"):
+        table.append(events(range(10), region))
+    spark_schema = StructType(
+        [
+            StructField("id", SparkLong()),
+            StructField("region", SparkString()),
+            StructField("ts", TimestampType()),
+        ]
+    )
+    monkeypatch.setattr(row_ops, "KEPT_ROWS_FLUSH_BYTES", 1)
+    writes: list[int] = []
+    plan = row_ops.plan_delete
+
+    def spied(*args: Any, **kwargs: Any) -> row_ops.RewritePlan:
+        write = kwargs["write_kept"]
+        kwargs["write_kept"] = lambda kept: writes.append(len(kept)) or write(kept)
+        return plan(*args, **kwargs)
+
+    monkeypatch.setattr("lakecat.spark_ext.source.write_jobs.plan_delete", spied)
+
+    def overwrite(condition: str) -> Any:
+        job = plan_write(
+            CatalogSettings.of_catalog(catalog),
+            "db.kept",
+            {"overwrite-filter": condition},
+            overwrite=True,
+            spark_schema=spark_schema,
+        )
+        return job.commit([])
+
+    assert overwrite("id = 3") is not None
+    assert writes == [1, 1, 1]
+    got = table.refresh().to_arrow()
+    assert sorted(got.column("id").to_pylist()) == sorted([i for i in range(10) if i != 3] * 3)
+
+    files = {info.location for info in catalog.io.list_prefix(table.location)}
+    last = list(table.scan().plan_files())[-1]
+    table.io.delete(last.file_path)  # read last: after the other files' kept rows are written
+    writes.clear()
+    with pytest.raises(LakecatError):
+        overwrite("id = 4")
+    assert writes == [1, 1]
+    after = {info.location for info in catalog.io.list_prefix(table.location)}
+    assert after == files - {last.file_path}
