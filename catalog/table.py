@@ -387,6 +387,7 @@ class Table:
             where=where_expr,
             cache=self._ops.manifest_cache,
             merge_on_read=merge_on_read(start, OpKind.UPDATE),
+            write_rewritten=lambda rows: write_files(self.io, start, rows),
         )
         isolation = isolation_level(start, P.UPDATE_ISOLATION_LEVEL)
         return self._commit_plan(OpKind.UPDATE, plan, start, branch, isolation, commit_options)
@@ -432,6 +433,7 @@ class Table:
             target_filter=None if target_filter is None else to_expression(target_filter),
             cache=self._ops.manifest_cache,
             merge_on_read=merge_on_read(start, OpKind.MERGE),
+            write_rewritten=lambda rows: write_files(self.io, start, rows),
         )
         isolation = isolation_level(start, P.MERGE_ISOLATION_LEVEL)
         return self._commit_plan(OpKind.MERGE, plan, start, branch, isolation, commit_options)
@@ -463,9 +465,11 @@ class Table:
     ) -> CommitResult | None:
         if not plan.changes_anything:
             return None
-        files = self._write_changes(
-            start, plan.rewritten_rows + plan.inserted_rows, plan.position_deletes
-        )
+        with deleted_on_error(self.io) as written:
+            written.extend(f.file_path for f in plan.rewritten_files)
+            files = plan.rewritten_files + self._write_changes(
+                start, plan.rewritten_rows + plan.inserted_rows, plan.position_deletes
+            )
         intent = self._intent(
             kind,
             branch,

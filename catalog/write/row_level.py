@@ -1,8 +1,9 @@
 """Row-level UPDATE and MERGE (and upsert) over Arrow, copy-on-write or merge-on-read.
 
 Both plan against the snapshot the operation starts from: the files that may hold the rows
-they touch are read and the touched rows are changed. Copy-on-write rewrites every file with a
-change whole (unchanged rows included) and removes it; merge-on-read
+they touch are read, one at a time, and the touched rows are changed. Copy-on-write rewrites
+every file with a change whole (unchanged rows included; written out as it goes past
+:data:`~lakecat.catalog.write.row_ops.KEPT_ROWS_FLUSH_BYTES`) and removes it; merge-on-read
 (:mod:`lakecat.catalog.write.merge_on_read`) keeps it, deletes the touched rows by position and
 writes their new versions to new files. Files that were read and kept count as *read* for the
 conflict checks. MERGE's read filter covers the source's keys, so the insert
@@ -23,9 +24,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from lakecat.catalog.read.planning import ScanPlan
 from lakecat.catalog.read.scan import Scan
 from lakecat.catalog.write.merge_on_read import FileDeletes
-from lakecat.catalog.write.row_ops import not_true, rewrite_columns
+from lakecat.catalog.write.row_ops import HeldRows, KeptRowsWriter, not_true, rewrite_columns
 from lakecat.metadata.deletes.apply import row_positions
 from lakecat.metadata.errors import SchemaMismatch, UnknownColumn, ValidationError
 from lakecat.metadata.expressions.evaluators import to_arrow_filter
@@ -38,7 +40,7 @@ from lakecat.metadata.expressions.expressions import (
     LessThanOrEqual,
     bind,
 )
-from lakecat.metadata.io.fileio import FileIO
+from lakecat.metadata.io.fileio import FileIO, deleted_on_error
 from lakecat.metadata.manifests.cache import ManifestCache
 from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.schema.arrow import conform_to_schema, schema_to_arrow
@@ -62,7 +64,12 @@ class RowLevelPlan:
     """Files to remove, rows to write in their place, files read and left alone."""
 
     removed: list[DataFile] = field(default_factory=list)
+    # the rows to write in place of removed files (merge-on-read: the changed rows' new
+    # versions), not yet written
     rewritten_rows: list[pa.Table] = field(default_factory=list)
+    # copy-on-write: data files of rewritten rows already written (``write_rewritten``); the
+    # caller commits them or, on a failure, deletes them
+    rewritten_files: list[DataFile] = field(default_factory=list)
     inserted_rows: list[pa.Table] = field(default_factory=list)
     read_files: list[str] = field(default_factory=list)
     read_filter: Expression = field(default_factory=AlwaysTrue)
@@ -91,7 +98,12 @@ def plan_update(
     where: Expression,
     cache: ManifestCache | None = None,
     merge_on_read: bool = False,
+    write_rewritten: KeptRowsWriter | None = None,
 ) -> RowLevelPlan:
+    """The files an update of the rows matching ``where`` rewrites (copy-on-write) or deletes
+    rows of by position (merge-on-read), and the rows it writes. ``write_rewritten``: as
+    :func:`~lakecat.catalog.write.row_ops.plan_delete`'s ``write_kept``, for the rows of
+    rewritten files (copy-on-write), into ``rewritten_files``."""
     schema = metadata.schema()
     if not set_values:
         raise ValidationError("update needs at least one column to set")
@@ -110,26 +122,32 @@ def plan_update(
     scan = _rewrite_scan(io, metadata, snapshot, where, cache)
     rows_schema = scan.projected  # v3: with the row lineage the rewritten rows keep
     scanned = scan.plan()
-    for f in scanned.files:
-        rows = scan.live_rows(f, scanned, position_column=_POSITION if merge_on_read else None)
-        mask = _evaluate(rows, pc.coalesce(arrow_filter, pc.scalar(False)))
-        hits = pc.sum(mask).as_py() or 0
-        if not hits or merge_on_read:
-            plan.read_files.append(f.file_path)
-        if not hits:
-            continue
-        plan.rows_updated += hits
-        if merge_on_read:
-            positions = rows.column(_POSITION).filter(mask).combine_chunks()
-            applied = scanned.deletes.get(f.file_path, ())
-            plan.position_deletes.append(FileDeletes(f, positions, applied))
-            rows = rows.drop_columns([_POSITION])
-            updated = _apply_set(rows, mask, set_values, rows_schema)
-            plan.rewritten_rows.append(mark_modified(updated, mask).filter(mask))
-        else:
-            plan.removed.append(f)
-            updated = _apply_set(rows, mask, set_values, rows_schema)
-            plan.rewritten_rows.append(mark_modified(updated, mask))
+    with deleted_on_error(io) as written:
+        rewritten = HeldRows(None if merge_on_read else write_rewritten, written)
+        for f in scanned.files:
+            position = _POSITION if merge_on_read else None
+            rows = scan.live_rows(f, scanned, position_column=position)
+            mask = _evaluate(rows, pc.coalesce(arrow_filter, pc.scalar(False)))
+            hits = pc.sum(mask).as_py() or 0
+            if not hits or merge_on_read:
+                plan.read_files.append(f.file_path)
+            if not hits:
+                del rows, mask
+                continue
+            plan.rows_updated += hits
+            if merge_on_read:
+                positions = rows.column(_POSITION).filter(mask).combine_chunks()
+                applied = scanned.deletes.get(f.file_path, ())
+                plan.position_deletes.append(FileDeletes(f, positions, applied))
+                rows = rows.drop_columns([_POSITION])
+                updated = _apply_set(rows, mask, set_values, rows_schema)
+                rewritten.add(mark_modified(updated, mask).filter(mask))
+            else:
+                plan.removed.append(f)
+                updated = _apply_set(rows, mask, set_values, rows_schema)
+                rewritten.add(mark_modified(updated, mask))
+            del rows, mask, updated  # one file's rows at a time
+    plan.rewritten_rows, plan.rewritten_files = rewritten.rows, rewritten.files
     if merge_on_read:
         _combine_new_versions(plan)
     return plan
@@ -225,7 +243,11 @@ def plan_merge(
     target_filter: Expression | None = None,
     cache: ManifestCache | None = None,
     merge_on_read: bool = False,
+    write_rewritten: KeptRowsWriter | None = None,
 ) -> RowLevelPlan:
+    """The files a MERGE of ``source`` on the keys ``on`` rewrites (copy-on-write) or deletes
+    rows of by position (merge-on-read), the rows it writes and the rows it inserts.
+    ``write_rewritten``: as in :func:`plan_update`."""
     schema = metadata.schema()
     if not on:
         raise ValidationError("merge needs at least one key column in 'on'")
@@ -248,39 +270,35 @@ def plan_merge(
         scan = _rewrite_scan(io, metadata, snapshot, read_filter, cache)
         rows_schema = scan.projected  # v3: with the row lineage the rewritten rows keep
         scanned = scan.plan()
-        for f in scanned.files:
-            position = _POSITION if merge_on_read else None
-            rows = scan.live_rows(f, scanned, position_column=position)
-            if inside is not None:
-                outside, rows_in = rows.filter(not_true(inside)), rows.filter(inside)
-            else:
-                outside, rows_in = rows.schema.empty_table(), rows
-            merged = _merge_file(rows_in, source, on, clauses, schema)
-            if merged.keys.num_rows:
-                matched_keys.append(merged.keys)
-            changed = merged.updated or merged.deleted
-            if not changed or merge_on_read:
-                plan.read_files.append(f.file_path)
-            if not changed:
-                continue
-            plan.rows_updated += merged.updated
-            plan.rows_deleted += merged.deleted
-            if merge_on_read:
-                touched = pc.or_(merged.update_mask, merged.delete_mask)
-                positions = merged.rows.column(_POSITION).filter(touched).combine_chunks()
-                applied = scanned.deletes.get(f.file_path, ())
-                plan.position_deletes.append(FileDeletes(f, positions, applied))
-                changed_rows = mark_modified(merged.rows, merged.update_mask)
-                new_versions = changed_rows.filter(merged.update_mask).drop_columns([_POSITION])
-                if new_versions.num_rows:
-                    plan.rewritten_rows.append(conform_to_schema(new_versions, rows_schema))
-            else:
-                plan.removed.append(f)
-                changed_rows = mark_modified(merged.rows, merged.update_mask)
-                kept = changed_rows.filter(pc.invert(merged.delete_mask))
-                plan.rewritten_rows.append(
-                    conform_to_schema(pa.concat_tables([outside, kept]), rows_schema)
-                )
+        with deleted_on_error(io) as written:
+            rewritten = HeldRows(None if merge_on_read else write_rewritten, written)
+            for f in scanned.files:
+                position = _POSITION if merge_on_read else None
+                rows = scan.live_rows(f, scanned, position_column=position)
+                if inside is not None:
+                    outside, rows_in = rows.filter(not_true(inside)), rows.filter(inside)
+                else:
+                    outside, rows_in = rows.schema.empty_table(), rows
+                del rows
+                merged = _merge_file(rows_in, source, on, clauses, schema)
+                del rows_in
+                if merged.keys.num_rows:
+                    matched_keys.append(merged.keys)
+                changed = merged.updated or merged.deleted
+                if not changed or merge_on_read:
+                    plan.read_files.append(f.file_path)
+                if not changed:
+                    del outside, merged
+                    continue
+                plan.rows_updated += merged.updated
+                plan.rows_deleted += merged.deleted
+                if merge_on_read:
+                    _add_new_versions(plan, rewritten, f, scanned, merged, rows_schema)
+                else:
+                    plan.removed.append(f)
+                    rewritten.add(_rewritten_file(outside, merged, rows_schema))
+                del outside, merged  # one file's rows at a time
+        plan.rewritten_rows, plan.rewritten_files = rewritten.rows, rewritten.files
     if merge_on_read:
         _combine_new_versions(plan)
     if clauses.not_matched_insert:
@@ -289,6 +307,33 @@ def plan_merge(
             plan.inserted_rows.append(conform_to_schema(inserts, schema))
             plan.rows_inserted = inserts.num_rows
     return plan
+
+
+def _rewritten_file(outside: pa.Table, merged: _MergedFile, rows_schema: Schema) -> pa.Table:
+    """Copy-on-write: a file's rows after MERGE, those outside its target filter included."""
+    changed_rows = mark_modified(merged.rows, merged.update_mask)
+    kept = changed_rows.filter(pc.invert(merged.delete_mask))
+    return conform_to_schema(pa.concat_tables([outside, kept]), rows_schema)
+
+
+def _add_new_versions(
+    plan: RowLevelPlan,
+    rewritten: HeldRows,
+    f: DataFile,
+    scanned: ScanPlan,
+    merged: _MergedFile,
+    rows_schema: Schema,
+) -> None:
+    """Merge-on-read: delete the rows MERGE touched in ``f`` by position, and add the new
+    versions of those it updated."""
+    touched = pc.or_(merged.update_mask, merged.delete_mask)
+    positions = merged.rows.column(_POSITION).filter(touched).combine_chunks()
+    applied = scanned.deletes.get(f.file_path, ())
+    plan.position_deletes.append(FileDeletes(f, positions, applied))
+    changed_rows = mark_modified(merged.rows, merged.update_mask)
+    new_versions = changed_rows.filter(merged.update_mask).drop_columns([_POSITION])
+    if new_versions.num_rows:
+        rewritten.add(conform_to_schema(new_versions, rows_schema))
 
 
 @dataclass(frozen=True)

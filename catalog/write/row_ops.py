@@ -57,6 +57,29 @@ KEPT_ROWS_FLUSH_BYTES = 256 * 1024 * 1024
 KeptRowsWriter = Callable[[list[pa.Table]], list[DataFile]]
 
 
+class HeldRows:
+    """The rows a copy-on-write rewrite writes back, held until they reach
+    :data:`KEPT_ROWS_FLUSH_BYTES` and then written out by ``write`` (when given): ``rows`` are
+    those not yet written, ``files`` the data files of those written, whose locations also go
+    to ``written`` (a :func:`~lakecat.metadata.io.fileio.deleted_on_error` list)."""
+
+    def __init__(self, write: KeptRowsWriter | None, written: list[str]) -> None:
+        self._write = write
+        self._written = written
+        self._held = 0
+        self.rows: list[pa.Table] = []
+        self.files: list[DataFile] = []
+
+    def add(self, rows: pa.Table) -> None:
+        self.rows.append(rows)
+        self._held += rows.nbytes
+        if self._write is not None and self._held >= KEPT_ROWS_FLUSH_BYTES:
+            files = self._write(self.rows)
+            self._written.extend(f.file_path for f in files)
+            self.files.extend(files)
+            self.rows, self._held = [], 0
+
+
 @dataclass
 class RewritePlan:
     removed: list[DataFile] = field(default_factory=list)
@@ -115,8 +138,8 @@ def plan_delete(
                 plan.deleted_rows += len(positions)
         return plan
     arrow_filter = to_arrow_filter(bound)
-    held = 0
     with deleted_on_error(io) as written:
+        kept = HeldRows(write_kept, written)
         for f in partial:
             rows = scan.live_rows(f, scanned)
             keep = rows.filter(not_true(arrow_filter))
@@ -127,15 +150,9 @@ def plan_delete(
                 continue
             plan.removed.append(f)
             plan.deleted_rows += deleted
-            if not keep.num_rows:
-                continue
-            plan.kept_rows.append(keep)
-            held += keep.nbytes
-            if write_kept is not None and held >= KEPT_ROWS_FLUSH_BYTES:
-                files = write_kept(plan.kept_rows)
-                written.extend(x.file_path for x in files)
-                plan.kept_files.extend(files)
-                plan.kept_rows, held = [], 0
+            if keep.num_rows:
+                kept.add(keep)
+    plan.kept_rows, plan.kept_files = kept.rows, kept.files
     return plan
 
 

@@ -236,23 +236,30 @@ def test_delete_part_of_a_file_rewrites_it(table) -> None:
     assert summary["total-records"] == "7"
 
 
-def kept_row_writes(monkeypatch: pytest.MonkeyPatch, flush_bytes: int) -> list[int]:
-    """The number of tables of kept rows each write of a delete's or overwrite's planning
-    takes, with ``flush_bytes`` as the bound of kept rows held."""
+def kept_row_writes(
+    monkeypatch: pytest.MonkeyPatch,
+    flush_bytes: int,
+    planner: str = "plan_delete",
+    writer: str = "write_kept",
+) -> list[int]:
+    """The number of tables of kept rows each write of a rewrite's planning takes (a delete's
+    or overwrite's, or with ``planner="plan_update"`` / ``"plan_merge"`` and
+    ``writer="write_rewritten"`` an update's or merge's), with ``flush_bytes`` as the bound
+    of kept rows held."""
     monkeypatch.setattr(row_ops, "KEPT_ROWS_FLUSH_BYTES", flush_bytes)
     writes: list[int] = []
-    plan = row_ops.plan_delete
+    plan = getattr(table_module, planner)
 
-    def spied(*args: Any, **kwargs: Any) -> row_ops.RewritePlan:
-        write = kwargs["write_kept"]
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        write = kwargs[writer]
 
         def counted(kept: list[pa.Table]) -> list[DataFile]:
             writes.append(len(kept))
             return write(kept)
 
-        return plan(*args, **{**kwargs, "write_kept": counted})
+        return plan(*args, **{**kwargs, writer: counted})
 
-    monkeypatch.setattr(table_module, "plan_delete", spied)
+    monkeypatch.setattr(table_module, planner, spied)
     return writes
 
 
@@ -298,6 +305,70 @@ def test_a_rewrite_that_fails_after_writing_kept_rows_leaves_no_file_behind(
     assert writes == [1, 1]
     assert metadata_state(catalog, "db.events") == before
     assert set(files_under(catalog, table.location)) == files_before - {planned[-1]}
+
+
+def amount_by_id(t: pa.Table) -> dict[int, float]:
+    got = t.to_pydict()
+    return dict(zip(got["id"], got["amount"], strict=True))
+
+
+def test_an_update_or_merge_of_many_files_writes_rewritten_rows_as_it_goes(
+    catalog: Catalog, table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copy-on-write, an update or merge writes each rewritten file's rows out once those held
+    pass the bound; merge-on-read writes only the new versions, at the end."""
+    for day in (1, 2, 3):
+        table.append(rows(range(day * 10, day * 10 + 10), "eu", day))
+    writes = kept_row_writes(monkeypatch, 1, "plan_update", "write_rewritten")
+    table.update({"amount": -1.0}, "id IN (10, 20, 30)")
+    assert writes == [1, 1, 1]
+    amounts = amount_by_id(table.to_arrow())
+    assert sorted(i for i, a in amounts.items() if a == -1.0) == [10, 20, 30]
+    assert len(amounts) == 30 and amounts[11] == 5.5
+
+    writes = kept_row_writes(monkeypatch, 1, "plan_merge", "write_rewritten")
+    source = rows(range(11, 32, 10), "eu", 1).set_column(3, "amount", pa.array([-2.0] * 3))
+    table.merge(source.drop_columns(["ts"]), "id", when_matched_update=True)
+    assert writes == [1, 1, 1]
+    amounts = amount_by_id(table.to_arrow())
+    assert sorted(amounts) == list(range(10, 40))
+    assert sorted(i for i, a in amounts.items() if a == -2.0) == [11, 21, 31]
+    assert table.current_snapshot().summary["added-data-files"] == "3"
+
+    table.set_properties(
+        {"write.update.mode": "merge-on-read", "write.merge.mode": "merge-on-read"}
+    )
+    writes = kept_row_writes(monkeypatch, 1, "plan_update", "write_rewritten")
+    table.update({"amount": -3.0}, "id IN (12, 22, 32)")
+    writes_of_merge = kept_row_writes(monkeypatch, 1, "plan_merge", "write_rewritten")
+    table.merge(source.drop_columns(["ts"]), "id", when_matched_update=True)
+    assert (writes, writes_of_merge) == ([], [])
+    amounts = amount_by_id(table.to_arrow())
+    assert (amounts[12], amounts[22], amounts[13], len(amounts)) == (-3.0, -3.0, 6.5, 30)
+
+
+def test_an_update_that_fails_after_writing_rewritten_rows_leaves_no_file_behind(
+    catalog: Catalog, table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for day in (1, 2, 3):
+        table.append(rows(range(day * 10, day * 10 + 10), "eu", day))
+    planned = [f.file_path for f in table.scan().plan_files()]
+    before = metadata_state(catalog, "db.events")
+    files_before = set(files_under(catalog, table.location))
+    table.io.delete(planned[-1])  # read last: after the other two files' rows are written
+    for planner, change in (
+        ("plan_update", lambda: table.update({"amount": 0.0}, "id IN (10, 20, 30)")),
+        (
+            "plan_merge",
+            lambda: table.merge(rows(range(10, 40, 10), "eu"), "id", when_matched_update=True),
+        ),
+    ):
+        writes = kept_row_writes(monkeypatch, 1, planner, "write_rewritten")
+        with pytest.raises(LakecatError):
+            change()
+        assert writes == [1, 1], planner
+        assert metadata_state(catalog, "db.events") == before
+        assert set(files_under(catalog, table.location)) == files_before - {planned[-1]}
 
 
 def test_delete_read_bytes_counts_the_files_a_delete_would_read(table) -> None:
