@@ -83,6 +83,11 @@ from lakecat.metadata.table.updates import (
 if TYPE_CHECKING:
     from lakecat.catalog.commit.pipeline import TableOperations
 
+# The options every write takes (``**commit_options``; see :meth:`Table.append`).
+_COMMIT_OPTIONS = frozenset(
+    {"app_id", "app_version", "skip_if_committed", "snapshot_properties", "create_branch"}
+)
+
 
 class Table:
     """One table of a catalog."""
@@ -235,6 +240,7 @@ class Table:
         Every write takes these options.
         """
         start = self.metadata
+        self._check_write(start, branch, commit_options)
         files = write_files(self.io, start, conform(start, data))
         intent = self._intent(OpKind.APPEND, branch, start, added=files, **commit_options)
         return self._commit(intent, start)
@@ -260,7 +266,7 @@ class Table:
         if mapping is None:
             mapping = NameMapping.of_schema(self.metadata.schema())
         start = self.metadata
-        head = self._head(start, branch, commit_options.get("create_branch", False))
+        head = self._check_write(start, branch, commit_options)
         existing = (
             {
                 f.file_path
@@ -342,9 +348,9 @@ class Table:
             raise ValidationError(
                 f"{self.name} is not partitioned; use overwrite() to replace the whole table"
             )
+        head = self._check_write(start, branch, commit_options)
         files = write_files(self.io, start, conform(start, data))
         partitions = frozenset((f.spec_id, f.partition) for f in files)
-        head = self._head(start, branch, commit_options.get("create_branch", False))
         removed = [
             f
             for f in Scan(
@@ -382,7 +388,7 @@ class Table:
         plan = plan_update(
             self.io,
             start,
-            self._head(start, branch, commit_options.get("create_branch", False)),
+            self._check_write(start, branch, commit_options),
             set_values=set,
             where=where_expr,
             cache=self._ops.manifest_cache,
@@ -426,7 +432,7 @@ class Table:
         plan = plan_merge(
             self.io,
             start,
-            self._head(start, branch, commit_options.get("create_branch", False)),
+            self._check_write(start, branch, commit_options),
             source=source_table,
             on=keys,
             clauses=clauses,
@@ -497,7 +503,7 @@ class Table:
         plan = plan_delete(
             self.io,
             start,
-            self._head(start, branch, commit_options.get("create_branch", False)),
+            self._check_write(start, branch, commit_options),
             expression,
             case_sensitive=case_sensitive,
             cache=self._ops.manifest_cache,
@@ -534,6 +540,24 @@ class Table:
             written.extend(f.file_path for f in files)
             return files + write_position_deletes(self.io, start, deletes)
 
+    def _check_write(
+        self, start: TableMetadata, branch: str, commit_options: Mapping[str, Any]
+    ) -> Snapshot | None:
+        """The head of ``branch`` a write starts from, once its commit options are checked:
+        run before a write's first file, so that bad input (an unknown option, ``app_id``
+        without ``app_version``, a branch that does not exist) fails with a typed error and
+        leaves nothing behind, not even a data file."""
+        unknown = sorted(set(commit_options) - _COMMIT_OPTIONS)
+        if unknown:
+            raise ValidationError(
+                f"unknown write option{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))}; a write takes "
+                f"{', '.join(sorted(_COMMIT_OPTIONS))}"
+            )
+        if (commit_options.get("app_id") is None) != (commit_options.get("app_version") is None):
+            raise ValidationError("app_id and app_version go together")
+        return self._head(start, branch, bool(commit_options.get("create_branch", False)))
+
     def _head(self, metadata: TableMetadata, branch: str, create: bool = False) -> Snapshot | None:
         return start_of(metadata, branch, create=create, table=self.name)
 
@@ -555,9 +579,11 @@ class Table:
         snapshot_properties: Mapping[str, str] | None = None,
         create_branch: bool = False,
     ) -> Intent:
-        if (app_id is None) != (app_version is None):
-            raise ValidationError("app_id and app_version go together")
-        head = self._head(start, branch, create_branch)
+        head = self._check_write(
+            start,
+            branch,
+            {"app_id": app_id, "app_version": app_version, "create_branch": create_branch},
+        )
         return Intent(
             kind=kind,
             branch=branch,

@@ -371,6 +371,42 @@ def test_an_update_that_fails_after_writing_rewritten_rows_leaves_no_file_behind
         assert set(files_under(catalog, table.location)) == files_before - {planned[-1]}
 
 
+WRITES_WITH_OPTIONS = {
+    "append": lambda t, **o: t.append(rows(range(50, 52), "eu"), **o),
+    "overwrite": lambda t, **o: t.overwrite(rows(range(50, 52), "eu"), "id = 1", **o),
+    "dynamic overwrite": lambda t, **o: t.dynamic_partition_overwrite(rows([7], "eu"), **o),
+    "delete": lambda t, **o: t.delete("id = 1", **o),
+    "update": lambda t, **o: t.update({"amount": 0.0}, "id = 1", **o),
+    "merge": lambda t, **o: t.merge(rows([1, 60], "eu"), "id", when_matched_update=True, **o),
+    "upsert": lambda t, **o: t.upsert(rows([1, 61], "eu"), "id", **o),
+}
+
+
+@pytest.mark.parametrize("write", list(WRITES_WITH_OPTIONS))
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"snapshot_propertes": {"a": "b"}}, ValidationError),  # a typo
+        ({"app_id": "job"}, ValidationError),
+        ({"app_version": 3}, ValidationError),
+        ({"branch": "nope"}, NoSuchRef),
+    ],
+    ids=["unknown option", "app_id alone", "app_version alone", "unknown branch"],
+)
+def test_a_write_with_bad_options_fails_before_it_writes_a_file(
+    catalog: Catalog, table, write: str, options: dict[str, Any], error: type[Exception]
+) -> None:
+    """Every write checks its commit options and branch first: bad ones raise a typed error
+    and leave the table and its storage as they were, not even an orphan data file."""
+    table.append(rows(range(10), "eu"))
+    before = metadata_state(catalog, "db.events")
+    files_before = set(files_under(catalog, table.location))
+    with pytest.raises(error):
+        WRITES_WITH_OPTIONS[write](table, **options)
+    assert metadata_state(catalog, "db.events") == before
+    assert set(files_under(catalog, table.location)) == files_before
+
+
 def test_delete_read_bytes_counts_the_files_a_delete_would_read(table) -> None:
     """Files holding matching rows and others are read; files inside the filter are dropped
     unread, files outside it not touched; a branch is planned at its own head."""
