@@ -290,23 +290,6 @@ def test_a_rewrite_of_many_files_writes_kept_rows_as_it_goes(
     assert table.current_snapshot().summary["added-data-files"] == "4"
 
 
-def test_a_rewrite_that_fails_after_writing_kept_rows_leaves_no_file_behind(
-    catalog: Catalog, table, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for day in (1, 2, 3):
-        table.append(rows(range(day * 10, day * 10 + 10), "eu", day))
-    planned = [f.file_path for f in table.scan().plan_files()]
-    before = metadata_state(catalog, "db.events")
-    files_before = set(files_under(catalog, table.location))
-    table.io.delete(planned[-1])  # read last: after the other two files' kept rows are written
-    writes = kept_row_writes(monkeypatch, 1)
-    with pytest.raises(LakecatError):
-        table.delete("id IN (10, 20, 30)")
-    assert writes == [1, 1]
-    assert metadata_state(catalog, "db.events") == before
-    assert set(files_under(catalog, table.location)) == files_before - {planned[-1]}
-
-
 def amount_by_id(t: pa.Table) -> dict[int, float]:
     got = t.to_pydict()
     return dict(zip(got["id"], got["amount"], strict=True))
@@ -347,28 +330,40 @@ def test_an_update_or_merge_of_many_files_writes_rewritten_rows_as_it_goes(
     assert (amounts[12], amounts[22], amounts[13], len(amounts)) == (-3.0, -3.0, 6.5, 30)
 
 
-def test_an_update_that_fails_after_writing_rewritten_rows_leaves_no_file_behind(
-    catalog: Catalog, table, monkeypatch: pytest.MonkeyPatch
+REWRITES = {
+    "delete": ("plan_delete", "write_kept", lambda t: t.delete("id IN (10, 20, 30)")),
+    "update": (
+        "plan_update",
+        "write_rewritten",
+        lambda t: t.update({"amount": 0.0}, "id IN (10, 20, 30)"),
+    ),
+    "merge": (
+        "plan_merge",
+        "write_rewritten",
+        lambda t: t.merge(rows(range(10, 40, 10), "eu"), "id", when_matched_update=True),
+    ),
+}
+
+
+@pytest.mark.parametrize("rewrite", list(REWRITES))
+def test_a_rewrite_that_fails_after_writing_kept_rows_leaves_no_file_behind(
+    catalog: Catalog, table, monkeypatch: pytest.MonkeyPatch, rewrite: str
 ) -> None:
+    """A copy-on-write delete, update or merge whose third file cannot be read, after the
+    first two files' rows were written out: the error, and neither a commit nor a file."""
     for day in (1, 2, 3):
         table.append(rows(range(day * 10, day * 10 + 10), "eu", day))
     planned = [f.file_path for f in table.scan().plan_files()]
     before = metadata_state(catalog, "db.events")
     files_before = set(files_under(catalog, table.location))
     table.io.delete(planned[-1])  # read last: after the other two files' rows are written
-    for planner, change in (
-        ("plan_update", lambda: table.update({"amount": 0.0}, "id IN (10, 20, 30)")),
-        (
-            "plan_merge",
-            lambda: table.merge(rows(range(10, 40, 10), "eu"), "id", when_matched_update=True),
-        ),
-    ):
-        writes = kept_row_writes(monkeypatch, 1, planner, "write_rewritten")
-        with pytest.raises(LakecatError):
-            change()
-        assert writes == [1, 1], planner
-        assert metadata_state(catalog, "db.events") == before
-        assert set(files_under(catalog, table.location)) == files_before - {planned[-1]}
+    planner, writer, change = REWRITES[rewrite]
+    writes = kept_row_writes(monkeypatch, 1, planner, writer)
+    with pytest.raises(LakecatError):
+        change(table)
+    assert writes == [1, 1]
+    assert metadata_state(catalog, "db.events") == before
+    assert set(files_under(catalog, table.location)) == files_before - {planned[-1]}
 
 
 WRITES_WITH_OPTIONS = {
