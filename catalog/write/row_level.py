@@ -2,10 +2,11 @@
 
 Both plan against the snapshot the operation starts from: the files that may hold the rows
 they touch are read, one at a time, and the touched rows are changed. Copy-on-write rewrites
-every file with a change whole (unchanged rows included; written out as it goes past
-:data:`~lakecat.catalog.write.row_ops.KEPT_ROWS_FLUSH_BYTES`) and removes it; merge-on-read
+every file with a change whole (unchanged rows included) and removes it; merge-on-read
 (:mod:`lakecat.catalog.write.merge_on_read`) keeps it, deletes the touched rows by position and
-writes their new versions to new files. Files that were read and kept count as *read* for the
+writes their new versions to new files. The rows to write are written out as they go past
+:data:`~lakecat.catalog.write.row_ops.KEPT_ROWS_FLUSH_BYTES`, so memory does not grow with the
+number of files. Files that were read and kept count as *read* for the
 conflict checks. MERGE's read filter covers the source's keys, so the insert
 side counts as a read: two concurrent upserts of the same new key cannot both commit.
 
@@ -67,8 +68,8 @@ class RowLevelPlan:
     # the rows to write in place of removed files (merge-on-read: the changed rows' new
     # versions), not yet written
     rewritten_rows: list[pa.Table] = field(default_factory=list)
-    # copy-on-write: data files of rewritten rows already written (``write_rewritten``); the
-    # caller commits them or, on a failure, deletes them
+    # data files of rewritten rows already written (``write_rewritten``); the caller commits
+    # them or, on a failure, deletes them
     rewritten_files: list[DataFile] = field(default_factory=list)
     inserted_rows: list[pa.Table] = field(default_factory=list)
     read_files: list[str] = field(default_factory=list)
@@ -102,8 +103,9 @@ def plan_update(
 ) -> RowLevelPlan:
     """The files an update of the rows matching ``where`` rewrites (copy-on-write) or deletes
     rows of by position (merge-on-read), and the rows it writes. ``write_rewritten``: as
-    :func:`~lakecat.catalog.write.row_ops.plan_delete`'s ``write_kept``, for the rows of
-    rewritten files (copy-on-write), into ``rewritten_files``."""
+    :func:`~lakecat.catalog.write.row_ops.plan_delete`'s ``write_kept``, for the rows it
+    writes (copy-on-write, the rows of the rewritten files; merge-on-read, the new versions
+    of the changed rows), into ``rewritten_files``."""
     schema = metadata.schema()
     if not set_values:
         raise ValidationError("update needs at least one column to set")
@@ -123,7 +125,7 @@ def plan_update(
     rows_schema = scan.projected  # v3: with the row lineage the rewritten rows keep
     scanned = scan.plan()
     with deleted_on_error(io) as written:
-        rewritten = HeldRows(None if merge_on_read else write_rewritten, written)
+        rewritten = HeldRows(_rows_writer(write_rewritten, merge_on_read), written)
         for f in scanned.files:
             position = _POSITION if merge_on_read else None
             rows = scan.live_rows(f, scanned, position_column=position)
@@ -171,6 +173,15 @@ def _rewrite_scan(
         columns=rewrite_columns(metadata),
         manifest_cache=cache,
     )
+
+
+def _rows_writer(write: KeptRowsWriter | None, merge_on_read: bool) -> KeptRowsWriter | None:
+    """How held rows are written out: copy-on-write, each rewritten file's rows as a table of
+    their own (a new file for each file rewritten); merge-on-read, the new versions of rows
+    from many files combined (as :func:`_combine_new_versions` does at the end)."""
+    if write is None or not merge_on_read:
+        return write
+    return lambda rows: write([pa.concat_tables(rows)])
 
 
 def _combine_new_versions(plan: RowLevelPlan) -> None:
@@ -271,7 +282,7 @@ def plan_merge(
         rows_schema = scan.projected  # v3: with the row lineage the rewritten rows keep
         scanned = scan.plan()
         with deleted_on_error(io) as written:
-            rewritten = HeldRows(None if merge_on_read else write_rewritten, written)
+            rewritten = HeldRows(_rows_writer(write_rewritten, merge_on_read), written)
             for f in scanned.files:
                 position = _POSITION if merge_on_read else None
                 rows = scan.live_rows(f, scanned, position_column=position)

@@ -298,8 +298,9 @@ def amount_by_id(t: pa.Table) -> dict[int, float]:
 def test_an_update_or_merge_of_many_files_writes_rewritten_rows_as_it_goes(
     catalog: Catalog, table, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Copy-on-write, an update or merge writes each rewritten file's rows out once those held
-    pass the bound; merge-on-read writes only the new versions, at the end."""
+    """Past the bound, an update or merge writes what it holds before it reads the next file:
+    copy-on-write each rewritten file's rows, merge-on-read the changed rows' new versions;
+    below it, at the end."""
     for day in (1, 2, 3):
         table.append(rows(range(day * 10, day * 10 + 10), "eu", day))
     writes = kept_row_writes(monkeypatch, 1, "plan_update", "write_rewritten")
@@ -324,10 +325,16 @@ def test_an_update_or_merge_of_many_files_writes_rewritten_rows_as_it_goes(
     writes = kept_row_writes(monkeypatch, 1, "plan_update", "write_rewritten")
     table.update({"amount": -3.0}, "id IN (12, 22, 32)")
     writes_of_merge = kept_row_writes(monkeypatch, 1, "plan_merge", "write_rewritten")
-    table.merge(source.drop_columns(["ts"]), "id", when_matched_update=True)
-    assert (writes, writes_of_merge) == ([], [])
+    table.merge(source.drop_columns(["ts"]).slice(0, 2), "id", when_matched_update=True)
+    assert (writes, writes_of_merge) == ([1, 1, 1], [1, 1])
+    writes = kept_row_writes(monkeypatch, 1 << 30, "plan_update", "write_rewritten")
+    table.update({"amount": -4.0}, "id IN (13, 23)")
+    assert writes == []
     amounts = amount_by_id(table.to_arrow())
-    assert (amounts[12], amounts[22], amounts[13], len(amounts)) == (-3.0, -3.0, 6.5, 30)
+    assert len(amounts) == 30
+    assert (amounts[12], amounts[22], amounts[13], amounts[33]) == (-3.0, -3.0, -4.0, 16.5)
+    assert (amounts[11], amounts[31], amounts[14]) == (-2.0, -2.0, 7.0)
+    assert table.current_snapshot().summary["added-delete-files"] == "2"
 
 
 REWRITES = {
