@@ -6,12 +6,18 @@ whenever those it holds reach ``KEPT_ROWS_FLUSH_BYTES`` (256 MiB of Arrow data,
 ``catalog/write/row_ops.py``), its memory is about one file plus that bound; before, it held
 every kept row until the end.
 
-This script builds one table of ``--files`` data files of ``--rows`` rows each, then runs, each
-in a fresh child process, a ``delete`` and an ``update`` of one row per file (so every file is
-rewritten) with the bound as shipped and with it lifted (``2**62``: every kept row held, as
+This script builds a table of ``--files`` data files of ``--rows`` rows each, and the same
+rows in a table whose updates are merge-on-read, then runs, each in a fresh child process and
+on a branch of its own made from the same snapshot (so every run starts from the same table):
+
+* a copy-on-write ``delete`` and ``update`` of one row in each file (every file rewritten: the
+  bound applies to the files' other rows);
+* a merge-on-read ``update`` of every row (the bound applies to the rows' new versions);
+
+each with the bound as shipped and with it lifted (``2**62``: every row held to the end, as
 before), alternating the order each round. Reported per operation and setting: the child's
-peak RSS growth over its RSS after loading the table (``resource.getrusage``, MiB) and seconds,
-as medians (min-max) with the per-round ratios bounded / unbounded.
+peak RSS growth over its RSS after loading the table (``resource.getrusage``, MiB) and
+seconds, as medians (min-max), with the per-round ratios bounded / unbounded.
 """
 
 from __future__ import annotations
@@ -29,6 +35,18 @@ from common import Report, base_parser, lakecat_catalog, median, sqlite_url, wor
 
 MIB = 1 << 20
 UNBOUNDED = str(2**62)
+OPERATIONS = ("delete", "update", "update, merge-on-read")
+
+
+def check(op: str, summary: dict[str, str], files: int, per_file: int) -> None:
+    """That the run changed what it was meant to: every file rewritten (copy-on-write), or
+    every row given a new version (merge-on-read)."""
+    if op == "update, merge-on-read":
+        assert int(summary["added-records"]) == files * per_file, summary
+        assert summary.get("deleted-data-files", "0") == "0", summary
+    else:
+        assert int(summary["deleted-data-files"]) == files, summary
+
 
 CHILD = textwrap.dedent(
     """
@@ -36,22 +54,22 @@ CHILD = textwrap.dedent(
     from lakecat.catalog import Catalog
     from lakecat.catalog.write import row_ops
 
-    uri, warehouse, op, bound, ids = sys.argv[1:6]
+    uri, warehouse, op, bound, condition, branch = sys.argv[1:7]
     if bound != "default":
         row_ops.KEPT_ROWS_FLUSH_BYTES = int(bound)
     catalog = Catalog(uri, warehouse=warehouse)
-    table = catalog.load_table("bench.wide")
+    table = catalog.load_table("bench.wide_mor" if op == "update, merge-on-read" else "bench.wide")
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     started = time.perf_counter()
     if op == "delete":
-        table.delete(f"id IN ({ids})")
+        result = table.delete(condition, branch=branch, create_branch=True)
     else:
-        table.update({"amount": -1.0}, f"id IN ({ids})")
+        result = table.update({"amount": -1.0}, condition, branch=branch, create_branch=True)
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    summary = table.current_snapshot().summary
+    summary = table.snapshot(result.snapshot_id).summary
     print(json.dumps({"baseline": baseline, "peak": peak, "seconds": seconds,
-                      "rewritten": int(summary["deleted-data-files"])}))
+                      "summary": dict(summary)}))
     """
 )
 # Linux carries a process's peak RSS over an exec: a child started straight from this process
@@ -71,9 +89,9 @@ def file_rows(first: int, count: int) -> pa.Table:
     )
 
 
-def build(catalog: Any, files: int, per_file: int) -> int:
+def build(catalog: Any, name: str, files: int, per_file: int, properties: dict[str, str]) -> int:
     """One append per file (one data file each); the Arrow bytes of the whole table."""
-    table = catalog.create_table("bench.wide", file_rows(0, 1).schema)
+    table = catalog.create_table(f"bench.{name}", file_rows(0, 1).schema, properties=properties)
     total = 0
     for i in range(files):
         data = file_rows(i * per_file, per_file)
@@ -82,8 +100,10 @@ def build(catalog: Any, files: int, per_file: int) -> int:
     return total
 
 
-def run_child(uri: str, warehouse: str, op: str, bound: str, ids: list[int]) -> dict[str, Any]:
-    child = [sys.executable, "-c", CHILD, uri, warehouse, op, bound, ", ".join(map(str, ids))]
+def run_child(
+    uri: str, warehouse: str, op: str, bound: str, condition: str, branch: str
+) -> dict[str, Any]:
+    child = [sys.executable, "-c", CHILD, uri, warehouse, op, bound, condition, branch]
     done = subprocess.run(
         [sys.executable, "-c", LAUNCHER, *child],
         capture_output=True,
@@ -109,7 +129,10 @@ def main() -> None:
     bound = (
         "default" if args.bound_mib is None and not args.quick else str((args.bound_mib or 1) * MIB)
     )
-    label = "256 MiB bound" if bound == "default" else f"{int(bound) // MIB} MiB bound"
+    from lakecat.catalog.write.row_ops import KEPT_ROWS_FLUSH_BYTES
+
+    bound_bytes = KEPT_ROWS_FLUSH_BYTES if bound == "default" else int(bound)
+    label = f"{bound_bytes // MIB} MiB bound"
     report = Report(
         "bench_rewrite_memory", {**vars(args), "files": files, "rows": per_file, "repeats": repeats}
     )
@@ -119,31 +142,37 @@ def main() -> None:
         catalog = lakecat_catalog(uri, warehouse)
         catalog.create_namespace("bench")
         started = time.monotonic()
-        arrow_bytes = build(catalog, files, per_file)
+        arrow_bytes = build(catalog, "wide", files, per_file, {})
+        build(catalog, "wide_mor", files, per_file, {"write.update.mode": "merge-on-read"})
         catalog.close()
         report.note(
-            f"table: {files} files x {per_file:,} rows, {arrow_bytes / MIB:,.0f} MiB of Arrow "
-            f"data, built in {time.monotonic() - started:.0f} s"
+            f"tables: {files} files x {per_file:,} rows, {arrow_bytes / MIB:,.0f} MiB of Arrow "
+            f"data each, built in {time.monotonic() - started:.0f} s"
         )
+        one_per_file = ", ".join(str(f * per_file + per_file // 2) for f in range(files))
+        conditions = {
+            "delete": f"id IN ({one_per_file})",
+            "update": f"id IN ({one_per_file})",
+            "update, merge-on-read": "id >= 0",
+        }
         results: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        offset = 0
+        runs = 0
         for r in range(repeats):
-            for k, op in enumerate(("delete", "update")):
+            for k, op in enumerate(OPERATIONS):
                 bounds = (bound, UNBOUNDED) if (r + k) % 2 == 0 else (UNBOUNDED, bound)
                 for setting in bounds:
-                    # one row per file, a different one each run (a delete removes it)
-                    ids = [f * per_file + offset for f in range(files)]
-                    offset += 1
-                    got = run_child(uri, warehouse, op, setting, ids)
-                    assert got["rewritten"] == files, got
+                    runs += 1
+                    got = run_child(uri, warehouse, op, setting, conditions[op], f"run-{runs}")
+                    check(op, got["summary"], files, per_file)
                     results.setdefault((op, setting), []).append(got)
         body = []
-        for op in ("delete", "update"):
+        for op in OPERATIONS:
             bounded, unbounded = results[(op, bound)], results[(op, UNBOUNDED)]
             growth = [
-                [(x["peak"] - x["baseline"]) / MIB for x in runs] for runs in (bounded, unbounded)
+                [(x["peak"] - x["baseline"]) / MIB for x in series]
+                for series in (bounded, unbounded)
             ]
-            seconds = [[x["seconds"] for x in runs] for runs in (bounded, unbounded)]
+            seconds = [[x["seconds"] for x in series] for series in (bounded, unbounded)]
             memory_ratio = [b / u for b, u in zip(growth[0], growth[1], strict=True)]
             time_ratio = [b / u for b, u in zip(seconds[0], seconds[1], strict=True)]
             for kept, g, s in (
@@ -159,8 +188,8 @@ def main() -> None:
                     ]
                 )
             report.target(
-                f"{op} of one row in each of {files} files: peak RSS growth with the bound "
-                "below that of holding every kept row",
+                f"{op} ({conditions[op] if op.endswith('read') else 'one row per file'}, "
+                f"{files} files): peak RSS growth with the bound below that of holding every row",
                 max(memory_ratio) < 1.0,
                 f"{median(memory_ratio):.2f}x ({min(memory_ratio):.2f}-{max(memory_ratio):.2f}x); "
                 f"time {median(time_ratio):.2f}x ({min(time_ratio):.2f}-{max(time_ratio):.2f}x)",
