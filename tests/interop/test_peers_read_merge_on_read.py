@@ -32,6 +32,7 @@ from peers import (
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.maintenance import rewrite_data_files
+from lakecat.catalog.write import row_ops
 
 pytestmark = pytest.mark.interop
 
@@ -99,8 +100,10 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Table
 
 @pytest.fixture(scope="module")
 def rewritten(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Table]]:
-    """v3 tables whose rows moved: copy-on-write changes and a compaction; and a v2 table with
-    position deletes upgraded to v3, then changed merge-on-read."""
+    """v3 tables whose rows moved: copy-on-write changes and a compaction; a v2 table with
+    position deletes upgraded to v3, then changed merge-on-read; and a table whose changes
+    wrote the rows they held before reading each next file (a bound of one byte on
+    ``KEPT_ROWS_FLUSH_BYTES``), copy-on-write, then merge-on-read."""
     require_peers()
     root: Path = tmp_path_factory.mktemp("v3-peers")
     with Catalog.embedded(root) as catalog:
@@ -120,7 +123,24 @@ def rewritten(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Ta
         up.delete("id = 30")  # a DV holding the v2 position deletes too
         up.update({"note": "updated"}, "id = 31")
         up.append(batch(range(60, 70)))
-        yield {"v3 copy-on-write": cow.refresh(), "upgraded": up.refresh()}
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(row_ops, "KEPT_ROWS_FLUSH_BYTES", 1)
+            flushed = catalog.create_table(
+                "db.flushed", SCHEMA, partition_by=["cat"], properties={"format-version": "3"}
+            )
+            for start in (0, 50, 100):
+                flushed.append(batch(range(start, start + 50)))
+            flushed.delete("id IN (3, 53, 103)")
+            flushed.update({"note": "updated"}, "id IN (4, 54, 104)")
+            flushed.upsert(batch([5, 55, 105, 900], "upserted"), on="id")
+            flushed.set_properties(MOR)
+            flushed.update({"note": "mor"}, "id IN (6, 56, 106)")
+            flushed.merge(batch([7, 57, 107], "merged"), on="id", when_matched_update=True)
+        yield {
+            "v3 copy-on-write": cow.refresh(),
+            "upgraded": up.refresh(),
+            "written as they go": flushed.refresh(),
+        }
 
 
 def lakecat_rows(tables: dict[str, Table], key: list[Any]) -> list[list[Any]]:
@@ -160,7 +180,7 @@ def test_iceberg_java_reads_the_row_lineage_lakecat_wrote(
     tables: dict[str, Table], rewritten: dict[str, Table]
 ) -> None:
     v3 = {k: t for k, t in {**tables, **rewritten}.items() if t.metadata.format_version == 3}
-    assert len(v3) == 4
+    assert len(v3) == 5
     for key, t in rewritten.items():
         assert canonical_rows(t.to_arrow(), COLUMNS), key
     answers = read_rows("spark", snapshot_jobs(v3, columns=LINEAGE))
@@ -182,3 +202,19 @@ def test_pyiceberg_and_duckdb_read_the_rewritten_v3_tables_as_lakecat_does(
     rewritten: dict[str, Table], peer: str
 ) -> None:
     assert rows_misread(peer, rewritten, COLUMNS) == []
+
+
+def test_the_table_whose_changes_wrote_as_they_went_holds_the_expected_rows(
+    rewritten: dict[str, Table],
+) -> None:
+    t = rewritten["written as they go"]
+    got = {r[0]: r[2] for r in canonical_rows(t.to_arrow(), COLUMNS)}
+    assert set(got) == {*range(150), 900} - {3, 53, 103}
+    notes = {
+        **{i: "updated" for i in (4, 54, 104)},
+        **{i: "upserted" for i in (5, 55, 105, 900)},
+        **{i: "mor" for i in (6, 56, 106)},
+        **{i: "merged" for i in (7, 57, 107)},
+    }
+    assert {i: n for i, n in got.items() if not n.startswith("n")} == notes
+    assert t.scan().plan().deletes  # the merge-on-read changes left deletion vectors
