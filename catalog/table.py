@@ -58,7 +58,7 @@ from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.new_table import requested_format_version
 from lakecat.metadata.table.replace import Replacement, replacement_updates
 from lakecat.metadata.table.schema_evolution import SchemaUpdate
-from lakecat.metadata.table.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
+from lakecat.metadata.table.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef, user_summary
 from lakecat.metadata.table.sorting import SortOrder
 from lakecat.metadata.table.spec_evolution import SpecUpdate
 from lakecat.metadata.table.table_metadata import TableMetadata
@@ -554,8 +554,16 @@ class Table:
                 f"{', '.join(map(repr, unknown))}; a write takes "
                 f"{', '.join(sorted(_COMMIT_OPTIONS))}"
             )
-        if (commit_options.get("app_id") is None) != (commit_options.get("app_version") is None):
+        app_id, app_version = commit_options.get("app_id"), commit_options.get("app_version")
+        if (app_id is None) != (app_version is None):
             raise ValidationError("app_id and app_version go together")
+        if app_id is not None and (not isinstance(app_id, str) or not app_id):
+            raise ValidationError(f"app_id is a non-empty string, not {app_id!r}")
+        if app_version is not None and (
+            not isinstance(app_version, int) or isinstance(app_version, bool)
+        ):
+            raise ValidationError(f"app_version is an integer, not {app_version!r}")
+        user_summary(commit_options.get("snapshot_properties"))
         return self._head(start, branch, bool(commit_options.get("create_branch", False)))
 
     def _head(self, metadata: TableMetadata, branch: str, create: bool = False) -> Snapshot | None:
@@ -582,7 +590,12 @@ class Table:
         head = self._check_write(
             start,
             branch,
-            {"app_id": app_id, "app_version": app_version, "create_branch": create_branch},
+            {
+                "app_id": app_id,
+                "app_version": app_version,
+                "create_branch": create_branch,
+                "snapshot_properties": snapshot_properties,
+            },
         )
         return Intent(
             kind=kind,
@@ -598,7 +611,7 @@ class Table:
             app_id=app_id,
             app_version=app_version,
             skip_if_committed=skip_if_committed,
-            extra_summary=tuple(sorted((snapshot_properties or {}).items())),
+            extra_summary=user_summary(snapshot_properties),
             keeps_row_lineage=True,  # rewrites read and write the rows' lineage (row_ops)
         )
 

@@ -24,6 +24,7 @@ from lakecat.metadata.table.snapshots import (
     REPLACE,
     Snapshot,
     SnapshotRef,
+    user_summary,
 )
 from lakecat.metadata.table.sorting import (
     SortField,
@@ -60,5 +61,6 @@ __all__ = [
     "replaced",
     "schema_for",
     "snapshot_at",
+    "user_summary",
     "write_metadata",
 ]

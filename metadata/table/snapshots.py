@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 import orjson
 
+from lakecat.metadata.errors import ValidationError
+
 RefType = Literal["branch", "tag"]
 MAIN_BRANCH = "main"
 
@@ -17,6 +19,69 @@ REPLACE = "replace"
 OVERWRITE = "overwrite"
 DELETE = "delete"
 OPERATIONS = (APPEND, REPLACE, OVERWRITE, DELETE)
+
+# Summary keys a writer computes: the operation and Iceberg's counts (SnapshotSummary). A
+# snapshot property a user gives may not set one (a wrong count misleads every reader; an
+# operation other engines do not know makes the table unreadable to them), nor a partition
+# summary (``partitions.*``) or a key of lakecat's own (``lakecat.*``: idempotency, commit
+# statistics, row moves).
+COMPUTED_SUMMARY_KEYS = frozenset(
+    {
+        "operation",
+        "added-data-files",
+        "deleted-data-files",
+        "total-data-files",
+        "added-delete-files",
+        "removed-delete-files",
+        "total-delete-files",
+        "added-position-delete-files",
+        "removed-position-delete-files",
+        "added-equality-delete-files",
+        "removed-equality-delete-files",
+        "added-dvs",
+        "removed-dvs",
+        "added-records",
+        "deleted-records",
+        "total-records",
+        "added-files-size",
+        "removed-files-size",
+        "total-files-size",
+        "added-position-deletes",
+        "removed-position-deletes",
+        "total-position-deletes",
+        "added-equality-deletes",
+        "removed-equality-deletes",
+        "total-equality-deletes",
+        "deleted-duplicate-files",
+        "changed-partition-count",
+        "partition-summaries-included",
+    }
+)
+RESERVED_SUMMARY_PREFIXES = ("partitions.", "lakecat.")
+
+
+def user_summary(properties: object) -> tuple[tuple[str, str], ...]:
+    """Summary entries a user gives a write (``snapshot_properties``), as sorted pairs;
+    :class:`ValidationError` for anything but a mapping of strings to strings, or for a key a
+    writer computes (:data:`COMPUTED_SUMMARY_KEYS`, :data:`RESERVED_SUMMARY_PREFIXES`)."""
+    if properties is None:
+        return ()
+    if not isinstance(properties, Mapping):
+        raise ValidationError(
+            f"snapshot properties are a mapping of strings to strings, not "
+            f"{type(properties).__name__}"
+        )
+    for key, value in properties.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ValidationError(
+                f"snapshot property {key!r}: {value!r}: keys and values are strings"
+            )
+        if key in COMPUTED_SUMMARY_KEYS or key.startswith(RESERVED_SUMMARY_PREFIXES):
+            raise ValidationError(
+                f"snapshot property {key!r} is a summary entry the writer computes; "
+                "choose another name"
+            )
+    return tuple(sorted(properties.items()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,7 +70,13 @@ from lakecat.metadata.io import FileIO, join
 from lakecat.metadata.io.fileio import deleted_on_error
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.schema import Schema, arrow_to_schema
-from lakecat.metadata.table import MAIN_BRANCH, Snapshot, TableMetadata, read_metadata
+from lakecat.metadata.table import (
+    MAIN_BRANCH,
+    Snapshot,
+    TableMetadata,
+    read_metadata,
+    user_summary,
+)
 from lakecat.spark_ext.settings import CatalogSettings
 from lakecat.spark_ext.source.planning import METADATA_LOCATION
 from lakecat.spark_ext.source.staging import (
@@ -500,12 +506,14 @@ def app_options(options: Mapping[str, str]) -> tuple[str | None, int | None]:
 
 
 def snapshot_properties(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(
-        sorted(
-            (key[len(SNAPSHOT_PROPERTY_PREFIX) :], value)
+    """The ``snapshot-property.<key>`` options as summary entries; :class:`ValidationError`
+    for a key the writer computes (``operation``, the counts, ``lakecat.*``)."""
+    return user_summary(
+        {
+            key[len(SNAPSHOT_PROPERTY_PREFIX) :]: value
             for key, value in options.items()
             if key.startswith(SNAPSHOT_PROPERTY_PREFIX)
-        )
+        }
     )
 
 

@@ -409,6 +409,53 @@ def test_a_write_with_bad_options_fails_before_it_writes_a_file(
     assert set(files_under(catalog, table.location)) == files_before
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"snapshot_properties": {"operation": "x"}},
+        {"snapshot_properties": {"total-records": "1"}},
+        {"snapshot_properties": {"lakecat.app-version": "9"}},
+        {"snapshot_properties": {"partitions.region=eu": "1"}},
+        {"snapshot_properties": [("source", "job")]},
+        {"snapshot_properties": {"source": 7}},
+        {"app_id": "job", "app_version": "7"},
+        {"app_id": "job", "app_version": True},
+        {"app_id": 7, "app_version": 1},
+    ],
+    ids=[
+        "the operation",
+        "a count",
+        "a lakecat key",
+        "a partition summary",
+        "not a mapping",
+        "a value not a string",
+        "app_version a string",
+        "app_version a bool",
+        "app_id not a string",
+    ],
+)
+def test_a_write_with_a_bad_option_value_fails_before_it_writes_a_file(
+    catalog: Catalog, table, options: dict[str, Any]
+) -> None:
+    """A snapshot property a writer computes would mislead readers (an operation that other
+    engines do not know makes the table unreadable to them); an ``app_version`` that is not
+    an integer breaks the next idempotent commit. Each is a ``ValidationError`` first."""
+    table.append(rows(range(10), "eu"))
+    before = metadata_state(catalog, "db.events")
+    files_before = set(files_under(catalog, table.location))
+    for write in ("append", "delete", "merge"):
+        with pytest.raises(ValidationError):
+            WRITES_WITH_OPTIONS[write](table, **options)
+    assert metadata_state(catalog, "db.events") == before
+    assert set(files_under(catalog, table.location)) == files_before
+
+
+def test_a_snapshot_property_of_the_users_own_lands_in_the_summary(table) -> None:
+    table.append(rows(range(3), "eu"), snapshot_properties={"source": "job-7", "wap.id": "w1"})
+    summary = table.current_snapshot().summary
+    assert (summary["source"], summary["wap.id"], summary["added-records"]) == ("job-7", "w1", "3")
+
+
 def test_delete_read_bytes_counts_the_files_a_delete_would_read(table) -> None:
     """Files holding matching rows and others are read; files inside the filter are dropped
     unread, files outside it not touched; a branch is planned at its own head."""

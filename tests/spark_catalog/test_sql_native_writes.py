@@ -88,6 +88,28 @@ def test_dataframe_writer_v2_appends_natively(lake, sales, spark) -> None:
     assert sales.refresh().current_snapshot().summary["source"] == "job-7"
 
 
+@pytest.mark.parametrize("key", ["operation", "total-records", "lakecat.app-version"])
+def test_a_snapshot_property_the_writer_computes_fails_and_commits_nothing(
+    lake, sales, spark, key: str
+) -> None:
+    """A ``snapshot-property.operation`` of ``x`` made the table unreadable to pyiceberg and
+    DuckDB (an operation they do not know); a count or a lakecat key would mislead readers."""
+    from lakecat.metadata.errors import ValidationError
+    from lakecat.spark_ext import lakecat_error
+
+    df = spark.createDataFrame([(1, "eu", 1.0)], COLUMNS)
+    df.writeTo("lake.db.sales").append()
+    before = sales.refresh().metadata_location
+
+    with pytest.raises(Exception) as raised:
+        df.writeTo("lake.db.sales").option(f"snapshot-property.{key}", "x").append()
+
+    assert isinstance(lakecat_error(raised.value), ValidationError), raised.value
+    assert key in str(lakecat_error(raised.value))
+    assert sales.refresh().metadata_location == before
+    assert rows_of(lake, "db.sales") == [(1, "eu", 1.0)]
+
+
 def test_insert_into_a_bucket_partitioned_table_is_written_natively(lake) -> None:
     """The catalog's own bucket function computes each row's bucket in Spark's write: every
     file holds the rows of one bucket, the bucket lakecat's Python transform gives them."""
