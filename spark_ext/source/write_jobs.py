@@ -66,8 +66,7 @@ from lakecat.metadata.errors import (
     ValidationError,
 )
 from lakecat.metadata.expressions import bind, parse
-from lakecat.metadata.io import FileIO, join
-from lakecat.metadata.io.fileio import deleted_on_error
+from lakecat.metadata.io import FileIO, deleted_on_error, join
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.schema import Schema, arrow_to_schema
 from lakecat.metadata.table import (
