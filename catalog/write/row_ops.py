@@ -50,15 +50,17 @@ from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.snapshots import Snapshot
 from lakecat.metadata.table.table_metadata import TableMetadata
 
-# The Arrow bytes of kept rows a rewrite holds before it writes them out (plan_delete's
-# ``write_kept``): a bound on the memory of a delete or overwrite of many partly matching files.
+# The Arrow bytes of rows a row-level change holds before it writes them out (plan_delete's
+# ``write_kept``, plan_update's and plan_merge's ``write_rewritten``): a bound on the memory of
+# a delete, overwrite, update or merge of many files.
 KEPT_ROWS_FLUSH_BYTES = 256 * 1024 * 1024
 
 KeptRowsWriter = Callable[[list[pa.Table]], list[DataFile]]
 
 
 class HeldRows:
-    """The rows a copy-on-write rewrite writes back, held until they reach
+    """The rows a row-level change writes (copy-on-write: the rows it keeps of the files it
+    rewrites; merge-on-read: the new versions of the rows it changes), held until they reach
     :data:`KEPT_ROWS_FLUSH_BYTES` and then written out by ``write`` (when given): ``rows`` are
     those not yet written, ``files`` the data files of those written, whose locations also go
     to ``written`` (a :func:`~lakecat.metadata.io.fileio.deleted_on_error` list)."""
