@@ -9,6 +9,7 @@ metadata. ``refresh()`` re-reads the catalog.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -39,7 +40,7 @@ from lakecat.catalog.write.row_level import (
     plan_merge,
     plan_update,
 )
-from lakecat.catalog.write.row_ops import partly_matching_files, plan_delete
+from lakecat.catalog.write.row_ops import KeptRowsWriter, partly_matching_files, plan_delete
 from lakecat.catalog.write.writer import Data, as_tables, conform, write_files
 from lakecat.metadata import properties as P
 from lakecat.metadata.errors import (
@@ -393,7 +394,7 @@ class Table:
             where=where_expr,
             cache=self._ops.manifest_cache,
             merge_on_read=merge_on_read(start, OpKind.UPDATE),
-            write_rewritten=lambda rows: write_files(self.io, start, rows),
+            write_rewritten=self._files_writer(start),
         )
         isolation = isolation_level(start, P.UPDATE_ISOLATION_LEVEL)
         return self._commit_plan(OpKind.UPDATE, plan, start, branch, isolation, commit_options)
@@ -439,7 +440,7 @@ class Table:
             target_filter=None if target_filter is None else to_expression(target_filter),
             cache=self._ops.manifest_cache,
             merge_on_read=merge_on_read(start, OpKind.MERGE),
-            write_rewritten=lambda rows: write_files(self.io, start, rows),
+            write_rewritten=self._files_writer(start),
         )
         isolation = isolation_level(start, P.MERGE_ISOLATION_LEVEL)
         return self._commit_plan(OpKind.MERGE, plan, start, branch, isolation, commit_options)
@@ -471,11 +472,12 @@ class Table:
     ) -> CommitResult | None:
         if not plan.changes_anything:
             return None
-        with deleted_on_error(self.io) as written:
-            written.extend(f.file_path for f in plan.rewritten_files)
-            files = plan.rewritten_files + self._write_changes(
-                start, plan.rewritten_rows + plan.inserted_rows, plan.position_deletes
-            )
+        files = self._write_changes(
+            start,
+            plan.rewritten_rows + plan.inserted_rows,
+            plan.position_deletes,
+            written_before=plan.rewritten_files,
+        )
         intent = self._intent(
             kind,
             branch,
@@ -508,15 +510,13 @@ class Table:
             case_sensitive=case_sensitive,
             cache=self._ops.manifest_cache,
             merge_on_read=merge_on_read(start, kind),
-            write_kept=lambda rows: write_files(self.io, start, rows),
+            write_kept=self._files_writer(start),
         )
         if not plan.changes_anything and not any(t.num_rows for t in new_rows):
             return None
-        with deleted_on_error(self.io) as written:
-            written.extend(f.file_path for f in plan.kept_files)
-            files = plan.kept_files + self._write_changes(
-                start, plan.kept_rows + new_rows, plan.position_deletes
-            )
+        files = self._write_changes(
+            start, plan.kept_rows + new_rows, plan.position_deletes, written_before=plan.kept_files
+        )
         intent = self._intent(
             kind,
             branch,
@@ -530,15 +530,26 @@ class Table:
         )
         return self._commit(intent, start)
 
+    def _files_writer(self, start: TableMetadata) -> KeptRowsWriter:
+        """How a row-level change's planner writes the rows it holds as it goes."""
+        return functools.partial(write_files, self.io, start)
+
     def _write_changes(
-        self, start: TableMetadata, rows: list[pa.Table], deletes: Sequence[FileDeletes]
+        self,
+        start: TableMetadata,
+        rows: list[pa.Table],
+        deletes: Sequence[FileDeletes],
+        *,
+        written_before: Sequence[DataFile] = (),
     ) -> list[DataFile]:
-        """Write the new data files and the position delete files (v3: deletion vectors) of
-        one operation; on a failure, none of them stays."""
-        files = write_files(self.io, start, rows)
+        """All the files of one operation: ``written_before`` (the data files its planner
+        wrote as it went), then its other new data files and its position delete files (v3:
+        deletion vectors); on a failure, none of them stays."""
         with deleted_on_error(self.io) as written:
+            written.extend(f.file_path for f in written_before)
+            files = write_files(self.io, start, rows)
             written.extend(f.file_path for f in files)
-            return files + write_position_deletes(self.io, start, deletes)
+            return [*written_before, *files, *write_position_deletes(self.io, start, deletes)]
 
     def _check_write(
         self, start: TableMetadata, branch: str, commit_options: Mapping[str, Any]

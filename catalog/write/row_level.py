@@ -125,7 +125,7 @@ def plan_update(
     rows_schema = scan.projected  # v3: with the row lineage the rewritten rows keep
     scanned = scan.plan()
     with deleted_on_error(io) as written:
-        rewritten = HeldRows(_rows_writer(write_rewritten, merge_on_read), written)
+        rewritten = HeldRows(write_rewritten, written, combine=merge_on_read)
         for f in scanned.files:
             position = _POSITION if merge_on_read else None
             rows = scan.live_rows(f, scanned, position_column=position)
@@ -150,8 +150,6 @@ def plan_update(
                 rewritten.add(mark_modified(updated, mask))
             del rows, mask, updated  # one file's rows at a time
     plan.rewritten_rows, plan.rewritten_files = rewritten.rows, rewritten.files
-    if merge_on_read:
-        _combine_new_versions(plan)
     return plan
 
 
@@ -173,22 +171,6 @@ def _rewrite_scan(
         columns=rewrite_columns(metadata),
         manifest_cache=cache,
     )
-
-
-def _rows_writer(write: KeptRowsWriter | None, merge_on_read: bool) -> KeptRowsWriter | None:
-    """How held rows are written out: copy-on-write, each rewritten file's rows as a table of
-    their own (a new file for each file rewritten); merge-on-read, the new versions of rows
-    from many files combined (as :func:`_combine_new_versions` does at the end)."""
-    if write is None or not merge_on_read:
-        return write
-    return lambda rows: write([pa.concat_tables(rows)])
-
-
-def _combine_new_versions(plan: RowLevelPlan) -> None:
-    """Merge-on-read: the new versions of rows from many files go to as few files as the
-    partitioning and the target size allow, not one file per file read."""
-    if len(plan.rewritten_rows) > 1:
-        plan.rewritten_rows = [pa.concat_tables(plan.rewritten_rows)]
 
 
 def _apply_set(
@@ -282,7 +264,7 @@ def plan_merge(
         rows_schema = scan.projected  # v3: with the row lineage the rewritten rows keep
         scanned = scan.plan()
         with deleted_on_error(io) as written:
-            rewritten = HeldRows(_rows_writer(write_rewritten, merge_on_read), written)
+            rewritten = HeldRows(write_rewritten, written, combine=merge_on_read)
             for f in scanned.files:
                 position = _POSITION if merge_on_read else None
                 rows = scan.live_rows(f, scanned, position_column=position)
@@ -310,8 +292,6 @@ def plan_merge(
                     rewritten.add(_rewritten_file(outside, merged, rows_schema))
                 del outside, merged  # one file's rows at a time
         plan.rewritten_rows, plan.rewritten_files = rewritten.rows, rewritten.files
-    if merge_on_read:
-        _combine_new_versions(plan)
     if clauses.not_matched_insert:
         inserts = _unmatched(source, on, matched_keys)
         if inserts.num_rows:

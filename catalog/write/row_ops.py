@@ -63,23 +63,36 @@ class HeldRows:
     rewrites; merge-on-read: the new versions of the rows it changes), held until they reach
     :data:`KEPT_ROWS_FLUSH_BYTES` and then written out by ``write`` (when given): ``rows`` are
     those not yet written, ``files`` the data files of those written, whose locations also go
-    to ``written`` (a :func:`~lakecat.metadata.io.fileio.deleted_on_error` list)."""
+    to ``written`` (a :func:`~lakecat.metadata.io.fileio.deleted_on_error` list).
 
-    def __init__(self, write: KeptRowsWriter | None, written: list[str]) -> None:
+    ``combine`` (merge-on-read): the rows added, which come from many files, are written and
+    returned as one table, so that they go to as few files as the partitioning and the target
+    file size allow, not a file for each file read."""
+
+    def __init__(
+        self, write: KeptRowsWriter | None, written: list[str], *, combine: bool = False
+    ) -> None:
         self._write = write
         self._written = written
+        self._combine = combine
         self._held = 0
-        self.rows: list[pa.Table] = []
+        self._rows: list[pa.Table] = []
         self.files: list[DataFile] = []
 
+    @property
+    def rows(self) -> list[pa.Table]:
+        if self._combine and len(self._rows) > 1:
+            self._rows = [pa.concat_tables(self._rows)]
+        return self._rows
+
     def add(self, rows: pa.Table) -> None:
-        self.rows.append(rows)
+        self._rows.append(rows)
         self._held += rows.nbytes
         if self._write is not None and self._held >= KEPT_ROWS_FLUSH_BYTES:
             files = self._write(self.rows)
             self._written.extend(f.file_path for f in files)
             self.files.extend(files)
-            self.rows, self._held = [], 0
+            self._rows, self._held = [], 0
 
 
 @dataclass
