@@ -10,6 +10,7 @@ from lakecat.metadata.expressions.evaluators import (
     InclusiveMetricsEvaluator,
     PartitionEvaluator,
     StrictMetricsEvaluator,
+    selects_whole_partitions,
     to_arrow_filter,
 )
 from lakecat.metadata.expressions.expressions import (
@@ -69,5 +70,6 @@ __all__ = [
     "parse",
     "quote_name",
     "quote_path",
+    "selects_whole_partitions",
     "to_arrow_filter",
 ]

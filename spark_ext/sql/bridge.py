@@ -52,7 +52,7 @@ from lakecat.metadata.errors import (
     ValidationError,
     ViewAlreadyExists,
 )
-from lakecat.metadata.expressions import and_, parse
+from lakecat.metadata.expressions import and_, parse, selects_whole_partitions
 from lakecat.metadata.io import join
 from lakecat.metadata.schema import arrow_to_schema
 from lakecat.metadata.table import MAIN_BRANCH, TableMetadata, read_metadata
@@ -625,17 +625,27 @@ class CatalogBridge:
         self, read_options: Mapping[str, str], predicates: Sequence[Mapping[str, Any]]
     ) -> dict[str, Any]:
         """The file-pruning filter of a read: the conjunction of the predicates Spark pushed
-        that lakecat evaluates exactly as Spark does, and which of them it holds."""
-        schema = self._view(read_options).schema
+        that lakecat evaluates exactly as Spark does, which of them it holds (``used``), and
+        which of those the pruning decides alone (``complete``: every file the filter keeps
+        holds only rows that pass them, under every partition spec the table has had, as
+        Iceberg's Spark runtime decides; a read need not test its rows against them)."""
+        view = self._view(read_options)
+        schema = view.schema
+        specs = view.metadata.partition_specs
+        partitioned = any(s.fields for s in specs)
         used: list[int] = []
+        complete: list[int] = []
         parts = []
         for index, predicate in enumerate(predicates):
             try:
-                parts.append(predicates_expression([predicate], schema))
+                expression = predicates_expression([predicate], schema)
             except UnsupportedByCatalog:
                 continue
+            parts.append(expression)
             used.append(index)
-        return {"filter": str(and_(*parts)), "used": used}
+            if partitioned and selects_whole_partitions(schema, specs, expression):
+                complete.append(index)
+        return {"filter": str(and_(*parts)), "used": used, "complete": complete}
 
     def plan_scan(
         self, read_options: Mapping[str, str], filter: str, columns: Sequence[str]

@@ -210,6 +210,54 @@ def test_a_partition_filter_prunes_files_and_explain_shows_it(lake, regions) -> 
     assert ids(lake.sql("SELECT id FROM lake.db.r WHERE region = 'us' AND id % 5 = 0")) == [10, 15]
 
 
+def row_filters(lake, query: str) -> list[str]:
+    """The filters Spark's plan of ``query`` evaluates on rows (its Filter nodes)."""
+    plan = lake.spark.sql(query)._jdf.queryExecution().executedPlan().toString()
+    return [line.strip(" +-:*") for line in plan.splitlines() if "Filter " in line]
+
+
+def test_a_filter_the_partitions_decide_is_not_evaluated_again_on_the_rows(lake, regions) -> None:
+    lake.sql("INSERT INTO lake.db.r VALUES (30, NULL)")
+    query = "SELECT id FROM lake.db.r WHERE {}"
+
+    assert row_filters(lake, query.format("region = 'us'")) == []
+    assert ids(lake.sql(query.format("region = 'us'"))) == list(range(10, 20))
+    # on null regions '<>' is not true, in Spark and in lakecat's pruning alike
+    assert row_filters(lake, query.format("region <> 'us'")) == []
+    assert ids(lake.sql(query.format("region <> 'us'"))) == [*range(10), *range(20, 30)]
+    assert ids(lake.sql(query.format("region IS NULL"))) == [30]
+    assert ids(lake.sql(query.format("region IN ('eu', 'ap') OR region IS NULL"))) == [
+        *range(10),
+        *range(20, 31),
+    ]
+    # a filter on another column is still evaluated, without the decided one
+    both = query.format("region = 'us' AND id % 5 = 0")
+    (kept,) = row_filters(lake, both)
+    assert "id" in kept and "us" not in kept
+    assert ids(lake.sql(both)) == [10, 15]
+
+
+def test_a_partition_filter_is_evaluated_on_the_rows_of_files_an_earlier_spec_wrote(
+    lake,
+) -> None:
+    table = lake.catalog.create_table("db.late", SCHEMA)
+    table.append(pa.concat_tables([batch(range(0, 3), "eu"), batch(range(3, 6), "us")]))
+    lake.sql("ALTER TABLE lake.db.late ADD PARTITION FIELD region")
+    lake.sql("INSERT INTO lake.db.late VALUES (6, 'us'), (7, 'eu')")
+    query = "SELECT id FROM lake.db.late WHERE region = 'us'"
+
+    assert ids(lake.sql(query)) == [3, 4, 5, 6]
+    assert row_filters(lake, query) != []  # the unpartitioned file holds both regions
+
+
+def test_a_row_level_operation_evaluates_a_partition_filter_on_the_rows(lake, regions) -> None:
+    lake.sql("UPDATE lake.db.r SET id = id + 100 WHERE region = 'us'")
+    lake.sql("DELETE FROM lake.db.r WHERE region = 'eu' AND id < 5")
+
+    expected = [*range(5, 10), *range(20, 30), *range(110, 120)]
+    assert ids(lake.sql("SELECT id FROM lake.db.r")) == expected
+
+
 def test_a_reused_dataframe_and_a_self_join_see_every_row(lake, regions) -> None:
     df = lake.spark.table("lake.db.r")
 

@@ -38,6 +38,7 @@ from lakecat.metadata.expressions.evaluators.partitions import (
 from lakecat.metadata.expressions.evaluators.projection import (
     inclusive_projection,
     partition_schema,
+    selects_whole_partitions,
     strict_projection,
 )
 from lakecat.metadata.expressions.evaluators.rows import (
@@ -57,6 +58,7 @@ __all__ = [
     "inclusive_projection",
     "partition_schema",
     "row_evaluator",
+    "selects_whole_partitions",
     "strict_partition_eval",
     "strict_projection",
     "to_arrow_filter",

@@ -3,7 +3,7 @@ transform, as Java's ``Projections``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -97,6 +97,23 @@ def strict_projection(schema: Schema, spec: PartitionSpec, expr: Expression) -> 
     fields of one column are combined with OR.
     """
     return _project(ensure_bound(schema, expr), _partition_sources(spec, schema), strict=True)
+
+
+def selects_whole_partitions(
+    schema: Schema, specs: Iterable[PartitionSpec], expr: Expression
+) -> bool:
+    """Whether partition values alone decide ``expr`` under every spec of ``specs``: its
+    inclusive and strict projections are the same filter, so each file, whatever spec wrote
+    it, holds either no matching row or only matching rows (Java's
+    ``ExpressionUtil.selectsPartitions``, with equality of the projections for equivalence,
+    which errs towards ``False``). A read that keeps the files whose partition values pass
+    the inclusive projection then need not test its rows against ``expr``."""
+    bound = ensure_bound(schema, expr)
+    for spec in specs:
+        sources = _partition_sources(spec, schema)
+        if _project(bound, sources, strict=False) != _project(bound, sources, strict=True):
+            return False
+    return True
 
 
 def _project(

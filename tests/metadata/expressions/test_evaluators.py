@@ -27,6 +27,7 @@ from lakecat.metadata.expressions.evaluators import (
     inclusive_projection,
     partition_schema,
     row_evaluator,
+    selects_whole_partitions,
     strict_partition_eval,
     strict_projection,
     to_arrow_filter,
@@ -743,6 +744,50 @@ def test_partition_projections_are_sound(data: list[dict[str, Any]], expr: Expre
                 assert might.eval(partition), (spec.spec_id, str(might.projected), partition)
             if must(partition):
                 assert matches, (spec.spec_id, partition)
+
+
+@PROPERTY
+@given(rows(min_size=1), expressions)
+def test_a_filter_that_selects_whole_partitions_is_decided_by_partition_values(
+    data: list[dict[str, Any]], expr: Expression
+) -> None:
+    for spec in SPECS:
+        if not selects_whole_partitions(SCHEMA, [spec], expr):
+            continue
+        might = PartitionEvaluator(spec, SCHEMA, expr)
+        for r in data:
+            assert might.eval(partition_of(spec, r)) == reference(expr, r), (spec.spec_id, r)
+
+
+@pytest.mark.parametrize(
+    ("specs", "text", "selects"),
+    [
+        ([("i", "identity")], "i = 3", True),
+        ([("i", "identity")], "i = 3 OR i IS NULL", True),
+        ([("i", "identity")], "NOT (i IN (1, 2)) AND i < 9", True),
+        ([("i", "identity"), ("s", "identity")], "i = 3 AND s >= 'a'", True),
+        ([("i", "identity")], "i = 3 OR l = 4", False),  # l is not a partition column
+        ([("l", "bucket[3]")], "l = 3", False),
+        ([("i", "truncate[10]")], "i = 3", False),
+        ([("i", "void")], "i = 3", False),
+        ([("i", "identity")], "true", True),
+        ([], "i = 3", False),  # unpartitioned
+    ],
+)
+def test_selects_whole_partitions_examples(
+    specs: list[tuple[str, str]], text: str, selects: bool
+) -> None:
+    assert selects_whole_partitions(SCHEMA, [_spec(0, *specs)], parse(text)) is selects
+
+
+def test_a_filter_selects_whole_partitions_only_under_every_spec() -> None:
+    by_identity, unpartitioned = _spec(1, ("i", "identity")), _spec(0)
+
+    assert selects_whole_partitions(SCHEMA, [by_identity], parse("i = 3"))
+    assert not selects_whole_partitions(SCHEMA, [unpartitioned, by_identity], parse("i = 3"))
+    assert not selects_whole_partitions(
+        SCHEMA, [by_identity, _spec(2, ("i", "bucket[2]"))], parse("i = 3")
+    )
 
 
 def _summaries(

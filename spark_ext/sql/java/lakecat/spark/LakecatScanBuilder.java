@@ -15,8 +15,9 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The scan builder Spark's optimizer talks to: it keeps the filters Spark pushes (those lakecat
- * reads exactly become the read's file-pruning filter; Spark still evaluates every filter on
- * the rows, so pruning can only skip files) and the columns the query needs, and builds a
+ * reads exactly become the read's file-pruning filter; Spark still evaluates on the rows every
+ * filter that the pruning does not decide alone, so pruning can only skip files) and the
+ * columns the query needs, and builds a
  * {@link LakecatScan} that reads them (through Spark's Parquet reader or the Python data
  * source). Each query gets its own
  * builder and scan, so no plan is reused between queries.
@@ -50,8 +51,23 @@ final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPus
     }
     pushed = used.toArray(new Predicate[0]);
     this.predicates = predicates;
-    return predicates; // Spark evaluates every filter on the rows; lakecat prunes files (and
-    // Spark's Parquet reader row groups) only
+    if (operation != null) {
+      return predicates; // a row-level operation's read: Spark evaluates every filter on the rows
+    }
+    // A read: Spark evaluates on the rows every filter but those the pruning decides alone
+    // (on identity partition columns under every spec, as Iceberg's runtime and Spark's own
+    // partitioned Parquet do); lakecat prunes files (and Spark's Parquet reader row groups).
+    boolean[] decided = new boolean[predicates.length];
+    for (JsonNode index : answer.get("complete")) {
+      decided[index.asInt()] = true;
+    }
+    List<Predicate> postScan = new ArrayList<>();
+    for (int i = 0; i < predicates.length; i++) {
+      if (!decided[i]) {
+        postScan.add(predicates[i]);
+      }
+    }
+    return postScan.toArray(new Predicate[0]);
   }
 
   @Override

@@ -48,8 +48,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * ParquetPartitionReaderFactory} set up as Spark's {@code ParquetScan} sets it up. Spark matches
  * Parquet columns by name, so lakecat chooses this batch only when that gives the rows lakecat
  * reads by field id (the Python side decides, {@code lakecat.spark_ext.native.scan}). The pushed
- * filters prune row groups and pages by their statistics; Spark still applies every filter to
- * the rows. A copy-on-write operation's read passes none ({@code LakecatScan.RowLevel}): it
+ * filters prune row groups and pages by their statistics; Spark still applies to the rows every
+ * filter that partition values do not decide alone. A copy-on-write operation's read passes none ({@code LakecatScan.RowLevel}): it
  * must return every row of its files.
  *
  * <p>The row id columns {@code _file} and {@code _pos} (a row-level operation's read, or a query
