@@ -556,8 +556,8 @@ class Table:
     ) -> Snapshot | None:
         """The head of ``branch`` a write starts from, once its commit options are checked:
         run before a write's first file, so that bad input (an unknown option, ``app_id``
-        without ``app_version``, a branch that does not exist) fails with a typed error and
-        leaves nothing behind, not even a data file."""
+        without ``app_version``, a flag that is not a bool, a branch that does not exist)
+        fails with a typed error and leaves nothing behind, not even a data file."""
         unknown = sorted(set(commit_options) - _COMMIT_OPTIONS)
         if unknown:
             raise ValidationError(
@@ -574,6 +574,10 @@ class Table:
             not isinstance(app_version, int) or isinstance(app_version, bool)
         ):
             raise ValidationError(f"app_version is an integer, not {app_version!r}")
+        for flag in ("create_branch", "skip_if_committed"):
+            value = commit_options.get(flag, False)
+            if not isinstance(value, bool):  # "false" would count as true
+                raise ValidationError(f"{flag} is True or False, not {value!r}")
         user_summary(commit_options.get("snapshot_properties"))
         return self._head(start, branch, bool(commit_options.get("create_branch", False)))
 

@@ -421,6 +421,8 @@ def test_a_write_with_bad_options_fails_before_it_writes_a_file(
         {"app_id": "job", "app_version": "7"},
         {"app_id": "job", "app_version": True},
         {"app_id": 7, "app_version": 1},
+        {"create_branch": "no"},
+        {"app_id": "job", "app_version": 1, "skip_if_committed": "false"},
     ],
     ids=[
         "the operation",
@@ -432,6 +434,8 @@ def test_a_write_with_bad_options_fails_before_it_writes_a_file(
         "app_version a string",
         "app_version a bool",
         "app_id not a string",
+        "create_branch a string",
+        "skip_if_committed a string",
     ],
 )
 def test_a_write_with_a_bad_option_value_fails_before_it_writes_a_file(
@@ -439,7 +443,8 @@ def test_a_write_with_a_bad_option_value_fails_before_it_writes_a_file(
 ) -> None:
     """A snapshot property a writer computes would mislead readers (an operation that other
     engines do not know makes the table unreadable to them); an ``app_version`` that is not
-    an integer breaks the next idempotent commit. Each is a ``ValidationError`` first."""
+    an integer breaks the next idempotent commit; a flag given as text (``"false"``, ``"no"``)
+    would count as true. Each is a ``ValidationError`` first."""
     table.append(rows(range(10), "eu"))
     before = metadata_state(catalog, "db.events")
     files_before = set(files_under(catalog, table.location))
