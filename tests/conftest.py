@@ -97,6 +97,23 @@ def python_sigint_handler() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def spark_on_loopback() -> Iterator[None]:
+    """Every Spark a test starts binds to 127.0.0.1: the peer engines' (Iceberg Java's
+    session, read_all.sh's readers), whose configuration is not the suite's, take Spark's
+    address from ``SPARK_LOCAL_IP`` and would otherwise listen on the host's network address
+    (this host name resolves to loopback, so Spark picks another interface's)."""
+    previous = os.environ.get("SPARK_LOCAL_IP")
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["SPARK_LOCAL_IP"]
+        else:
+            os.environ["SPARK_LOCAL_IP"] = previous
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     """A SQLAlchemy URL to a new SQLite file."""

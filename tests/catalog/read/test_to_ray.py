@@ -13,7 +13,6 @@ Token authentication stays on, with a token made for the run (nothing written to
 from __future__ import annotations
 
 import importlib.util
-import ipaddress
 import os
 import secrets
 import sys
@@ -21,11 +20,11 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from listening import descendants, is_loopback, listening_addresses
 
 from lakecat.catalog import Catalog, Table
 from lakecat.catalog.read import Scan
@@ -125,11 +124,11 @@ def assert_same_rows(node: RayNode, scan: Scan, **options: Any) -> pa.Table:
 def test_ray_starts_in_seconds_and_listens_on_loopback_only(ray_node: RayNode) -> None:
     assert ray_node.start_seconds < 30
     assert ray_node.ray.util.get_node_ip_address() == "127.0.0.1"
-    listening = _listening_addresses(_descendants(os.getpid()) | {os.getpid()})
+    listening = listening_addresses(descendants(os.getpid()) | {os.getpid()})
     if listening is None:
         pytest.skip("no /proc to list the node's sockets")
     assert listening, "Ray's processes listen on no TCP socket: the check found none"
-    assert [a for a in listening if not _loopback(a)] == []
+    assert [a for a in listening if not is_loopback(a)] == []
 
 
 def test_a_filtered_projected_partitioned_scan_reads_the_rows_to_arrow_reads(
@@ -250,58 +249,3 @@ def test_without_ray_to_ray_is_a_typed_refusal_naming_the_extra(
     t = catalog.create_table("db.t", SCHEMA)
     with pytest.raises(UnsupportedFeature, match=r"lakecat\[ray\]"):
         t.scan().to_ray()
-
-
-# ---- which addresses the node's processes listen on -----------------------------------------
-def _descendants(pid: int) -> set[int]:
-    children: dict[int, set[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # a process that ended meanwhile
-        children.setdefault(int(fields[1]), set()).add(int(stat.parent.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
-
-
-def _listening_addresses(
-    pids: set[int],
-) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address] | None:
-    """The local addresses of the TCP sockets in LISTEN state that ``pids`` hold."""
-    tables = [Path("/proc/net/tcp"), Path("/proc/net/tcp6")]
-    if not tables[0].exists():
-        return None
-    inodes: set[str] = set()
-    for pid in pids:
-        try:
-            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
-        except OSError:
-            continue
-        inodes |= {link[8:-1] for link in links if link.startswith("socket:[")}
-    found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
-    for table in tables:
-        if not table.exists():
-            continue
-        for line in table.read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
-                found.append(_address(fields[1].split(":")[0]))
-    return found
-
-
-def _address(hex_address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    raw = bytes.fromhex(hex_address)  # 32-bit words in host order (little-endian here)
-    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
-    return ipaddress.ip_address(words)
-
-
-def _loopback(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    mapped = getattr(address, "ipv4_mapped", None)
-    return address.is_loopback or (mapped is not None and mapped.is_loopback)
