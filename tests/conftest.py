@@ -103,15 +103,9 @@ def spark_on_loopback() -> Iterator[None]:
     session, read_all.sh's readers), whose configuration is not the suite's, take Spark's
     address from ``SPARK_LOCAL_IP`` and would otherwise listen on the host's network address
     (this host name resolves to loopback, so Spark picks another interface's)."""
-    previous = os.environ.get("SPARK_LOCAL_IP")
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
         yield
-    finally:
-        if previous is None:
-            del os.environ["SPARK_LOCAL_IP"]
-        else:
-            os.environ["SPARK_LOCAL_IP"] = previous
 
 
 @pytest.fixture
