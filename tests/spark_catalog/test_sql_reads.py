@@ -237,6 +237,23 @@ def test_a_filter_the_partitions_decide_is_not_evaluated_again_on_the_rows(lake,
     assert ids(lake.sql(both)) == [10, 15]
 
 
+def test_a_time_range_on_partition_boundaries_is_not_evaluated_again_on_the_rows(lake) -> None:
+    lake.sql("CREATE TABLE lake.db.events (id BIGINT, at TIMESTAMP) PARTITIONED BY (hours(at))")
+    lake.sql(
+        "INSERT INTO lake.db.events SELECT id, TIMESTAMP '2024-01-01 00:00:00Z' + "
+        "make_dt_interval(0, 0, id * 20) FROM range(12)"  # every 20 minutes for 4 hours
+    )
+    query = "SELECT id FROM lake.db.events WHERE at >= TIMESTAMP '{}' AND at < TIMESTAMP '{}'"
+    whole_hours = query.format("2024-01-01 01:00:00Z", "2024-01-01 03:00:00Z")
+    part_of_an_hour = query.format("2024-01-01 01:00:00Z", "2024-01-01 02:30:00Z")
+
+    assert row_filters(lake, whole_hours) == []
+    assert ids(lake.sql(whole_hours)) == [3, 4, 5, 6, 7, 8]
+    (kept,) = row_filters(lake, part_of_an_hour)  # its last hour holds rows after 02:30
+    assert "at" in kept
+    assert ids(lake.sql(part_of_an_hour)) == [3, 4, 5, 6, 7]
+
+
 def test_a_partition_filter_is_evaluated_on_the_rows_of_files_an_earlier_spec_wrote(
     lake,
 ) -> None:

@@ -36,7 +36,10 @@ from lakecat.metadata.partitioning.transforms import (
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import (
     BinaryType,
+    DateType,
     DecimalType,
+    IntegerType,
+    LongType,
     NestedField,
     PrimitiveType,
     StringType,
@@ -105,15 +108,56 @@ def selects_whole_partitions(
     """Whether partition values alone decide ``expr`` under every spec of ``specs``: its
     inclusive and strict projections are the same filter, so each file, whatever spec wrote
     it, holds either no matching row or only matching rows (Java's
-    ``ExpressionUtil.selectsPartitions``, with equality of the projections for equivalence,
-    which errs towards ``False``). A read that keeps the files whose partition values pass
-    the inclusive projection then need not test its rows against ``expr``."""
+    ``ExpressionUtil.selectsPartitions``). The projections are compared as Java's
+    ``isEquivalentTo`` does: structurally, once a strict bound on a partition value that
+    steps (a time transform's ordinal, a truncated integer) is written as the inclusive bound
+    it equals (``day > 5`` as ``day >= 6``, ``truncate10 < 20`` as ``truncate10 <= 10``), so
+    ``ts >= '2024-01-01'`` on ``days(ts)`` counts; anything else errs towards ``False``. A
+    read that keeps the files whose partition values pass the inclusive projection then need
+    not test its rows against ``expr``."""
     bound = ensure_bound(schema, expr)
     for spec in specs:
         sources = _partition_sources(spec, schema)
-        if _project(bound, sources, strict=False) != _project(bound, sources, strict=True):
+        steps = {
+            part.ref.field_id: step
+            for parts in sources.values()
+            for part in parts
+            if (step := _value_step(part)) is not None
+        }
+        inclusive = _inclusive_bounds(_project(bound, sources, strict=False), steps)
+        if inclusive != _inclusive_bounds(_project(bound, sources, strict=True), steps):
             return False
     return True
+
+
+def _value_step(part: _PartitionSource) -> int | None:
+    """The distance between neighbouring values ``part``'s transform produces, where they are
+    integers with one (``None`` elsewhere)."""
+    transform, source = part.transform, part.source_type
+    if isinstance(transform, _TIME_TRANSFORMS) and transform.can_transform(source):
+        return 1  # ordinals of years, months, days, hours
+    if isinstance(source, IntegerType | LongType | DateType):
+        if isinstance(transform, IdentityTransform):
+            return 1
+        if isinstance(transform, TruncateTransform):
+            return transform.width  # multiples of the width
+    return None
+
+
+def _inclusive_bounds(expr: Expression, steps: dict[int, int]) -> Expression:
+    """``expr`` with ``x > v`` as ``x >= v + step`` and ``x < v`` as ``x <= v - step`` on the
+    partition fields of ``steps`` (whose values are the multiples of the step, ``v`` one of
+    them as a projection makes it)."""
+    if isinstance(expr, And | Or):
+        left, right = _inclusive_bounds(expr.left, steps), _inclusive_bounds(expr.right, steps)
+        return And(left, right) if isinstance(expr, And) else Or(left, right)
+    if isinstance(expr, BoundPredicate) and expr.op in (Op.GT, Op.LT):
+        step = steps.get(expr.ref.field_id)
+        if step is not None:
+            if expr.op is Op.GT:
+                return BoundPredicate(Op.GT_EQ, expr.ref, expr.literal + step)
+            return BoundPredicate(Op.LT_EQ, expr.ref, expr.literal - step)
+    return expr
 
 
 def _project(

@@ -772,6 +772,23 @@ def test_a_filter_that_selects_whole_partitions_is_decided_by_partition_values(
         ([("i", "void")], "i = 3", False),
         ([("i", "identity")], "true", True),
         ([], "i = 3", False),  # unpartitioned
+        # ranges that start and end on a transform's boundaries decide whole partitions
+        ([("ts", "day")], "ts >= '1970-01-02T00:00:00'", True),
+        ([("ts", "day")], "ts > '1970-01-01T23:59:59.999999'", True),
+        ([("ts", "day")], "ts < '1969-12-31T00:00:00'", True),
+        ([("ts", "day")], "ts <= '1969-12-30T23:59:59.999999'", True),
+        ([("ts", "day")], "ts >= '1970-01-02T00:00:01'", False),
+        ([("ts", "day")], "ts < '1969-12-31T00:00:01'", False),
+        ([("ts", "hour")], "ts >= '1970-01-02T03:00:00' AND ts < '1970-01-02T05:00:00'", True),
+        ([("ts", "hour")], "ts >= '1970-01-02T03:00:00' AND ts < '1970-01-02T05:30:00'", False),
+        ([("tz", "month")], "tz >= '1969-12-01T00:00:00+00:00'", True),
+        ([("dt", "year")], "dt < '1971-01-01'", True),
+        ([("dt", "year")], "dt < '1971-01-02'", False),
+        ([("i", "truncate[10]")], "i >= 20", True),
+        ([("i", "truncate[10]")], "i > -11", True),
+        ([("i", "truncate[10]")], "i < 20", True),
+        ([("i", "truncate[10]")], "i <= 20", False),
+        ([("i", "truncate[10]")], "i >= 15", False),
     ],
 )
 def test_selects_whole_partitions_examples(
