@@ -17,16 +17,26 @@ def union_fields(
 ) -> list[tuple[str, PartitionField]]:
     """The fields of the partition type over all ``specs``, by field id: those whose source
     column the current (newest) schema has, each with the newest spec's name and a non-void
-    use of the field (a field one spec dropped as ``void`` keeps its transform)."""
+    use of the field (a field one spec dropped as ``void`` keeps its transform).
+
+    Names are unique: where a newer spec gave a dropped field's name to another field
+    (``REPLACE PARTITION FIELD bucket(4, id) WITH bucket(8, id) AS id_bucket``), the older
+    field is named ``<name>_<field id>``, as format v1 renames the fields it drops (Iceberg
+    Java builds a struct with the name twice, whose metadata tables then fail)."""
     current = max(schemas, key=lambda s: s.schema_id)
     chosen: dict[int, tuple[str, PartitionField]] = {}
+    taken: set[str] = set()
     for spec in sorted(specs, key=lambda s: s.spec_id, reverse=True):
         for p in spec.fields:
             if not current.has_field(p.source_id):
                 continue
             known = chosen.get(p.field_id)
             if known is None:
-                chosen[p.field_id] = (p.name, p)
+                name = p.name
+                while name in taken:
+                    name = f"{name}_{p.field_id}"
+                taken.add(name)
+                chosen[p.field_id] = (name, p)
             elif known[1].transform == "void" and p.transform != "void":
                 chosen[p.field_id] = (known[0], p)
     return [chosen[field_id] for field_id in sorted(chosen)]

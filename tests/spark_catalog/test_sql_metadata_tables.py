@@ -26,6 +26,8 @@ from lakecat.catalog.engine import Scan
 from lakecat.catalog.maintenance import rewrite_data_files
 from lakecat.metadata.io import LocalFileIO
 from lakecat.metadata.manifests import Content, DataFile, read_manifest, read_manifest_list
+from lakecat.metadata.partitioning import parse_transform
+from lakecat.metadata.schema import LongType
 from lakecat.spark_ext import SparkCatalogError, attach_catalog
 from lakecat.spark_ext.sql.metadata_tables import METADATA_TABLES, deleted_positions, plan_rows
 
@@ -544,6 +546,40 @@ def test_partitions_of_specs_with_other_field_counts_stay_apart_as_in_iceberg(
         ((None, None), 0, 1),
         ((None, None), 1, 2),
     ]
+
+
+def test_a_partition_field_name_given_to_a_new_field_names_the_old_one_by_its_id(
+    lake: Lake,
+) -> None:
+    # Iceberg Java 1.10 builds the union with the name twice; its partitions table then fails
+    # ("Duplicate field id_bucket"), and so did lakecat's (Spark's Arrow reader)
+    lake.sql("CREATE TABLE lake.db.rebucketed (id BIGINT) PARTITIONED BY (bucket(4, id))")
+    lake.sql("INSERT INTO lake.db.rebucketed VALUES (1), (2)")
+    lake.sql(
+        "ALTER TABLE lake.db.rebucketed REPLACE PARTITION FIELD bucket(4, id) "
+        "WITH bucket(8, id) AS id_bucket"
+    )
+    lake.sql("INSERT INTO lake.db.rebucketed VALUES (3)")
+
+    bucket4, bucket8 = (parse_transform(f"bucket[{n}]") for n in (4, 8))
+    expected = {  # id: (partition, spec id)
+        1: ((bucket4.apply(LongType(), 1), None), 0),
+        2: ((bucket4.apply(LongType(), 2), None), 0),
+        3: ((None, bucket8.apply(LongType(), 3)), 1),
+    }
+
+    partitions = lake.spark.table("lake.db.rebucketed.partitions")
+    assert partitions.schema["partition"].dataType.simpleString() == (
+        "struct<id_bucket_1000:int,id_bucket:int>"
+    )
+    counts = Counter(
+        {(tuple(r.partition), r.spec_id): r.record_count for r in partitions.collect()}
+    )
+    assert counts == Counter(expected.values())
+    read = lake.sql("SELECT id, _partition FROM lake.db.rebucketed")
+    assert {r.id: tuple(r._partition) for r in read} == {i: p for i, (p, _) in expected.items()}
+    files = lake.sql("SELECT partition, spec_id FROM lake.db.rebucketed.files")
+    assert Counter((tuple(r.partition), r.spec_id) for r in files) == Counter(expected.values())
 
 
 def test_an_unpartitioned_table_has_one_partition_and_no_partition_columns(lake: Lake) -> None:

@@ -154,6 +154,29 @@ def test_stats_span_partition_evolution(catalog: Catalog) -> None:
     assert sum(r["data_record_count"] for r in stats) == 8
 
 
+def test_stats_name_a_dropped_field_by_its_id_when_a_newer_field_took_its_name(
+    catalog: Catalog,
+) -> None:
+    t = catalog.create_table("db.t", SCHEMA, partition_by=[("id", "bucket[4]")])
+    t.append(rows(range(0, 4), "eu"))
+    with t.update_spec() as u:
+        u.remove_field("id_bucket")
+        u.add_field("id", "bucket[8]", name="id_bucket")
+    t.append(rows(range(4, 8), "eu"))
+
+    result = compute_partition_stats(t)
+
+    assert result is not None
+    partition = read_stats(result.path).schema.field("partition").type
+    names = [(f.name, f.metadata[b"PARQUET:field_id"]) for f in partition]
+    assert names == [("id_bucket_1000", b"1000"), ("id_bucket", b"1001")]
+    stats = read_stats(result.path).to_pylist()
+    assert sum(r["data_record_count"] for r in stats if r["partition"]["id_bucket"] is None) == 4
+    assert (
+        sum(r["data_record_count"] for r in stats if r["partition"]["id_bucket_1000"] is None) == 4
+    )
+
+
 def test_stats_of_a_snapshot_expired_meanwhile_are_refused_and_leave_no_file(
     catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
