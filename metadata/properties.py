@@ -44,6 +44,7 @@ METADATA_COMPRESSION_DEFAULT = "none"
 
 # --- data files ---------------------------------------------------------------------------
 WRITE_TARGET_FILE_SIZE_BYTES = "write.target-file-size-bytes"
+DEFAULT_FILE_FORMAT = "write.format.default"  # lakecat writes parquet whatever it says
 WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT = 512 * 1024 * 1024
 PARQUET_COMPRESSION = "write.parquet.compression-codec"
 PARQUET_COMPRESSION_DEFAULT = "zstd"

@@ -377,13 +377,13 @@ class CatalogBridge:
         partitioning: Sequence[Mapping[str, Any]],
         properties: Mapping[str, str],
     ) -> dict[str, Any]:
-        _check_provider(properties)
+        stored = _stored_properties(properties)
         arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
         table = self.catalog.create_table(  # refuses a table or view of the name first
             (*namespace, name),
             arrow_schema,
             partition_by=partition_by(partitioning),
-            properties={k: v for k, v in properties.items() if k not in _NOT_STORED},
+            properties=stored,
             location=properties.get(_LOCATION),
         )
         return self._descriptor(namespace, name, table, {})
@@ -410,14 +410,14 @@ class CatalogBridge:
         create, replace, create_or_replace): the staged table's descriptor, for the writes of
         the statement's rows; the catalog changes only when it is committed."""
         self._refuse_view_name(namespace, name)
-        _check_provider(properties)
+        stored = _stored_properties(properties)
         arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
         stage_id, staged = self.staged.stage(
             ".".join((*namespace, name)),
             arrow_to_schema(arrow_schema),
             mode=mode,
             partition_by=partition_by(partitioning),
-            properties={k: v for k, v in properties.items() if k not in _NOT_STORED},
+            properties=stored,
             location=properties.get(_LOCATION),
         )
         metadata = staged.metadata
@@ -912,13 +912,27 @@ def _ref_name(name: str) -> tuple[str, str] | None:
     return None
 
 
-def _check_provider(properties: Mapping[str, str]) -> None:
+def _stored_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """The table properties a CREATE / REPLACE stores: Spark's own keys left out, and
+    ``USING parquet`` as Iceberg's runtime takes it, the Iceberg table's data file format
+    (``write.format.default``; Spark passes it for ``saveAsTable`` without ``format``, from
+    ``spark.sql.sources.default``). Any other provider but ``iceberg`` or ``lakecat`` is
+    refused: ``avro`` and ``orc``, which Iceberg takes, because lakecat writes Parquet."""
     provider = properties.get(_PROVIDER)
-    if provider is not None and provider.lower() not in _PROVIDERS:
+    stored = {k: v for k, v in properties.items() if k not in _NOT_STORED}
+    if provider is None or provider.lower() in _PROVIDERS:
+        return stored
+    if provider.lower() == "parquet":
+        return {P.DEFAULT_FILE_FORMAT: "parquet", **stored}
+    if provider.lower() in ("avro", "orc"):
         raise UnsupportedByCatalog(
-            f"a lakecat catalog stores Iceberg tables, not {provider!r} (USING lakecat or "
-            "USING iceberg, or leave it out)"
+            f"lakecat writes Parquet data files only, not {provider!r} (USING parquet, "
+            "iceberg or lakecat, or leave it out)"
         )
+    raise UnsupportedByCatalog(
+        f"a lakecat catalog stores Iceberg tables, not {provider!r} (USING iceberg, lakecat "
+        "or parquet, or leave it out)"
+    )
 
 
 def time_travel_options(

@@ -142,14 +142,46 @@ def test_sql_partitions_by_a_dotted_column_and_a_dotted_struct_field(lake) -> No
 
 
 def test_create_table_refuses_another_provider_and_creates_nothing(lake) -> None:
-    with pytest.raises(Exception, match="stores Iceberg tables, not 'parquet'"):
-        lake.sql("CREATE TABLE lake.db.t (id bigint) USING parquet")
+    with pytest.raises(Exception, match="stores Iceberg tables, not 'delta'"):
+        lake.sql("CREATE TABLE lake.db.t (id bigint) USING delta")
+    with pytest.raises(Exception, match="writes Parquet data files only, not 'orc'"):
+        lake.sql("CREATE TABLE lake.db.t (id bigint) USING orc")  # Iceberg Java takes it
+    with pytest.raises(Exception, match="stores Iceberg tables, not 'json'"):
+        lake.spark.range(3).write.format("json").saveAsTable("lake.db.t")
     assert not lake.catalog.table_exists("db.t")
     lake.sql("CREATE TABLE lake.db.u (id bigint)")
     with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
         lake.sql("CREATE TABLE lake.db.u (x int)")
     lake.sql("CREATE TABLE IF NOT EXISTS lake.db.u (x int)")  # tolerated, unchanged
     assert [f.name for f in lake.catalog.load_table("db.u").schema().fields] == ["id"]
+
+
+def test_using_parquet_makes_an_iceberg_table_of_parquet_files_as_in_iceberg(lake) -> None:
+    lake.sql("CREATE TABLE lake.db.t (id bigint) USING parquet")
+    lake.sql("INSERT INTO lake.db.t VALUES (1)")
+
+    table = lake.catalog.load_table("db.t")
+    assert table.properties["write.format.default"] == "parquet"  # Iceberg's runtime sets it
+    assert lake.rows("db.t", "id") == lake.iceberg_rows("db.t", "id") == [(1,)]
+
+
+def test_save_as_table_creates_and_replaces_a_table_as_one_commit_each(lake) -> None:
+    # DataFrameWriter.saveAsTable without format() hands Spark's default source, parquet
+    frame = lake.spark.range(6).selectExpr("id", "CAST(id % 2 AS STRING) AS parity")
+    frame.write.saveAsTable("lake.db.saved")
+    created = lake.catalog.load_table("db.saved")
+    frame.where("id < 2").write.mode("overwrite").partitionBy("parity").saveAsTable("lake.db.saved")
+    frame.where("id = 5").write.mode("append").saveAsTable("lake.db.saved")
+
+    assert lake.rows("db.saved", "id") == lake.iceberg_rows("db.saved", "id") == [(0,), (1,), (5,)]
+    table = lake.catalog.load_table("db.saved")
+    # replaced atomically: the same table, its history kept
+    assert table.metadata.table_uuid == created.metadata.table_uuid
+    assert [s.operation for s in table.snapshots()] == ["append", "overwrite", "append"]
+    assert [f.name for f in table.spec().fields] == ["parity"]
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+        frame.write.saveAsTable("lake.db.saved")  # the default mode, errorifexists
+    assert len(lake.catalog.load_table("db.saved").snapshots()) == 3
 
 
 def test_alter_table_adds_renames_columns_and_sets_properties(lake) -> None:
