@@ -83,20 +83,25 @@ class _Token:
         return repr(self.text)
 
 
-def parse(text: str) -> Expression:
+def parse(text: str, *, double_quoted_strings: bool = False) -> Expression:
     """Parse a row filter such as ``"date < '2024-01-01' AND id IN (1, 2)"``.
+
+    ``double_quoted_strings``: ``"..."`` is a string, as Spark SQL reads it by default
+    (``spark.sql.ansi.doubleQuotedIdentifiers`` off; Iceberg's procedures document
+    ``where => 'name = "foo"'``), instead of a column name as in standard SQL; back quotes
+    still quote a column name.
 
     Raises :class:`ValidationError` naming the position and what was expected.
     """
     if not isinstance(text, str):
         raise ValidationError(f"a row filter must be a string, not {type(text).__name__}")
-    return _Parser(text).parse()
+    return _Parser(text, double_quoted_strings).parse()
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, double_quoted_strings: bool = False) -> None:
         self.text = text
-        self.tokens = _tokenize(text)
+        self.tokens = _tokenize(text, double_quoted_strings)
         self.i = 0
 
     # ---- helpers ------------------------------------------------------------------------
@@ -383,7 +388,7 @@ _TWO_CHAR_OPS = ("<=", ">=", "<>", "!=", "==")
 _ONE_CHAR_OPS = "=<>(),.-"
 
 
-def _tokenize(text: str) -> list[_Token]:
+def _tokenize(text: str, double_quoted_strings: bool = False) -> list[_Token]:
     tokens: list[_Token] = []
     i = 0
     n = len(text)
@@ -401,8 +406,8 @@ def _tokenize(text: str) -> list[_Token]:
             tokens.append(_Token("hex", body, i, value))
             i = end
             continue
-        if ch == "'":
-            end, body = _quoted(text, i, "'")
+        if ch == "'" or (ch == '"' and double_quoted_strings):
+            end, body = _quoted(text, i, ch)
             tokens.append(_Token("string", body, i))
             i = end
             continue

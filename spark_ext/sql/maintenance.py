@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 from lakecat.catalog import Table, engine
 from lakecat.catalog.engine import DEFAULT_MAX_GROUP_SIZE_BYTES, ICEBERG_MIN_INPUT_FILES
 from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.expressions import parse as parse_filter
 from lakecat.metadata.manifests import Content, ManifestContent, read_manifest, read_manifest_list
 from lakecat.spark_ext.dml.compaction import ZORDER_VAR_LENGTH_CONTRIBUTION, compact
 from lakecat.spark_ext.native.columns import quoted
@@ -137,7 +138,8 @@ def rewrite_data_files(
     result = compact(
         ctx.spark,
         target.name,
-        row_filter=where,
+        # Spark SQL, as Iceberg parses it: 'name = "foo"' compares with a string
+        row_filter=None if where is None else parse_filter(where, double_quoted_strings=True),
         target_file_size_bytes=target_size,
         min_input_files=min_input_files,
         max_group_size_bytes=max_group_size,

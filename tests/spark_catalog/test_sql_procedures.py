@@ -445,13 +445,22 @@ def test_rewrite_data_files_takes_iceberg_s_newer_planner_and_commit_options(
     assert lake.rows("db.m", "id") == [(i,) for i in range(4, 10)]
 
 
-def test_rewrite_data_files_where_compacts_only_the_matching_partition(lake, three_appends) -> None:
+@pytest.mark.parametrize(
+    "where",
+    [
+        "\"region = 'eu'\"",
+        "'region = \"eu\"'",  # Iceberg's docs' form: in Spark SQL "eu" is a string
+    ],
+)
+def test_rewrite_data_files_where_compacts_only_the_matching_partition(
+    lake, three_appends, where: str
+) -> None:
     three_appends.append(rows((4, "us")))
     us_before = {f for f in data_files(three_appends) if "region=us" in f}
 
     _, result = call(
         lake,
-        "CALL lake.system.rewrite_data_files('db.t', where => \"region = 'eu'\", "
+        f"CALL lake.system.rewrite_data_files('db.t', where => {where}, "
         "options => map('min-input-files', '2'))",
     )
 

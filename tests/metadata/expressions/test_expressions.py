@@ -547,3 +547,11 @@ def test_a_negative_decimal_longer_than_the_decimal_context_parses_exactly() -> 
     # unary minus on a Decimal rounds to the context's 28 digits; the parser must not
     value = Decimal("-10000000000000000000000000.001")
     assert parse(f"a = {value}") == EqualTo("a", value)
+
+
+def test_double_quotes_make_a_string_as_in_spark_sql_when_asked() -> None:
+    assert parse('name = "foo"', double_quoted_strings=True) == parse("name = 'foo'")
+    assert parse('`na""me` = "a""b"', double_quoted_strings=True) == parse('`na""me` = \'a"b\'')
+    assert parse("\"name\" = 'foo'") == parse("name = 'foo'")  # standard SQL: a column
+    with pytest.raises(ValidationError, match="expected"):
+        parse("\"name\" = 'foo'", double_quoted_strings=True)  # no column to compare
