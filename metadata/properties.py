@@ -44,7 +44,9 @@ METADATA_COMPRESSION_DEFAULT = "none"
 
 # --- data files ---------------------------------------------------------------------------
 WRITE_TARGET_FILE_SIZE_BYTES = "write.target-file-size-bytes"
-DEFAULT_FILE_FORMAT = "write.format.default"  # lakecat writes parquet whatever it says
+# lakecat writes Parquet data files: setting another format is refused (CHOICES); a table
+# another engine set to avro or orc takes lakecat's Parquet files beside its own
+DEFAULT_FILE_FORMAT = "write.format.default"
 WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT = 512 * 1024 * 1024
 PARQUET_COMPRESSION = "write.parquet.compression-codec"
 PARQUET_COMPRESSION_DEFAULT = "zstd"
@@ -131,6 +133,7 @@ CHOICES: Mapping[str, tuple[str, tuple[str, ...]]] = {
             MERGE_DISTRIBUTION_MODE,
         )
     },
+    DEFAULT_FILE_FORMAT: ("parquet", ("parquet",)),
 }
 
 # Written explicitly on every table lakecat creates, so that other Iceberg engines (whose

@@ -148,6 +148,8 @@ def test_create_table_refuses_another_provider_and_creates_nothing(lake) -> None
         lake.sql("CREATE TABLE lake.db.t (id bigint) USING orc")  # Iceberg Java takes it
     with pytest.raises(Exception, match="stores Iceberg tables, not 'json'"):
         lake.spark.range(3).write.format("json").saveAsTable("lake.db.t")
+    with pytest.raises(Exception, match=r"write.format.default='orc': use one of \('parquet',\)"):
+        lake.sql("CREATE TABLE lake.db.t (id bigint) TBLPROPERTIES ('write.format.default'='orc')")
     assert not lake.catalog.table_exists("db.t")
     lake.sql("CREATE TABLE lake.db.u (id bigint)")
     with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):

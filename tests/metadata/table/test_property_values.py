@@ -86,6 +86,7 @@ def _metadata(properties: dict[str, str]) -> TableMetadata:
         ("write.update.isolation-level", "strict"),
         ("write.distribution-mode", "sideways"),
         ("write.delete.distribution-mode", " hash"),
+        ("write.format.default", "orc"),  # lakecat writes Parquet data files
     ],
 )
 def test_a_value_a_property_does_not_take_is_refused_when_set_or_created(
