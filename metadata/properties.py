@@ -44,10 +44,10 @@ METADATA_COMPRESSION_DEFAULT = "none"
 
 # --- data files ---------------------------------------------------------------------------
 WRITE_TARGET_FILE_SIZE_BYTES = "write.target-file-size-bytes"
+WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT = 512 * 1024 * 1024
 # lakecat writes Parquet data files: setting another format is refused (CHOICES); a table
 # another engine set to avro or orc takes lakecat's Parquet files beside its own
 DEFAULT_FILE_FORMAT = "write.format.default"
-WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT = 512 * 1024 * 1024
 PARQUET_COMPRESSION = "write.parquet.compression-codec"
 PARQUET_COMPRESSION_DEFAULT = "zstd"
 PARQUET_ROW_GROUP_SIZE_BYTES = "write.parquet.row-group-size-bytes"
