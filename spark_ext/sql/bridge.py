@@ -53,7 +53,7 @@ from lakecat.metadata.errors import (
     ViewAlreadyExists,
 )
 from lakecat.metadata.expressions import and_, parse, selects_whole_partitions
-from lakecat.metadata.io import join
+from lakecat.metadata.io import join, to_uri
 from lakecat.metadata.schema import arrow_to_schema
 from lakecat.metadata.table import MAIN_BRANCH, TableMetadata, read_metadata
 from lakecat.spark_ext.errors import error_attributes, error_class_name, error_in_traceback
@@ -378,6 +378,7 @@ class CatalogBridge:
         properties: Mapping[str, str],
     ) -> dict[str, Any]:
         stored = _stored_properties(properties)
+        self._refuse_parquet_folder(properties)
         arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
         table = self.catalog.create_table(  # refuses a table or view of the name first
             (*namespace, name),
@@ -397,6 +398,25 @@ class CatalogBridge:
                 f"view {'.'.join((*namespace, name))} already exists: a table cannot take its name"
             )
 
+    def _refuse_parquet_folder(self, properties: Mapping[str, str]) -> None:
+        """``USING parquet LOCATION '<folder>'`` for a new table is refused when the folder
+        holds files: Spark's own catalog would read them as the table, an Iceberg table made
+        there would not (it starts empty, as Iceberg Java's does), and removing the table's
+        orphan files would delete them."""
+        provider, location = properties.get(_PROVIDER), properties.get(_LOCATION)
+        if provider is None or provider.lower() != "parquet" or location is None:
+            return
+        folder = to_uri(location).rstrip("/")
+        found = next(iter(self.catalog.io.list_prefix(folder)), None)
+        if found is not None:
+            raise UnsupportedByCatalog(
+                f"USING parquet LOCATION {location!r}: the folder holds files "
+                f"({found.location}); a new Iceberg table there would not read them, and "
+                "removing its orphan files would delete them. Make a table of them with CALL "
+                "<catalog>.system.add_files(table => ..., source_table => "
+                f"'`parquet`.`{folder}`') on a table at another location"
+            )
+
     def stage_table(
         self,
         namespace: Sequence[str],
@@ -411,6 +431,8 @@ class CatalogBridge:
         the statement's rows; the catalog changes only when it is committed."""
         self._refuse_view_name(namespace, name)
         stored = _stored_properties(properties)
+        if mode == "create" or not self.catalog.table_exists((*namespace, name)):
+            self._refuse_parquet_folder(properties)
         arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
         stage_id, staged = self.staged.stage(
             ".".join((*namespace, name)),

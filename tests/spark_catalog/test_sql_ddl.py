@@ -10,6 +10,7 @@ import datetime as dt
 import os
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.errors import AnalysisException
 
@@ -165,6 +166,31 @@ def test_using_parquet_makes_an_iceberg_table_of_parquet_files_as_in_iceberg(lak
     table = lake.catalog.load_table("db.t")
     assert table.properties["write.format.default"] == "parquet"  # Iceberg's runtime sets it
     assert lake.rows("db.t", "id") == lake.iceberg_rows("db.t", "id") == [(1,)]
+
+
+def test_using_parquet_at_a_folder_of_files_is_refused_and_the_files_are_left(
+    lake, tmp_path
+) -> None:
+    # Spark's own catalog would read the files as the table; an Iceberg table made there starts
+    # empty, and removing its orphan files would delete them
+    folder = tmp_path / "legacy"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": [1, 2]}), folder / "part-0.parquet")
+    with pytest.raises(Exception, match=r"the folder holds files .*add_files"):
+        lake.sql(f"CREATE TABLE lake.db.t (id bigint) USING parquet LOCATION '{folder}'")
+    with pytest.raises(Exception, match="the folder holds files"):
+        lake.sql(f"CREATE TABLE lake.db.t USING parquet LOCATION '{folder}' AS SELECT 1L AS id")
+    assert not lake.catalog.table_exists("db.t")
+    assert sorted(p.name for p in folder.iterdir()) == ["part-0.parquet"]
+
+    fresh = tmp_path / "fresh"
+    lake.sql(f"CREATE TABLE lake.db.t (id bigint) USING parquet LOCATION '{fresh}'")
+    lake.sql("INSERT INTO lake.db.t VALUES (1)")
+    # replacing the table at its own location (its files are there) is the table's business
+    lake.sql(
+        f"CREATE OR REPLACE TABLE lake.db.t USING parquet LOCATION '{fresh}' AS SELECT 2L AS id"
+    )
+    assert lake.rows("db.t", "id") == [(2,)]
 
 
 def test_save_as_table_creates_and_replaces_a_table_as_one_commit_each(lake) -> None:
