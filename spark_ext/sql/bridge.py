@@ -398,13 +398,18 @@ class CatalogBridge:
                 f"view {'.'.join((*namespace, name))} already exists: a table cannot take its name"
             )
 
-    def _refuse_parquet_folder(self, properties: Mapping[str, str]) -> None:
+    def _refuse_parquet_folder(
+        self, properties: Mapping[str, str], *, replacing: Sequence[str] | None = None
+    ) -> None:
         """``USING parquet LOCATION '<folder>'`` for a new table is refused when the folder
         holds files: Spark's own catalog would read them as the table, an Iceberg table made
         there would not (it starts empty, as Iceberg Java's does), and removing the table's
-        orphan files would delete them."""
+        orphan files would delete them. ``replacing``: the statement may replace this table,
+        whose own files the folder holds when it exists."""
         provider, location = properties.get(_PROVIDER), properties.get(_LOCATION)
         if provider is None or provider.lower() != "parquet" or location is None:
+            return
+        if replacing is not None and self.catalog.table_exists(replacing):
             return
         folder = to_uri(location).rstrip("/")
         found = next(iter(self.catalog.io.list_prefix(folder)), None)
@@ -431,8 +436,9 @@ class CatalogBridge:
         the statement's rows; the catalog changes only when it is committed."""
         self._refuse_view_name(namespace, name)
         stored = _stored_properties(properties)
-        if mode == "create" or not self.catalog.table_exists((*namespace, name)):
-            self._refuse_parquet_folder(properties)
+        self._refuse_parquet_folder(
+            properties, replacing=None if mode == "create" else (*namespace, name)
+        )
         arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
         stage_id, staged = self.staged.stage(
             ".".join((*namespace, name)),

@@ -36,7 +36,6 @@ from lakecat.metadata.partitioning.transforms import (
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import (
     BinaryType,
-    DateType,
     DecimalType,
     IntegerType,
     LongType,
@@ -136,12 +135,9 @@ def _value_step(part: _PartitionSource) -> int | None:
     transform, source = part.transform, part.source_type
     if isinstance(transform, _TIME_TRANSFORMS) and transform.can_transform(source):
         return 1  # ordinals of years, months, days, hours
-    if isinstance(source, IntegerType | LongType | DateType):
-        if isinstance(transform, IdentityTransform):
-            return 1
-        if isinstance(transform, TruncateTransform):
-            return transform.width  # multiples of the width
-    return None
+    if isinstance(transform, TruncateTransform) and isinstance(source, IntegerType | LongType):
+        return transform.width  # multiples of the width
+    return None  # identity projects a bound unchanged both ways: nothing to rewrite
 
 
 def _inclusive_bounds(expr: Expression, steps: dict[int, int]) -> Expression:
