@@ -190,6 +190,92 @@ def test_schema_evolution_refuses_a_type_change_lakecat_cannot_make(lake) -> Non
     assert lake.catalog.load_table("db.ev").metadata_location == before
 
 
+def test_merge_schema_option_adds_the_dataframe_s_new_columns_and_nulls_the_missing_ones(
+    lake, spark
+) -> None:
+    lake.sql("CREATE TABLE lake.db.ms (id bigint, s string, st struct<x:int>) PARTITIONED BY (s)")
+    lake.sql("INSERT INTO lake.db.ms VALUES (1, 'a', named_struct('x', 1))")
+    fields_before = {f.name: f.field_id for f in lake.catalog.load_table("db.ms").schema().fields}
+
+    # Iceberg's spelling and its other key; the nested field y is new too, s is missing
+    spark.sql(
+        "SELECT 2L AS id, 'b' AS s, 2.5D AS extra, named_struct('x', 2, 'y', 'q') AS st"
+    ).writeTo("lake.db.ms").option("mergeSchema", "true").append()
+    spark.sql("SELECT 3L AS id, named_struct('x', 3, 'y', 'r') AS st, 7 AS n").writeTo(
+        "lake.db.ms"
+    ).option("merge-schema", "TRUE").append()
+
+    schema = lake.catalog.load_table("db.ms").schema()
+    assert [f.name for f in schema.fields] == ["id", "s", "st", "extra", "n"]
+    assert {f.name: f.field_id for f in schema.fields if f.name in fields_before} == fields_before
+    expected = [
+        (1, "a", 1, None, None, None),
+        (2, "b", 2, "q", 2.5, None),
+        (3, None, 3, "r", None, 7),
+    ]
+    got = lake.sql("SELECT id, s, st.x, st.y, extra, n FROM lake.db.ms ORDER BY id")
+    assert [tuple(r) for r in got] == expected
+    assert lake.iceberg_rows("db.ms", "id", "extra", "n") == [
+        (1, None, None),
+        (2, 2.5, None),
+        (3, None, 7),
+    ]
+
+
+def test_merge_schema_option_evolves_save_as_table_appends_and_partition_overwrites(
+    lake, spark
+) -> None:
+    lake.sql("CREATE TABLE lake.db.ms (id bigint, s string, n int) PARTITIONED BY (s)")
+    lake.sql("INSERT INTO lake.db.ms VALUES (1, 'a', 1), (2, 'b', 2)")
+
+    spark.sql("SELECT 3L AS id, 'c' AS s, 3L AS n, true AS flag").write.option(
+        "mergeSchema", "true"
+    ).mode("append").saveAsTable("lake.db.ms")  # n widens from int to long
+    spark.sql("SELECT 4L AS id, 'a' AS s, 'new' AS note").writeTo("lake.db.ms").option(
+        "mergeSchema", "true"
+    ).overwritePartitions()  # replaces partition a only
+
+    table = lake.catalog.load_table("db.ms")
+    assert [(f.name, str(f.field_type)) for f in table.schema().fields] == [
+        ("id", "long"),
+        ("s", "string"),
+        ("n", "long"),
+        ("flag", "boolean"),
+        ("note", "string"),
+    ]
+    expected = [(2, "b", 2, None, None), (3, "c", 3, True, None), (4, "a", None, None, "new")]
+    assert lake.rows("db.ms", "id", "s", "n", "flag", "note") == expected
+    assert lake.iceberg_rows("db.ms", "id", "s", "n", "flag", "note") == expected
+
+
+def test_merge_schema_option_refuses_a_type_change_lakecat_cannot_make_and_commits_nothing(
+    lake, spark
+) -> None:
+    lake.sql("CREATE TABLE lake.db.ms (id bigint, n int)")
+    lake.sql("INSERT INTO lake.db.ms VALUES (1, 1)")
+    before = lake.catalog.load_table("db.ms").metadata_location
+
+    with pytest.raises(Exception, match="InvalidUpdate: cannot change 'n' from int to string"):
+        spark.sql("SELECT 2L AS id, 'x' AS n, 1 AS extra").writeTo("lake.db.ms").option(
+            "mergeSchema", "true"
+        ).append()
+
+    assert lake.catalog.load_table("db.ms").metadata_location == before
+
+
+@pytest.mark.parametrize("options", [{}, {"mergeSchema": "false"}])
+def test_a_write_without_merge_schema_refuses_the_dataframe_s_extra_columns(
+    lake, spark, options
+) -> None:
+    lake.sql("CREATE TABLE lake.db.ms (id bigint)")
+    before = lake.catalog.load_table("db.ms").metadata_location
+
+    with pytest.raises(Exception, match=r"TOO_MANY_DATA_COLUMNS|EXTRA_COLUMNS"):
+        spark.sql("SELECT 1L AS id, 1 AS extra").writeTo("lake.db.ms").options(**options).append()
+
+    assert lake.catalog.load_table("db.ms").metadata_location == before
+
+
 def test_delete_from_with_a_condition_lakecat_would_evaluate_differently_is_rewritten_by_spark(
     lake, by_region
 ) -> None:

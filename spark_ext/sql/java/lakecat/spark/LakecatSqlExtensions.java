@@ -3,6 +3,8 @@ package lakecat.spark;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.parser.ParserInterface;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.SparkStrategy;
 import scala.runtime.AbstractFunction1;
 import scala.runtime.AbstractFunction2;
@@ -13,7 +15,8 @@ import scala.runtime.BoxedUnit;
  * Iceberg's SQL statements that Spark's parser lacks ({@code ALTER TABLE ... CREATE/DROP
  * BRANCH/TAG}, {@code ADD/DROP PARTITION FIELD}) on lakecat catalogs, through {@link
  * LakecatSqlParser}; and copy-on-write row-level statements written with Spark's own Parquet
- * writer ({@link NativeRowLevelWrites}).
+ * writer ({@link NativeRowLevelWrites}); Iceberg's {@code mergeSchema} write option ({@link
+ * MergeSchemaWrites}).
  */
 public final class LakecatSqlExtensions
     extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
@@ -24,6 +27,13 @@ public final class LakecatSqlExtensions
           @Override
           public ParserInterface apply(SparkSession session, ParserInterface parser) {
             return new LakecatSqlParser(session, parser);
+          }
+        });
+    extensions.injectHintResolutionRule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new MergeSchemaWrites(session);
           }
         });
     extensions.injectPlannerStrategy(
