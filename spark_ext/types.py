@@ -278,15 +278,37 @@ def uuid_text(arr: pa.Array) -> pa.Array:
 # ---- Arrow: Spark's form -> the table's names (writes) -------------------------------------
 
 
+def _table_fields(names: list[str], schema: Schema) -> list[NestedField | None]:
+    """The table's field each of Spark's column names writes to: exact first, then
+    case-insensitively, as Spark resolves names (None: the table has no such column)."""
+    exact = {f.name: f for f in schema.fields}
+    by_lower = {f.name.lower(): f for f in schema.fields}
+    return [exact.get(name) or by_lower.get(name.lower()) for name in names]
+
+
+def from_spark_schema(data: pa.Schema, schema: Schema) -> pa.Schema:
+    """The Arrow schema of Spark's rows (``to_arrow_schema`` of the DataFrame's schema) as
+    :func:`from_spark_table` makes them for a table of ``schema``: the table's names, text
+    written to a uuid column as uuid; a column the table lacks as it is."""
+    fields: list[pa.Field] = []
+    for arrow_field, field in zip(data, _table_fields(data.names, schema), strict=True):
+        if field is None:
+            fields.append(arrow_field)
+            continue
+        t = arrow_field.type
+        if isinstance(field.field_type, UUIDType) and _is_text(t):
+            t = pa.uuid()
+        fields.append(pa.field(field.name, t, arrow_field.nullable))
+    return pa.schema(fields)
+
+
 def from_spark_table(table: pa.Table, schema: Schema) -> pa.Table:
     """Spark's columns renamed to the table's names and uuid text parsed, ready for
     :func:`lakecat.catalog.write.writer.conform` (which checks and casts everything else)."""
-    exact = {f.name: f for f in schema.fields}
-    by_lower = {f.name.lower(): f for f in schema.fields}
     names: list[str] = []
     columns: list[pa.ChunkedArray] = []
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        field = exact.get(name) or by_lower.get(name.lower())
+    fields = _table_fields(table.column_names, schema)
+    for name, column, field in zip(table.column_names, table.columns, fields, strict=True):
         if field is None:
             names.append(name)  # conform names the extra column
             columns.append(column)

@@ -55,7 +55,7 @@ from lakecat.spark_ext.source.write_jobs import (
     check_unchanged,
     commit_and_clean,
     journal_for,
-    load_or_create,
+    load_for_write,
     snapshot_properties,
     write_branch,
 )
@@ -227,7 +227,7 @@ def plan_stream(
     if app_id is None and checkpoint is None:
         query_app_id(None)  # raises: the sink could not be idempotent
     with settings.open() as catalog:
-        table = load_or_create(catalog, table_name, options, spark_schema)
+        table = load_for_write(catalog, table_name, options, spark_schema)
     branch, create_branch = write_branch(options, table.metadata)
     return LakecatStreamWriter(
         StreamJob(

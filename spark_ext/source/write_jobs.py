@@ -1,9 +1,10 @@
 """Batch writes: plan on the driver, write files on executors, make one commit on the driver.
 
 A :class:`WriteJob` is created on the driver when Spark asks the data source for a writer:
-it loads the table (creating it from the DataFrame's schema when missing), fixes the write
-mode and the snapshot id the commit will have, and is pickled to the executors with the
-writer. Each task writes its rows with :func:`lakecat.spark_ext.source.tasks.write_batches` and
+it loads the table (creating it from the DataFrame's schema when missing; with ``mergeSchema``
+evolving its schema to take the DataFrame's), checks the DataFrame's columns against the
+table's schema, fixes the write mode and the snapshot id the commit will have, and is pickled
+to the executors with the writer. Each task writes its rows with :func:`lakecat.spark_ext.source.tasks.write_batches` and
 returns a :class:`FilesMessage`. ``commit`` turns the files of the messages Spark hands it
 (successful attempts only) into one :class:`~lakecat.catalog.commit.intent.Intent` and commits it
 with the catalog's commit protocol (validate, re-apply, retry). ``abort`` deletes the files
@@ -68,9 +69,10 @@ from lakecat.metadata.errors import (
 from lakecat.metadata.expressions import bind, parse
 from lakecat.metadata.io import FileIO, deleted_on_error, join
 from lakecat.metadata.manifests import DataFile
-from lakecat.metadata.schema import Schema, arrow_to_schema
+from lakecat.metadata.schema import Schema, arrow_to_schema, conform_to_schema
 from lakecat.metadata.table import (
     MAIN_BRANCH,
+    SchemaUpdate,
     Snapshot,
     TableMetadata,
     read_metadata,
@@ -88,7 +90,7 @@ from lakecat.spark_ext.source.staging import (
     write_handoff,
 )
 from lakecat.spark_ext.source.tasks import Journal, write_batches
-from lakecat.spark_ext.types import ROW_ADDRESS_COLUMN, ROW_ADDRESS_SHIFT
+from lakecat.spark_ext.types import ROW_ADDRESS_COLUMN, ROW_ADDRESS_SHIFT, from_spark_schema
 
 log = logging.getLogger("lakecat.spark")
 
@@ -103,6 +105,7 @@ BRANCH = "branch"
 CREATE_BRANCH = "create-branch"  # with BRANCH: a missing branch starts at main's head
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 PARTITION_BY = "partition-by"  # when the write creates the table: "region, ts:day, id:bucket[16]"
+MERGE_SCHEMA = ("mergeSchema", "merge-schema")  # Iceberg's: add the data's new columns first
 
 
 class WriteMode(StrEnum):
@@ -318,7 +321,7 @@ def plan_write(
             keep_order=options.get(KEEP_ORDER, "false").strip().lower() == "true",
         )
     with settings.open() as catalog:
-        table = load_or_create(catalog, table_name, options, spark_schema)
+        table = load_for_write(catalog, table_name, options, spark_schema)
         mode = write_mode(options, overwrite=overwrite, unpartitioned=table.spec().is_unpartitioned)
         app_id, app_version = app_options(options)
         branch, create_branch = write_branch(options, table.metadata)  # NoSuchRef early
@@ -395,6 +398,46 @@ def load_or_create(
         return catalog.load_table(name)
     schema, partition_by = created_table_args(options, spark_schema)
     return catalog.create_table(name, schema, partition_by=partition_by)
+
+
+def load_for_write(
+    catalog: Catalog, name: str, options: Mapping[str, str], spark_schema: StructType
+) -> Table:
+    """:func:`load_or_create`, then, with the ``mergeSchema`` option (or ``merge-schema``), the
+    table's schema evolved to take the data (:func:`merge_schema`), and the data's columns
+    checked against the schema: a missing required column, an extra column or a type that
+    cannot be cast fails here, on the driver, before any task writes (values that do not fit
+    a narrower type can only fail in the tasks)."""
+    table = load_or_create(catalog, name, options, spark_schema)
+    data = to_arrow_schema(spark_schema, timezone="UTC")
+    if merge_schema_option(options):
+        merge_schema(table, from_spark_schema(data, table.schema()))
+    conform_to_schema(from_spark_schema(data, table.schema()).empty_table(), table.schema())
+    return table
+
+
+def merge_schema_option(options: Mapping[str, str]) -> bool:
+    """Whether the write options ask for Iceberg's schema merge (``true`` in any case)."""
+    keys = {key.lower() for key in MERGE_SCHEMA}
+    return any(
+        key.lower() in keys and str(value).strip().lower() == "true"
+        for key, value in options.items()
+    )
+
+
+def merge_schema(table: Table, data: pa.Schema) -> None:
+    """Evolve ``table``'s schema to take rows of ``data``, as Iceberg's Spark writer does for
+    ``mergeSchema``: columns matched by name, the data's new columns (nested fields too) added
+    as optional, ``int``/``float``/decimal columns widened, columns the data has as nullable
+    made optional; nothing dropped. One schema commit, before the rows are written, and none
+    when the schema takes the data already. :class:`InvalidUpdate` for a type the column
+    cannot become (``int`` to ``string``), with nothing committed. ``data`` has the table's
+    names (:func:`~lakecat.spark_ext.types.from_spark_schema`)."""
+    incoming = arrow_to_schema(data)
+    if not SchemaUpdate(table.metadata).union_by_name(incoming).updates():
+        return
+    with table.update_schema() as update:
+        update.union_by_name(incoming)
 
 
 def created_table_args(

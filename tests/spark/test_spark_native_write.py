@@ -128,6 +128,23 @@ def test_a_native_write_round_trips_every_supported_type_in_lakecat_and_pyiceber
     assert ours[1]["name"] == "" and math.isnan(ours[1]["amount"])
 
 
+def test_a_native_write_with_merge_schema_writes_the_new_columns_it_added(
+    spark: Any, lake: Catalog
+) -> None:
+    table = lake.create_table("db.t", pa.schema([("id", pa.int64()), ("s", pa.string())]))
+    df = spark.createDataFrame([(1, 2.5)], "id long, score double")  # no s, a new score
+
+    assert lk.write(df, "db.t", mergeSchema="true").native
+
+    table.refresh()
+    assert [(f.name, f.field_id) for f in table.schema().fields] == [
+        ("id", 1),
+        ("s", 2),
+        ("score", 3),
+    ]
+    assert table.to_arrow().to_pylist() == [{"id": 1, "s": None, "score": 2.5}]
+
+
 def test_native_files_carry_iceberg_field_ids_and_microsecond_timestamps(
     spark: Any, lake: Catalog
 ) -> None:

@@ -338,6 +338,82 @@ def test_write_options_are_validated_before_anything_is_written(spark: Any, lake
     assert issubclass(ValidationError, ValueError)
 
 
+def test_merge_schema_adds_the_dataframe_s_new_columns_before_its_rows_are_written(
+    spark: Any, lake: Catalog
+) -> None:
+    schema = pa.schema([("id", pa.int64()), ("key", pa.uuid()), ("n", pa.int32())])
+    table = lake.create_table("db.drift", schema)
+    ids_before = {f.name: f.field_id for f in table.schema().fields}
+    frame = spark.createDataFrame(
+        [(1, str(uuid.UUID(int=7)), 5, 2.5, (1, "a"))],
+        "ID long, key string, n long, score double, tag struct<x:int, label:string>",
+    )  # ID: Spark's names match case-insensitively; key: a uuid as Spark's text; n widens
+
+    frame.write.format("lakecat").mode("append").option("mergeSchema", "true").save("db.drift")
+    spark.createDataFrame([(2,)], "id long").write.format("lakecat").mode("append").option(
+        "merge-schema", "TRUE"
+    ).save("db.drift")  # nothing new: no schema commit, the missing columns as nulls
+
+    table = lake.load_table("db.drift")
+    assert [(f.name, str(f.field_type), f.required) for f in table.schema().fields] == [
+        ("id", "long", False),
+        ("key", "uuid", False),
+        ("n", "long", False),
+        ("score", "double", False),
+        ("tag", "struct<6: x: int, 7: label: string>", False),
+    ]
+    assert {f.name: f.field_id for f in table.schema().fields[:3]} == ids_before
+    assert [s.operation for s in table.snapshots()] == ["append", "append"]
+    assert len(table.metadata.schemas) == 2  # one schema commit, before the first append
+    got = sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert got == [
+        {
+            "id": 1,
+            "key": uuid.UUID(int=7),
+            "n": 5,
+            "score": 2.5,
+            "tag": {"x": 1, "label": "a"},
+        },
+        {"id": 2, "key": None, "n": None, "score": None, "tag": None},
+    ]
+
+
+def test_merge_schema_refuses_a_type_a_column_cannot_become_and_commits_nothing(
+    spark: Any, lake: Catalog
+) -> None:
+    table = lake.create_table("db.drift", pa.schema([("id", pa.int64()), ("n", pa.int32())]))
+    before = table.metadata_location
+    frame = spark.createDataFrame([(1, "x", 1.0)], "id long, n string, extra double")
+
+    with pytest.raises(Exception, match="InvalidUpdate: cannot change 'n' from int to string"):
+        frame.write.format("lakecat").mode("append").option("mergeSchema", "true").save("db.drift")
+
+    assert lake.load_table("db.drift").metadata_location == before
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ("id long, region string, ts timestamp, extra int", "columns the table schema does not"),
+        ("id long, ts timestamp", "required column 'region' .* is missing"),
+        ("id long, region int, ts timestamp", "'region' has Arrow type int32"),
+    ],
+)
+def test_a_dataframe_that_does_not_fit_the_table_fails_before_any_task_writes(
+    spark: Any, lake: Catalog, columns: str, message: str
+) -> None:
+    schema = pa.schema([("id", pa.int64()), pa.field("region", pa.string(), nullable=False)])
+    table = lake.create_table("db.events", schema.append(pa.field("ts", pa.timestamp("us", "UTC"))))
+    frame = spark.createDataFrame([], columns)
+
+    with pytest.raises(
+        Exception, match=f"Failed to initialize Python data source writer(?s:.*){message}"
+    ):
+        frame.write.format("lakecat").mode("append").save("db.events")
+
+    assert lake.load_table("db.events").metadata_location == table.metadata_location
+
+
 # ---- column names with dots, spaces, quotes ----------------------------------------------------
 
 

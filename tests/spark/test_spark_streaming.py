@@ -83,6 +83,36 @@ def test_a_restarted_query_never_duplicates_a_batch(
     assert [s.summary["lakecat.app-version"] for s in table.snapshots()] == ["0", "1", "2", "3"]
 
 
+def test_a_stream_with_merge_schema_adds_its_new_columns_once(
+    spark: Any, lake: Catalog, tmp_path: Path
+) -> None:
+    table = lake.create_table("db.t", SCHEMA)
+    source = tmp_path / "source"
+    for start in (0, 5):
+        add_source_file(source, start)
+    query = (
+        spark.readStream.schema("id long")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(source))
+        .selectExpr("id", "id * 10 AS tens")
+        .writeStream.format("lakecat")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .option("mergeSchema", "true")
+        .trigger(availableNow=True)
+        .start("db.t")
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+
+    table.refresh()
+    assert [f.name for f in table.schema().fields] == ["id", "tens"]
+    assert len(table.metadata.schemas) == 2  # the first batch's schema commit only
+    assert len(table.snapshots()) == 2
+    assert sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": i, "tens": i * 10} for i in range(10)
+    ]
+
+
 def test_a_stream_without_checkpoint_or_app_id_is_refused(lake: Catalog) -> None:
     with pytest.raises(ValueError, match="checkpointLocation"):
         plan_stream(
