@@ -624,15 +624,20 @@ class CatalogBridge:
         predicates: Sequence[Mapping[str, Any]],
         branch: str | None = None,
     ) -> dict[str, Any]:
-        """The write options for an overwrite of the rows matching Spark's predicates."""
+        """The write options for an overwrite of the rows matching Spark's predicates;
+        :class:`UnsupportedByCatalog`, naming the table and the condition, for predicates
+        lakecat cannot evaluate as Spark does."""
         table = self.catalog.load_table((*namespace, name))
         try:
             expression = predicates_expression(predicates, table.schema())
         except UnsupportedByCatalog as exc:
-            return {"convertible": False, "reason": str(exc), "options": {}}
+            raise UnsupportedByCatalog(
+                f"cannot overwrite the rows of {'.'.join((*namespace, name))} matching the "
+                f"write's condition: {exc}. Overwrite by a condition on other columns, or "
+                "change the rows with MERGE INTO, DELETE FROM or UPDATE, which Spark evaluates"
+            ) from None
         text = str(expression)
-        options = {} if text == "true" else {OVERWRITE_FILTER: text}
-        return {"convertible": True, "options": options}
+        return {"options": {} if text == "true" else {OVERWRITE_FILTER: text}}
 
     # ---- reads and copy-on-write row-level operations -------------------------------------
     def _view(self, read_options: Mapping[str, str]) -> ReadView:

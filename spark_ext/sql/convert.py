@@ -156,8 +156,7 @@ def _predicate(p: Mapping[str, Any], schema: Schema) -> Expression:
         raise UnsupportedByCatalog(
             f"lakecat cannot evaluate the condition {_describe(p)} exactly as Spark does "
             "(comparisons of float, double and uuid columns, expressions other than a column "
-            "against literals); use lakecat.spark_ext.delete(spark, table, condition), which "
-            "lets Spark evaluate it"
+            "against literals)"
         )
     return expression
 

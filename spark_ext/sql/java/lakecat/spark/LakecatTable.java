@@ -471,7 +471,10 @@ final class LakecatTable extends DescribedTable
     return Names.map(descriptor.get("dynamic_overwrite_options"));
   }
 
-  /** {"convertible": bool, "options": {...}} for an overwrite by these predicates. */
+  /**
+   * {"options": {...}} for an overwrite by these predicates; a {@link LakecatException}
+   * (UnsupportedByCatalog) for predicates lakecat cannot evaluate as Spark does.
+   */
   JsonNode overwriteFilter(Predicate[] predicates) {
     return bridge.call("overwrite_filter", predicateArgs(predicates));
   }
