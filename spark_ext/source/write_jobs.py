@@ -4,12 +4,12 @@ A :class:`WriteJob` is created on the driver when Spark asks the data source for
 it loads the table (creating it from the DataFrame's schema when missing; with ``mergeSchema``
 evolving its schema to take the DataFrame's), checks the DataFrame's columns against the
 table's schema, fixes the write mode and the snapshot id the commit will have, and is pickled
-to the executors with the writer. Each task writes its rows with :func:`lakecat.spark_ext.source.tasks.write_batches` and
-returns a :class:`FilesMessage`. ``commit`` turns the files of the messages Spark hands it
-(successful attempts only) into one :class:`~lakecat.catalog.commit.intent.Intent` and commits it
-with the catalog's commit protocol (validate, re-apply, retry). ``abort`` deletes the files
-of the messages, unless the job's snapshot is in the table (a commit whose outcome was
-unknown may have landed).
+to the executors with the writer. Each task writes its rows with
+:func:`lakecat.spark_ext.source.tasks.write_batches` and returns a :class:`FilesMessage`.
+``commit`` turns the files of the messages Spark hands it (successful attempts only) into one
+:class:`~lakecat.catalog.commit.intent.Intent` and commits it with the catalog's commit
+protocol (validate, re-apply, retry). ``abort`` deletes the files of the messages, unless the
+job's snapshot is in the table (a commit whose outcome was unknown may have landed).
 
 Modes (``mode("append")`` / ``mode("overwrite")`` plus options):
 
