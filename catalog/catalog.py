@@ -60,6 +60,7 @@ from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionField, PartitionSpec
 from lakecat.metadata.partitioning.transforms import default_partition_field_name, parse_transform
 from lakecat.metadata.schema.arrow import arrow_to_schema
+from lakecat.metadata.schema.name_mapping import NAME_MAPPING_PROPERTY
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.table.apply import apply
 from lakecat.metadata.table.metadata_files import (
@@ -389,6 +390,42 @@ class Catalog:
         finally:
             interrupts.stop(f"lakecat: creating {namespace_to_string(ns)}.{name} was interrupted")
         return Table(self._ops(ns, name), metadata, metadata_location)
+
+    def create_table_like(
+        self,
+        identifier: str | Sequence[str],
+        like: Table | TableMetadata,
+        *,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+    ) -> Table:
+        """Create an empty table shaped like ``like`` (``CREATE TABLE ... LIKE``): its
+        current schema (docs, defaults and identifier fields included; field ids numbered
+        afresh, as for any new table), partition spec, sort order, format version and
+        properties, with ``properties`` set on top. No rows, snapshots or refs are copied.
+
+        Two kinds of property stay behind: those that place files outside the table's
+        location (:data:`~lakecat.metadata.properties.PATH_PROPERTIES`: the copy's files are
+        its own, and removing its orphan files must not touch the source's) and the name
+        mapping (``schema.name-mapping.default``), whose field ids are the source's."""
+        metadata = like.metadata if isinstance(like, Table) else like
+        copied = {
+            key: value
+            for key, value in metadata.properties.items()
+            if key not in P.PATH_PROPERTIES and key != NAME_MAPPING_PROPERTY
+        }
+        return self.create_table(
+            identifier,
+            metadata.schema(),
+            partition_by=metadata.spec(),
+            sort_by=metadata.sort_order(),
+            properties={
+                **copied,
+                P.FORMAT_VERSION: str(metadata.format_version),
+                **(properties or {}),
+            },
+            location=location,
+        )
 
     def _with_first_append(
         self, metadata: TableMetadata, files: Sequence[DataFile], written: list[str]

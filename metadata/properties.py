@@ -72,6 +72,14 @@ METADATA_SPLIT_SIZE = "read.split.metadata-target-size"
 METADATA_SPLIT_SIZE_DEFAULT = 32 * 1024 * 1024
 WRITE_DATA_PATH = "write.data.path"
 WRITE_METADATA_PATH = "write.metadata.path"
+# the properties that place a table's files outside its location: rewrite_table_path moves
+# them with it, CREATE TABLE ... LIKE does not copy them (the copy's files are its own)
+PATH_PROPERTIES = (
+    WRITE_DATA_PATH,
+    WRITE_METADATA_PATH,
+    "write.object-storage.path",
+    "write.folder-storage.path",
+)
 METRICS_MODE_DEFAULT = "write.metadata.metrics.default"
 METRICS_MODE_DEFAULT_DEFAULT = "truncate(16)"
 METRICS_MODE_COLUMN_PREFIX = "write.metadata.metrics.column."

@@ -32,6 +32,7 @@ from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql import types as st
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakecat.metadata.errors import SchemaMismatch
 from lakecat.metadata.schema import (
@@ -56,6 +57,7 @@ from lakecat.metadata.schema import (
     TimestamptzType,
     TimeType,
     UUIDType,
+    arrow_to_schema,
     list_parts,
     map_parts,
 )
@@ -75,6 +77,7 @@ FILE_CONSTANTS = (SPEC_ID_COLUMN, PARTITION_COLUMN)
 # plus its position in the file.
 ROW_ADDRESS_COLUMN = "_lakecat_row_address"
 ROW_ADDRESS_SHIFT = 40
+COMMENT = "comment"  # the key of a Spark column's comment in its field metadata
 
 _SIMPLE: dict[type[IcebergType], Callable[[], st.DataType]] = {
     BooleanType: st.BooleanType,
@@ -91,21 +94,29 @@ _SIMPLE: dict[type[IcebergType], Callable[[], st.DataType]] = {
 }
 
 
-def spark_type(t: IcebergType, path: str, *, time_as_text: bool = False) -> st.DataType:
+def spark_type(
+    t: IcebergType, path: str, *, time_as_text: bool = False, comments: bool = False
+) -> st.DataType:
     """The Spark type of an Iceberg type (see the module docstring). ``time_as_text``: a
     ``time``, which Spark 4 has no type for, as its text (``StringType``; the metadata
-    tables show time bounds and values so) instead of refusing it."""
+    tables show time bounds and values so) instead of refusing it. ``comments``: struct
+    fields carry their docs as Spark column comments."""
     if isinstance(t, StructType):
         return st.StructType(
-            [spark_field(f, f"{path}.{f.name}", time_as_text=time_as_text) for f in t.fields]
+            [
+                spark_field(f, f"{path}.{f.name}", time_as_text=time_as_text, comments=comments)
+                for f in t.fields
+            ]
         )
     if isinstance(t, ListType):
-        element = spark_type(t.element_type, f"{path}.element", time_as_text=time_as_text)
+        element = spark_type(
+            t.element_type, f"{path}.element", time_as_text=time_as_text, comments=comments
+        )
         return st.ArrayType(element, containsNull=not t.element_required)
     if isinstance(t, MapType):
         return st.MapType(
-            spark_type(t.key_type, f"{path}.key", time_as_text=time_as_text),
-            spark_type(t.value_type, f"{path}.value", time_as_text=time_as_text),
+            spark_type(t.key_type, f"{path}.key", time_as_text=time_as_text, comments=comments),
+            spark_type(t.value_type, f"{path}.value", time_as_text=time_as_text, comments=comments),
             valueContainsNull=not t.value_required,
         )
     if isinstance(t, DecimalType):
@@ -125,9 +136,12 @@ def spark_type(t: IcebergType, path: str, *, time_as_text: bool = False) -> st.D
     return make()
 
 
-def spark_field(f: NestedField, path: str, *, time_as_text: bool = False) -> st.StructField:
-    field_type = spark_type(f.field_type, path, time_as_text=time_as_text)
-    return st.StructField(f.name, field_type, nullable=not f.required)
+def spark_field(
+    f: NestedField, path: str, *, time_as_text: bool = False, comments: bool = False
+) -> st.StructField:
+    field_type = spark_type(f.field_type, path, time_as_text=time_as_text, comments=comments)
+    metadata = {COMMENT: f.doc} if comments and f.doc else None
+    return st.StructField(f.name, field_type, nullable=not f.required, metadata=metadata)
 
 
 def spark_schema(
@@ -136,11 +150,14 @@ def spark_schema(
     metadata_columns: bool = False,
     row_lineage: bool = False,
     row_addresses: bool = False,
+    comments: bool = False,
 ) -> st.StructType:
     """The Spark schema of an Iceberg schema, with the row lineage columns (``_row_id``,
     ``_last_updated_sequence_number``; null before format v3), the metadata columns and the
-    row address column (:data:`ROW_ADDRESS_COLUMN`) when asked."""
-    fields = [spark_field(f, f.name) for f in schema.fields]
+    row address column (:data:`ROW_ADDRESS_COLUMN`) when asked. ``comments``: the fields'
+    docs as Spark column comments (the catalog's tables show them in ``DESCRIBE``; reads and
+    writes compare schemas without them)."""
+    fields = [spark_field(f, f.name, comments=comments) for f in schema.fields]
     if row_lineage:
         fields += [
             st.StructField(f.name, st.LongType(), nullable=True)
@@ -284,6 +301,39 @@ def _table_fields(names: list[str], schema: Schema) -> list[NestedField | None]:
     exact = {f.name: f for f in schema.fields}
     by_lower = {f.name.lower(): f for f in schema.fields}
     return [exact.get(name) or by_lower.get(name.lower()) for name in names]
+
+
+def table_schema(columns: st.StructType) -> Schema:
+    """The Iceberg schema of a table created with Spark's ``columns`` (``CREATE TABLE``,
+    ``REPLACE TABLE``): types as Spark's own Arrow form maps them, field ids in order, and
+    each column's ``COMMENT`` (nested ones too) as its field's doc."""
+    schema = arrow_to_schema(to_arrow_schema(columns, timezone="UTC"))
+    return replace(schema, fields=_documented(schema.fields, columns))
+
+
+def _documented(fields: tuple[NestedField, ...], spark: st.StructType) -> tuple[NestedField, ...]:
+    return tuple(
+        replace(
+            f,
+            doc=s.metadata.get(COMMENT) or f.doc,
+            field_type=_documented_type(f.field_type, s.dataType),
+        )
+        for f, s in zip(fields, spark.fields, strict=True)
+    )
+
+
+def _documented_type(t: IcebergType, spark: st.DataType) -> IcebergType:
+    if isinstance(t, StructType) and isinstance(spark, st.StructType):
+        return StructType(_documented(t.fields, spark))
+    if isinstance(t, ListType) and isinstance(spark, st.ArrayType):
+        return replace(t, element_type=_documented_type(t.element_type, spark.elementType))
+    if isinstance(t, MapType) and isinstance(spark, st.MapType):
+        return replace(
+            t,
+            key_type=_documented_type(t.key_type, spark.keyType),
+            value_type=_documented_type(t.value_type, spark.valueType),
+        )
+    return t
 
 
 def from_spark_schema(data: pa.Schema, schema: Schema) -> pa.Schema:

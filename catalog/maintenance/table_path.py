@@ -92,12 +92,6 @@ NOT_APPLICABLE = "N/A"
 """The ``file_list_location`` of a run asked not to write the file list (Iceberg's value)."""
 FILE_LIST = "file-list"
 SEPARATOR = "/"
-_PATH_PROPERTIES = (
-    P.WRITE_DATA_PATH,
-    P.WRITE_METADATA_PATH,
-    "write.object-storage.path",
-    "write.folder-storage.path",
-)
 
 
 @dataclass(frozen=True)
@@ -249,7 +243,7 @@ class _Plan:
 
     def replace_paths(self, metadata: TableMetadata) -> TableMetadata:
         properties = dict(metadata.properties)
-        for key in _PATH_PROPERTIES:
+        for key in P.PATH_PROPERTIES:
             if key in properties:
                 properties[key] = self.moved(properties[key])
         return replace(

@@ -31,7 +31,6 @@ from typing import Any
 import pyarrow as pa
 import pyspark
 from pyroaring import BitMap64
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from lakecat.catalog import Catalog, Table
@@ -54,7 +53,6 @@ from lakecat.metadata.errors import (
 )
 from lakecat.metadata.expressions import and_, parse, selects_whole_partitions
 from lakecat.metadata.io import join, to_uri
-from lakecat.metadata.schema import arrow_to_schema
 from lakecat.metadata.table import MAIN_BRANCH, TableMetadata, read_metadata
 from lakecat.spark_ext.errors import error_attributes, error_class_name, error_in_traceback
 from lakecat.spark_ext.native.delta_rows import describe_delta_rows, plan_delta_rows
@@ -86,6 +84,7 @@ from lakecat.spark_ext.sql.convert import (
     spark_sort_order,
     spark_transforms,
 )
+from lakecat.spark_ext.sql.history import describe_sort_order
 from lakecat.spark_ext.sql.metadata_tables import (
     METADATA_TABLE,
     METADATA_TABLES,
@@ -112,11 +111,15 @@ from lakecat.spark_ext.sql.views import (
     view_definition,
     view_descriptor,
 )
-from lakecat.spark_ext.types import spark_schema
+from lakecat.spark_ext.types import spark_schema, table_schema
 
 # Spark's reserved table properties that are not Iceberg table properties.
 _PROVIDER, _LOCATION = "provider", "location"
-_NOT_STORED = frozenset({_PROVIDER, _LOCATION, "external", "is_managed_location"})
+# Spark's own keys, and the ones a table's descriptor shows but the table does not store (as
+# Iceberg's runtime shows them: SHOW CREATE TABLE prints them, and running its output again
+# must not store them)
+_DESCRIBED = ("format", "current-snapshot-id", "sort-order", "identifier-fields")
+_NOT_STORED = frozenset({_PROVIDER, _LOCATION, "external", "is_managed_location", *_DESCRIBED})
 _PROVIDERS = frozenset({"lakecat", "iceberg"})
 
 log = logging.getLogger("lakecat.spark")
@@ -153,6 +156,7 @@ class CatalogBridge:
             "list_tables": self.list_tables,
             "load_table": self.load_table,
             "create_table": self.create_table,
+            "create_table_like": self.create_table_like,
             "alter_table": self.alter_table,
             "drop_table": self.drop_table,
             "rename_table": self.rename_table,
@@ -379,11 +383,31 @@ class CatalogBridge:
     ) -> dict[str, Any]:
         stored = _stored_properties(properties)
         self._refuse_parquet_folder(properties)
-        arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
         table = self.catalog.create_table(  # refuses a table or view of the name first
             (*namespace, name),
-            arrow_schema,
+            table_schema(StructType.fromJson(json.loads(schema))),
             partition_by=partition_by(partitioning),
+            properties=stored,
+            location=properties.get(_LOCATION),
+        )
+        return self._descriptor(namespace, name, table, {})
+
+    def create_table_like(
+        self,
+        namespace: Sequence[str],
+        name: str,
+        source_metadata_location: str,
+        properties: Mapping[str, str],
+    ) -> dict[str, Any]:
+        """``CREATE TABLE ... LIKE`` a lakecat table (of any lakecat catalog of the session):
+        the source as Spark loaded it (its metadata file), copied by
+        :meth:`Catalog.create_table_like`, the statement's ``TBLPROPERTIES`` and ``LOCATION``
+        on top."""
+        stored = _stored_properties(properties)
+        self._refuse_parquet_folder(properties)
+        table = self.catalog.create_table_like(
+            (*namespace, name),
+            read_metadata(self.catalog.io, source_metadata_location),
             properties=stored,
             location=properties.get(_LOCATION),
         )
@@ -439,10 +463,9 @@ class CatalogBridge:
         self._refuse_parquet_folder(
             properties, replacing=None if mode == "create" else (*namespace, name)
         )
-        arrow_schema = to_arrow_schema(StructType.fromJson(json.loads(schema)), timezone="UTC")
         stage_id, staged = self.staged.stage(
             ".".join((*namespace, name)),
-            arrow_to_schema(arrow_schema),
+            table_schema(StructType.fromJson(json.loads(schema))),
             mode=mode,
             partition_by=partition_by(partitioning),
             properties=stored,
@@ -868,11 +891,18 @@ class CatalogBridge:
             _LOCATION: table.location,
             "format": "iceberg/parquet",
             "current-snapshot-id": str(snapshot.snapshot_id) if snapshot else "none",
+            P.FORMAT_VERSION: str(table.metadata.format_version),
         }
+        schema, order = table.schema(), table.sort_order()
+        if order.fields:
+            properties["sort-order"] = describe_sort_order(schema, order)
+        if schema.identifier_field_ids:
+            names = (schema.column_name(i) for i in schema.identifier_field_ids)
+            properties["identifier-fields"] = f"[{','.join(names)}]"
         return {
             "name": f"{self.name}.{table.name}",
             "identifier": {"namespace": list(namespace), "name": name},
-            "schema": spark_schema(view.schema).json(),
+            "schema": spark_schema(view.schema, comments=True).json(),
             "partitioning": spark_transforms(table),
             "properties": properties,
             "format": self.data_format,

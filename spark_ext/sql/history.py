@@ -284,6 +284,30 @@ def parse_sort_order(schema: Schema, text: str) -> tuple[SortField, ...]:
     return tuple(fields)
 
 
+_TIME_TRANSFORMS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}
+
+
+def describe_sort_order(schema: Schema, order: SortOrder) -> str:
+    """A sort order as Iceberg's runtime describes it in a table's ``sort-order`` property
+    (``region ASC NULLS FIRST, bucket(16, id) DESC NULLS LAST``; a truncate is
+    ``truncate(name, 4)``, in Iceberg's order)."""
+    terms = []
+    for field in order.fields:
+        column = schema.column_name(field.source_id)
+        transform = field.transform
+        if transform == "identity":
+            term = column
+        elif transform.startswith("bucket["):
+            term = f"bucket({transform[7:-1]}, {column})"
+        elif transform.startswith("truncate["):
+            term = f"truncate({column}, {transform[9:-1]})"
+        else:
+            term = f"{_TIME_TRANSFORMS.get(transform, transform)}({column})"
+        nulls = "NULLS FIRST" if field.null_order == "nulls-first" else "NULLS LAST"
+        terms.append(f"{term} {field.direction.upper()} {nulls}")
+    return ", ".join(terms)
+
+
 def set_write_order(
     ctx: ProcedureContext, *, table: str, order: str | None, distribution_mode: str | None
 ) -> list[Row]:

@@ -13,6 +13,7 @@ import pytest
 
 from lakecat.catalog import Catalog
 from lakecat.catalog import table as table_module
+from lakecat.catalog.catalog import build_sort_order
 from lakecat.catalog.write import row_ops
 from lakecat.metadata.errors import (
     CorruptMetadata,
@@ -117,6 +118,74 @@ def test_creating_an_existing_table_fails_and_keeps_the_first(catalog: Catalog, 
     with pytest.raises(TableAlreadyExists):
         catalog.create_table("db.events", SCHEMA)
     assert metadata_state(catalog, "db.events") == before
+
+
+def test_create_table_like_copies_the_shape_but_no_rows_and_none_of_the_placement(
+    catalog: Catalog, table
+) -> None:
+    table.append(rows(range(3), "eu"))
+    source_data = f"{table.location}-data"  # where the source's next files go
+    with table.update_schema() as u:
+        u.delete_column("amount")  # the source's ids now skip 4
+        u.add_column("note", StringType(), doc="free text")
+    table.replace_sort_order(build_sort_order(table.schema(), ["region", ("id", "desc")]))
+    table.set_properties(
+        {
+            "team": "ads",
+            "write.data.path": source_data,
+            "schema.name-mapping.default": '[{"field-id": 1, "names": ["id"]}]',
+        }
+    )
+    before = metadata_state(catalog, "db.events")
+
+    copy = catalog.create_table_like(
+        "db.copy", catalog.load_table("db.events"), properties={"team": "web"}
+    )
+
+    source = catalog.load_table("db.events")
+    assert metadata_state(catalog, "db.events") == before
+    schema = copy.schema()
+    assert [(f.field_id, f.name, f.doc) for f in schema.fields] == [
+        (1, "id", None),
+        (2, "ts", None),
+        (3, "region", None),
+        (4, "note", "free text"),
+    ]
+    assert [(f.field_type, f.required) for f in schema.fields] == [
+        (f.field_type, f.required) for f in source.schema().fields
+    ]
+    assert [(schema.column_name(f.source_id), f.transform, f.name) for f in copy.spec().fields] == [
+        ("ts", "day", "ts_day"),
+        ("region", "identity", "region"),
+    ]
+    assert [(schema.column_name(f.source_id), f.direction) for f in copy.sort_order().fields] == [
+        ("region", "asc"),
+        ("id", "desc"),
+    ]
+    assert copy.metadata.format_version == source.metadata.format_version
+    assert copy.properties["team"] == "web"
+    assert "write.data.path" not in copy.properties
+    assert "schema.name-mapping.default" not in copy.properties
+    assert copy.current_snapshot() is None and copy.to_arrow().num_rows == 0
+    assert copy.location != source.location
+
+    copy.append(
+        pa.table(
+            {"id": [7], "ts": pa.array([None], pa.timestamp("us", tz="UTC")), "region": ["us"]}
+        )
+    )
+    assert files_under(catalog, source_data) == []
+    assert ids(catalog.load_table("db.events").to_arrow()) == [0, 1, 2]
+
+
+def test_create_table_like_takes_the_format_version_unless_given(catalog: Catalog) -> None:
+    v3 = catalog.create_table("db.v3", SCHEMA, properties={"format-version": "3"})
+
+    assert catalog.create_table_like("db.a", v3).metadata.format_version == 3
+    downgraded = catalog.create_table_like("db.b", v3, properties={"format-version": "2"})
+    assert downgraded.metadata.format_version == 2
+    with pytest.raises(TableAlreadyExists):
+        catalog.create_table_like("db.a", v3)
 
 
 @pytest.mark.parametrize("name", ["db.a/b", "db...", "db.a\\b", "db.", ".t", "db..t"])

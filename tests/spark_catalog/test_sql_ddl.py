@@ -14,7 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.errors import AnalysisException
 
+from lakecat.catalog import Catalog
 from lakecat.metadata import DecimalType, IntegerType, LongType, StringType, TimestamptzType
+from lakecat.spark_ext import attach_catalog
 
 pytestmark = pytest.mark.spark
 
@@ -210,6 +212,158 @@ def test_save_as_table_creates_and_replaces_a_table_as_one_commit_each(lake) -> 
     with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
         frame.write.saveAsTable("lake.db.saved")  # the default mode, errorifexists
     assert len(lake.catalog.load_table("db.saved").snapshots()) == 3
+
+
+def test_column_comments_are_field_docs_that_describe_shows(lake) -> None:
+    lake.sql(
+        "CREATE TABLE lake.db.docs (id bigint NOT NULL COMMENT 'the key', "
+        "s struct<a: int COMMENT 'inner', b: string>, "
+        "l array<struct<x: int COMMENT 'in a list'>>, "
+        "m map<string, struct<y: int COMMENT 'in a map'>>, plain string)"
+    )
+    lake.sql("ALTER TABLE lake.db.docs ALTER COLUMN plain COMMENT 'added later'")
+
+    schema = lake.catalog.load_table("db.docs").schema()
+    assert [(f.name, f.doc) for f in schema.fields] == [
+        ("id", "the key"),
+        ("s", None),
+        ("l", None),
+        ("m", None),
+        ("plain", "added later"),
+    ]
+    assert schema.find_field("s.a").doc == "inner"
+    assert schema.find_field("l.element.x").doc == "in a list"
+    assert schema.find_field("m.value.y").doc == "in a map"
+    py = lake.pyiceberg()
+    try:
+        iceberg = py.load_table("db.docs").schema()
+        assert iceberg.find_field("id").doc == "the key"
+        assert iceberg.find_field("s.a").doc == "inner"
+    finally:
+        py.engine.dispose()
+    described = {r.col_name: r.comment for r in lake.sql("DESCRIBE TABLE lake.db.docs")}
+    assert described["id"] == "the key" and described["plain"] == "added later"
+    created = lake.sql("SHOW CREATE TABLE lake.db.docs")[0][0]
+    assert "a: INT COMMENT 'inner'" in created and "x: INT COMMENT 'in a list'" in created
+    # the comments are the table's, not the rows': writes and reads go on as before
+    lake.sql(
+        "INSERT INTO lake.db.docs VALUES (1, named_struct('a', 2, 'b', 'x'), "
+        "array(named_struct('x', 3)), map('k', named_struct('y', 4)), 'p')"
+    )
+    lake.spark.sql(
+        "SELECT 5L AS id, named_struct('a', 6, 'b', 'y') AS s, array(named_struct('x', 7)) AS l, "
+        "map('k', named_struct('y', 8)) AS m, 'q' AS plain"
+    ).writeTo("lake.db.docs").append()
+    lake.sql("UPDATE lake.db.docs SET plain = 'r' WHERE id = 5")
+    assert lake.rows("db.docs", "id", "plain") == [(1, "p"), (5, "r")]
+    assert [
+        tuple(r) for r in lake.sql("SELECT s.a, l[0].x, m['k'].y FROM lake.db.docs ORDER BY id")
+    ] == [(2, 3, 4), (6, 7, 8)]
+
+
+def test_create_table_like_copies_a_lakecat_table_as_iceberg_does(lake) -> None:
+    lake.sql(
+        "CREATE TABLE lake.db.src (id bigint NOT NULL COMMENT 'the key', ts timestamp, "
+        "region string) PARTITIONED BY (bucket(4, id), days(ts)) "
+        "TBLPROPERTIES ('format-version' = '3', 'team' = 'ads', 'write.data.path' = "
+        "'/nowhere/src-data') COMMENT 'events'"
+    )
+    lake.sql("ALTER TABLE lake.db.src WRITE ORDERED BY region, id DESC")
+    lake.sql("ALTER TABLE lake.db.src SET IDENTIFIER FIELDS id")
+    lake.sql("ALTER TABLE lake.db.src UNSET TBLPROPERTIES ('write.data.path')")
+    lake.sql("INSERT INTO lake.db.src VALUES (1, TIMESTAMP '2024-03-01 10:00:00', 'eu')")
+    lake.sql("ALTER TABLE lake.db.src SET TBLPROPERTIES ('write.data.path' = '/nowhere/src')")
+    source = lake.catalog.load_table("db.src")
+
+    lake.sql("CREATE TABLE lake.db.copy LIKE lake.db.src TBLPROPERTIES ('team' = 'web')")
+
+    copy = lake.catalog.load_table("db.copy")
+    assert copy.metadata.format_version == 3
+    assert copy.schema().fields == source.schema().fields
+    assert copy.schema().identifier_field_ids == source.schema().identifier_field_ids
+    assert copy.spec().fields == source.spec().fields
+    assert copy.sort_order().fields == source.sort_order().fields
+    assert copy.properties["team"] == "web" and copy.properties["comment"] == "events"
+    assert copy.properties["write.distribution-mode"] == "range"  # WRITE ORDERED BY's
+    assert "write.data.path" not in copy.properties  # the copy's files are its own
+    assert copy.current_snapshot() is None and copy.location.endswith("/db/copy")
+    assert lake.catalog.load_table("db.src").metadata_location == source.metadata_location
+    lake.sql("INSERT INTO lake.db.copy VALUES (2, TIMESTAMP '2024-03-02 10:00:00', 'us')")
+    assert lake.rows("db.copy", "id", "region") == lake.iceberg_rows("db.copy", "id", "region")
+    assert lake.rows("db.copy", "id", "region") == [(2, "us")]
+    described = {r.col_name: r.comment for r in lake.sql("DESCRIBE TABLE lake.db.copy")}
+    assert described["id"] == "the key"
+    shown = {r.key: r.value for r in lake.sql("SHOW TBLPROPERTIES lake.db.copy")}
+    assert shown["format-version"] == "3"  # as Iceberg's runtime shows a table
+    assert shown["sort-order"] == "region ASC NULLS FIRST, id DESC NULLS LAST"
+    assert shown["identifier-fields"] == "[id]"
+    # SHOW CREATE TABLE's statement makes the same table again, without storing what it shows
+    statement = lake.sql("SHOW CREATE TABLE lake.db.copy")[0][0]
+    lake.sql(statement.replace("lake.db.copy", "lake.db.again").replace("LOCATION", "-- "))
+    again = lake.catalog.load_table("db.again")
+    assert again.metadata.format_version == 3
+    assert [(f.name, f.field_type, f.doc) for f in again.schema().fields] == [
+        (f.name, f.field_type, f.doc) for f in copy.schema().fields
+    ]
+    assert again.spec().fields == copy.spec().fields
+    assert again.properties == {**copy.properties, "owner": again.properties["owner"]}
+
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+        lake.sql("CREATE TABLE lake.db.copy LIKE lake.db.src")
+    lake.sql("CREATE TABLE IF NOT EXISTS lake.db.copy LIKE lake.db.src")
+    assert len(lake.catalog.load_table("db.copy").snapshots()) == 1
+
+    lake.sql(
+        "CREATE TABLE lake.db.v2 LIKE lake.db.src TBLPROPERTIES ('format-version' = '2') "
+        f"LOCATION '{copy.location}-v2'"
+    )
+    v2 = lake.catalog.load_table("db.v2")
+    assert v2.metadata.format_version == 2 and v2.location.endswith("/db/copy-v2")
+
+
+def test_create_table_like_copies_a_table_of_another_lakecat_catalog(lake, tmp_path) -> None:
+    lake.sql(
+        "CREATE TABLE lake.db.src (id bigint COMMENT 'the key', region string) "
+        "PARTITIONED BY (region) TBLPROPERTIES ('team' = 'ads')"
+    )
+    lake.sql("INSERT INTO lake.db.src VALUES (1, 'eu')")
+    with Catalog.embedded(tmp_path / "other") as other:
+        other.create_namespace("db")
+        attach_catalog(lake.spark, "other_lake", catalog=other)
+
+        lake.sql("CREATE TABLE other_lake.db.copy LIKE lake.db.src")
+
+        copy = other.load_table("db.copy")
+        source = lake.catalog.load_table("db.src")
+        assert copy.schema().fields == source.schema().fields
+        assert copy.spec().fields == source.spec().fields
+        assert copy.properties["team"] == "ads"
+        assert copy.location.startswith(other.default_location(("db",), "copy"))
+        assert copy.current_snapshot() is None
+        assert not lake.catalog.table_exists("db.copy")
+
+
+def test_create_table_like_a_table_that_is_not_lakecat_data_takes_its_columns(lake) -> None:
+    """A source whose Iceberg metadata lakecat does not copy (here a metadata table) gives
+    the copy the columns and partitioning Spark reads off it."""
+    lake.sql("CREATE TABLE lake.db.src (id bigint) PARTITIONED BY (id)")
+    lake.sql("INSERT INTO lake.db.src VALUES (1)")
+
+    lake.sql("CREATE TABLE lake.db.snaps LIKE lake.db.src.snapshots")
+
+    copy = lake.catalog.load_table("db.snaps")
+    assert [f.name for f in copy.schema().fields] == [
+        "committed_at",
+        "snapshot_id",
+        "parent_id",
+        "operation",
+        "manifest_list",
+        "summary",
+    ]
+    assert copy.current_snapshot() is None
+    with pytest.raises(AnalysisException, match="lakecat UnsupportedByCatalog"):
+        lake.sql("CREATE TABLE lake.db.orc LIKE lake.db.src USING orc")
+    assert not lake.catalog.table_exists("db.orc")
 
 
 def test_alter_table_adds_renames_columns_and_sets_properties(lake) -> None:

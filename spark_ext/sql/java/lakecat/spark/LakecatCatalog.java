@@ -4,7 +4,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.analysis.NoSuchFunctionException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchViewException;
+import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
 import org.apache.spark.sql.connector.catalog.FunctionCatalog;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
@@ -16,6 +18,7 @@ import org.apache.spark.sql.connector.catalog.StagingTableCatalog;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.catalog.TableInfo;
 import org.apache.spark.sql.connector.catalog.TableSummary;
 import org.apache.spark.sql.connector.catalog.View;
 import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
@@ -180,6 +183,25 @@ public class LakecatCatalog
     args.set("partitioning", SparkJson.transforms(partitions));
     args.set("properties", Names.object(properties));
     return table(bridge.call("create_table", args));
+  }
+
+  /**
+   * CREATE TABLE ... LIKE: a lakecat source is copied as Iceberg's runtime copies a table (its
+   * schema, partition spec, sort order, format version and properties); any other source by the
+   * columns and partitioning Spark gives.
+   */
+  @Override
+  public Table createTableLike(Identifier ident, TableInfo info, Table source)
+      throws TableAlreadyExistsException, NoSuchNamespaceException {
+    String sourceMetadata =
+        source instanceof LakecatTable ? ((LakecatTable) source).metadataLocation() : null;
+    if (sourceMetadata == null) {
+      return createTable(ident, info);
+    }
+    ObjectNode args = Names.put(bridge.args(), ident);
+    args.put("source_metadata_location", sourceMetadata);
+    args.set("properties", Names.object(info.properties()));
+    return table(bridge.call("create_table_like", args));
   }
 
   @Override

@@ -111,6 +111,11 @@ final class LakecatTable extends DescribedTable
     return merged;
   }
 
+  /** The metadata file this data table was loaded at; null for a metadata table. */
+  String metadataLocation() {
+    return dataTable() ? descriptorReadOptions().get("metadata-location") : null;
+  }
+
   Map<String, String> descriptorReadOptions() {
     return Names.map(descriptor.get("read_options"));
   }
