@@ -284,7 +284,7 @@ def parse_sort_order(schema: Schema, text: str) -> tuple[SortField, ...]:
     return tuple(fields)
 
 
-_TIME_TRANSFORMS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}
+_TIME_TERMS = {"year": "years", "month": "months", "day": "days", "hour": "hours"}
 
 
 def describe_sort_order(schema: Schema, order: SortOrder) -> str:
@@ -302,7 +302,7 @@ def describe_sort_order(schema: Schema, order: SortOrder) -> str:
         elif transform.startswith("truncate["):
             term = f"truncate({column}, {transform[9:-1]})"
         else:
-            term = f"{_TIME_TRANSFORMS.get(transform, transform)}({column})"
+            term = f"{_TIME_TERMS.get(transform, transform)}({column})"
         nulls = "NULLS FIRST" if field.null_order == "nulls-first" else "NULLS LAST"
         terms.append(f"{term} {field.direction.upper()} {nulls}")
     return ", ".join(terms)

@@ -268,7 +268,10 @@ def test_create_table_like_copies_a_lakecat_table_as_iceberg_does(lake) -> None:
         "TBLPROPERTIES ('format-version' = '3', 'team' = 'ads', 'write.data.path' = "
         "'/nowhere/src-data') COMMENT 'events'"
     )
-    lake.sql("ALTER TABLE lake.db.src WRITE ORDERED BY region, id DESC")
+    lake.sql(
+        "ALTER TABLE lake.db.src WRITE ORDERED BY region, days(ts) DESC, bucket(4, id), "
+        "truncate(2, region) DESC NULLS FIRST"
+    )
     lake.sql("ALTER TABLE lake.db.src SET IDENTIFIER FIELDS id")
     lake.sql("ALTER TABLE lake.db.src UNSET TBLPROPERTIES ('write.data.path')")
     lake.sql("INSERT INTO lake.db.src VALUES (1, TIMESTAMP '2024-03-01 10:00:00', 'eu')")
@@ -295,7 +298,10 @@ def test_create_table_like_copies_a_lakecat_table_as_iceberg_does(lake) -> None:
     assert described["id"] == "the key"
     shown = {r.key: r.value for r in lake.sql("SHOW TBLPROPERTIES lake.db.copy")}
     assert shown["format-version"] == "3"  # as Iceberg's runtime shows a table
-    assert shown["sort-order"] == "region ASC NULLS FIRST, id DESC NULLS LAST"
+    assert shown["sort-order"] == (  # Iceberg's form, truncate's arguments in its order
+        "region ASC NULLS FIRST, days(ts) DESC NULLS LAST, bucket(4, id) ASC NULLS FIRST, "
+        "truncate(region, 2) DESC NULLS FIRST"
+    )
     assert shown["identifier-fields"] == "[id]"
     # SHOW CREATE TABLE's statement makes the same table again, without storing what it shows
     statement = lake.sql("SHOW CREATE TABLE lake.db.copy")[0][0]
