@@ -210,6 +210,19 @@ def tables_create(ctx: Context, args: argparse.Namespace) -> Output:
     return Output(data, table_view(data))
 
 
+def tables_create_like(ctx: Context, args: argparse.Namespace) -> Output:
+    if args.location is None:
+        require_warehouse(ctx.settings(), or_else="give the table a --location")
+    table = ctx.catalog().create_table_like(
+        args.table,
+        ctx.table(args.source),
+        properties=_properties(args.property),
+        location=args.location,
+    )
+    data = table_description(table)
+    return Output(data, table_view(data))
+
+
 def tables_drop(ctx: Context, args: argparse.Namespace) -> Output:
     ctx.catalog().drop_table(args.table, purge=args.purge)
     what = "dropped and purged" if args.purge else "dropped"
@@ -477,6 +490,7 @@ COMMANDS: dict[str, Command] = {
     "tables drop": tables_drop,
     "tables rename": tables_rename,
     "tables register": tables_register,
+    "tables create-like": tables_create_like,
     "tables add-files": tables_add_files,
     "history": history,
     "snapshots": snapshots,

@@ -220,6 +220,17 @@ def _add_table_commands(commands: _Commands, top: argparse._SubParsersAction[_Pa
     p.add_argument("--sort-by", metavar="ORDER", help='e.g. "id,ts:desc"')
     p.add_argument("--property", type=key_value, action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--location", metavar="URI", help="table location (default: in warehouse)")
+    p = commands.leaf(
+        group,
+        "create-like",
+        "tables create-like",
+        "create an empty table shaped like another (schema, partitioning, sort order, "
+        "format version, properties)",
+    )
+    p.add_argument("table")
+    p.add_argument("source", metavar="SOURCE_TABLE")
+    p.add_argument("--property", type=key_value, action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--location", metavar="URI", help="table location (default: in warehouse)")
     p = commands.leaf(group, "drop", "tables drop", "drop a table")
     p.add_argument("table")
     p.add_argument("--purge", action="store_true", help="also delete all of its files")

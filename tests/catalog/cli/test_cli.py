@@ -333,6 +333,19 @@ def test_namespace_and_table_lifecycle(lake: Lake, cli: InProcess) -> None:
     assert table["properties"]["write.parquet.compression-codec"] == "snappy"
     assert table["current_snapshot"] is None and table["counts"]["records"] == 0
 
+    like = cli(
+        "tables", "create-like", "db.items_copy", "db.items", "--property", "team=web", "--json"
+    ).json()
+    assert isinstance(like, dict)
+    assert like["schema"] == table["schema"]
+    assert like["partition_spec"] == table["partition_spec"]
+    assert like["sort_order"] == table["sort_order"]
+    assert like["properties"]["write.parquet.compression-codec"] == "snappy"
+    assert like["properties"]["team"] == "web" and like["current_snapshot"] is None
+    missing = cli("tables", "create-like", "db.nothing", "db.no_such_table")
+    assert missing.code == 1 and "db.no_such_table does not exist" in missing.err
+    assert cli("tables", "drop", "db.items_copy").code == 0
+
     iceberg_schema = json.dumps(
         {"type": "struct", "fields": [{"id": 1, "name": "k", "type": "string", "required": True}]}
     )
