@@ -26,16 +26,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType, VariantType
 
 from lakecat.catalog import Catalog, View
 from lakecat.metadata.errors import UnsupportedFeature
-from lakecat.metadata.schema import Schema, arrow_to_schema
-from lakecat.spark_ext.types import spark_schema
+from lakecat.spark_ext.types import spark_schema, table_schema
 
 QUERY_COLUMN_NAMES = "spark.query-column-names"
 SCHEMA_MODE = "spark.view-schema-mode"
@@ -58,21 +55,14 @@ def view_descriptor(view: View, catalog_name: str) -> dict[str, Any]:
         raise UnsupportedFeature(
             f"view {view.name} has no query in Spark's dialect (it has: {', '.join(dialects)})"
         )
-    schema = spark_schema(view.schema())
-    docs = {f.name: f.doc for f in view.schema().fields if f.doc}
-    fields = [
-        f
-        if f.name not in docs
-        else type(f)(f.name, f.dataType, f.nullable, {"comment": docs[f.name]})
-        for f in schema.fields
-    ]
+    schema = spark_schema(view.schema(), comments=True)
     names = view.properties.get(QUERY_COLUMN_NAMES, "")
     properties = {k: v for k, v in view.properties.items() if k not in _NOT_STORED}
     return {
         "sql": query.sql,
         "current_catalog": version.default_catalog or catalog_name,
         "current_namespace": list(version.default_namespace),
-        "schema": StructType(fields).json(),
+        "schema": schema.json(),
         "query_column_names": names.split(",") if names else [],
         "properties": {
             **properties,
@@ -100,9 +90,7 @@ def view_definition(
     Spark catalog ``catalog_name``."""
     spark_type = StructType.fromJson(json.loads(schema))
     _refuse_variants(spark_type, "")
-    iceberg = _with_comments(
-        arrow_to_schema(to_arrow_schema(spark_type, timezone="UTC")), spark_type
-    )
+    iceberg = table_schema(spark_type)
     stored = {k: v for k, v in properties.items() if k not in _NOT_STORED}
     stored[CREATE_ENGINE_VERSION] = stored[ENGINE_VERSION] = f"Spark {spark_version}"
     stored[QUERY_COLUMN_NAMES] = ",".join(query_column_names)
@@ -165,12 +153,3 @@ def _refuse_variants(t: DataType, path: str) -> None:
     elif isinstance(t, MapType):
         _refuse_variants(t.keyType, f"{path}.key")
         _refuse_variants(t.valueType, f"{path}.value")
-
-
-def _with_comments(schema: Schema, spark_type: StructType) -> Schema:
-    """``schema`` with the top-level column comments of ``spark_type`` as field docs."""
-    comments = {f.name: f.metadata.get("comment") for f in spark_type.fields if f.metadata}
-    fields = tuple(
-        replace(f, doc=comments[f.name]) if comments.get(f.name) else f for f in schema.fields
-    )
-    return Schema(fields, schema.schema_id, schema.identifier_field_ids)
