@@ -90,7 +90,12 @@ from lakecat.spark_ext.source.staging import (
     write_handoff,
 )
 from lakecat.spark_ext.source.tasks import Journal, write_batches
-from lakecat.spark_ext.types import ROW_ADDRESS_COLUMN, ROW_ADDRESS_SHIFT, from_spark_schema
+from lakecat.spark_ext.types import (
+    ROW_ADDRESS_COLUMN,
+    ROW_ADDRESS_SHIFT,
+    from_spark_schema,
+    table_schema,
+)
 
 log = logging.getLogger("lakecat.spark")
 
@@ -443,9 +448,9 @@ def merge_schema(table: Table, data: pa.Schema) -> None:
 def created_table_args(
     options: Mapping[str, str], spark_schema: StructType
 ) -> tuple[Schema, list[str | tuple[str, str]]]:
-    """The schema and partitioning a write creates a missing table with."""
-    schema = arrow_to_schema(to_arrow_schema(spark_schema, timezone="UTC"))
-    return schema, parse_partition_by(options.get(PARTITION_BY, ""))
+    """The schema and partitioning a write creates a missing table with: the DataFrame's
+    columns (their comments as docs, as a ``CREATE TABLE`` keeps them) and ``partition-by``."""
+    return table_schema(spark_schema), parse_partition_by(options.get(PARTITION_BY, ""))
 
 
 def parse_partition_by(text: str) -> list[str | tuple[str, str]]:

@@ -486,6 +486,23 @@ def test_a_write_creates_a_table_partitioned_by_a_dotted_struct_field(
         assert sorted(r.id for r in rows) == [1, 3]
 
 
+def test_a_write_that_creates_a_table_keeps_the_dataframes_column_comments(
+    spark: Any, lake: Catalog
+) -> None:
+    import lakecat.spark_ext as lk
+
+    df = spark.createDataFrame(
+        [(1, ("p",))], "id long COMMENT 'the key', s struct<x: string COMMENT 'inner'>"
+    )
+    assert lk.write(df, "db.native").native
+    df.write.format("lakecat").mode("append").save("db.source")
+
+    for name in ("db.native", "db.source"):
+        schema = lake.load_table(name).schema()
+        assert schema.find_field("id").doc == "the key", name
+        assert schema.find_field("s.x").doc == "inner", name
+
+
 def test_partition_by_option_quotes_names_with_commas_and_colons() -> None:
     from lakecat.spark_ext.source.write_jobs import parse_partition_by
 
