@@ -118,7 +118,9 @@ _PROVIDER, _LOCATION = "provider", "location"
 # Spark's own keys, and the ones a table's descriptor shows but the table does not store (as
 # Iceberg's runtime shows them: SHOW CREATE TABLE prints them, and running its output again
 # must not store them)
-_DESCRIBED = ("format", "current-snapshot-id", "sort-order", "identifier-fields")
+_FORMAT, _CURRENT_SNAPSHOT = "format", "current-snapshot-id"
+_SORT_ORDER, _IDENTIFIER_FIELDS = "sort-order", "identifier-fields"
+_DESCRIBED = (_FORMAT, _CURRENT_SNAPSHOT, _SORT_ORDER, _IDENTIFIER_FIELDS)
 _NOT_STORED = frozenset({_PROVIDER, _LOCATION, "external", "is_managed_location", *_DESCRIBED})
 _PROVIDERS = frozenset({"lakecat", "iceberg"})
 
@@ -889,16 +891,16 @@ class CatalogBridge:
             **table.properties,
             _PROVIDER: "lakecat",
             _LOCATION: table.location,
-            "format": "iceberg/parquet",
-            "current-snapshot-id": str(snapshot.snapshot_id) if snapshot else "none",
+            _FORMAT: "iceberg/parquet",
+            _CURRENT_SNAPSHOT: str(snapshot.snapshot_id) if snapshot else "none",
             P.FORMAT_VERSION: str(table.metadata.format_version),
         }
         schema, order = table.schema(), table.sort_order()
         if order.fields:
-            properties["sort-order"] = describe_sort_order(schema, order)
+            properties[_SORT_ORDER] = describe_sort_order(schema, order)
         if schema.identifier_field_ids:
             names = (schema.column_name(i) for i in schema.identifier_field_ids)
-            properties["identifier-fields"] = f"[{','.join(names)}]"
+            properties[_IDENTIFIER_FIELDS] = f"[{','.join(names)}]"
         return {
             "name": f"{self.name}.{table.name}",
             "identifier": {"namespace": list(namespace), "name": name},
