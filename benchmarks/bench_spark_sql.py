@@ -12,7 +12,11 @@ on a ``local[2]`` session with zstd for both. Then, through SQL on each:
   both scans are also timed through ``spark.read.parquet`` over the lakecat table's own data
   folder (the same files, ``part=N`` folders pruned by Spark): the issue's scan targets compare
   the catalog's read with plain Parquet reads of the same files, which isolates the read path
-  from the files each writer wrote (their number, sizes and encodings);
+  from the files each writer wrote (their number, sizes and encodings); and through Spark's own
+  DataSource V2 Parquet source (``ParquetTable``: ``BatchScanExec``, as every V2 connector's
+  scan, the catalog's included, where ``spark.read.parquet`` plans Spark's V1
+  ``FileSourceScanExec``), which tells what any V2 read of these files costs in the same
+  process;
   both scans of the lakecat table name their reader on their ``EXPLAIN`` line, recorded in
   the report (``reader=parquet``: Spark's own Parquet reader, the table having no delete
   files; ``reader=lakecat``: the Python data source);
@@ -42,8 +46,9 @@ both, so the reference's INSERT and scans against plain Parquet (Spark 3.5's) st
 lakecat's.
 
 Each repeat writes fresh copies (a new path, a new table) and runs every measurement
-(interleaved); the three reads of each scan (plain Parquet, the same files, the catalog) run in
-an order rotated every round, so that none always runs first. A first round warms the JVM and
+(interleaved); the four reads of each scan (plain Parquet, the same files, the catalog, the
+same files through Spark's V2 source) run in an order rotated every round, so that none always
+runs first. A first round warms the JVM and
 the Python workers up and is not counted. The tables show medians, the ratios their per-repeat
 medians and spread (min-max).
 
@@ -85,6 +90,24 @@ def join_every_column(files: Any, upd: Any) -> int:
     joined = rows.join(upd.select("id"), "id")
     hashed = joined.selectExpr("count(*) AS n", "sum(hash(*)) AS h").collect()[0]
     return int(hashed["n"])
+
+
+def v2_files(spark: Any, data: Path) -> Any:
+    """The Parquet files under ``data`` read through Spark's own DataSource V2 Parquet source
+    (``ParquetTable``, a ``BatchScanExec`` as the catalog's scans are) instead of its V1
+    ``FileSourceScanExec``: Spark 4 reads Parquet through V1 unless ``parquet`` is left out of
+    ``spark.sql.sources.useV1SourceList`` when the DataFrame is made."""
+    key = "spark.sql.sources.useV1SourceList"
+    before = spark.conf.get(key)
+    spark.conf.set(key, ",".join(x for x in before.split(",") if x.strip() != "parquet"))
+    try:
+        frame = spark.read.parquet(str(data))
+    finally:
+        spark.conf.set(key, before)
+    plan = frame._jdf.queryExecution().analyzed().toString()
+    if not plan.startswith("RelationV2"):
+        raise SystemExit(f"not a V2 Parquet read: {plan}")
+    return frame
 
 
 def spark_session(cores: int, catalog: Any) -> Any:
@@ -180,11 +203,11 @@ def main() -> None:
             return line.split("reader=", 1)[1].split(",", 1)[0] if "reader=" in line else "?"
 
         keys = ("pw", "lw", "ps", "fs", "ls", "pp", "fp", "lp", "merge", "insert", "merge_part")
-        keys += ("join",)
+        keys += ("join", "vs", "vp")
         keys += ("ls_after", "lp_after")
         times: dict[str, list[float]] = {k: [] for k in keys}
         ratio_keys = ("write", "scan", "part", "same_scan", "same_part", "merge", "merge_part")
-        ratio_keys += ("after_scan", "after_part", "join", "merge_join")
+        ratio_keys += ("after_scan", "after_part", "join", "merge_join", "v2_scan", "v2_part")
         ratios: dict[str, list[float]] = {k: [] for k in ratio_keys}
         rewritten: list[tuple[int, int, int]] = []
         for r in range(args.repeats + 1):  # round 0 warms up and is not counted
@@ -202,12 +225,17 @@ def main() -> None:
             data = local_path(catalog.load_table(f"bench.t_{r}").location) / "data"
             same_files = spark.read.parquet(str(data))
             same_files.createOrReplaceTempView("same_files")
+            v2_files(spark, data).createOrReplaceTempView("v2_files")
             results = set()
-            # the three reads of each query run in an order rotated every round, so that no
-            # reader always runs first after the writes (or after the other two)
-            for where, keys_ in (("", ("ps", "fs", "ls")), ("WHERE part = 3", ("pp", "fp", "lp"))):
-                reads = list(zip(keys_, ("plain", "same_files", table), strict=True))
-                for key, relation in reads[r % 3 :] + reads[: r % 3]:
+            # the four reads of each query run in an order rotated every round, so that no
+            # reader always runs first after the writes (or after the others)
+            relations = ("plain", "same_files", table, "v2_files")
+            for where, keys_ in (
+                ("", ("ps", "fs", "ls", "vs")),
+                ("WHERE part = 3", ("pp", "fp", "lp", "vp")),
+            ):
+                reads = list(zip(keys_, relations, strict=True))
+                for key, relation in reads[r % 4 :] + reads[: r % 4]:
                     with timed() as w:
                         results.add(aggregate(relation, where))
                     t[key] = w.wall_s
@@ -279,6 +307,8 @@ def main() -> None:
                 ratios["merge_join"].append(ratio(t["merge"], t["join"]))
                 ratios["after_scan"].append(ratio(t["ls_after"], t["ls"]))
                 ratios["after_part"].append(ratio(t["lp_after"], t["lp"]))
+                ratios["v2_scan"].append(ratio(t["ls"], t["vs"]))
+                ratios["v2_part"].append(ratio(t["lp"], t["vp"]))
                 rewritten.append((removed, in_partition, files_before))
 
         report.note(f"the lakecat scans' reader (EXPLAIN): {'/'.join(sorted(readers))}")
@@ -355,6 +385,20 @@ def main() -> None:
             [
                 ["full scan", m["fs"], m["ls"], spread(ratios["same_scan"])],
                 ["one partition (WHERE part = 3)", m["fp"], m["lp"], spread(ratios["same_part"])],
+            ],
+        )
+        report.table(
+            "Reads of the same files through DataSource V2: the catalog's scan vs Spark's own V2 "
+            "Parquet source over the lakecat table's data folder (seconds)",
+            [
+                "",
+                "Spark's V2 Parquet, same files",
+                "lakecat SQL catalog",
+                "lakecat / V2 Parquet, median (min-max)",
+            ],
+            [
+                ["full scan", m["vs"], m["ls"], spread(ratios["v2_scan"])],
+                ["one partition (WHERE part = 3)", m["vp"], m["lp"], spread(ratios["v2_part"])],
             ],
         )
         report.table(

@@ -243,6 +243,135 @@ def test_struct_list_and_map_columns_read_natively(lake) -> None:
     assert sorted((r.id, r.label, r.tag) for r in labels) == [(2, None, None), (4, None, "d")]
 
 
+EVERY_KIND = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("i", pa.int32()),
+        ("f", pa.float32()),
+        ("d", pa.float64()),
+        ("b", pa.bool_()),
+        ("day", pa.date32()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("ts_ntz", pa.timestamp("us")),
+        ("small", pa.decimal128(5, 2)),  # Spark keeps it in an int
+        ("mid", pa.decimal128(15, 3)),  # ... in a long
+        ("big", pa.decimal128(30, 4)),  # ... as bytes
+        ("name", pa.string()),  # few values: dictionary-encoded
+        ("uniq", pa.string()),
+        ("raw", pa.binary()),
+        (
+            "point",
+            pa.struct(
+                [
+                    ("x", pa.float64()),
+                    ("label", pa.string()),
+                    ("inner", pa.struct([("k", pa.int32()), ("s", pa.string())])),
+                ]
+            ),
+        ),
+        ("tags", pa.list_(pa.string())),
+    ]
+)
+EPOCH = dt.datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def every_kind_row(i: int) -> dict[str, Any]:
+    """Row ``i`` of ``EVERY_KIND``: each column null in another seventh of the rows."""
+
+    def maybe(column: int, value: Any) -> Any:
+        return None if (i + column) % 7 == 3 else value
+
+    moment = dt.timedelta(seconds=i, microseconds=i)
+    return {
+        "id": i,
+        "i": maybe(1, i * 3 - 500),
+        "f": maybe(2, i / 8),
+        "d": maybe(3, i / 4),
+        "b": maybe(4, i % 3 == 0),
+        "day": maybe(5, dt.date(2024, 1, 1) + dt.timedelta(days=i)),
+        "ts": maybe(6, EPOCH + moment),
+        "ts_ntz": maybe(0, dt.datetime(2024, 1, 1) + moment),
+        "small": maybe(1, decimal.Decimal(i * 7 % 1000 - 500) / 100),
+        "mid": maybe(2, decimal.Decimal(i * 1234567) / 1000),
+        "big": maybe(3, decimal.Decimal(i) * decimal.Decimal("12345678901234567890.1234")),
+        "name": maybe(4, f"n{i % 13}"),
+        "uniq": maybe(5, f"u{i}-" + "x" * (i % 5)),
+        "raw": maybe(6, bytes([i % 256, i * 7 % 256])),
+        "point": maybe(
+            0,
+            {
+                "x": None if i % 6 == 2 else i / 2,
+                "label": f"l{i % 4}",
+                "inner": None if i % 5 == 1 else {"k": i, "s": f"s{i}"},
+            },
+        ),
+        "tags": maybe(1, [f"t{i}", f"t{i + 1}"][: i % 3]),
+    }
+
+
+@pytest.fixture(params=["on the heap", "off the heap"])
+def small_batches(spark, request) -> Any:
+    """Spark's vectorized reader reads batches of 64 rows, into column vectors on or off the
+    JVM's heap."""
+    settings = {
+        "spark.sql.parquet.columnarReaderBatchSize": "64",
+        "spark.sql.columnVector.offheap.enabled": str(request.param == "off the heap").lower(),
+    }
+    before = {key: spark.conf.get(key) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    yield
+    for key, value in before.items():
+        spark.conf.set(key, value)
+
+
+def test_batches_with_deleted_rows_give_the_kept_rows_of_every_column_kind(
+    lake, small_batches
+) -> None:
+    table = lake.catalog.create_table(
+        "db.every",
+        EVERY_KIND,
+        properties={"write.delete.mode": "merge-on-read", "write.parquet.row-group-limit": "100"},
+    )
+    table.append(pa.Table.from_pylist([every_kind_row(i) for i in range(600)], EVERY_KIND))
+    with table.update_schema() as update:  # a column the first file lacks: read as nulls
+        update.add_column("note", StringType())
+    later = [{**every_kind_row(i), "note": f"note {i}"} for i in range(600, 700)]
+    table.append(pa.Table.from_pylist(later, EVERY_KIND.append(pa.field("note", pa.string()))))
+    # scattered rows, a whole batch (rows 100-163: a row group's first 64) and both ends of the
+    # first file; the second file keeps every row (its batches pass as they are)
+    scattered = [i for i in range(600) if i % 11 == 5] + [0, 599]
+    table.refresh().delete(f"id IN ({', '.join(map(str, scattered))}) OR (id >= 100 AND id < 164)")
+    kept = [i for i in range(700) if i not in scattered and not 100 <= i < 164]
+
+    query = "SELECT * FROM lake.db.every"
+    assert "reader=parquet, files=2]" in scan_line(lake, query)
+    got = sorted((r.asDict(recursive=True) for r in lake.sql(query)), key=lambda r: r["id"])
+    expected = [{**every_kind_row(i), "note": f"note {i}" if i >= 600 else None} for i in kept]
+    for row in expected:  # as Spark gives them: timestamps in the session's UTC, without a zone
+        row["ts"] = None if row["ts"] is None else row["ts"].replace(tzinfo=None)
+        row["raw"] = None if row["raw"] is None else bytearray(row["raw"])
+    assert got == expected
+    # an aggregate over the same rows, as generated code reads the batches
+    totals = lake.sql(
+        "SELECT count(*) AS n, sum(i) AS i, sum(small) AS small, sum(big) AS big, "
+        "count(name) AS names, sum(length(uniq)) AS chars, count(point.inner.s) AS inner, "
+        "count(note) AS notes "
+        "FROM lake.db.every"
+    )[0]
+    assert totals.n == len(kept)
+    assert totals.i == sum(r["i"] for r in expected if r["i"] is not None)
+    assert totals.small == sum(r["small"] for r in expected if r["small"] is not None)
+    with decimal.localcontext(prec=60):  # the sum has more digits than Python's default 28
+        assert totals.big == sum(r["big"] for r in expected if r["big"] is not None)
+    assert totals.names == sum(r["name"] is not None for r in expected)
+    assert totals.chars == sum(len(r["uniq"]) for r in expected if r["uniq"] is not None)
+    assert totals.notes == 100
+    assert totals.inner == sum(
+        r["point"] is not None and r["point"]["inner"] is not None for r in expected
+    )
+
+
 def test_version_as_of_reads_the_snapshot_natively(lake) -> None:
     table = lake.catalog.create_table("db.k", KINDS)
     table.append(kinds(range(0, 10)))

@@ -35,6 +35,11 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * batch holding no deleted row passes as it is, one holding some becomes {@link
  * RemappedColumnVector} views of its kept rows, lineage columns {@link LineageColumnVector}s
  * (nothing copied); a delegate that reads rows gives rows. Runs on executors.
+ *
+ * <p>Copying a batch's kept rows into vectors of the reader's own class instead of views was
+ * tried (2026-12-03, docs/benchmarks.md): it kept Spark's generated code for V2 scans to one
+ * vector class, yet every later scan in the JVM, Spark's V1 Parquet reads included, ran slower
+ * after it than after views.
  */
 final class PerFileReaders implements PartitionReaderFactory {
   private static final long serialVersionUID = 1L;
@@ -169,6 +174,9 @@ final class PerFileReaders implements PartitionReaderFactory {
       }
       if (count == 0 && n > 0) {
         return null;
+      }
+      if (count == n) {
+        rows = null; // the deleted positions in range fell between the batch's rows
       }
       ColumnVector[] columns = new ColumnVector[order.length];
       for (int i = 0; i < order.length; i++) {
