@@ -4,10 +4,12 @@ otherwise: either way, the rows are the rows of lakecat's Python API."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
 import os
 import urllib.parse
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -59,6 +61,19 @@ def scan_line(lake, query: str) -> str:
     """The ``BatchScan`` line of the query's physical plan."""
     plan = lake.spark.sql(f"EXPLAIN {query}").collect()[0][0]
     return next(line for line in plan.splitlines() if "BatchScan" in line)
+
+
+@contextlib.contextmanager
+def session_settings(spark: Any, settings: dict[str, str]) -> Iterator[None]:
+    """The session's SQL settings set to ``settings`` for the block, then set back."""
+    before = {key: spark.conf.get(key) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)
 
 
 def spark_dicts(rows: list[Any]) -> list[dict[str, Any]]:
@@ -313,16 +328,15 @@ def every_kind_row(i: int) -> dict[str, Any]:
 def small_batches(spark, request) -> Any:
     """Spark's vectorized reader reads batches of 64 rows, into column vectors on or off the
     JVM's heap."""
-    settings = {
-        "spark.sql.parquet.columnarReaderBatchSize": "64",
-        "spark.sql.columnVector.offheap.enabled": str(request.param == "off the heap").lower(),
-    }
-    before = {key: spark.conf.get(key) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    yield
-    for key, value in before.items():
-        spark.conf.set(key, value)
+    off_heap = str(request.param == "off the heap").lower()
+    with session_settings(
+        spark,
+        {
+            "spark.sql.parquet.columnarReaderBatchSize": "64",
+            "spark.sql.columnVector.offheap.enabled": off_heap,
+        },
+    ):
+        yield
 
 
 def test_batches_with_deleted_rows_give_the_kept_rows_of_every_column_kind(
@@ -454,16 +468,15 @@ def kept_positions(lake, table: str) -> list[tuple[int, str, int]]:
 def small_splits(spark, request) -> Any:
     """Spark splits each file into several partitions (a split per row group or so), and
     reads them as column batches (its vectorized reader) or as rows."""
-    settings = {
-        "spark.sql.files.maxPartitionBytes": "4096",
-        "spark.sql.parquet.enableVectorizedReader": str(request.param == "columns").lower(),
-    }
-    before = {key: spark.conf.get(key) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    yield
-    for key, value in before.items():
-        spark.conf.set(key, value)
+    vectorized = str(request.param == "columns").lower()
+    with session_settings(
+        spark,
+        {
+            "spark.sql.files.maxPartitionBytes": "4096",
+            "spark.sql.parquet.enableVectorizedReader": vectorized,
+        },
+    ):
+        yield
 
 
 def test_position_deletes_are_applied_by_sparks_reader(lake, small_splits) -> None:
