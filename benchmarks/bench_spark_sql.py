@@ -34,7 +34,9 @@ on a ``local[2]`` session with zstd for both. Then, through SQL on each:
 merge-on-read``: the MERGE then rewrites no data file and writes position delete files
 (``--format-version 3``: deletion vectors; the tables then also carry row lineage).
 After the MERGE both lakecat scans run again (through those delete files, in that mode), against
-the same scans before it.
+the same scans before it. ``--kept-rows views`` reads through delete files with views of each
+batch's kept rows instead of moving them inside Spark's vectors (the default), which makes
+Spark's code for the scans' query shape slower for every later round (docs/benchmarks.md).
 
 ``--iceberg-java`` then times the same INSERT, MERGEs and INSERT of the updated rows on
 Iceberg Java 1.10.2's own Spark runtime (the peers' Spark 3.5, ``../shared/peers``, set up by
@@ -172,6 +174,13 @@ def main() -> None:
         help="the lakecat tables' format version (3: row lineage, deletion vectors)",
     )
     parser.add_argument(
+        "--kept-rows",
+        choices=("moved", "views"),
+        default="moved",
+        help="how reads through delete files give a batch's kept rows: moved inside Spark's "
+        "vectors (the default) or views of them (spark.lakecat.moveKeptRows=false), to compare",
+    )
+    parser.add_argument(
         "--iceberg-java",
         action="store_true",
         help="also time the INSERT, scans and MERGEs on Iceberg Java's Spark runtime (the peers')",
@@ -183,6 +192,7 @@ def main() -> None:
 
     with workdir(args, "bench-spark-sql") as folder:
         catalog, spark = catalog_session(folder, args.cores)
+        spark.conf.set("spark.lakecat.moveKeptRows", str(args.kept_rows == "moved").lower())
         src, updated_rows = source_views(spark, args.rows, args.cores)
 
         def create(name: str) -> str:

@@ -65,15 +65,19 @@ def scan_line(lake, query: str) -> str:
 
 @contextlib.contextmanager
 def session_settings(spark: Any, settings: dict[str, str]) -> Iterator[None]:
-    """The session's SQL settings set to ``settings`` for the block, then set back."""
-    before = {key: spark.conf.get(key) for key in settings}
+    """The session's SQL settings set to ``settings`` for the block, then set back (unset
+    where they were)."""
+    before = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
         yield
     finally:
         for key, value in before.items():
-            spark.conf.set(key, value)
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def spark_dicts(rows: list[Any]) -> list[dict[str, Any]]:
@@ -324,16 +328,26 @@ def every_kind_row(i: int) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(params=["on the heap", "off the heap"])
+@pytest.fixture(
+    params=[
+        ("on the heap", "moved"),
+        ("off the heap", "moved"),
+        ("on the heap", "views"),
+        ("off the heap", "views"),
+    ],
+    ids=lambda p: f"{p[1]} {p[0]}",
+)
 def small_batches(spark, request) -> Any:
     """Spark's vectorized reader reads batches of 64 rows, into column vectors on or off the
-    JVM's heap."""
-    off_heap = str(request.param == "off the heap").lower()
+    JVM's heap; a batch's kept rows are moved inside those vectors (the default) or read
+    through views of them."""
+    heap, kept_rows = request.param
     with session_settings(
         spark,
         {
             "spark.sql.parquet.columnarReaderBatchSize": "64",
-            "spark.sql.columnVector.offheap.enabled": off_heap,
+            "spark.sql.columnVector.offheap.enabled": str(heap == "off the heap").lower(),
+            "spark.lakecat.moveKeptRows": str(kept_rows == "moved").lower(),
         },
     ):
         yield

@@ -355,7 +355,8 @@ final class ParquetBatch implements Batch {
           producedNames.indexOf(ROW_INDEX),
           rowIdOut,
           sequenceOut,
-          byUri);
+          byUri,
+          PerFileReaders.movesKeptRows(conf));
     }
     return same ? factory : new ReorderedReaders(factory, order, produced);
   }

@@ -2,7 +2,9 @@ package lakecat.spark;
 
 import java.io.IOException;
 import java.io.Serializable;
+import java.util.Arrays;
 import java.util.Map;
+import java.util.stream.IntStream;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.ProjectingInternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
@@ -32,14 +34,16 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  *
  * Output column {@code i} is the delegate's column {@code order[i]}, which leaves out the row
  * index when the query did not ask for {@code _pos}. Column batches stay column batches: a
- * batch holding no deleted row passes as it is, one holding some becomes {@link
- * RemappedColumnVector} views of its kept rows, lineage columns {@link LineageColumnVector}s
- * (nothing copied); a delegate that reads rows gives rows. Runs on executors.
+ * batch holding no deleted row passes as it is; in one holding some, {@link KeptRows} moves the
+ * kept rows to the front inside the reader's own vectors (nothing allocated), or, for vectors it
+ * cannot move, the columns become {@link RemappedColumnVector} views of the kept rows. Lineage
+ * columns become {@link LineageColumnVector}s. A delegate that reads rows gives rows. Runs on
+ * executors.
  *
- * <p>Copying a batch's kept rows into vectors of the reader's own class instead of views was
- * tried (2026-12-03, docs/benchmarks.md): it kept Spark's generated code for V2 scans to one
- * vector class, yet every later scan in the JVM, Spark's V1 Parquet reads included, ran slower
- * after it than after views.
+ * <p>Why move rather than view: Spark compiles one class per DataSource V2 scan query shape and
+ * calls the abstract {@code ColumnVector} from it; views reaching that class made its later runs,
+ * on tables without deletes too, cost about 1.5x the CPU, and copying the kept rows into new
+ * vectors slowed every later scan. Moving left both unchanged (2026-12-03, docs/benchmarks.md).
  */
 final class PerFileReaders implements PartitionReaderFactory {
   private static final long serialVersionUID = 1L;
@@ -68,6 +72,8 @@ final class PerFileReaders implements PartitionReaderFactory {
   private final int rowIdOut; // the output's ordinal of _row_id (-1: not read)
   private final int sequenceOut; // ... of _last_updated_sequence_number
   private final Map<String, FileRows> files; // by the file's URI, as the partitions name it
+  private final int[] moved; // the delegate's columns the output reads (KeptRows moves their rows)
+  private final boolean moveKeptRows; // false: views of the kept rows
 
   PerFileReaders(
       PartitionReaderFactory delegate,
@@ -76,7 +82,8 @@ final class PerFileReaders implements PartitionReaderFactory {
       int rowIndex,
       int rowIdOut,
       int sequenceOut,
-      Map<String, FileRows> files) {
+      Map<String, FileRows> files,
+      boolean moveKeptRows) {
     this.delegate = delegate;
     this.order = order;
     this.schema = schema;
@@ -84,6 +91,21 @@ final class PerFileReaders implements PartitionReaderFactory {
     this.rowIdOut = rowIdOut;
     this.sequenceOut = sequenceOut;
     this.files = files;
+    IntStream rowIds = rowIdOut >= 0 && rowIndex >= 0 ? IntStream.of(rowIndex) : IntStream.empty();
+    this.moved = IntStream.concat(Arrays.stream(order), rowIds).distinct().toArray();
+    this.moveKeptRows = moveKeptRows;
+  }
+
+  /**
+   * {@value #MOVE_KEPT_ROWS}: true (the default) moves a batch's kept rows inside the reader's
+   * vectors ({@link KeptRows}); false gives views of them ({@link RemappedColumnVector}), as
+   * for vectors {@link KeptRows} cannot move. For comparing the two (docs/benchmarks.md).
+   */
+  static final String MOVE_KEPT_ROWS = "spark.lakecat.moveKeptRows";
+
+  /** Whether the session's reads move kept rows ({@link #MOVE_KEPT_ROWS}). */
+  static boolean movesKeptRows(org.apache.spark.sql.internal.SQLConf conf) {
+    return !"false".equalsIgnoreCase(conf.getConfString(MOVE_KEPT_ROWS, "true").trim());
   }
 
   private FileRows rowsOf(PartitionedFile file) {
@@ -150,6 +172,16 @@ final class PerFileReaders implements PartitionReaderFactory {
       }
     }
 
+    /** Whether {@link KeptRows} can move the kept rows of every column in {@link #moved}. */
+    private boolean movable(ColumnarBatch batch) {
+      for (int ordinal : moved) {
+        if (!KeptRows.movable(batch.column(ordinal))) {
+          return false;
+        }
+      }
+      return true;
+    }
+
     /** The batch's kept rows in the output's columns; null when none is kept. */
     private ColumnarBatch kept(ColumnarBatch batch) {
       int n = batch.numRows();
@@ -177,6 +209,11 @@ final class PerFileReaders implements PartitionReaderFactory {
       }
       if (count == n) {
         rows = null; // the deleted positions in range fell between the batch's rows
+      } else if (moveKeptRows && movable(batch)) {
+        for (int ordinal : moved) {
+          KeptRows.move(batch.column(ordinal), rows, count);
+        }
+        rows = null; // the kept rows come first now
       }
       ColumnVector[] columns = new ColumnVector[order.length];
       for (int i = 0; i < order.length; i++) {
