@@ -123,6 +123,9 @@ _SORT_ORDER, _IDENTIFIER_FIELDS = "sort-order", "identifier-fields"
 _DESCRIBED = (_FORMAT, _CURRENT_SNAPSHOT, _SORT_ORDER, _IDENTIFIER_FIELDS)
 _NOT_STORED = frozenset({_PROVIDER, _LOCATION, "external", "is_managed_location", *_DESCRIBED})
 _PROVIDERS = frozenset({"lakecat", "iceberg"})
+# the provider a table shows (DESCRIBE, SHOW CREATE TABLE), as Iceberg's runtime shows its
+# tables: the statement SHOW CREATE TABLE prints runs on both catalogs
+_SHOWN_PROVIDER = "iceberg"
 
 log = logging.getLogger("lakecat.spark")
 
@@ -480,7 +483,7 @@ class CatalogBridge:
             "identifier": {"namespace": list(namespace), "name": name},
             "schema": spark_schema(metadata.schema()).json(),
             "partitioning": spark_transforms(metadata),
-            "properties": {**metadata.properties, _PROVIDER: "lakecat"},
+            "properties": {**metadata.properties, _PROVIDER: _SHOWN_PROVIDER},
             "format": self.data_format,
             "write_options": {OPTION_TABLE: staged.name, **staged.write_options()},
             "distribution": _write_distribution(metadata),
@@ -889,7 +892,7 @@ class CatalogBridge:
         snapshot = table.current_snapshot()
         properties = {
             **table.properties,
-            _PROVIDER: "lakecat",
+            _PROVIDER: _SHOWN_PROVIDER,
             _LOCATION: table.location,
             _FORMAT: "iceberg/parquet",
             _CURRENT_SNAPSHOT: str(snapshot.snapshot_id) if snapshot else "none",
