@@ -4,12 +4,10 @@ otherwise: either way, the rows are the rows of lakecat's Python API."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import decimal
 import os
 import urllib.parse
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -18,6 +16,7 @@ import pytest
 
 from lakecat.metadata import LongType, StringType
 from lakecat.metadata.io import local_path
+from lakecat.spark_ext.native.write import session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -61,23 +60,6 @@ def scan_line(lake, query: str) -> str:
     """The ``BatchScan`` line of the query's physical plan."""
     plan = lake.spark.sql(f"EXPLAIN {query}").collect()[0][0]
     return next(line for line in plan.splitlines() if "BatchScan" in line)
-
-
-@contextlib.contextmanager
-def session_settings(spark: Any, settings: dict[str, str]) -> Iterator[None]:
-    """The session's SQL settings set to ``settings`` for the block, then set back (unset
-    where they were)."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def spark_dicts(rows: list[Any]) -> list[dict[str, Any]]:
@@ -342,7 +324,7 @@ def small_batches(spark, request) -> Any:
     JVM's heap; a batch's kept rows are moved inside those vectors (the default) or read
     through views of them."""
     heap, kept_rows = request.param
-    with session_settings(
+    with session_conf(
         spark,
         {
             "spark.sql.parquet.columnarReaderBatchSize": "64",
@@ -483,7 +465,7 @@ def small_splits(spark, request) -> Any:
     """Spark splits each file into several partitions (a split per row group or so), and
     reads them as column batches (its vectorized reader) or as rows."""
     vectorized = str(request.param == "columns").lower()
-    with session_settings(
+    with session_conf(
         spark,
         {
             "spark.sql.files.maxPartitionBytes": "4096",

@@ -8,8 +8,6 @@ compares the same flows with Iceberg Java.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +17,17 @@ import pytest
 from sql_lake import Lake
 
 from lakecat.spark_ext import lakecat_error, register
+from lakecat.spark_ext.native.write import session_conf
 
 pytestmark = pytest.mark.spark
 
 
-@contextmanager
-def session_setting(spark: Any, key: str, value: str) -> Iterator[None]:
-    spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        spark.conf.unset(key)
-
-
 def wap_id(spark: Any, value: str) -> Any:
-    return session_setting(spark, "spark.wap.id", value)
+    return session_conf(spark, {"spark.wap.id": value})
 
 
 def wap_branch(spark: Any, value: str) -> Any:
-    return session_setting(spark, "spark.wap.branch", value)
+    return session_conf(spark, {"spark.wap.branch": value})
 
 
 def ids(lake: Lake, table: str = "lake.db.t") -> list[int]:
@@ -187,7 +177,7 @@ def test_the_first_write_in_a_session_wap_branch_creates_it_at_main_in_its_one_c
     table = lake.catalog.load_table("db.t")
     head, count = table.metadata.current_snapshot_id, len(table.snapshots())
     statement, expected = BRANCH_WRITES[write]
-    dynamic = session_setting(lake.spark, "spark.sql.sources.partitionOverwriteMode", "dynamic")
+    dynamic = session_conf(lake.spark, {"spark.sql.sources.partitionOverwriteMode": "dynamic"})
     with dynamic, wap_branch(lake.spark, "audit"):
         if statement is None:
             frame = lake.spark.createDataFrame([(6, "a")], "id bigint, cat string")
