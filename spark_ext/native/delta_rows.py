@@ -28,8 +28,9 @@ What qualifies, otherwise the rows go through the Python data source in staging 
   (:mod:`.support`);
 * no sort order: a task gets its rows one at a time and would have to sort them;
 * the rows Spark hands over are the table's columns, in order, with the table's Spark types,
-  and no required column is nullable there; no list, map, uuid, fixed or time column
-  (:func:`~lakecat.spark_ext.native.columns.check_writable`);
+  and no required column is nullable there; no uuid, fixed or time column
+  (:func:`~lakecat.spark_ext.native.columns.check_writable`; lists and maps are written with
+  their element, key and value ids by the plugin's ``IdParquetFormat``, the tasks' format);
 * partition fields that are identity, year, month, day, hour, bucket, truncate or void
   transforms of top-level columns (the task computes bucket of an int, long, date, timestamp,
   string or decimal with the spec's Murmur3 hash, as the catalog's ``bucket`` function does,
@@ -60,7 +61,7 @@ from lakecat.metadata.schema import (
     with_lineage,
 )
 from lakecat.metadata.table import TableMetadata
-from lakecat.spark_ext.native.columns import FIELD_ID_KEY, check_writable, id_type
+from lakecat.spark_ext.native.columns import check_writable, field_metadata, id_type
 from lakecat.spark_ext.native.partitions import HiddenPartition, plan_partitions
 from lakecat.spark_ext.native.support import NotNative, parquet_write_options, require_local
 from lakecat.spark_ext.native.write import WRITE_CONFS, describe_file, relative
@@ -120,7 +121,7 @@ def plan_delta_rows(metadata: TableMetadata, rows: st.StructType) -> DeltaRowsPl
     writer_options = parquet_write_options(metadata.properties)
     if not metadata.sort_order().is_unsorted:
         raise NotNative("the table has a sort order (rows reach a task one at a time)")
-    check_writable(schema)
+    check_writable(schema, lists_and_maps=True)  # the tasks write with the plugin's format
     fields = [_written_field(f, rows, i) for i, f in enumerate(schema.fields)]
     if len(rows.fields) != len(schema.fields):
         raise NotNative(f"the statement's rows have {len(rows.fields)} columns, not the table's")
@@ -190,9 +191,7 @@ def _written_field(f: NestedField, rows: st.StructType, index: int) -> st.Struct
 
 def _field(f: NestedField) -> st.StructField:
     """A table column as the tasks write it, with its field id (nested ones too)."""
-    return st.StructField(
-        f.name, id_type(f.field_type), not f.required, metadata={FIELD_ID_KEY: f.field_id}
-    )
+    return st.StructField(f.name, id_type(f.field_type), not f.required, metadata=field_metadata(f))
 
 
 def _same_type(a: st.DataType, b: st.DataType) -> bool:
@@ -202,7 +201,11 @@ def _same_type(a: st.DataType, b: st.DataType) -> bool:
             x.name == y.name and _same_type(x.dataType, y.dataType)
             for x, y in zip(a.fields, b.fields, strict=True)
         )
-    return not isinstance(a, st.StructType) and a == b
+    if isinstance(a, st.ArrayType) and isinstance(b, st.ArrayType):
+        return _same_type(a.elementType, b.elementType)
+    if isinstance(a, st.MapType) and isinstance(b, st.MapType):
+        return _same_type(a.keyType, b.keyType) and _same_type(a.valueType, b.valueType)
+    return not isinstance(a, (st.StructType, st.ArrayType, st.MapType)) and a == b
 
 
 def describe_delta_rows(

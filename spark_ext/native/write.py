@@ -26,7 +26,9 @@ A native write, step by step:
    the order (identity fields of top-level columns; an order with other fields does not
    qualify), and the files record the order's id;
 3. write it with ``df.write.parquet`` into a fresh folder ``<data location>/<job id>/``
-   (through lakecat's local file system where it can, :mod:`.local_files`).
+   (through lakecat's local file system where it can, :mod:`.local_files`; a table with list
+   or map columns with the catalog plugin's ``IdParquetFormat``, Spark's Parquet format that
+   also writes the ids of list elements and map keys and values, :mod:`.columns`).
    Spark's file commit protocol leaves there only the output of committed task attempts, so
    retried and speculative tasks never add a file twice; the write mode is ``errorifexists``,
    which never deletes anything. Spark reads a few Parquet settings from the session
@@ -83,7 +85,14 @@ from lakecat.metadata.io import (
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.schema import LINEAGE_COLUMNS, Schema, with_lineage
 from lakecat.metadata.table import TableMetadata
-from lakecat.spark_ext.native.columns import FieldPlan, build_columns, plan_columns, quoted
+from lakecat.spark_ext.native.columns import (
+    ID_PARQUET_FORMAT,
+    FieldPlan,
+    build_columns,
+    has_lists_or_maps,
+    plan_columns,
+    quoted,
+)
 from lakecat.spark_ext.native.distribution import (
     NONE,
     column_sort,
@@ -158,6 +167,9 @@ class NativeWritePlan:
     # the rows (copied by a staged write on a v3 table) carry _row_id and
     # _last_updated_sequence_number after the table's columns, and the files keep them
     lineage: bool = False
+    # the table has list or map columns: the catalog plugin's Parquet format writes the files
+    # (the ids of their elements, keys and values; columns.ID_PARQUET_FORMAT)
+    nested_ids: bool = False
 
 
 def plan_native_write(
@@ -171,8 +183,9 @@ def plan_native_write(
     """The native plan of a write of DataFrame schema ``source`` into a table in ``mode``;
     :class:`NotNative` when the write does not qualify. ``functions``: the lakecat SQL
     catalog of the session whose ``bucket`` function computes bucket partition values
-    (:func:`~lakecat.spark_ext.native.partitions.session_functions`); without one, a table
-    with a bucket field does not qualify."""
+    (:func:`~lakecat.spark_ext.native.partitions.session_functions`), whose plugin's
+    Parquet format also writes the ids of list elements and map keys and values; without one,
+    a table with a bucket field or a list or map column does not qualify."""
     if mode is WriteMode.OVERWRITE_BY_FILTER:
         raise NotNative("an overwrite-filter write must check every written row against the filter")
     lineage = bool(options.get(STAGE_TO)) and metadata.format_version >= 3
@@ -184,7 +197,10 @@ def plan_native_write(
     require_local(data_dir(metadata), "the table's data location")
     schema = metadata.schema()
     writer_options = parquet_write_options(metadata.properties)
-    columns = plan_columns(with_lineage(schema) if lineage else schema, source)
+    columns = plan_columns(
+        with_lineage(schema) if lineage else schema, source, lists_and_maps=functions is not None
+    )
+    nested = any(has_lists_or_maps(f.field_type) for f in schema.fields)
     taken = [f.name for f in schema.fields]
     partitions = plan_partitions(metadata.spec(), schema, taken, functions)
     uncomputed = next((p for p in partitions if not p.computable), None)
@@ -196,7 +212,9 @@ def plan_native_write(
         )
     order = metadata.sort_order()
     if order.is_unsorted:
-        return NativeWritePlan(columns, partitions, writer_options, lineage=lineage)
+        return NativeWritePlan(
+            columns, partitions, writer_options, lineage=lineage, nested_ids=nested
+        )
     sort = column_sort(metadata)
     if len(sort) < len(order.fields):
         raise NotNative(
@@ -204,7 +222,13 @@ def plan_native_write(
             "nested or transformed column (the data source sorts by it)"
         )
     return NativeWritePlan(
-        columns, partitions, writer_options, sort, order.order_id, lineage=lineage
+        columns,
+        partitions,
+        writer_options,
+        sort,
+        order.order_id,
+        lineage=lineage,
+        nested_ids=nested,
     )
 
 
@@ -353,7 +377,10 @@ def _run(
         writer = writer.partitionBy(*partition_by)
     with folder_owned(io, folder):
         with session_conf(df.sparkSession, WRITE_CONFS):
-            writer.parquet(to_uri(folder))
+            if plan.nested_ids:
+                writer.format(ID_PARQUET_FORMAT).save(to_uri(folder))
+            else:
+                writer.parquet(to_uri(folder))
         files = _written_files(io, folder, job, plan)
         job.journal.record(files)
     messages = [FilesMessage(tuple(files), job.metadata_location)]

@@ -16,7 +16,7 @@ import pytest
 
 import lakecat.spark_ext.dml.file_rows as file_rows_module
 from lakecat.catalog import Catalog, Table
-from lakecat.spark_ext import delete, merge, update
+from lakecat.spark_ext import attach_catalog, delete, merge, update
 
 pytestmark = pytest.mark.spark
 
@@ -189,17 +189,43 @@ def test_the_rows_a_change_writes_are_written_by_sparks_writer(
 def test_a_table_spark_cannot_write_gets_its_rows_written_by_the_data_source(
     spark: Any, lake: Catalog, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Spark's writer cannot give list elements their field ids
-    schema = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string()))])
+    # Spark's writer writes a fixed column as plain binary, not Iceberg's fixed
+    schema = pa.schema([("id", pa.int64()), ("code", pa.binary(2))])
     table = lake.create_table("db.l", schema)
-    table.append(pa.table({"id": [1, 2, 3], "tags": [["a"], [], None]}, schema=schema))
+    table.append(pa.table({"id": [1, 2, 3], "code": [b"ab", b"cd", None]}, schema=schema))
     caplog.set_level(logging.INFO, logger="lakecat.spark")
-    update(spark, "db.l", "id = 2", {"tags": "array('b', 'c')"})
+    update(spark, "db.l", "id = 2", {"id": "20"})
     assert messages(caplog, WRITE_FALLBACK.format("l")) == 1
     assert not any(
         WRITTEN_BY_SPARK.search(f.file_path) for f in table.refresh().scan().plan_files()
     )
-    assert live(table) == [(1, ["a"]), (2, ["b", "c"]), (3, None)]
+    assert live(table) == [(1, b"ab"), (3, None), (20, b"cd")]
+
+
+def test_a_table_with_list_and_map_columns_gets_its_rows_written_by_spark(
+    spark: Any, lake: Catalog, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the session's lakecat SQL catalog writes the ids of list elements and map keys and values
+    attach_catalog(spark, "lake", catalog=lake)
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("tags", pa.list_(pa.string())),
+            ("m", pa.map_(pa.string(), pa.int64())),
+        ]
+    )
+    table = lake.create_table("db.l", schema)
+    table.append(
+        pa.table(
+            {"id": [1, 2, 3], "tags": [["a"], [], None], "m": [[("k", 1)], None, []]},
+            schema=schema,
+        )
+    )
+    caplog.set_level(logging.INFO, logger="lakecat.spark")
+    update(spark, "db.l", "id = 2", {"tags": "array('b', 'c')", "m": "map('x', 2)"})
+    assert messages(caplog, WRITE_FALLBACK.format("l")) == 0
+    assert all(WRITTEN_BY_SPARK.search(f.file_path) for f in table.refresh().scan().plan_files())
+    assert live(table) == [(1, ["a"], [("k", 1)]), (2, ["b", "c"], [("x", 2)]), (3, None, [])]
 
 
 def test_a_merge_into_files_with_deletes_reads_them_through_the_data_source(

@@ -32,7 +32,6 @@ import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.execution.datasources.OutputWriter;
 import org.apache.spark.sql.execution.datasources.OutputWriterFactory;
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DateType;
@@ -102,7 +101,7 @@ final class NativeRows implements Serializable {
       throw new UncheckedIOException(e);
     }
     OutputWriterFactory factory =
-        new ParquetFileFormat()
+        new IdParquetFormat()
             .prepareWrite(
                 session,
                 job,
