@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from java_session import JavaProcess
+from java_session import JavaProcess, JavaTables, java_session, lakecat_on
 from peers import JavaFixtures, ensure_java_fixtures
 
 from lakecat.catalog import Catalog
@@ -49,3 +49,33 @@ def java_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaProce
         yield process
     finally:
         process.close()
+
+
+@pytest.fixture(scope="module")
+def shared_java(
+    java_process: JavaProcess,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> Iterator[JavaTables]:
+    """A module's Iceberg Java session on a JDBC catalog of its own (``peers``), with the
+    namespace ``peers.db`` and none of ``java_delete_tables.py``'s tables."""
+    root = tmp_path_factory.mktemp(request.module.__name__.removeprefix("test_"))
+    for tables in java_session(java_process, root, create=False):
+        tables.sql("CREATE NAMESPACE IF NOT EXISTS peers.db")
+        yield tables
+
+
+@pytest.fixture(scope="module")
+def shared_catalog(shared_java: JavaTables) -> Iterator[Catalog]:
+    """lakecat's catalog on ``shared_java``'s JDBC catalog."""
+    yield from lakecat_on(shared_java)
+
+
+@pytest.fixture(scope="module")
+def shared_lake(spark: Any, shared_catalog: Catalog) -> Any:
+    """The run's Spark 4 session with ``shared_catalog`` attached as its SQL catalog under
+    Java's catalog name, ``peers``: a statement names a table alike in both engines."""
+    from lakecat.spark_ext import attach_catalog
+
+    attach_catalog(spark, "peers", catalog=shared_catalog)
+    return spark

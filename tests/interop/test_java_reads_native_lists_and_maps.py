@@ -10,11 +10,10 @@ its files ``*-NNNNN.parquet``), so the rows each engine reads are the rows those
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from java_session import JavaProcess, JavaTables, java_session, lakecat_on
+from java_session import JavaTables
 
 from lakecat.catalog import Catalog
 
@@ -34,46 +33,25 @@ ROWS = (
 )
 
 
-@pytest.fixture(scope="module")
-def java(
-    java_process: JavaProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[JavaTables]:
-    for tables in java_session(java_process, tmp_path_factory.mktemp("lists-java"), create=False):
-        tables.sql("CREATE NAMESPACE IF NOT EXISTS peers.db")
-        yield tables
-
-
-@pytest.fixture(scope="module")
-def catalog(java: JavaTables) -> Iterator[Catalog]:
-    yield from lakecat_on(java)
-
-
-@pytest.fixture(scope="module")
-def lake(spark: Any, catalog: Catalog) -> Any:
-    """The Spark 4 session with lakecat's catalog attached under Java's catalog name."""
-    from lakecat.spark_ext import attach_catalog
-
-    attach_catalog(spark, "peers", catalog=catalog)
-    return spark
-
-
 def as_json(rows: list[Any]) -> list[list[Any]]:
     return [[r[0], r[1]] for r in rows]
 
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_iceberg_java_reads_the_lists_and_maps_spark_wrote_natively(
-    java: JavaTables, catalog: Catalog, lake: Any, version: int
+    shared_java: JavaTables, shared_catalog: Catalog, shared_lake: Any, version: int
 ) -> None:
     table = f"peers.db.nested_v{version}"
-    lake.sql(
+    shared_lake.sql(
         f"CREATE TABLE {table} ({COLUMNS}) PARTITIONED BY (bucket(2, id)) "
         f"TBLPROPERTIES ('format-version' = '{version}', 'write.update.mode' = 'merge-on-read', "
         "'write.merge.mode' = 'copy-on-write')"
     )
-    lake.sql(f"INSERT INTO {table} VALUES {ROWS}")
-    lake.sql(f"UPDATE {table} SET tags = array('u', NULL), m = map('u', array(0)) WHERE id < 3")
-    lake.sql(
+    shared_lake.sql(f"INSERT INTO {table} VALUES {ROWS}")
+    shared_lake.sql(
+        f"UPDATE {table} SET tags = array('u', NULL), m = map('u', array(0)) WHERE id < 3"
+    )
+    shared_lake.sql(
         f"MERGE INTO {table} t USING (SELECT 4L AS id UNION ALL SELECT 5L) u ON t.id = u.id "
         "WHEN MATCHED THEN UPDATE SET ll = array(array(4L, 4L)), s.l = array(named_struct("
         "'x', 2.5D, 'y', map(1, 'one', 2, NULL))) "
@@ -81,10 +59,10 @@ def test_iceberg_java_reads_the_lists_and_maps_spark_wrote_natively(
         "map('n', array(5)), named_struct('a', 5, 'l', array()), array(array(5L)))"
     )
 
-    files = catalog.load_table(table.removeprefix("peers.")).scan().plan_files()
+    files = shared_catalog.load_table(table.removeprefix("peers.")).scan().plan_files()
     assert files and all(f.file_path.endswith(".zstd.parquet") for f in files)
     query = f"SELECT id, to_json(struct(tags, m, s, ll)) FROM {table} ORDER BY id"
-    ours = as_json(lake.sql(query).collect())
+    ours = as_json(shared_lake.sql(query).collect())
     assert [r[0] for r in ours] == [1, 2, 3, 4, 5]
     assert ours[0][1] == (
         '{"tags":["u",null],"m":{"u":[0]},"s":{"a":3,"l":[{"x":1.5,"y":{"7":"z"}},null]},'
@@ -94,4 +72,4 @@ def test_iceberg_java_reads_the_lists_and_maps_spark_wrote_natively(
         '{"tags":["d"],"m":{"j":[9],"i":null},"s":{"a":4,"l":[{"x":2.5,"y":{"1":"one","2":null}}]},'
         '"ll":[[4,4]]}'
     )
-    assert java.query(query) == ours
+    assert shared_java.query(query) == ours

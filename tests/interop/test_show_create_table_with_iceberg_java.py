@@ -12,11 +12,10 @@ UTF8_BINARY``, which Spark 4 prints after each string type and Spark 3.5's parse
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from java_session import JavaProcess, JavaTables, java_session, lakecat_on
+from java_session import JavaTables
 
 from lakecat.catalog import Catalog
 from lakecat.catalog.table import Table
@@ -34,29 +33,6 @@ PARTITIONING = "PARTITIONED BY (days(ts), bucket(4, id), truncate(2, region))"
 PROPERTIES = (
     "TBLPROPERTIES ('format-version' = '2', 'write.merge.mode' = 'merge-on-read', 'team' = 'ads')"
 )
-
-
-@pytest.fixture(scope="module")
-def java(
-    java_process: JavaProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[JavaTables]:
-    for tables in java_session(java_process, tmp_path_factory.mktemp("show-create"), create=False):
-        tables.sql("CREATE NAMESPACE IF NOT EXISTS peers.db")
-        yield tables
-
-
-@pytest.fixture(scope="module")
-def catalog(java: JavaTables) -> Iterator[Catalog]:
-    yield from lakecat_on(java)
-
-
-@pytest.fixture(scope="module")
-def lake(spark: Any, catalog: Catalog) -> Any:
-    """The Spark 4 session with lakecat's catalog attached under Java's catalog name."""
-    from lakecat.spark_ext import attach_catalog
-
-    attach_catalog(spark, "peers", catalog=catalog)
-    return spark
 
 
 def for_other_engine(statement: str, shown: str, new: str) -> str:
@@ -101,18 +77,20 @@ def definition(table: Table) -> dict[str, Any]:
 
 
 def test_the_statement_lakecat_shows_makes_the_same_table_on_iceberg_java(
-    java: JavaTables, catalog: Catalog, lake: Any
+    shared_java: JavaTables, shared_catalog: Catalog, shared_lake: Any
 ) -> None:
-    lake.sql(f"CREATE TABLE peers.db.by_lake ({COLUMNS}) {PARTITIONING} {PROPERTIES} COMMENT 'c'")
-    statement = lake.sql("SHOW CREATE TABLE peers.db.by_lake").collect()[0][0]
+    shared_lake.sql(
+        f"CREATE TABLE peers.db.by_lake ({COLUMNS}) {PARTITIONING} {PROPERTIES} COMMENT 'c'"
+    )
+    statement = shared_lake.sql("SHOW CREATE TABLE peers.db.by_lake").collect()[0][0]
     assert "USING iceberg" in statement
 
-    java.sql(for_other_engine(statement, "peers.db.by_lake", "peers.db.in_java"))
-    lake.sql(for_other_engine(statement, "peers.db.by_lake", "peers.db.in_lake"))
+    shared_java.sql(for_other_engine(statement, "peers.db.by_lake", "peers.db.in_java"))
+    shared_lake.sql(for_other_engine(statement, "peers.db.by_lake", "peers.db.in_lake"))
 
-    shown = definition(catalog.load_table("db.by_lake"))
-    assert definition(catalog.load_table("db.in_lake")) == shown
-    in_java = definition(catalog.load_table("db.in_java"))
+    shown = definition(shared_catalog.load_table("db.by_lake"))
+    assert definition(shared_catalog.load_table("db.in_lake")) == shown
+    in_java = definition(shared_catalog.load_table("db.in_java"))
     # Iceberg Java keeps the 'format' key the statement shows as a property (it does so with
     # its own statements too, below); everything else is the same table
     assert in_java["properties"].pop("format") == "iceberg/parquet"
@@ -123,32 +101,34 @@ def test_the_statement_lakecat_shows_makes_the_same_table_on_iceberg_java(
         "(1, TIMESTAMP '2024-03-01 10:00:00', 'eu', named_struct('a', 2, 'b', 'x'), "
         "array(1.5D), map('k', 'v'), 3.25, DATE '2024-03-01', TIMESTAMP_NTZ '2024-03-01 10:00')"
     )
-    lake.sql(f"INSERT INTO peers.db.in_java VALUES {row}")
-    java.sql(f"INSERT INTO peers.db.by_lake VALUES {row}")
+    shared_lake.sql(f"INSERT INTO peers.db.in_java VALUES {row}")
+    shared_java.sql(f"INSERT INTO peers.db.by_lake VALUES {row}")
     query = "SELECT id, region, s.a, amounts[0], tags['k'], price FROM peers.db.{} ORDER BY id"
     expected = [[1, "eu", 2, 1.5, "v", "3.25"]]
     for name in ("by_lake", "in_java"):
-        assert java.query(query.format(name)) == expected
-        assert [[*r[:5], str(r[5])] for r in lake.sql(query.format(name)).collect()] == expected
+        assert shared_java.query(query.format(name)) == expected
+        assert [
+            [*r[:5], str(r[5])] for r in shared_lake.sql(query.format(name)).collect()
+        ] == expected
 
 
 def test_the_statement_iceberg_java_shows_makes_on_lakecat_the_table_it_makes_on_java(
-    java: JavaTables, catalog: Catalog, lake: Any
+    shared_java: JavaTables, shared_catalog: Catalog, shared_lake: Any
 ) -> None:
-    java.sql(
+    shared_java.sql(
         f"CREATE TABLE peers.db.by_java ({COLUMNS.replace(', local TIMESTAMP_NTZ', '')}) "
         f"USING iceberg {PARTITIONING} {PROPERTIES} COMMENT 'c'"
     )
-    [[statement]] = java.query("SHOW CREATE TABLE peers.db.by_java")
+    [[statement]] = shared_java.query("SHOW CREATE TABLE peers.db.by_java")
     # Spark 3.5 shows a bucket transform as CLUSTERED BY, after the other transforms: the
     # statement puts it last in either engine
     assert "PARTITIONED BY (days(ts), truncate(2, region))\nCLUSTERED BY (id)\n" in statement
 
-    java.sql(for_other_engine(statement, "peers.db.by_java", "peers.db.java_again"))
-    lake.sql(for_other_engine(statement, "peers.db.by_java", "peers.db.from_java"))
+    shared_java.sql(for_other_engine(statement, "peers.db.by_java", "peers.db.java_again"))
+    shared_lake.sql(for_other_engine(statement, "peers.db.by_java", "peers.db.from_java"))
 
-    again = definition(catalog.load_table("db.java_again"))
-    made = definition(catalog.load_table("db.from_java"))
+    again = definition(shared_catalog.load_table("db.java_again"))
+    made = definition(shared_catalog.load_table("db.from_java"))
     assert again["properties"].pop("format") == "iceberg/parquet"
     # lakecat writes its defaults on every table it creates (lakecat.metadata.properties)
     assert made["properties"] == {**CREATE_DEFAULTS, **again["properties"]}
@@ -158,4 +138,4 @@ def test_the_statement_iceberg_java_shows_makes_on_lakecat_the_table_it_makes_on
         ("region", "truncate[2]", "region_trunc"),
         ("id", "bucket[4]", "id_bucket"),
     ]
-    assert made["columns"] == definition(catalog.load_table("db.by_java"))["columns"]
+    assert made["columns"] == definition(shared_catalog.load_table("db.by_java"))["columns"]
