@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from java_session import JavaProcess, JavaTables, java_session, lakecat_on
+from java_session import JavaTables
 
 from lakecat.catalog import Catalog
 
@@ -25,31 +25,24 @@ pytestmark = pytest.mark.interop
 
 
 @pytest.fixture(scope="module")
-def java(
-    java_process: JavaProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[JavaTables]:
-    for tables in java_session(java_process, tmp_path_factory.mktemp("views-java"), create=False):
-        tables.sql("CREATE NAMESPACE IF NOT EXISTS peers.db")
-        tables.sql("CREATE TABLE peers.db.events (id BIGINT, cat STRING) USING iceberg")
-        tables.sql("INSERT INTO peers.db.events VALUES (1, 'a'), (2, 'b'), (3, 'a'), (4, 'c')")
-        yield tables
+def java(shared_java: JavaTables) -> JavaTables:
+    shared_java.sql("CREATE TABLE peers.db.events (id BIGINT, cat STRING) USING iceberg")
+    shared_java.sql("INSERT INTO peers.db.events VALUES (1, 'a'), (2, 'b'), (3, 'a'), (4, 'c')")
+    return shared_java
 
 
 @pytest.fixture(scope="module")
-def catalog(java: JavaTables) -> Iterator[Catalog]:
-    yield from lakecat_on(java)
+def catalog(shared_catalog: Catalog, java: JavaTables) -> Catalog:
+    return shared_catalog
 
 
 @pytest.fixture(scope="module")
-def lake(spark: Any, catalog: Catalog) -> Iterator[Any]:
+def lake(shared_lake: Any, catalog: Catalog) -> Iterator[Any]:
     """The Spark 4 session with lakecat's catalog attached as ``peers``; the tests' ``USE``
     is undone after them (the session is shared with every other Spark test)."""
-    from lakecat.spark_ext import attach_catalog
-
-    attach_catalog(spark, "peers", catalog=catalog)
-    current = spark.catalog.currentCatalog(), spark.catalog.currentDatabase()
-    yield spark
-    spark.sql(f"USE `{current[0]}`.`{current[1]}`")
+    current = shared_lake.catalog.currentCatalog(), shared_lake.catalog.currentDatabase()
+    yield shared_lake
+    shared_lake.sql(f"USE `{current[0]}`.`{current[1]}`")
 
 
 def rows(spark: Any, statement: str) -> list[list[Any]]:
