@@ -34,7 +34,14 @@ from lakecat.metadata.manifests.datafile import DataFile
 from lakecat.metadata.partitioning.spec import PartitionSpec
 from lakecat.metadata.partitioning.transforms import parse_transform
 from lakecat.metadata.schema.schema import Schema
-from lakecat.metadata.schema.types import IcebergType, ListType, MapType, NestedField, StructType
+from lakecat.metadata.schema.types import (
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    StructType,
+    child_fields,
+)
 from lakecat.metadata.table.snapshots import Snapshot, SnapshotRef
 from lakecat.metadata.table.sorting import SortOrder
 from lakecat.metadata.table.table_metadata import TableMetadata
@@ -176,21 +183,11 @@ def _type_name(t: IcebergType) -> str:
     return str(t)
 
 
-def _children(t: IcebergType) -> tuple[NestedField, ...]:
-    if isinstance(t, StructType):
-        return tuple(t.fields)
-    if isinstance(t, ListType):
-        return (t.element_field,)
-    if isinstance(t, MapType):
-        return (t.key_field, t.value_field)
-    return ()
-
-
 def _walk(fields: Sequence[NestedField], prefix: str) -> Iterator[tuple[str, NestedField]]:
     for f in fields:
         name = f"{prefix}{f.name}"
         yield name, f
-        yield from _walk(_children(f.field_type), f"{name}.")
+        yield from _walk(child_fields(f.field_type), f"{name}.")
 
 
 def schema_record(schema: Schema) -> dict[str, Any]:

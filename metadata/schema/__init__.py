@@ -61,6 +61,7 @@ from lakecat.metadata.schema.types import (
     TimestamptzType,
     TimeType,
     UUIDType,
+    child_fields,
 )
 
 __all__ = [
@@ -95,6 +96,7 @@ __all__ = [
     "TimestamptzType",
     "UUIDType",
     "arrow_to_schema",
+    "child_fields",
     "conform_to_schema",
     "decode_bound",
     "fill_lineage",

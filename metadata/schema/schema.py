@@ -26,10 +26,9 @@ from typing import Any
 from lakecat.metadata.errors import AmbiguousColumn, UnknownColumn
 from lakecat.metadata.schema.types import (
     IcebergType,
-    ListType,
-    MapType,
     NestedField,
     StructType,
+    child_fields,
     field_from_json,
 )
 
@@ -88,7 +87,7 @@ class Schema:
             for f in fields:
                 path = (*prefix, f.name)
                 out[f.field_id] = path
-                visit(_children(f.field_type), path)
+                visit(child_fields(f.field_type), path)
 
         visit(self.fields, ())
         return out
@@ -98,7 +97,7 @@ class Schema:
         parents: dict[int, int] = {}
 
         def visit(t: IcebergType, parent: int) -> None:
-            for child in _children(t):
+            for child in child_fields(t):
                 parents[child.field_id] = parent
                 visit(child.field_type, child.field_id)
 
@@ -180,7 +179,7 @@ class Schema:
                     else "column " + ".".join(repr(p) for p in parts[:depth])
                 )
                 raise UnknownColumn(f"no field {part!r} in {where} (path {parts!r})")
-            siblings = _children(found.field_type)
+            siblings = child_fields(found.field_type)
         assert found is not None
         return found
 
@@ -300,16 +299,6 @@ class Schema:
         return "table {\n" + "\n".join(lines) + "\n}"
 
 
-def _children(t: IcebergType) -> tuple[NestedField, ...]:
-    if isinstance(t, StructType):
-        return t.fields
-    if isinstance(t, ListType):
-        return (t.element_field,)
-    if isinstance(t, MapType):
-        return (t.key_field, t.value_field)
-    return ()
-
-
 def _match(fields: tuple[NestedField, ...], name: str, case_sensitive: bool) -> NestedField | None:
     exact = next((f for f in fields if f.name == name), None)
     if exact is not None or case_sensitive:
@@ -328,11 +317,5 @@ def _walk(fields: tuple[NestedField, ...], prefix: str) -> list[tuple[str, Neste
     for f in fields:
         name = prefix + f.name
         out.append((name, f))
-        t = f.field_type
-        if isinstance(t, StructType):
-            out.extend(_walk(t.fields, name + "."))
-        elif isinstance(t, ListType):
-            out.extend(_walk((t.element_field,), name + "."))
-        elif isinstance(t, MapType):
-            out.extend(_walk((t.key_field, t.value_field), name + "."))
+        out.extend(_walk(child_fields(f.field_type), name + "."))
     return out

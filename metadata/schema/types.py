@@ -241,6 +241,18 @@ _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 _FIXED = re.compile(r"^fixed\[\s*(\d+)\s*\]$")
 
 
+def child_fields(t: IcebergType) -> tuple[NestedField, ...]:
+    """The fields directly inside ``t``: a struct's fields, a list's element, a map's key and
+    value (none for a primitive)."""
+    if isinstance(t, StructType):
+        return tuple(t.fields)
+    if isinstance(t, ListType):
+        return (t.element_field,)
+    if isinstance(t, MapType):
+        return (t.key_field, t.value_field)
+    return ()
+
+
 def primitive_from_string(text: str) -> PrimitiveType:
     """Parse a spec type string such as ``"long"``, ``"decimal(9, 2)"`` or ``"fixed[16]"``."""
     simple = _SIMPLE.get(text)

@@ -25,7 +25,11 @@ from lakecat.metadata.partitioning.spec import (
 )
 from lakecat.metadata.partitioning.transforms import default_partition_field_name
 from lakecat.metadata.schema.schema import Schema
-from lakecat.metadata.schema.types import IcebergType, ListType, MapType, NestedField, StructType
+from lakecat.metadata.schema.types import (
+    IcebergType,
+    StructType,
+    child_fields,
+)
 from lakecat.metadata.table.apply import check_invariants
 from lakecat.metadata.table.schema_evolution import assign_fresh_ids, check_schema
 from lakecat.metadata.table.sorting import SortField, SortOrder
@@ -136,7 +140,7 @@ def _renumbering(schema: Schema, fresh: Schema) -> _Renumbering:
     repeated: set[int] = set()
 
     def visit(old: IcebergType, new: IcebergType) -> None:
-        for a, b in zip(_children(old), _children(new), strict=True):
+        for a, b in zip(child_fields(old), child_fields(new), strict=True):
             if a.field_id in ids:
                 repeated.add(a.field_id)
             ids[a.field_id] = b.field_id
@@ -144,16 +148,6 @@ def _renumbering(schema: Schema, fresh: Schema) -> _Renumbering:
 
     visit(schema.as_struct, fresh.as_struct)
     return _Renumbering(ids, repeated)
-
-
-def _children(t: IcebergType) -> tuple[NestedField, ...]:
-    if isinstance(t, StructType):
-        return t.fields
-    if isinstance(t, ListType):
-        return (t.element_field,)
-    if isinstance(t, MapType):
-        return (t.key_field, t.value_field)
-    return ()
 
 
 def _fresh_spec(spec: PartitionSpec, schema: Schema, fresh: Schema) -> PartitionSpec:

@@ -56,6 +56,7 @@ from lakecat.metadata.schema import (
     TimestampType,
     TimestamptzType,
     TimeType,
+    child_fields,
 )
 from lakecat.spark_ext.native.support import NotNative
 from lakecat.spark_ext.types import spark_type
@@ -104,17 +105,14 @@ def check_writable(schema: Schema, *, lists_and_maps: bool) -> None:
 
 
 def _check_writable(t: IcebergType, path: str, lists_and_maps: bool) -> None:
-    if isinstance(t, StructType):
-        for child in t.fields:
-            _check_writable(child.field_type, f"{path}.{child.name}", lists_and_maps)
-    elif isinstance(t, (ListType, MapType)):
-        if not lists_and_maps:
-            raise NotNative(
-                f"column {path!r} is a {'list' if isinstance(t, ListType) else 'map'}: Spark's "
-                "writer cannot write the field ids of list elements and map keys and values, "
-                "and the session has no lakecat SQL catalog, whose plugin writes them"
-            )
-        for child in _container_fields(t):
+    if isinstance(t, (ListType, MapType)) and not lists_and_maps:
+        raise NotNative(
+            f"column {path!r} is a {'list' if isinstance(t, ListType) else 'map'}: Spark's "
+            "writer cannot write the field ids of list elements and map keys and values, "
+            "and the session has no lakecat SQL catalog, whose plugin writes them"
+        )
+    if isinstance(t, (StructType, ListType, MapType)):
+        for child in child_fields(t):
             _check_writable(child.field_type, f"{path}.{child.name}", lists_and_maps)
     elif isinstance(t, TimeType):
         raise NotNative(f"column {path!r} has type time, which Spark 4 does not support")
@@ -129,10 +127,6 @@ def has_lists_or_maps(t: IcebergType) -> bool:
     if isinstance(t, StructType):
         return any(has_lists_or_maps(f.field_type) for f in t.fields)
     return isinstance(t, (ListType, MapType))
-
-
-def _container_fields(t: ListType | MapType) -> tuple[NestedField, ...]:
-    return (t.element_field,) if isinstance(t, ListType) else (t.key_field, t.value_field)
 
 
 def plan_columns(
@@ -294,7 +288,7 @@ def nested_ids(t: IcebergType) -> list[int]:
     element's id, then those inside the element; a key's, those inside the key, the value's,
     those inside the value), up to the next struct."""
     if isinstance(t, (ListType, MapType)):
-        return [i for f in _container_fields(t) for i in (f.field_id, *nested_ids(f.field_type))]
+        return [i for f in child_fields(t) for i in (f.field_id, *nested_ids(f.field_type))]
     return []
 
 

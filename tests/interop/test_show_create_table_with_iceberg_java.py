@@ -20,7 +20,7 @@ from java_session import JavaTables
 from lakecat.catalog import Catalog
 from lakecat.catalog.table import Table
 from lakecat.metadata.properties import CREATE_DEFAULTS
-from lakecat.metadata.schema import ListType, MapType, NestedField, StructType
+from lakecat.metadata.schema import ListType, MapType, NestedField, StructType, child_fields
 
 pytestmark = pytest.mark.interop
 
@@ -52,12 +52,7 @@ def columns(fields: tuple[NestedField, ...], prefix: str = "") -> list[tuple[Any
         path, t = prefix + f.name, f.field_type
         nested = isinstance(t, (StructType, ListType, MapType))
         out.append((path, type(t).__name__ if nested else str(t), f.required, f.doc))
-        if isinstance(t, StructType):
-            out += columns(t.fields, path + ".")
-        elif isinstance(t, ListType):
-            out += columns((t.element_field,), path + ".")
-        elif isinstance(t, MapType):
-            out += columns((t.key_field, t.value_field), path + ".")
+        out += columns(child_fields(t), path + ".")
     return out
 
 
