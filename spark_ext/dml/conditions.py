@@ -168,27 +168,64 @@ def _text_of(parser: Any, node: Any, condition: str) -> str | None:
 
 
 def _lakecat(text: str, schema: Schema) -> Expression | None:
-    """``text`` in lakecat's filter syntax, when lakecat reads it and matches exactly the rows
-    Spark does; else ``None``."""
+    """``text`` in lakecat's filter syntax, bound to ``schema``, when lakecat reads it and
+    matches exactly the rows Spark does; else ``None``."""
     try:
-        expression = parse(text)
-        bound = bind(schema, expression, case_sensitive=False)
+        bound = bind(schema, parse(text), case_sensitive=False)
     except LakecatError:
         return None
-    return expression if _as_spark(bound) else None
+    return _in_sparks_order(bound) if _as_spark(bound) else None
+
+
+_DOUBLE_OPS = frozenset(
+    {
+        Operation.LT,
+        Operation.LT_EQ,
+        Operation.GT,
+        Operation.GT_EQ,
+        Operation.EQ,
+        Operation.NOT_EQ,
+        Operation.IN,
+        Operation.NOT_IN,
+    }
+)
 
 
 def _as_spark(bound: Expression) -> bool:
-    """Whether a bound expression matches the rows Spark's evaluation of the same text does.
-    Not for comparisons of float or double values (Spark orders NaN above every number and
-    takes ``NaN = NaN`` as true; lakecat's bounds leave NaN out) or of uuids (Spark compares
-    their text), as the data source's pushed filters (:mod:`..source.filters`)."""
+    """Whether a bound expression, its double comparisons read in Spark's order
+    (:func:`_in_sparks_order`), matches the rows Spark's evaluation of the same text does.
+    Comparisons of float columns are left out (lakecat rounds the literal to 32 bits, Spark
+    widens the column to double: ``f = 0.1`` holds for ``0.1f`` in lakecat only), and so are
+    those of uuids (Spark compares their text), as for the data source's pushed filters
+    (:mod:`..source.filters`)."""
     if isinstance(bound, And | Or):
         return _as_spark(bound.left) and _as_spark(bound.right)
     if isinstance(bound, BoundPredicate):
         if bound.op in (Operation.IS_NULL, Operation.NOT_NULL):
             return True
         if isinstance(bound.ref.type, FloatType | DoubleType):
-            return bound.op in (Operation.IS_NAN, Operation.NOT_NAN)
+            if bound.op in (Operation.IS_NAN, Operation.NOT_NAN):
+                return True
+            return isinstance(bound.ref.type, DoubleType) and bound.op in _DOUBLE_OPS
         return comparable(bound.ref.type)
     return isinstance(bound, AlwaysTrue | AlwaysFalse)
+
+
+def _in_sparks_order(bound: Expression) -> Expression:
+    """A bound expression whose comparisons mean what Spark means by them: Spark orders NaN
+    above every number (lakecat compares as IEEE 754), so ``x > v`` and ``x >= v`` on a double
+    column also hold for NaN; ``<``, ``<=``, ``=``, ``!=`` and the lists mean the same in
+    both (NaN is not a literal lakecat's syntax reads). ``NOT`` was pushed down to the
+    comparisons by :func:`bind`, the opposite comparison in either order (``NOT (x < 1.5)``
+    is ``x >= 1.5``, NaN included in Spark)."""
+    if isinstance(bound, And):
+        return And(_in_sparks_order(bound.left), _in_sparks_order(bound.right))
+    if isinstance(bound, Or):
+        return Or(_in_sparks_order(bound.left), _in_sparks_order(bound.right))
+    if (
+        isinstance(bound, BoundPredicate)
+        and isinstance(bound.ref.type, DoubleType)
+        and bound.op in (Operation.GT, Operation.GT_EQ)
+    ):
+        return Or(bound, BoundPredicate(Operation.IS_NAN, bound.ref))
+    return bound

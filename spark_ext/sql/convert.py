@@ -155,8 +155,7 @@ def _predicate(p: Mapping[str, Any], schema: Schema) -> Expression:
     if expression is None:
         raise UnsupportedByCatalog(
             f"lakecat cannot evaluate the condition {_describe(p)} exactly as Spark does "
-            "(comparisons of float, double and uuid columns, expressions other than a column "
-            "against literals)"
+            "(comparisons of uuid columns, expressions other than a column against literals)"
         )
     return expression
 

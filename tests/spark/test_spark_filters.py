@@ -70,6 +70,40 @@ def test_filters_lakecat_evaluates_as_spark_does_are_converted(
     assert converted(pushed) == expected
 
 
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    ("pushed", "expected"),
+    [
+        (ds.EqualTo(("score",), 1.5), "score = 1.5"),
+        (ds.EqualTo(("score",), NAN), "score IS NAN"),
+        (ds.EqualNullSafe(("score",), None), "score IS NULL"),
+        (ds.GreaterThan(("score",), 1.5), "score > 1.5 OR score IS NAN"),
+        (ds.GreaterThanOrEqual(("score",), -0.0), "score >= -0.0 OR score IS NAN"),
+        (ds.GreaterThan(("score",), NAN), "false"),
+        (ds.LessThan(("score",), 1.5), "score < 1.5"),
+        (ds.LessThan(("score",), NAN), "score IS NOT NAN"),
+        (ds.LessThanOrEqual(("score",), NAN), "score IS NOT NULL"),
+        (ds.In(("score",), (1.5, NAN, None)), "score IN (1.5) OR score IS NAN"),
+        (ds.In(("score",), (NAN,)), "score IS NAN"),
+        (ds.Not(ds.EqualTo(("score",), 1.5)), "score != 1.5"),
+        (ds.Not(ds.EqualTo(("score",), NAN)), "score IS NOT NAN"),
+        (ds.Not(ds.LessThan(("score",), 1.5)), "score >= 1.5 OR score IS NAN"),
+        (ds.Not(ds.GreaterThan(("score",), 1.5)), "score <= 1.5"),
+        (ds.Not(ds.In(("score",), (1.5, NAN))), "score NOT IN (1.5) AND score IS NOT NAN"),
+        (ds.Not(ds.IsNull(("score",))), "score IS NOT NULL"),
+        (ds.Not(ds.Not(ds.GreaterThan(("score",), 1.5))), "score > 1.5 OR score IS NAN"),
+    ],
+)
+def test_float_comparisons_convert_to_what_spark_means_by_them(
+    pushed: ds.Filter, expected: str
+) -> None:
+    """Spark orders NaN above every number and takes NaN = NaN as true; lakecat compares as
+    IEEE 754, so the conversion adds or removes the NaN rows with IS NAN / IS NOT NAN."""
+    assert converted(pushed) == expected
+
+
 HOSTILE = Schema(
     (
         NestedField(1, "a.b", StringType()),
@@ -119,7 +153,9 @@ def test_zoned_timestamps_convert_as_the_instant_spark_passes() -> None:
 @pytest.mark.parametrize(
     "pushed",
     [
-        ds.GreaterThan(("score",), 1.0),  # NaN orders differently in Spark
+        ds.Not(ds.EqualNullSafe(("score",), 1.0)),  # true for nulls in SQL
+        ds.Not(ds.In(("score",), (1.0, None))),  # never true in SQL
+        ds.GreaterThan(("score",), "1.0"),
         ds.EqualTo(("key",), "00000000-0000-0000-0000-000000000001"),  # text vs bytes
         ds.Not(ds.In(("name",), ("a", None))),  # never true in SQL
         ds.Not(ds.EqualNullSafe(("name",), "x")),  # true for nulls in SQL

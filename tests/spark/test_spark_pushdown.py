@@ -63,11 +63,39 @@ def test_pushed_filters_prune_the_files_planned(
     assert planned(spark, where) == (files, ids)
 
 
-def test_float_comparisons_are_left_to_spark_for_its_nan_order(spark: Any, lake: Catalog) -> None:
-    table = lake.create_table("db.f", pa.schema([("x", pa.float64())]))
-    table.append(pa.table({"x": [1.0, float("nan"), 3.0]}))
-    rows = spark.read.format("lakecat").load("db.f").where("x > 2").collect()
-    assert sorted(str(r.x) for r in rows) == ["3.0", "nan"]  # Spark: NaN is above every number
+FLOAT_CONDITIONS = [
+    "x > 1.5",
+    "x >= CAST('NaN' AS DOUBLE)",
+    "x < CAST('NaN' AS DOUBLE)",
+    "x <= CAST('NaN' AS DOUBLE)",
+    "x = 0.0",
+    "x <> 1.5",
+    "NOT (x < -0.0)",
+    "x IN (CAST('NaN' AS DOUBLE), 2.5)",
+    "x NOT IN (CAST('NaN' AS DOUBLE), 2.5)",
+]
+
+
+def test_float_comparisons_prune_and_filter_the_rows_spark_selects(
+    spark: Any, lake: Catalog
+) -> None:
+    """The data source filters the rows of a pushed filter itself (Spark does not evaluate it
+    again), so a float comparison must select what Spark's would: NaN above every number and
+    equal to itself, -0.0 = 0.0."""
+    values = [None, float("nan"), float("-inf"), -1.5, -0.0, 0.0, 1.5, 2.5, float("inf")]
+    rows = pa.table({"id": list(range(len(values))), "x": pa.array(values, pa.float64())})
+    table = lake.create_table("db.f", rows.schema)
+    for i in range(len(values)):
+        table.append(rows.slice(i, 1))
+    plain = spark.createDataFrame(rows.to_pylist(), "id long, x double")
+
+    for condition in FLOAT_CONDITIONS:
+        read = spark.read.format("lakecat").option("split-size", "1").load("db.f")
+        got = sorted(r.id for r in read.where(condition).collect())
+        want = sorted(r.id for r in plain.where(condition).collect())
+        assert got == want, condition
+    read = spark.read.format("lakecat").option("split-size", "1").load("db.f")
+    assert read.where("x > 1.5").rdd.getNumPartitions() == 3  # 2.5, inf and NaN of 9 files
 
 
 def test_spark_4_reuses_a_dataframes_filtered_plan_for_its_next_unfiltered_query(

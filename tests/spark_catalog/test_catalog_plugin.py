@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -122,9 +123,23 @@ def test_predicates_become_the_lakecat_filter_spark_means() -> None:
     )
 
 
+def test_float_predicates_become_what_spark_means_with_its_nan_order() -> None:
+    def converted(predicate: dict[str, Any]) -> str:
+        return str(predicates_expression([predicate], SCHEMA))
+
+    assert converted(op(">", ref("amount"), lit("2.5", "double"))) == (
+        "amount > 2.5 OR amount IS NAN"
+    )
+    assert converted(op("=", ref("amount"), lit("NaN", "double"))) == "amount IS NAN"
+    assert converted(op("<", lit("-Infinity", "double"), ref("amount"))) == (
+        "amount > '-inf' OR amount IS NAN"
+    )
+    assert converted(op("NOT", op("<=", ref("amount"), lit("-0.0", "double")))) == (
+        "amount > -0.0 OR amount IS NAN"
+    )
+
+
 def test_predicates_lakecat_would_evaluate_differently_are_refused() -> None:
-    with pytest.raises(UnsupportedByCatalog, match="exactly as Spark does"):
-        predicates_expression([op(">", ref("amount"), lit("2.5", "double"))], SCHEMA)
     with pytest.raises(UnsupportedByCatalog, match="exactly as Spark does"):
         predicates_expression(
             [op("=", op("%", ref("id"), lit("2", "integer")), lit("0", "integer"))], SCHEMA
