@@ -15,8 +15,11 @@ floor division as ``(v - pmod(v, d)) div d``):
   (microseconds);
 * year, month, day on dates and timestamps, hour on timestamps (UTC for timestamptz, the
   wall-clock value for timestamp);
-* truncate[W] on int and long (``v - pmod(v, W)``, an overflow fails the job) and on strings
-  (the first W code points: Spark's ``substring`` counts code points);
+* truncate[W] on int and long (``v - pmod(v, W)``, an overflow fails the job), on decimals
+  of precision up to 37 (the same on the unscaled value, computed as ``v - pmod(v, W * 10^-s)``
+  in Spark's exact decimal arithmetic; a result past the precision fails the job, as lakecat's
+  writer refuses it) and on strings (the first W code points: Spark's ``substring`` counts
+  code points);
 * void (no column: the value is always null).
 
 * bucket[N] on int, long, date, timestamps, string, decimal and binary, by the ``bucket``
@@ -25,8 +28,8 @@ floor division as ``(v - pmod(v, d)) div d``):
   the catalog (``functions``), and a write with a bucket field but no catalog to compute it
   does not qualify.
 
-Identity on float, double, binary, fixed and uuid, and truncate on decimal and binary do not
-qualify (:class:`NotNative`).
+Identity on float, double, binary, fixed and uuid, truncate on binary and on decimals of
+precision 38 do not qualify (:class:`NotNative`).
 
 Folder values: Spark writes null *and* the empty string as ``__HIVE_DEFAULT_PARTITION__`` and
 escapes special characters as ``%XX``; a ``%`` in a path is best avoided, because lakecat's
@@ -199,6 +202,8 @@ def _encoding(pf: PartitionField, transform: Transform, t: PrimitiveType) -> Enc
             return Encoding.INTEGER
         if isinstance(t, StringType):
             return Encoding.STRING
+        if isinstance(t, DecimalType) and t.precision <= _TRUNCATE_DECIMAL_PRECISION:
+            return Encoding.DECIMAL
     elif isinstance(transform, BucketTransform) and isinstance(t, _BUCKET_SOURCES):
         return Encoding.INTEGER
     raise NotNative(
@@ -246,6 +251,8 @@ def partition_value(p: HiddenPartition) -> Column:
     if isinstance(transform, TruncateTransform):
         if isinstance(t, StringType):
             return _encode(F.substring(source, 1, transform.width))
+        if isinstance(t, DecimalType):
+            return _truncate_decimal(source, p, t)
         return _truncate(source, p, int_range=isinstance(t, IntegerType))
     if isinstance(transform, HourTransform):
         return _floor_div(_micros(source, t), MICROS_PER_HOUR)
@@ -297,6 +304,25 @@ def _truncate(source: Column, p: HiddenPartition, *, int_range: bool) -> Column:
         overflow = overflow | (truncated < F.lit(INT_MIN))
     message = F.lit(f"partition field {p.field.name!r}: {p.transform} overflows")
     return F.when(overflow, F.raise_error(message)).otherwise(truncated)
+
+
+# v - pmod(v, w) of a decimal(p, s) is a decimal(p + 1, s) in Spark's arithmetic, exact up
+# to its largest precision, 38
+_TRUNCATE_DECIMAL_PRECISION = 37
+
+
+def _truncate_decimal(source: Column, p: HiddenPartition, t: DecimalType) -> Column:
+    """truncate[W] of a decimal(p, s): the spec's ``v - (((v % W) + W) % W)`` on the unscaled
+    value ``v``, computed on the decimal itself with the width ``W * 10^-s`` (the same digits
+    at scale ``s``); a result whose unscaled value needs more than ``p`` digits (below
+    ``-10^(p - s)``) fails the job, as lakecat's writer refuses it."""
+    assert isinstance(p.transform, TruncateTransform)
+    width = F.lit(Decimal(p.transform.width).scaleb(-t.scale))
+    truncated = source - F.pmod(source, width)
+    overflow = truncated <= F.lit(-(Decimal(10) ** (t.precision - t.scale)))
+    message = F.lit(f"partition field {p.field.name!r}: {p.transform} overflows")
+    exact = truncated.cast(f"decimal({t.precision},{t.scale})")
+    return F.when(overflow, F.raise_error(message)).otherwise(exact)
 
 
 def _encode(text: Column) -> Column:

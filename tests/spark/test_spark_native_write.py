@@ -296,6 +296,54 @@ def test_native_identity_and_truncate_partitions_of_numbers_dates_and_timestamps
     assert_partitions_as_lakecats_writer(lake, table)
 
 
+def test_native_truncate_partitions_of_decimals_are_lakecats(spark: Any, lake: Catalog) -> None:
+    """truncate[W] floors a decimal's unscaled value to a multiple of W (negative values
+    down, away from zero), at every precision up to 37: the files hold the rows of the
+    partitions lakecat's own writer gives them."""
+    small = ["-0.55", "-0.50", "0.00", "0.09", "99999.99", "-99999.90", "1.05", "-1.05"]
+    big = ["-123456789012345.6789", "0.0001", "-0.0001", "999999999999999.9999", "7.0000"]
+    rows = [
+        (i, Decimal(small[i % len(small)]), Decimal(big[i % len(big)]) if i % 4 else None)
+        for i in range(20)
+    ]
+    df = spark.createDataFrame(rows, "id long, d decimal(7,2), big decimal(37,4)")
+    options = {"partition-by": "d:truncate[10], big:truncate[100000]"}
+
+    assert lk.write(df, "db.decimals", **options).native
+
+    table = lake.load_table("db.decimals")
+    by_partition = partitions_and_ids(table)
+    assert len(by_partition) > 8
+    assert (Decimal("-0.60"), None) in by_partition  # -55 floored to -60
+    assert_partitions_as_lakecats_writer(lake, table)
+
+
+def test_a_decimal_truncate_past_the_precision_fails_the_native_write(
+    spark: Any, lake: Catalog
+) -> None:
+    """truncate[10] of -99999.99 in a decimal(7,2) is -100000.00, eight digits: lakecat's
+    writer refuses it, and so does the native write, leaving nothing behind."""
+    decimals = pa.schema([("id", pa.int64()), ("d", pa.decimal128(7, 2))])
+    lake.create_table("db.t", decimals, partition_by=[("d", "truncate[10]")])
+    df = spark.createDataFrame([(1, Decimal("-99999.99"))], "id long, d decimal(7,2)")
+    with pytest.raises(Exception, match="truncate\\[10\\] overflows"):
+        lk.write(df, "db.t")
+    table = lake.load_table("db.t")
+    assert table.current_snapshot() is None
+    assert parquet_files_under(table) == [] and folders_under(table) == []
+    with pytest.raises(ValidationError, match="overflows"):
+        table.append(pa.table({"id": [1], "d": [Decimal("-99999.99")]}, schema=decimals))
+
+
+def test_a_truncate_of_a_decimal_of_precision_38_is_written_by_the_data_source(
+    spark: Any, lake: Catalog
+) -> None:
+    df = spark.createDataFrame([(1, Decimal("1.5"))], "id long, d decimal(38,1)")
+    written = lk.write(df, "db.widest", **{"partition-by": "d:truncate[10]"})
+    assert not written.native and "truncate[10] of decimal(38, 1)" in (written.reason or "")
+    assert lake.load_table("db.widest").to_arrow().column("d").to_pylist() == [Decimal("1.5")]
+
+
 def test_native_bucket_partitions_are_the_spec_hash_of_every_source_type(
     spark: Any, lake: Catalog
 ) -> None:

@@ -137,6 +137,7 @@ SPECS = {
         "bucket(5, id), bucket(2, ts), bucket(2, d), bucket(3, name), bucket(2, amount)"
     ),
     "truncate of string and long": "truncate(1, name), truncate(3, id)",
+    "truncate of decimal": "truncate(10, amount), truncate(7, id)",
 }
 
 
@@ -195,6 +196,24 @@ def test_a_truncate_past_the_long_range_in_a_task_fails_the_statement(lake, spar
 
     assert sales.refresh().current_snapshot().snapshot_id == snapshot
     assert not [p for p in lake.files_on_disk(sales) if "/delta-" in p]
+
+
+def test_a_decimal_truncate_past_the_precision_in_a_task_fails_the_statement(lake, spark) -> None:
+    """truncate[10] of -9999999.99 in a decimal(9,2) needs ten digits: the task fails, as
+    lakecat's writer refuses it, and the statement commits nothing."""
+    lake.sql(
+        "CREATE TABLE lake.db.prices (id bigint, amount decimal(9,2)) "
+        f"PARTITIONED BY (truncate(10, amount)) TBLPROPERTIES ({MOR})"
+    )
+    lake.sql("INSERT INTO lake.db.prices VALUES (1, 1.00), (2, 2.00)")
+    prices = lake.catalog.load_table("db.prices")
+    snapshot = prices.current_snapshot().snapshot_id
+
+    with pytest.raises(Exception, match=r"truncate\[10\] of -9999999\.99 overflows"):
+        lake.sql("UPDATE lake.db.prices SET amount = -9999999.99 WHERE id = 1")
+
+    assert prices.refresh().current_snapshot().snapshot_id == snapshot
+    assert not [p for p in lake.files_on_disk(prices) if "/delta-" in p]
 
 
 def test_on_format_v3_the_tasks_write_the_rows_lineage(lake, spark) -> None:

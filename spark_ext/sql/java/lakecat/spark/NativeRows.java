@@ -134,8 +134,9 @@ final class NativeRows implements Serializable {
    * One hidden partition column: a transform of a top-level column, as a folder value. The
    * transforms: identity, year, month, day, hour, {@code bucket[N]} (of an int, long, date,
    * timestamp, string or decimal: the spec's Murmur3 hash, as the catalog's {@code bucket}
-   * function) and {@code truncate[W]} (of an int, long or string; an int or long that
-   * truncates past its type's range fails the task, as the native write fails).
+   * function) and {@code truncate[W]} (of an int, long, decimal or string; an int or long
+   * that truncates past its type's range, or a decimal past its precision, fails the task, as
+   * the native write fails).
    */
   static final class Partition implements Serializable {
     final String column;
@@ -253,11 +254,25 @@ final class NativeRows implements Serializable {
     }
 
     /** The folder value of truncate[W] of a source value: a string's first W code points, a
-     * number floored to a multiple of W within its type's range. */
+     * number (a decimal's unscaled value) floored to a multiple of W within its type's range
+     * (a decimal's precision). */
     private String truncate(Object value) {
       if (value instanceof UTF8String) {
         UTF8String text = (UTF8String) value;
         return encode((text.numChars() <= width ? text : text.substring(0, width)).toString());
+      }
+      if (value instanceof java.math.BigDecimal) {
+        java.math.BigDecimal decimal = (java.math.BigDecimal) value;
+        java.math.BigInteger unscaled = decimal.unscaledValue();
+        java.math.BigInteger truncated =
+            unscaled.subtract(unscaled.mod(java.math.BigInteger.valueOf(width))); // mod >= 0
+        int precision = ((DecimalType) type).precision();
+        if (truncated.negate().compareTo(java.math.BigInteger.TEN.pow(precision)) >= 0) {
+          throw new ArithmeticException(
+              "lakecat: partition column " + column + ": " + transform + " of " + decimal
+                  + " overflows");
+        }
+        return new java.math.BigDecimal(truncated, decimal.scale()).toPlainString();
       }
       long v = (Long) value;
       long truncated = v - Math.floorMod(v, (long) width);
