@@ -19,7 +19,9 @@ Java's ``ParquetUtil.footerMetrics`` and pyiceberg's
   values (e.g. pyarrow drops statistics of very long strings) they are computed from the data.
 
 :func:`footer_metrics` describes a file from its footer alone (files another writer wrote,
-e.g. Spark's Parquet writer, whose data lakecat never holds): no NaN counts, null counts
+e.g. Spark's Parquet writer, whose data lakecat never holds): NaN counts only where the writer
+recorded them in the footer's key-value metadata (:func:`footer_nan_counts`: the catalog
+plugin's ``IdParquetFormat`` does), null counts
 only where the footer has them, and bounds only where every row group has a min/max that is
 not NaN (parquet-java records NaN as a float column's max; Parquet statistics of other writers
 may lack min/max for long values). :func:`footer_ranges` gives the untruncated min/max and
@@ -253,10 +255,10 @@ def file_metrics(
 def footer_metrics(
     metadata: pq.FileMetaData, schema: Schema, properties: Mapping[str, str]
 ) -> FileMetrics:
-    """Metrics of a Parquet file (schema ``schema``) from its footer alone: no NaN counts,
-    and no null count or bounds for a column whose footer statistics lack them (bounds also
-    not when a min or max is NaN). Raises :class:`CorruptMetadata` when the file's columns
-    are not the schema's leaves in order."""
+    """Metrics of a Parquet file (schema ``schema``) from its footer alone: NaN counts only
+    from :func:`footer_nan_counts`, and no null count or bounds for a column whose footer
+    statistics lack them (bounds also not when a min or max is NaN). Raises
+    :class:`CorruptMetadata` when the file's columns are not the schema's leaves in order."""
     return _metrics(metadata, None, schema, properties)
 
 
@@ -309,6 +311,8 @@ def _metrics_of(
             acc.add_chunk(leaf, row_group.column(pos))
     for leaf, _ in columns:
         acc.finish(leaf, data)
+    if data is None:
+        acc.footer_nan_counts(metadata, columns)
     return FileMetrics(
         record_count=metadata.num_rows,
         column_sizes=acc.column_sizes,
@@ -334,6 +338,26 @@ def split_offsets(metadata: pq.FileMetaData) -> tuple[int, ...]:
             start = first.dictionary_page_offset
         offsets.append(start)
     return tuple(sorted(offsets))
+
+
+NAN_COUNTS_KEY = b"lakecat.nan.counts"
+
+
+def footer_nan_counts(metadata: pq.FileMetaData) -> dict[int, int]:
+    """The NaN count of each float and double column (by its index among the file's columns)
+    that lakecat's Spark writer, the catalog plugin's ``IdParquetFormat``, records in the
+    footer's key-value metadata (``lakecat.nan.counts``: ``"<column>:<count>,..."``), since
+    Parquet's statistics carry none; empty for a file of another writer."""
+    text = (metadata.metadata or {}).get(NAN_COUNTS_KEY)
+    if not text:
+        return {}
+    try:
+        pairs = [item.split(":") for item in text.decode().split(",")]
+        return {int(column): int(count) for column, count in pairs}
+    except ValueError:
+        raise CorruptMetadata(
+            f"the footer's {NAN_COUNTS_KEY.decode()} is not column:count pairs: {text!r}"
+        ) from None
 
 
 class _Accumulator:
@@ -388,6 +412,23 @@ class _Accumulator:
             self._min[fid] = low
         if fid not in self._max or high > self._max[fid]:
             self._max[fid] = high
+
+    def footer_nan_counts(self, metadata: pq.FileMetaData, columns: list[tuple[Leaf, int]]) -> None:
+        """The NaN counts the writer recorded in the footer (:func:`footer_nan_counts`), for the
+        float and double leaves whose mode keeps counts."""
+        written = footer_nan_counts(metadata)
+        for leaf, pos in columns:
+            fid = leaf.field_id
+            if pos not in written or not isinstance(leaf.field_type, (FloatType, DoubleType)):
+                continue
+            if not self.mode(leaf).counts:
+                continue
+            if written[pos] > self.value_counts.get(fid, 0):
+                raise CorruptMetadata(
+                    f"the footer counts {written[pos]} NaN in column {pos} ({leaf.name}), "
+                    f"which holds {self.value_counts.get(fid, 0)} values"
+                )
+            self.nan_counts[fid] = written[pos]
 
     def finish(self, leaf: Leaf, data: pa.Table | None) -> None:
         """Complete a leaf's metrics: from ``data`` where the footer falls short, or, without

@@ -5,8 +5,8 @@ lakecat's own writer describes a file from the Arrow data it just wrote
 (:func:`lakecat.metadata.io.parquet.write_data_file`); a file written elsewhere is known only by
 its footer: :func:`read_footer` reads it (pyarrow and OS errors translated here), and
 :func:`data_file_from_footer` builds the :class:`DataFile` with
-:func:`lakecat.metadata.io.metrics.footer_metrics` (no NaN counts; counts and bounds only where
-the footer has them).
+:func:`lakecat.metadata.io.metrics.footer_metrics` (NaN counts only where the writer recorded
+them in the footer; counts and bounds only where the footer has them).
 """
 
 from __future__ import annotations

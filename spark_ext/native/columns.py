@@ -129,6 +129,18 @@ def has_lists_or_maps(t: IcebergType) -> bool:
     return isinstance(t, (ListType, MapType))
 
 
+def has_floats(schema: Schema) -> bool:
+    """Whether ``schema`` has a float or double field at any depth (:data:`ID_PARQUET_FORMAT`
+    records their NaN counts in the footer, which Parquet's statistics lack)."""
+    stack = list(schema.fields)
+    while stack:
+        field = stack.pop()
+        if isinstance(field.field_type, (FloatType, DoubleType)):
+            return True
+        stack.extend(child_fields(field.field_type))
+    return False
+
+
 def plan_columns(
     schema: Schema, source: st.StructType, *, lists_and_maps: bool
 ) -> tuple[FieldPlan, ...]:

@@ -89,6 +89,7 @@ from lakecat.spark_ext.native.columns import (
     ID_PARQUET_FORMAT,
     FieldPlan,
     build_columns,
+    has_floats,
     has_lists_or_maps,
     plan_columns,
     quoted,
@@ -167,9 +168,10 @@ class NativeWritePlan:
     # the rows (copied by a staged write on a v3 table) carry _row_id and
     # _last_updated_sequence_number after the table's columns, and the files keep them
     lineage: bool = False
-    # the table has list or map columns: the catalog plugin's Parquet format writes the files
-    # (the ids of their elements, keys and values; columns.ID_PARQUET_FORMAT)
-    nested_ids: bool = False
+    # the catalog plugin's Parquet format writes the files (columns.ID_PARQUET_FORMAT): it
+    # writes the ids of list elements and map keys and values, which a table with list or map
+    # columns needs, and the NaN count of each float and double column into the footer
+    plugin_format: bool = False
 
 
 def plan_native_write(
@@ -200,7 +202,9 @@ def plan_native_write(
     columns = plan_columns(
         with_lineage(schema) if lineage else schema, source, lists_and_maps=functions is not None
     )
-    nested = any(has_lists_or_maps(f.field_type) for f in schema.fields)
+    plugin_format = any(has_lists_or_maps(f.field_type) for f in schema.fields) or (
+        functions is not None and has_floats(schema)
+    )
     taken = [f.name for f in schema.fields]
     partitions = plan_partitions(metadata.spec(), schema, taken, functions)
     uncomputed = next((p for p in partitions if not p.computable), None)
@@ -213,7 +217,7 @@ def plan_native_write(
     order = metadata.sort_order()
     if order.is_unsorted:
         return NativeWritePlan(
-            columns, partitions, writer_options, lineage=lineage, nested_ids=nested
+            columns, partitions, writer_options, lineage=lineage, plugin_format=plugin_format
         )
     sort = column_sort(metadata)
     if len(sort) < len(order.fields):
@@ -228,7 +232,7 @@ def plan_native_write(
         sort,
         order.order_id,
         lineage=lineage,
-        nested_ids=nested,
+        plugin_format=plugin_format,
     )
 
 
@@ -377,7 +381,7 @@ def _run(
         writer = writer.partitionBy(*partition_by)
     with folder_owned(io, folder):
         with session_conf(df.sparkSession, WRITE_CONFS):
-            if plan.nested_ids:
+            if plan.plugin_format:
                 writer.format(ID_PARQUET_FORMAT).save(to_uri(folder))
             else:
                 writer.parquet(to_uri(folder))

@@ -176,11 +176,20 @@ def test_native_files_carry_iceberg_field_ids_and_microsecond_timestamps(
     assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "ZSTD"
 
 
-def test_native_metrics_are_those_of_lakecats_own_writer_less_nan_counts(
-    spark: Any, lake: Catalog
+@pytest.mark.parametrize("sql_catalog", [True, False], ids=["sql-catalog", "no-sql-catalog"])
+def test_native_metrics_are_those_of_lakecats_own_writer(
+    spark: Any, lake: Catalog, sql_catalog: bool
 ) -> None:
+    """Counts and bounds from the footer; the NaN counts, which Parquet's statistics lack,
+    from the footer entry the catalog plugin's Parquet format writes (a session with a lakecat
+    SQL catalog), else none."""
     df = spark.createDataFrame(sample_rows(), SPARK_SCHEMA).coalesce(1)
-    lk.write(df, "db.native")
+    if sql_catalog:
+        attach_catalog(spark, "lake", catalog=lake)
+        lk.write(df, "db.native")
+    else:
+        with without_sql_catalogs(spark):
+            lk.write(df, "db.native")
     native = lake.load_table("db.native")
     python = lake.create_table("db.python", native.schema())
     python.append(native.to_arrow())
@@ -190,7 +199,8 @@ def test_native_metrics_are_those_of_lakecats_own_writer_less_nan_counts(
     assert ours.record_count == theirs.record_count == 3
     assert ours.value_counts == theirs.value_counts
     assert ours.null_value_counts == theirs.null_value_counts
-    assert not ours.nan_value_counts
+    assert ours.nan_value_counts == (theirs.nan_value_counts if sql_catalog else {})
+    assert sum(theirs.nan_value_counts.values()) == 1  # amount's NaN; 0 for ratio, info.inner.x
     schema = native.schema()
     # parquet-java records NaN as the max of a float column holding NaN: no bounds for it.
     amount = schema.find_field("amount").field_id
@@ -561,8 +571,38 @@ def test_list_and_map_columns_are_written_natively_with_their_element_key_and_va
     for key, f in ours.items():
         assert f.value_counts == theirs[key].value_counts
         assert f.null_value_counts == theirs[key].null_value_counts
+        assert f.nan_value_counts == theirs[key].nan_value_counts  # of s.l.element.x
         assert f.lower_bounds == theirs[key].lower_bounds
         assert f.upper_bounds == theirs[key].upper_bounds
+
+
+def test_nan_counts_of_floats_in_lists_maps_and_structs_are_lakecats(
+    spark: Any, lake: Catalog
+) -> None:
+    """The plugin's Parquet format counts NaN per Parquet column wherever the float is: in a
+    list's elements, a map's keys and values, a struct in a list; nulls and values under a null
+    list or struct are not NaN."""
+    attach_catalog(spark, "lake", catalog=lake)
+    nan = float("nan")
+    rows = [
+        (1, [nan, 1.0, None, nan], {1.5: nan, nan: 2.0}, [(nan,), None, (0.5,)], nan),
+        (2, None, None, None, None),
+        (3, [nan], {0.0: None}, [], 1.0),
+    ]
+    df = spark.createDataFrame(
+        rows,
+        "id long, xs array<double>, m map<float, double>, ps array<struct<v: double>>, f float",
+    ).coalesce(1)
+
+    assert lk.write(df, "db.nans").native
+
+    native = lake.load_table("db.nans")
+    python = lake.create_table("db.nans_py", native.schema())
+    python.append(native.to_arrow())
+    (ours,) = data_files(native)
+    (theirs,) = data_files(python)
+    assert ours.nan_value_counts == theirs.nan_value_counts
+    assert sorted(ours.nan_value_counts.values()) == [1, 1, 1, 1, 3]  # m.key, m.value, v, f; xs
 
 
 def test_lists_and_maps_that_do_not_convert_with_one_cast_go_to_the_data_source(

@@ -163,3 +163,21 @@ def test_an_overwrite_by_a_float_condition_replaces_the_rows_spark_matches(
 
     kept = selected(lake.spark, plain, [f"NOT ({condition}) OR ({condition}) IS NULL"])
     assert [i for (i,) in lake.rows("db.floats", "id")] == [*next(iter(kept.values())), 1000]
+
+
+def test_files_a_sql_insert_writes_count_their_nan_so_a_comparison_prunes_them(lake: Any) -> None:
+    """Spark's Parquet writer records no NaN counts; the catalog plugin's format, which writes
+    the SQL catalog's inserts, puts them in the footer. Without them, x > 5 (which holds for
+    NaN in Spark) could prune no file of the column."""
+    lake.sql("CREATE TABLE lake.db.scores (id bigint, x double)")
+    lake.sql("INSERT INTO lake.db.scores VALUES (1, 1.0), (2, 2.0)")
+    lake.sql("INSERT INTO lake.db.scores VALUES (3, CAST('NaN' AS DOUBLE))")
+    lake.sql("INSERT INTO lake.db.scores VALUES (4, 10.0)")
+    table = lake.catalog.load_table("db.scores")
+    x = table.schema().find_field("x").field_id
+    assert sorted(f.nan_value_counts[x] for f in table.scan().plan_files())[-1] == 1
+    assert sum(f.nan_value_counts[x] for f in table.scan().plan_files()) == 1
+
+    assert "files=2]" in scan_line(lake, "SELECT id FROM lake.db.scores WHERE x > 5")
+    assert "files=1]" in scan_line(lake, "SELECT id FROM lake.db.scores WHERE x > 20")
+    assert sorted(r[0] for r in lake.sql("SELECT id FROM lake.db.scores WHERE x > 5")) == [3, 4]

@@ -296,9 +296,7 @@ def test_a_write_without_merge_schema_refuses_the_dataframe_s_extra_columns(
     assert lake.catalog.load_table("db.ms").metadata_location == before
 
 
-def test_delete_from_by_a_double_comparison_deletes_the_rows_spark_matches(
-    lake, by_region
-) -> None:
+def test_delete_from_by_a_double_comparison_deletes_the_rows_spark_matches(lake, by_region) -> None:
     # lakecat takes it in Spark's NaN order (amount > 2.5 OR amount IS NAN), on the driver
     lake.sql("DELETE FROM lake.db.sales WHERE amount > 2.5")
 

@@ -12,7 +12,13 @@ import pytest
 
 from lakecat.metadata.errors import CorruptMetadata
 from lakecat.metadata.io.fileio import LocalFileIO
-from lakecat.metadata.io.metrics import ColumnRange, file_metrics, footer_metrics, footer_ranges
+from lakecat.metadata.io.metrics import (
+    NAN_COUNTS_KEY,
+    ColumnRange,
+    file_metrics,
+    footer_metrics,
+    footer_ranges,
+)
 from lakecat.metadata.io.parquet_footer import data_file_from_footer, read_footer
 from lakecat.metadata.partitioning.spec import UNPARTITIONED
 from lakecat.metadata.schema.arrow import conform_to_schema
@@ -68,6 +74,29 @@ def test_footer_metrics_equal_the_writers_metrics_without_nan_counts(tmp_path: P
         assert getattr(alone, name) == getattr(full, name)
     assert alone.lower_bounds == full.lower_bounds and alone.upper_bounds == full.upper_bounds
     assert from_bytes(StringType(), alone.lower_bounds[2]) == "a" * 16  # truncate(16)
+
+
+def with_nan_counts(table: pa.Table, text: bytes) -> pa.Table:
+    """``table`` whose Parquet footer will hold ``lakecat.nan.counts = text``."""
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), NAN_COUNTS_KEY: text})
+
+
+def test_nan_counts_a_writer_recorded_in_the_footer_are_taken(tmp_path: Path) -> None:
+    """Columns by their index (value is column 2, point.x column 5); other columns' entries
+    and an entry in mode none are not metrics."""
+    footer = write(tmp_path / "f.parquet", with_nan_counts(data(), b"2:1,5:0,0:2"))
+    assert footer_metrics(footer, SCHEMA, {}).nan_value_counts == {3: 1, 7: 0}
+    none = {"write.metadata.metrics.column.value": "none"}
+    assert footer_metrics(footer, SCHEMA, none).nan_value_counts == {7: 0}
+
+
+@pytest.mark.parametrize("text", [b"2:x", b"2-1", b"2:4"])
+def test_nan_counts_that_are_not_counts_of_the_column_are_refused(
+    tmp_path: Path, text: bytes
+) -> None:
+    footer = write(tmp_path / "f.parquet", with_nan_counts(data(), text))
+    with pytest.raises(CorruptMetadata, match=r"NaN|column:count"):
+        footer_metrics(footer, SCHEMA, {})
 
 
 def test_footer_metrics_leave_out_what_the_footer_lacks(tmp_path: Path) -> None:
