@@ -34,8 +34,9 @@ What qualifies, otherwise the rows go through the Python data source in staging 
 * partition fields that are identity, year, month, day, hour, bucket, truncate or void
   transforms of top-level columns (the task computes bucket of an int, long, date, timestamp,
   string or decimal with the spec's Murmur3 hash, as the catalog's ``bucket`` function does,
-  and truncate of an int, long or string; a truncate past its type's range fails the
-  statement, as it fails a native write; not bucket of binary).
+  and truncate of an int, long, decimal, string or binary; a truncate past its type's range
+  or a decimal's precision fails the statement, as it fails a native write; not bucket of
+  binary).
 """
 
 from __future__ import annotations
@@ -159,8 +160,9 @@ def plan_delta_partitions(metadata: TableMetadata) -> tuple[HiddenPartition, ...
         computed = (
             isinstance(p.transform, IdentityTransform)
             or name in _TIME_TRANSFORMS
+            or isinstance(p.transform, TruncateTransform)
             or (
-                isinstance(p.transform, (BucketTransform, TruncateTransform))
+                isinstance(p.transform, BucketTransform)
                 and not isinstance(p.source_type, BinaryType)
             )
         )

@@ -19,7 +19,9 @@ floor division as ``(v - pmod(v, d)) div d``):
   of precision up to 37 (the same on the unscaled value, computed as ``v - pmod(v, W * 10^-s)``
   in Spark's exact decimal arithmetic; a result past the precision fails the job, as lakecat's
   writer refuses it) and on strings (the first W code points: Spark's ``substring`` counts
-  code points);
+  code points) and binaries up to W = 64 (the first W bytes: ``substring`` of a binary counts
+  bytes; in hexadecimal a folder name of up to 128 characters, within the 255 bytes a local
+  file system allows);
 * void (no column: the value is always null).
 
 * bucket[N] on int, long, date, timestamps, string, decimal and binary, by the ``bucket``
@@ -28,8 +30,9 @@ floor division as ``(v - pmod(v, d)) div d``):
   the catalog (``functions``), and a write with a bucket field but no catalog to compute it
   does not qualify.
 
-Identity on float, double, binary, fixed and uuid, truncate on binary and on decimals of
-precision 38 do not qualify (:class:`NotNative`).
+Identity on float, double, binary (a folder name of a long value's hexadecimal would pass the
+255 bytes a local file system allows), fixed and uuid, truncate on binaries past W = 64 and on
+decimals of precision 38 do not qualify (:class:`NotNative`).
 
 Folder values: Spark writes null *and* the empty string as ``__HIVE_DEFAULT_PARTITION__`` and
 escapes special characters as ``%XX``; a ``%`` in a path is best avoided, because lakecat's
@@ -38,7 +41,8 @@ literally. So numbers and booleans go as they are (digits, ``-``, ``.``, ``true`
 string is URL-encoded (``url_encode``: UTF-8, space as ``+``) with ``~`` in place of ``%``
 and ``~2A`` for ``*``, leaving only ``A-Za-z0-9._+-`` and ``~XX`` escapes, none of which Spark
 escapes; the empty string is ``~`` and the string ``__HIVE_DEFAULT_PARTITION__`` is
-``~__HIVE_DEFAULT_PARTITION__``. The default partition name itself is null.
+``~__HIVE_DEFAULT_PARTITION__``. The default partition name itself is null. A truncated binary
+goes as its bytes in hexadecimal (``hex``), the empty binary as ``~``.
 """
 
 from __future__ import annotations
@@ -105,6 +109,7 @@ class Encoding(Enum):
     BOOLEAN = "boolean"
     DECIMAL = "decimal"
     STRING = "string"
+    BINARY = "binary"  # hexadecimal, as a string
     VOID = "void"  # no folder
 
 
@@ -204,6 +209,8 @@ def _encoding(pf: PartitionField, transform: Transform, t: PrimitiveType) -> Enc
             return Encoding.STRING
         if isinstance(t, DecimalType) and t.precision <= _TRUNCATE_DECIMAL_PRECISION:
             return Encoding.DECIMAL
+        if isinstance(t, BinaryType) and transform.width <= _TRUNCATE_BINARY_WIDTH:
+            return Encoding.BINARY
     elif isinstance(transform, BucketTransform) and isinstance(t, _BUCKET_SOURCES):
         return Encoding.INTEGER
     raise NotNative(
@@ -251,6 +258,8 @@ def partition_value(p: HiddenPartition) -> Column:
     if isinstance(transform, TruncateTransform):
         if isinstance(t, StringType):
             return _encode(F.substring(source, 1, transform.width))
+        if isinstance(t, BinaryType):
+            return _encode(F.hex(F.substring(source, 1, transform.width)))
         if isinstance(t, DecimalType):
             return _truncate_decimal(source, p, t)
         return _truncate(source, p, int_range=isinstance(t, IntegerType))
@@ -306,6 +315,8 @@ def _truncate(source: Column, p: HiddenPartition, *, int_range: bool) -> Column:
     return F.when(overflow, F.raise_error(message)).otherwise(truncated)
 
 
+# truncate[W] of a binary as a folder value: 2W hexadecimal characters
+_TRUNCATE_BINARY_WIDTH = 64
 # v - pmod(v, w) of a decimal(p, s) is a decimal(p + 1, s) in Spark's arithmetic, exact up
 # to its largest precision, 38
 _TRUNCATE_DECIMAL_PRECISION = 37
@@ -368,6 +379,8 @@ def _decode(p: HiddenPartition, text: str, path: str) -> Any:
             return {"true": True, "false": False}[text]
         if p.encoding is Encoding.DECIMAL:
             return _decimal(text, p.source_type)
+        if p.encoding is Encoding.BINARY:
+            return bytes.fromhex(_decode_string(text))
         return _decode_string(text)
     except (ValueError, KeyError, InvalidOperation):
         raise CorruptMetadata(f"{path}: {text!r} is not a value of {p.field.name!r}") from None

@@ -328,6 +328,35 @@ def test_native_truncate_partitions_of_decimals_are_lakecats(spark: Any, lake: C
     assert_partitions_as_lakecats_writer(lake, table)
 
 
+def test_native_truncate_partitions_of_binaries_are_lakecats(spark: Any, lake: Catalog) -> None:
+    """truncate[W] of a binary goes into its folder as hexadecimal (the empty binary as
+    ``~``, null as Spark's default partition): each file holds the rows of the partition
+    lakecat's own writer gives them, and pyiceberg, pruning by its own transform, finds every
+    row. Identity of a binary, and truncate past W = 64, would make folder names longer than
+    a local file system allows: those writes go to the data source."""
+    values = [b"", b"\x00", b"\x00\x01\xff", None, b"ab", b"abc", bytes(range(256)), b"%*/="]
+    rows = [(i, values[i % len(values)]) for i in range(24)]
+    df = spark.createDataFrame(rows, "id long, raw binary")
+
+    assert lk.write(df, "db.raws", **{"partition-by": "raw:truncate[2]"}).native
+
+    table = lake.load_table("db.raws")
+    by_partition = partitions_and_ids(table)
+    assert {(b"ab",), (b"",), (b"\x00\x01",), (None,), (b"%*",)} <= set(by_partition)
+    assert_partitions_as_lakecats_writer(lake, table)
+    theirs = SqlCatalog(lake.name, uri=lake.uri, warehouse=lake.warehouse).load_table("db.raws")
+    for value in values:
+        expected = [i for i, v in rows if v == value]
+        term = IsNull("raw") if value is None else EqualTo("raw", value)
+        found = theirs.scan(row_filter=term).to_arrow().column("id").to_pylist()
+        assert sorted(found) == expected, value
+    short = df.where("raw IS NULL OR length(raw) < 100")  # lakecat's writer names folders too
+    for spec in ("raw", "raw:truncate[65]"):
+        written = lk.write(short, f"db.raws_{len(spec)}", **{"partition-by": spec})
+        assert not written.native and "binary) is not computed" in (written.reason or "")
+        assert lake.load_table(f"db.raws_{len(spec)}").to_arrow().num_rows == short.count()
+
+
 def test_a_decimal_truncate_past_the_precision_fails_the_native_write(
     spark: Any, lake: Catalog
 ) -> None:

@@ -198,6 +198,36 @@ def test_a_truncate_past_the_long_range_in_a_task_fails_the_statement(lake, spar
     assert not [p for p in lake.files_on_disk(sales) if "/delta-" in p]
 
 
+def test_binary_partition_values_computed_in_the_tasks_are_lakecats(lake, spark) -> None:
+    """truncate of a binary column: the tasks write each new row in the partition lakecat's
+    own writer gives it (its folder value in hexadecimal)."""
+    for name in ("raws", "raws_twin"):
+        lake.sql(
+            f"CREATE TABLE lake.db.{name} (id bigint, raw binary) "
+            f"PARTITIONED BY (truncate(2, raw)) TBLPROPERTIES ({MOR})"
+        )
+    lake.sql(
+        "INSERT INTO lake.db.raws VALUES (1, X''), (2, X'00'), (3, X'0001FF'), (4, NULL), "
+        "(5, X'616263'), (6, X'2525')"
+    )
+    table = lake.catalog.load_table("db.raws")
+    before = paths(table)
+    original = table.to_arrow().sort_by("id").to_pylist()
+
+    lake.sql("UPDATE lake.db.raws SET id = id + 100")
+
+    written = [f for f in new_files(table, before) if f.content == 0]
+    assert written and all(IN_TASKS.search(f.file_path) for f in written)
+    rows = table.refresh().to_arrow()
+    twin = lake.catalog.load_table("db.raws_twin")
+    twin.append(rows)
+    ours = Counter((f.partition, f.record_count) for f in written)
+    lakecats = Counter((f.partition, f.record_count) for f in twin.refresh().scan().plan_files())
+    assert ours == lakecats and len(ours) == 6
+    assert rows.sort_by("id").to_pylist() == [{**r, "id": r["id"] + 100} for r in original]
+    assert ((b"ab",), 1) in ours and ((b"",), 1) in ours and ((None,), 1) in ours
+
+
 def test_a_decimal_truncate_past_the_precision_in_a_task_fails_the_statement(lake, spark) -> None:
     """truncate[10] of -9999999.99 in a decimal(9,2) needs ten digits: the task fails, as
     lakecat's writer refuses it, and the statement commits nothing."""

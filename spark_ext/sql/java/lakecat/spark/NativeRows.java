@@ -32,6 +32,7 @@ import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.execution.datasources.OutputWriter;
 import org.apache.spark.sql.execution.datasources.OutputWriterFactory;
+import org.apache.spark.sql.types.BinaryType;
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DateType;
@@ -134,9 +135,9 @@ final class NativeRows implements Serializable {
    * One hidden partition column: a transform of a top-level column, as a folder value. The
    * transforms: identity, year, month, day, hour, {@code bucket[N]} (of an int, long, date,
    * timestamp, string or decimal: the spec's Murmur3 hash, as the catalog's {@code bucket}
-   * function) and {@code truncate[W]} (of an int, long, decimal or string; an int or long
-   * that truncates past its type's range, or a decimal past its precision, fails the task, as
-   * the native write fails).
+   * function) and {@code truncate[W]} (of an int, long, decimal, string or binary; an int or
+   * long that truncates past its type's range, or a decimal past its precision, fails the task,
+   * as the native write fails). A truncated binary's folder value is its bytes in hexadecimal.
    */
   static final class Partition implements Serializable {
     final String column;
@@ -175,6 +176,9 @@ final class NativeRows implements Serializable {
       if (type instanceof DecimalType) {
         return value.equals(source(row));
       }
+      if (type instanceof BinaryType) {
+        return java.util.Arrays.equals(row.getBinary(ordinal), (byte[]) value);
+      }
       return row.getLong(ordinal) == (Long) value; // long, timestamp and timestamp_ntz
     }
 
@@ -192,6 +196,9 @@ final class NativeRows implements Serializable {
       }
       if (type instanceof BooleanType) {
         return row.getBoolean(ordinal);
+      }
+      if (type instanceof BinaryType) {
+        return row.getBinary(ordinal).clone();
       }
       if (type instanceof IntegerType || type instanceof DateType) {
         return (long) row.getInt(ordinal);
@@ -261,6 +268,10 @@ final class NativeRows implements Serializable {
         UTF8String text = (UTF8String) value;
         return encode((text.numChars() <= width ? text : text.substring(0, width)).toString());
       }
+      if (value instanceof byte[]) {
+        byte[] bytes = (byte[]) value;
+        return encode(hex(bytes, Math.min(bytes.length, width)));
+      }
       if (value instanceof java.math.BigDecimal) {
         java.math.BigDecimal decimal = (java.math.BigDecimal) value;
         java.math.BigInteger unscaled = decimal.unscaledValue();
@@ -283,6 +294,16 @@ final class NativeRows implements Serializable {
             "lakecat: partition column " + column + ": " + transform + " of " + v + " overflows");
       }
       return Long.toString(truncated);
+    }
+
+    /** The first {@code length} bytes in upper-case hexadecimal (as Spark's {@code hex}). */
+    private static String hex(byte[] bytes, int length) {
+      StringBuilder out = new StringBuilder(2 * length);
+      for (int i = 0; i < length; i++) {
+        out.append(Character.toUpperCase(Character.forDigit((bytes[i] >> 4) & 0xF, 16)));
+        out.append(Character.toUpperCase(Character.forDigit(bytes[i] & 0xF, 16)));
+      }
+      return out.toString();
     }
 
     /** A string as a folder name: URL-encoded, "~" for "%" and "~2A" for "*". */
