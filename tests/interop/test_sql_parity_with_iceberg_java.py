@@ -382,12 +382,23 @@ def test_more_row_level_statements_leave_the_rows_iceberg_java_leaves(
     assert_same(ours, theirs)
 
 
+# DELETEs lakecat runs on the driver (a condition it evaluates, here cat = 'b' AND amount > 30,
+# the second of the partition's two files matching in every row): lakecat drops a file whose
+# every row matches, on a merge-on-read table too, where Iceberg Java writes delete files for
+# its rows (Java drops files only when every matching row is in such files)
+DROPS_WHOLE_FILES = {"delete in a partition"}
+
+
 @pytest.mark.parametrize(("mode", "version"), MODES)
 @pytest.mark.parametrize("statement", sorted(DML))
 def test_row_level_statements_leave_the_rows_iceberg_java_leaves(
     lakecat: Lakecat, java: JavaTables, statement: str, mode: str, version: int
 ) -> None:
-    assert_same(*both(lakecat, java, dml_answer, statement, mode, version))
+    ours, theirs = both(lakecat, java, dml_answer, statement, mode, version)
+    if statement in DROPS_WHOLE_FILES and mode == "merge-on-read":
+        [[kept]], [[java_kept]] = ours.pop("data file records"), theirs.pop("data file records")
+        assert kept == java_kept - 10  # the file of 10 matching rows is gone, not masked
+    assert_same(ours, theirs)
 
 
 METADATA_TABLES = [
