@@ -31,6 +31,11 @@ class Lake:
     def sql(self, statement: str) -> list[Any]:
         return self.spark.sql(statement).collect()
 
+    def scan_line(self, query: str) -> str:
+        """The ``BatchScan`` line of the query's physical plan (``EXPLAIN``)."""
+        plan: str = self.spark.sql(f"EXPLAIN {query}").collect()[0][0]
+        return next(line for line in plan.splitlines() if "BatchScan" in line)
+
     def files_on_disk(self, table: Any) -> set[str]:
         """Every file under a (local) table's data folder, as local paths."""
         root = local_path(table.location)

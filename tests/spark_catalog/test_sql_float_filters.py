@@ -108,22 +108,17 @@ def test_float_comparisons_select_the_rows_spark_selects(
     ]  # fmt: skip # NaN is above every number
 
 
-def scan_line(lake: Any, query: str) -> str:
-    plan = lake.spark.sql(f"EXPLAIN {query}").collect()[0][0]
-    return next(line for line in plan.splitlines() if "BatchScan" in line)
-
-
 def test_a_float_comparison_prunes_the_files_that_hold_no_match(lake: Any) -> None:
     build(lake, "db.floats")
 
-    line = scan_line(lake, "SELECT id FROM lake.db.floats WHERE x > 1.5")
+    line = lake.scan_line("SELECT id FROM lake.db.floats WHERE x > 1.5")
 
     assert "lakecat-filter=x IS NOT NULL AND (x > 1.5 OR x IS NAN)" in line
     assert "files=4]" in line  # 2.5, inf, NaN and the file of every value, of 11
-    assert "files=3]" in scan_line(lake, "SELECT id FROM lake.db.floats WHERE x < -1.0")
+    assert "files=3]" in lake.scan_line("SELECT id FROM lake.db.floats WHERE x < -1.0")
     # -0.0 = 0.0: a file holding only 0.0 may match x <= -0.0, and one of -0.0 x >= 0.0
-    assert "files=5]" in scan_line(lake, "SELECT id FROM lake.db.floats WHERE x <= -0.0")
-    assert "files=8]" in scan_line(lake, "SELECT id FROM lake.db.floats WHERE x >= 0.0")
+    assert "files=5]" in lake.scan_line("SELECT id FROM lake.db.floats WHERE x <= -0.0")
+    assert "files=8]" in lake.scan_line("SELECT id FROM lake.db.floats WHERE x >= 0.0")
 
 
 DELETES = [
@@ -178,8 +173,8 @@ def test_files_a_sql_insert_writes_count_their_nan_so_a_comparison_prunes_them(l
     assert sorted(f.nan_value_counts[x] for f in table.scan().plan_files())[-1] == 1
     assert sum(f.nan_value_counts[x] for f in table.scan().plan_files()) == 1
 
-    assert "files=2]" in scan_line(lake, "SELECT id FROM lake.db.scores WHERE x > 5")
-    assert "files=1]" in scan_line(lake, "SELECT id FROM lake.db.scores WHERE x > 20")
+    assert "files=2]" in lake.scan_line("SELECT id FROM lake.db.scores WHERE x > 5")
+    assert "files=1]" in lake.scan_line("SELECT id FROM lake.db.scores WHERE x > 20")
     assert sorted(r[0] for r in lake.sql("SELECT id FROM lake.db.scores WHERE x > 5")) == [3, 4]
     # pyiceberg skips a file whose NaN count is 0 for IS NAN, and reads the counts as they are
     assert lake.iceberg_rows("db.scores", "id", row_filter="x IS NAN") == [(3,)]

@@ -56,12 +56,6 @@ def kinds(ids: range) -> pa.Table:
     )
 
 
-def scan_line(lake, query: str) -> str:
-    """The ``BatchScan`` line of the query's physical plan."""
-    plan = lake.spark.sql(f"EXPLAIN {query}").collect()[0][0]
-    return next(line for line in plan.splitlines() if "BatchScan" in line)
-
-
 def spark_dicts(rows: list[Any]) -> list[dict[str, Any]]:
     return sorted((r.asDict(recursive=True) for r in rows), key=lambda d: d["id"])
 
@@ -85,7 +79,7 @@ def test_an_unpartitioned_table_is_read_by_sparks_parquet_reader(lake) -> None:
     table.append(kinds(range(0, 50)))
     table.append(kinds(range(50, 80)))
 
-    line = scan_line(lake, "SELECT * FROM lake.db.k")
+    line = lake.scan_line("SELECT * FROM lake.db.k")
 
     assert "reader=parquet, files=2]" in line
     assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
@@ -150,7 +144,7 @@ def test_filters_and_projections_read_natively_give_lakecats_rows(lake, where, k
 
     got = spark_dicts(lake.sql(query))
 
-    assert "reader=parquet" in scan_line(lake, query)
+    assert "reader=parquet" in lake.scan_line(query)
     expected = [r for r in lakecat_dicts(lake, "db.k", COLUMNS) if keep(r)]
     assert got == expected and got
     projected = lake.sql(f"SELECT id, name FROM lake.db.k WHERE {where}")
@@ -163,7 +157,7 @@ def test_an_identity_partition_filter_prunes_files_and_reads_natively(lake) -> N
         rows = kinds(range(start, start + 10))
         table.append(rows.set_column(1, "name", pa.array([f"p{start}"] * 10)))
 
-    line = scan_line(lake, "SELECT * FROM lake.db.r WHERE name = 'p10'")
+    line = lake.scan_line("SELECT * FROM lake.db.r WHERE name = 'p10'")
 
     assert "lakecat-filter=name IS NOT NULL AND name = 'p10', reader=parquet, files=1]" in line
     assert_same_rows(
@@ -173,7 +167,7 @@ def test_an_identity_partition_filter_prunes_files_and_reads_natively(lake) -> N
         COLUMNS,
         row_filter="name = 'p10'",
     )
-    assert "reader=parquet, files=3]" in scan_line(lake, "SELECT * FROM lake.db.r")
+    assert "reader=parquet, files=3]" in lake.scan_line("SELECT * FROM lake.db.r")
 
 
 def test_bucket_and_day_partitions_prune_and_read_natively(lake) -> None:
@@ -189,7 +183,7 @@ def test_bucket_and_day_partitions_prune_and_read_natively(lake) -> None:
         ).plan_files()
     )
 
-    line = scan_line(lake, f"SELECT * FROM lake.db.b WHERE {where}")
+    line = lake.scan_line(f"SELECT * FROM lake.db.b WHERE {where}")
 
     assert f"reader=parquet, files={chosen}]" in line and chosen < files
     got = lake.sql(f"SELECT id FROM lake.db.b WHERE {where}")
@@ -198,7 +192,7 @@ def test_bucket_and_day_partitions_prune_and_read_natively(lake) -> None:
     assert [(r.id, r.name) for r in bucket] == [(42, "n42")]
     one_bucket = len(table.scan(row_filter="id = 42").plan_files())
     assert one_bucket < files
-    assert f"files={one_bucket}]" in scan_line(lake, "SELECT * FROM lake.db.b WHERE id = 42")
+    assert f"files={one_bucket}]" in lake.scan_line("SELECT * FROM lake.db.b WHERE id = 42")
 
 
 NESTED = pa.schema(
@@ -231,14 +225,14 @@ def test_struct_list_and_map_columns_read_natively(lake) -> None:
     )
     columns = ["id", "point", "tags", "attrs"]
 
-    assert "reader=parquet" in scan_line(lake, "SELECT * FROM lake.db.n")
+    assert "reader=parquet" in lake.scan_line("SELECT * FROM lake.db.n")
     assert_same_rows(lake, "SELECT * FROM lake.db.n", "db.n", columns)
     labels = lake.sql("SELECT id, point.label AS label FROM lake.db.n WHERE point.x > 1")
     assert sorted((r.id, r.label) for r in labels) == [(1, "a"), (4, None)]
     # with deleted rows: the kept rows' structs, lists and maps, not their neighbours'
     table.refresh().set_properties({"write.delete.mode": "merge-on-read"})
     table.refresh().delete("id IN (1, 3)")
-    assert "reader=parquet" in scan_line(lake, "SELECT * FROM lake.db.n")
+    assert "reader=parquet" in lake.scan_line("SELECT * FROM lake.db.n")
     assert_same_rows(lake, "SELECT * FROM lake.db.n", "db.n", columns)
     labels = lake.sql("SELECT id, point.label AS label, get(tags, 0) AS tag FROM lake.db.n")
     assert sorted((r.id, r.label, r.tag) for r in labels) == [(2, None, None), (4, None, "d")]
@@ -355,7 +349,7 @@ def test_batches_with_deleted_rows_give_the_kept_rows_of_every_column_kind(
     kept = [i for i in range(700) if i not in scattered and not 100 <= i < 164]
 
     query = "SELECT * FROM lake.db.every"
-    assert "reader=parquet, files=2]" in scan_line(lake, query)
+    assert "reader=parquet, files=2]" in lake.scan_line(query)
     got = sorted((r.asDict(recursive=True) for r in lake.sql(query)), key=lambda r: r["id"])
     expected = [{**every_kind_row(i), "note": f"note {i}" if i >= 600 else None} for i in kept]
     for row in expected:  # as Spark gives them: timestamps in the session's UTC, without a zone
@@ -390,7 +384,7 @@ def test_version_as_of_reads_the_snapshot_natively(lake) -> None:
     table.delete("id < 5")  # copy-on-write: no delete files
     query = f"SELECT {SELECT} FROM lake.db.k VERSION AS OF {first}"
 
-    assert "reader=parquet, files=1]" in scan_line(lake, query)
+    assert "reader=parquet, files=1]" in lake.scan_line(query)
     assert_same_rows(lake, query, "db.k", COLUMNS, snapshot_id=first)
     assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
     assert len(lake.sql(f"SELECT id FROM lake.db.k VERSION AS OF {first}")) == 10
@@ -402,7 +396,7 @@ def test_a_path_with_spaces_equals_signs_and_percents_is_read_natively(lake) -> 
     table.append(kinds(range(0, 5)).set_column(1, "name", pa.array([odd] * 5)))
     table.append(kinds(range(5, 10)).set_column(1, "name", pa.array(["plain"] * 5)))
 
-    line = scan_line(lake, f"SELECT * FROM lake.db.r WHERE name = '{odd}'")
+    line = lake.scan_line(f"SELECT * FROM lake.db.r WHERE name = '{odd}'")
 
     assert "reader=parquet, files=1]" in line
     got = lake.sql(f"SELECT id, name FROM lake.db.r WHERE name = '{odd}'")
@@ -424,10 +418,10 @@ def test_files_an_older_lakecat_wrote_under_unescaped_names_are_read_by_the_data
     os.makedirs(os.path.dirname(urllib.parse.unquote(literal)))
     os.rename(literal, urllib.parse.unquote(literal))
 
-    assert "reader=lakecat" in scan_line(lake, "SELECT * FROM lake.db.r")
+    assert "reader=lakecat" in lake.scan_line("SELECT * FROM lake.db.r")
     assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.r", "db.r", COLUMNS)
-    assert "reader=parquet, files=1]" in scan_line(
-        lake, "SELECT * FROM lake.db.r WHERE name = 'plain'"
+    assert "reader=parquet, files=1]" in lake.scan_line(
+        "SELECT * FROM lake.db.r WHERE name = 'plain'"
     )
     lake.sql("DELETE FROM lake.db.r WHERE id % 2 = 0")
     assert sorted(r.id for r in lake.sql("SELECT id FROM lake.db.r")) == [1, 3, 5, 7, 9]
@@ -441,7 +435,7 @@ def test_required_columns_read_natively(lake) -> None:
         update.add_column("note", StringType())
     table.append(pa.table({"id": [3], "name": ["c"], "note": ["x"]}))
 
-    assert "reader=parquet" in scan_line(lake, "SELECT * FROM lake.db.q")
+    assert "reader=parquet" in lake.scan_line("SELECT * FROM lake.db.q")
     got = lake.sql("SELECT * FROM lake.db.q WHERE id IS NOT NULL")
     assert sorted((r.id, r.name, r.note) for r in got) == [
         (1, "a", None),
@@ -485,7 +479,7 @@ def test_position_deletes_are_applied_by_sparks_reader(lake, small_splits) -> No
     table.delete("id IN (0, 3, 4, 150, 151, 299, 300, 449, 455)")
     table.refresh().delete("id IN (5, 598, 599)")  # a second delete file for each data file
 
-    assert "reader=parquet, files=2]" in scan_line(lake, "SELECT * FROM lake.db.k")
+    assert "reader=parquet, files=2]" in lake.scan_line("SELECT * FROM lake.db.k")
     assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
     assert lake.sql("SELECT count(*) AS n FROM lake.db.k")[0].n == 600 - 12
     got = lake.sql("SELECT id, _file, _pos FROM lake.db.k")
@@ -507,10 +501,10 @@ def test_too_many_deleted_positions_are_left_to_the_python_data_source(lake, mon
     table.delete("id IN (3, 4, 15)")
     monkeypatch.setattr(scan, "MAX_NATIVE_DELETED_POSITIONS", 2)
 
-    assert "reader=lakecat" in scan_line(lake, "SELECT * FROM lake.db.k")
+    assert "reader=lakecat" in lake.scan_line("SELECT * FROM lake.db.k")
     assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
     monkeypatch.setattr(scan, "MAX_NATIVE_DELETED_POSITIONS", 3)
-    assert "reader=parquet" in scan_line(lake, "SELECT * FROM lake.db.k")
+    assert "reader=parquet" in lake.scan_line("SELECT * FROM lake.db.k")
 
 
 def test_deletion_vectors_are_applied_by_sparks_reader(lake, small_splits) -> None:
@@ -527,7 +521,7 @@ def test_deletion_vectors_are_applied_by_sparks_reader(lake, small_splits) -> No
     table.delete("id < 4 OR id IN (57, 107, 157)")
     table.refresh().delete("id = 199")  # the file's new DV replaces the first
 
-    assert "reader=parquet" in scan_line(lake, "SELECT * FROM lake.db.k")
+    assert "reader=parquet" in lake.scan_line("SELECT * FROM lake.db.k")
     assert_same_rows(lake, f"SELECT {SELECT} FROM lake.db.k", "db.k", COLUMNS)
     got = lake.sql("SELECT id, _file, _pos FROM lake.db.k")
     assert sorted((r.id, r._file, r._pos) for r in got) == kept_positions(lake, "db.k")
@@ -549,7 +543,7 @@ def test_a_sql_delete_and_merge_on_a_table_with_deletes_read_natively(lake) -> N
         "WHEN MATCHED THEN UPDATE SET name = s.name"
     )
 
-    assert "reader=parquet" in scan_line(lake, "SELECT id, name FROM lake.db.k")
+    assert "reader=parquet" in lake.scan_line("SELECT id, name FROM lake.db.k")
     got = {r.id: r.name for r in lake.sql("SELECT id, name FROM lake.db.k")}
     expected = {
         i: ("u" if i % 4 == 2 else "m" if i == 3 else None if i % 7 == 3 else f"n{i}")
@@ -568,10 +562,10 @@ def test_a_renamed_column_is_read_through_the_python_data_source(lake) -> None:
     table.append(kinds(range(10, 20)).rename_columns([*KINDS.names[:2], "score", *KINDS.names[3:]]))
     columns = ["id", "name", "score"]
 
-    assert "reader=lakecat" in scan_line(lake, "SELECT id, name, score FROM lake.db.k")
+    assert "reader=lakecat" in lake.scan_line("SELECT id, name, score FROM lake.db.k")
     assert_same_rows(lake, "SELECT id, name, score FROM lake.db.k", "db.k", columns)
     # the columns a query reads decide: the renamed one is not among these
-    assert "reader=parquet" in scan_line(lake, "SELECT id, name FROM lake.db.k")
+    assert "reader=parquet" in lake.scan_line("SELECT id, name FROM lake.db.k")
     assert_same_rows(lake, "SELECT id, name FROM lake.db.k", "db.k", ["id", "name"])
 
 
@@ -583,7 +577,7 @@ def test_a_promoted_column_is_read_through_the_python_data_source(lake) -> None:
         update.update_column("n", field_type=LongType())
     table.append(pa.table({"id": [3], "n": pa.array([2**40], pa.int64())}))
 
-    assert "reader=lakecat" in scan_line(lake, "SELECT * FROM lake.db.p")
+    assert "reader=lakecat" in lake.scan_line("SELECT * FROM lake.db.p")
     assert_same_rows(lake, "SELECT * FROM lake.db.p", "db.p", ["id", "n"])
 
 
@@ -606,7 +600,7 @@ def test_row_ids_are_read_natively_as_each_rows_file_and_position(lake) -> None:
     table.append(kinds(range(0, 450)))
     table.append(kinds(range(450, 600)))
     table = lake.catalog.load_table("db.k")
-    assert "reader=parquet" in scan_line(lake, "SELECT id, _file, _pos FROM lake.db.k")
+    assert "reader=parquet" in lake.scan_line("SELECT id, _file, _pos FROM lake.db.k")
 
     both = lake.sql("SELECT id, _file, _pos FROM lake.db.k")
     assert sorted((r.id, r._file, r._pos) for r in both) == file_positions(table)
@@ -636,7 +630,7 @@ def test_row_ids_are_read_natively_from_partitioned_files_with_special_paths(lak
     rows = pa.table({"id": list(range(12)), "n": ["a b=c%d", "x"] * 6})
     lake.catalog.load_table("db.p").append(rows)
     table = lake.catalog.load_table("db.p")
-    assert "reader=parquet" in scan_line(lake, "SELECT id, _file, _pos FROM lake.db.p")
+    assert "reader=parquet" in lake.scan_line("SELECT id, _file, _pos FROM lake.db.p")
 
     got = lake.sql("SELECT id, _file, _pos FROM lake.db.p")
 
@@ -670,7 +664,7 @@ def test_row_lineage_columns_are_read_natively_and_assigned_as_the_spec_says(
     lake.sql("DELETE FROM lake.db.v3 WHERE id IN (101, 120, 149)")
     query = "SELECT id, _row_id, _last_updated_sequence_number FROM lake.db.v3"
 
-    assert "reader=parquet" in scan_line(lake, query)
+    assert "reader=parquet" in lake.scan_line(query)
     got = sorted((r[0], r[1], r[2]) for r in lake.sql(query))
     assert got == lineage_rows(lake, "db.v3")
     assert len({r[1] for r in got}) == len(got) == 147  # row ids stay unique
@@ -735,7 +729,7 @@ def test_a_v2_table_has_row_ids_but_no_lineage_columns(lake) -> None:
 def test_an_empty_table_reads_natively_with_no_rows(lake) -> None:
     lake.catalog.create_table("db.e", KINDS)
 
-    assert "reader=parquet, files=0]" in scan_line(lake, "SELECT * FROM lake.db.e")
+    assert "reader=parquet, files=0]" in lake.scan_line("SELECT * FROM lake.db.e")
     assert lake.sql("SELECT * FROM lake.db.e") == []
 
 
@@ -749,8 +743,8 @@ def test_a_query_mixing_both_readers_and_a_reused_dataframe_see_every_row(lake) 
     lake.sql("ALTER TABLE lake.db.r RENAME COLUMN flag TO flagged")  # Spark would miss it
     df = lake.spark.table("lake.db.r")
 
-    assert "reader=parquet" in scan_line(lake, "SELECT id FROM lake.db.r WHERE name = 'p10'")
-    assert "reader=lakecat" in scan_line(lake, "SELECT * FROM lake.db.r")
+    assert "reader=parquet" in lake.scan_line("SELECT id FROM lake.db.r WHERE name = 'p10'")
+    assert "reader=lakecat" in lake.scan_line("SELECT * FROM lake.db.r")
     assert df.where("name = 'p10'").count() == 10
     assert df.count() == 28
     joined = df.where("name = 'p10'").alias("a").join(df.alias("b"), "id")
@@ -821,7 +815,7 @@ def test_repeated_queries_share_the_readers_broadcast_configuration(lake) -> Non
         return int(made)
 
     query = "SELECT id, name FROM lake.db.k WHERE id > 3"
-    assert "reader=parquet" in scan_line(lake, query)
+    assert "reader=parquet" in lake.scan_line(query)
     broadcasts_made(query)  # the first planning of these columns with this session's settings
     assert broadcasts_made(query) == 0
     assert broadcasts_made("SELECT id, name FROM lake.db.k WHERE id < 5") == 0
@@ -849,7 +843,7 @@ def test_float_comparisons_keep_the_nan_rows_spark_matches(lake, mode: str) -> N
     table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "score": [0.0, float("nan")]}))
     table.append(pa.table({"id": pa.array([3], pa.int64()), "score": [float("nan")]}))
     query = "SELECT id FROM lake.db.nan WHERE score > 5"
-    assert "reader=parquet" in scan_line(lake, query)
+    assert "reader=parquet" in lake.scan_line(query)
     assert sorted(r[0] for r in lake.spark.sql(query).collect()) == [2, 3]
     assert lake.spark.sql("SELECT count(*) FROM lake.db.nan WHERE score <> 0").first()[0] == 2
     lake.spark.sql("UPDATE lake.db.nan SET score = -1 WHERE score > 5")

@@ -193,20 +193,15 @@ def regions(lake):
     return table
 
 
-def scan_description(lake, query: str) -> str:
-    plan = lake.spark.sql(f"EXPLAIN {query}").collect()[0][0]
-    return next(line for line in plan.splitlines() if "BatchScan" in line)
-
-
 def test_a_partition_filter_prunes_files_and_explain_shows_it(lake, regions) -> None:
-    line = scan_description(lake, "SELECT * FROM lake.db.r WHERE region = 'us'")
+    line = lake.scan_line("SELECT * FROM lake.db.r WHERE region = 'us'")
 
     assert "region = 'us'" in line  # the filter Spark pushed
     assert "lakecat-filter=region IS NOT NULL AND region = 'us'" in line
     assert "files=1]" in line
-    assert "files=3]" in scan_description(lake, "SELECT * FROM lake.db.r")
+    assert "files=3]" in lake.scan_line("SELECT * FROM lake.db.r")
     # a filter lakecat cannot read exactly prunes nothing, and Spark still applies it
-    assert "files=3]" in scan_description(lake, "SELECT * FROM lake.db.r WHERE id % 2 = 0")
+    assert "files=3]" in lake.scan_line("SELECT * FROM lake.db.r WHERE id % 2 = 0")
     assert ids(lake.sql("SELECT id FROM lake.db.r WHERE region = 'us' AND id % 5 = 0")) == [10, 15]
 
 
@@ -313,7 +308,7 @@ def test_spec_id_and_partition_are_each_row_s_file_s_over_every_spec(lake, regio
     )
     assert [tuple(r) for r in counts] == [(0, "ap", 10), (0, "eu", 10), (0, "us", 10), (1, "eu", 1)]
     # the data source reads them (Spark's Parquet reader does not know the files' partitions)
-    assert "reader=lakecat" in scan_description(lake, "SELECT _partition FROM lake.db.r")
+    assert "reader=lakecat" in lake.scan_line("SELECT _partition FROM lake.db.r")
 
 
 def test_an_unpartitioned_table_has_a_spec_id_and_no_partition_column(lake) -> None:
