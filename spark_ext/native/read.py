@@ -164,6 +164,8 @@ _COMPARABLE = (
     BooleanType,
     IntegerType,
     LongType,
+    FloatType,
+    DoubleType,
     DecimalType,
     DateType,
     TimestampType,
@@ -565,8 +567,6 @@ def _predicate(pred: BoundPredicate) -> Column:
     if isinstance(t, (FloatType, DoubleType)) and op in (Operation.IS_NAN, Operation.NOT_NAN):
         nan = F.isnan(column)
         return nan if op is Operation.IS_NAN else column.isNotNull() & ~nan
-    if isinstance(t, (FloatType, DoubleType)):
-        return _float_predicate(pred, column, "float" if isinstance(t, FloatType) else "double")
     if not isinstance(t, _COMPARABLE):
         raise NotNative(f"the filter {pred} compares {t} values, which Spark orders differently")
     if op in (Operation.IN, Operation.NOT_IN):
@@ -579,28 +579,13 @@ def _predicate(pred: BoundPredicate) -> Column:
     if compare is None:
         raise NotNative(f"the filter {pred} has no Spark form")
     result: Column = compare(column, _literal(t, pred.literal))
-    return result
-
-
-def _float_predicate(pred: BoundPredicate, column: Column, spark_type: str) -> Column:
-    """A comparison of a float or double column as lakecat means it (IEEE 754: a NaN operand
-    makes every comparison false but ``!=``) in Spark, which orders NaN above every number:
-    ``x > v`` and ``x >= v`` leave NaN out explicitly; ``<``, ``<=``, ``=``, ``!=`` and the
-    lists mean the same in both (a bound literal is never NaN). The read applies the condition
-    after :func:`unpruned_floats`, so Spark pushes none of it into its Parquet reader, whose
-    footers' statistics leave NaN out (a pushed ``x != v`` could skip a row group of ``v``
-    and NaN, whose NaN rows match)."""
-    value = column
-    op = pred.op
-    if op in (Operation.IN, Operation.NOT_IN):
-        member = value.isin([F.lit(v).cast(spark_type) for v in pred.literals])
-        return member if op is Operation.IN else ~member
-    compare = _COMPARISONS.get(op)
-    if compare is None:
-        raise NotNative(f"the filter {pred} has no Spark form")
-    result: Column = compare(value, F.lit(pred.literal).cast(spark_type))
-    if op in (Operation.GT, Operation.GT_EQ):
-        return result & ~F.isnan(value)
+    if isinstance(t, (FloatType, DoubleType)) and op in (Operation.GT, Operation.GT_EQ):
+        # lakecat compares as IEEE 754 (a NaN operand makes every comparison false but !=),
+        # Spark orders NaN above every number; <, <=, =, != and the lists mean the same in
+        # both (a bound literal is never NaN). The read applies the condition after
+        # unpruned_floats, so none of it reaches Parquet's row-group pruning, whose
+        # statistics leave NaN out (a pushed x != v could skip a row group of v and NaN).
+        result = result & ~F.isnan(column)
     return result
 
 
@@ -615,4 +600,6 @@ def _literal(t: IcebergType, value: Any) -> Column:
         return F.timestamp_add("MICROSECOND", F.lit(value), F.expr(EPOCH_NTZ))
     if isinstance(t, (BinaryType, FixedType)):
         return F.lit(bytes(value))
+    if isinstance(t, (FloatType, DoubleType)):
+        return F.lit(value).cast("float" if isinstance(t, FloatType) else "double")
     return F.lit(value)
