@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from lakecat.metadata import StringType
+from lakecat.spark_ext.native.write import session_conf
 from lakecat.spark_ext.sql.plugin import data_format
 
 pytestmark = pytest.mark.spark
@@ -280,6 +281,39 @@ def test_a_reused_dataframe_and_a_self_join_see_every_row(lake, regions) -> None
     assert joined.count() == 10
     pairs = df.where("region = 'eu'").alias("a").crossJoin(df.alias("b"))
     assert pairs.count() == 10 * 30
+
+
+def plan_stats(lake, query: str) -> tuple[int, int | None]:
+    """The size in bytes and the rows Spark's optimizer estimates for the read of ``query``."""
+    with session_conf(lake.spark, {"spark.sql.cbo.enabled": "true"}):  # else no row count
+        plan = lake.spark.sql(query)._jdf.queryExecution().optimizedPlan()
+        stats = plan.collectLeaves().head().stats()
+    rows = stats.rowCount()
+    return int(str(stats.sizeInBytes())), int(str(rows.get())) if rows.isDefined() else None
+
+
+def test_a_read_tells_spark_its_planned_rows_and_their_size(lake, regions) -> None:
+    """As Iceberg's runtime estimates them: the rows of the files the filter plans (their
+    manifests' counts) times the default size of the columns read (a long 8 bytes, a string
+    20), so that Spark's optimizer knows a small table from a large one."""
+    assert plan_stats(lake, "SELECT * FROM lake.db.r") == (30 * 28, 30)
+    assert plan_stats(lake, "SELECT id FROM lake.db.r WHERE region = 'us'") == (10 * 8, 10)
+    lake.sql("CREATE TABLE lake.db.empty (id bigint)")
+    assert plan_stats(lake, "SELECT * FROM lake.db.empty") == (0, 0)
+
+
+def test_a_join_broadcasts_a_small_table(lake, regions) -> None:
+    """Without an estimate Spark takes a table as larger than any broadcast (its
+    ``defaultSizeInBytes``) and shuffles both sides of every join."""
+    big = lake.spark.range(100_000).selectExpr("id % 30 AS id", "id AS n")
+    big.createOrReplaceTempView("big")
+    query = "SELECT b.n, r.region FROM big b JOIN lake.db.r r ON b.id = r.id"
+
+    plan = lake.spark.sql(query)._jdf.queryExecution().executedPlan().toString()
+
+    assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan
+    us = sum(1 for i in range(100_000) if 10 <= i % 30 < 20)  # ids 10-19
+    assert lake.spark.sql(query).where("region = 'us'").count() == us
 
 
 def test_metadata_columns_name_the_file_and_position_of_each_row(lake, regions) -> None:

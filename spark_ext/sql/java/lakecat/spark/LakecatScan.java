@@ -10,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.stream.Collectors;
 import org.apache.spark.sql.SparkSession;
@@ -21,6 +22,8 @@ import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
 import org.apache.spark.sql.connector.read.SupportsRuntimeV2Filtering;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.types.DataTypes;
@@ -42,7 +45,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * ({@code _file IN (...)}) before anything is read; they are read by the reader the plan
  * chose, as for any read.
  */
-class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
+class LakecatScan implements Scan, SupportsRuntimeV2Filtering, SupportsReportStatistics {
   static final String FILE = "_file";
   static final String POS = "_pos";
   static final String PRUNE_FILTER = "prune-filter"; // read option: plan files with it
@@ -106,6 +109,46 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering {
       planned = new Plan(table.planScan(options, filter, readSchema.fieldNames()));
     }
     return planned;
+  }
+
+  /**
+   * What the read holds, for Spark's optimizer (a join broadcasts a side estimated under {@code
+   * spark.sql.autoBroadcastJoinThreshold}): the rows of the files the filter plans, as their
+   * manifests record them (rows a delete file removes included), and their size in memory
+   * estimated as Iceberg's runtime does, those rows times the default size of the columns read
+   * ({@code StructType.defaultSize}).
+   */
+  @Override
+  public Statistics estimateStatistics() {
+    long rows = plan().rows;
+    long size;
+    try {
+      size = Math.multiplyExact(readSchema.defaultSize(), rows);
+    } catch (ArithmeticException e) {
+      size = Long.MAX_VALUE;
+    }
+    return new Estimate(size, rows);
+  }
+
+  /** The statistics {@link #estimateStatistics} reports. */
+  private static final class Estimate implements Statistics {
+    private final long size;
+    private final long rows;
+
+    Estimate(long size, long rows) {
+      this.size = size;
+      this.rows = rows;
+    }
+
+    @Override
+    public OptionalLong sizeInBytes() {
+      return OptionalLong.of(size);
+    }
+
+    @Override
+    public OptionalLong numRows() {
+      return OptionalLong.of(rows);
+    }
   }
 
   /**
