@@ -58,6 +58,7 @@ from lakecat.catalog.maintenance.table_path import RewritePathResult, rewrite_ta
 from lakecat.catalog.maintenance.table_stats import (
     StatisticsFile,
     sketch_columns,
+    snapshot_statistics,
     table_statistics,
     write_table_statistics,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "rollback_to_timestamp",
     "set_current_snapshot",
     "sketch_columns",
+    "snapshot_statistics",
     "table_statistics",
     "write_table_statistics",
 ]

@@ -130,8 +130,14 @@ def table_statistics(table: Table, snapshot_id: int | None = None) -> Statistics
     None when there is none."""
     metadata = table.metadata
     wanted = metadata.current_snapshot_id if snapshot_id is None else snapshot_id
+    return None if wanted is None else snapshot_statistics(metadata, wanted)
+
+
+def snapshot_statistics(metadata: TableMetadata, snapshot_id: int) -> StatisticsFile | None:
+    """The statistics file ``metadata`` registers for ``snapshot_id``, None when there is
+    none (a malformed entry: ``CorruptMetadata``)."""
     for entry in metadata.statistics:
-        if entry.get("snapshot-id") == wanted:
+        if entry.get("snapshot-id") == snapshot_id:
             return _statistics_file(entry)
     return None
 

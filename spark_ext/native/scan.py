@@ -35,14 +35,15 @@ from __future__ import annotations
 import base64
 import logging
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from lakecat.catalog.engine import DeleteReader
+from lakecat.catalog.maintenance import snapshot_statistics
 from lakecat.metadata.expressions import Expression
 from lakecat.metadata.io import FileIO
 from lakecat.metadata.manifests import Content, DataFile
@@ -92,6 +93,7 @@ class CatalogScan:
     files: tuple[DataFile, ...]
     native: tuple[NativeFile, ...] | None
     reason: str | None = None
+    ndvs: Mapping[str, int] = field(default_factory=dict)  # by top-level column name
 
     @property
     def reader(self) -> str:
@@ -119,6 +121,7 @@ class CatalogScan:
             "reader": self.reader,
             "reason": self.reason,
             "native": native,
+            "ndvs": dict(self.ndvs),
         }
 
 
@@ -134,6 +137,7 @@ def plan_catalog_scan(
         else None
     )
     files = plan.files if plan is not None else ()
+    ndvs = column_ndvs(view)
     try:
         native = _native_files(view, io, plan, columns)
     except NotNative as exc:
@@ -142,8 +146,21 @@ def plan_catalog_scan(
             view.metadata_location,
             exc.reason,
         )
-        return CatalogScan(files, None, exc.reason)
-    return CatalogScan(files, native)
+        return CatalogScan(files, None, exc.reason, ndvs)
+    return CatalogScan(files, native, ndvs=ndvs)
+
+
+def column_ndvs(view: ReadView) -> dict[str, int]:
+    """The number of distinct values of each top-level column of the read that the statistics
+    file of its snapshot records (``compute_table_stats``'s theta sketches), for Spark's
+    cost-based optimizer, as Iceberg's runtime reports them; none for an incremental read,
+    whose rows are not the snapshot's."""
+    if view.snapshot is None or view.options.incremental:
+        return {}
+    stats = snapshot_statistics(view.metadata, view.snapshot.snapshot_id)
+    if stats is None:
+        return {}
+    return {f.name: stats.ndvs[f.field_id] for f in view.schema.fields if f.field_id in stats.ndvs}
 
 
 def _native_files(

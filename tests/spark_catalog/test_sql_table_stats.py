@@ -13,6 +13,7 @@ from lakecat.catalog.maintenance import table_statistics
 from lakecat.metadata.deletes.puffin import ZSTD, blob_data, footer_size, read_footer
 from lakecat.metadata.io import local_path
 from lakecat.metadata.statistics import THETA_BLOB_TYPE, ndvs, parse_theta_sketch
+from lakecat.spark_ext.native.write import session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -169,6 +170,41 @@ def test_an_older_snapshot_is_sketched_as_it_was_and_a_new_run_replaces_its_file
     stats = table_statistics(typed)
     assert stats is not None and stats.ndvs[id_field] == 90
     assert Path(local_path(older[0][0]) or "").exists()  # replaced, left to orphan removal
+
+
+def reported_ndvs(lake: Any, query: str) -> dict[str, int]:
+    """The distinct counts of the columns of ``query``'s read that Spark's cost-based
+    optimizer takes from the scan's statistics."""
+    with session_conf(lake.spark, {"spark.sql.cbo.enabled": "true"}):
+        plan = lake.spark.sql(query)._jdf.queryExecution().optimizedPlan()
+        columns = plan.collectLeaves().head().stats().attributeStats().toSeq()
+    out = {}
+    for i in range(columns.size()):
+        attribute, stat = columns.apply(i)._1(), columns.apply(i)._2()
+        if stat.distinctCount().isDefined():
+            out[attribute.name()] = int(str(stat.distinctCount().get()))
+    return out
+
+
+def test_spark_s_optimizer_gets_the_distinct_counts_of_the_snapshot_read(
+    lake: Any, typed: Any
+) -> None:
+    """As Iceberg's runtime reports them: the ``ndv`` of each column read that the statistics
+    file of the snapshot read records; none for a snapshot without one."""
+    first = typed.metadata.current_snapshot_id
+    call(lake, "CALL lake.system.compute_table_stats('db.typed', columns => array('id', 'i'))")
+    assert reported_ndvs(lake, "SELECT id, i, name FROM lake.db.typed") == {"id": 40, "i": 7}
+    assert reported_ndvs(lake, "SELECT i FROM lake.db.typed") == {"i": 7}
+
+    lake.sql("INSERT INTO lake.db.typed (id, i) SELECT id, 99 FROM range(100, 150)")
+
+    assert reported_ndvs(lake, "SELECT id, i FROM lake.db.typed") == {}
+    old = f"SELECT id, i FROM lake.db.typed VERSION AS OF {first}"
+    assert reported_ndvs(lake, old) == {"id": 40, "i": 7}
+    call(lake, "CALL lake.system.compute_table_stats('db.typed')")
+    assert reported_ndvs(lake, "SELECT id, i, name FROM lake.db.typed") == {
+        "id": 90, "i": 8, "name": 11,
+    }  # fmt: skip
 
 
 def test_deleted_rows_are_not_counted(lake: Any, typed: Any) -> None:

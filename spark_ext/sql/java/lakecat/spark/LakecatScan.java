@@ -21,6 +21,7 @@ import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.colstats.ColumnStatistics;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.Statistics;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
@@ -116,28 +117,38 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering, SupportsReportSta
    * spark.sql.autoBroadcastJoinThreshold}): the rows of the files the filter plans, as their
    * manifests record them (rows a delete file removes included), and their size in memory
    * estimated as Iceberg's runtime does, those rows times the default size of the columns read
-   * ({@code StructType.defaultSize}).
+   * ({@code StructType.defaultSize}); and the number of distinct values of each column read
+   * that the snapshot's statistics file records.
    */
   @Override
   public Statistics estimateStatistics() {
-    long rows = plan().rows;
+    Plan plan = plan();
     long size;
     try {
-      size = Math.multiplyExact(readSchema.defaultSize(), rows);
+      size = Math.multiplyExact(readSchema.defaultSize(), plan.rows);
     } catch (ArithmeticException e) {
       size = Long.MAX_VALUE;
     }
-    return new Estimate(size, rows);
+    Map<NamedReference, ColumnStatistics> columns = new HashMap<>();
+    for (String name : readSchema.fieldNames()) {
+      Long ndv = plan.ndvs.get(name);
+      if (ndv != null) {
+        columns.put(Expressions.column(name), new DistinctValues(ndv));
+      }
+    }
+    return new Estimate(size, plan.rows, columns);
   }
 
   /** The statistics {@link #estimateStatistics} reports. */
   private static final class Estimate implements Statistics {
     private final long size;
     private final long rows;
+    private final Map<NamedReference, ColumnStatistics> columns;
 
-    Estimate(long size, long rows) {
+    Estimate(long size, long rows, Map<NamedReference, ColumnStatistics> columns) {
       this.size = size;
       this.rows = rows;
+      this.columns = columns;
     }
 
     @Override
@@ -148,6 +159,29 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering, SupportsReportSta
     @Override
     public OptionalLong numRows() {
       return OptionalLong.of(rows);
+    }
+
+    @Override
+    public Map<NamedReference, ColumnStatistics> columnStats() {
+      return columns;
+    }
+  }
+
+  /**
+   * A column's number of distinct values, as the statistics file of the snapshot read records
+   * it ({@code compute_table_stats}); Spark's cost-based optimizer uses it for join order and
+   * sizes ({@code spark.sql.cbo.enabled}).
+   */
+  private static final class DistinctValues implements ColumnStatistics {
+    private final long ndv;
+
+    DistinctValues(long ndv) {
+      this.ndv = ndv;
+    }
+
+    @Override
+    public OptionalLong distinctCount() {
+      return OptionalLong.of(ndv);
     }
   }
 
@@ -255,6 +289,7 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering, SupportsReportSta
     final long rows; // the files' rows and bytes, as their manifests record them
     final long bytes;
     final String reader;
+    final Map<String, Long> ndvs = new HashMap<>(); // by top-level column name
     final List<NativeFile> nativeFiles; // null: the Python data source reads the files
 
     Plan(JsonNode answer) {
@@ -262,6 +297,8 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering, SupportsReportSta
       rows = answer.get("rows").asLong();
       bytes = answer.get("bytes").asLong();
       reader = answer.get("reader").asText();
+      JsonNode distinct = answer.path("ndvs");
+      distinct.fieldNames().forEachRemaining(name -> ndvs.put(name, distinct.get(name).asLong()));
       JsonNode fast = answer.get("native");
       nativeFiles = fast == null || fast.isNull() ? null : NativeFile.parse(fast);
     }
