@@ -41,7 +41,8 @@ lies behind them can be reorganized freely.
   ``ExpireResult``, ``OrphanResult``, ``ManifestRewriteResult``, ``DeleteRewriteResult``;
   ``compute_partition_stats``, ``rewrite_table_path`` (``RewritePathResult``); table
   statistics from sketches the engine computed: ``sketch_columns``,
-  ``write_table_statistics``, ``table_statistics``, ``StatisticsFile``;
+  ``write_table_statistics``, ``table_statistics``, ``StatisticsFile``, and a read's
+  ``snapshot_statistics`` (the file a metadata registers for a snapshot);
 * the change feed: ``changes``, ``ChangeSet``, ``CHANGE_SNAPSHOT_ID``;
 * the installed lakecat's version, for the files an engine says it wrote
   (``lakecat_version``; the CLI's ``--version`` too).
@@ -92,6 +93,7 @@ from lakecat.catalog.maintenance import (
     rollback_to_timestamp,
     set_current_snapshot,
     sketch_columns,
+    snapshot_statistics,
     table_statistics,
     write_table_statistics,
 )
@@ -190,6 +192,7 @@ __all__ = [
     "rollback_to_timestamp",
     "set_current_snapshot",
     "sketch_columns",
+    "snapshot_statistics",
     "start_of",
     "table_statistics",
     "to_timestamp_ms",

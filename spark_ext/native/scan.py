@@ -42,8 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from lakecat.catalog.engine import DeleteReader
-from lakecat.catalog.maintenance import snapshot_statistics
+from lakecat.catalog.engine import DeleteReader, snapshot_statistics
 from lakecat.metadata.expressions import Expression
 from lakecat.metadata.io import FileIO
 from lakecat.metadata.manifests import Content, DataFile
