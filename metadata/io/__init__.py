@@ -18,7 +18,9 @@ from lakecat.metadata.io.fileio import (
 )
 from lakecat.metadata.io.metrics import (
     ColumnRange,
+    MetricsMode,
     footer_ranges,
+    metrics_mode,
 )
 from lakecat.metadata.io.parquet import (
     ARROW_TO_PARQUET_RATIO,
@@ -47,6 +49,7 @@ __all__ = [
     "FileIO",
     "FileInfo",
     "LocalFileIO",
+    "MetricsMode",
     "RoutingFileIO",
     "check_storage_properties",
     "data_file_from_footer",
@@ -56,6 +59,7 @@ __all__ = [
     "iter_data_file_batches",
     "join",
     "local_path",
+    "metrics_mode",
     "read_data_file",
     "read_footer",
     "read_parquet_columns",

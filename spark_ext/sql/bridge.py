@@ -70,12 +70,15 @@ from lakecat.spark_ext.source.planning import (
     METADATA_LOCATION,
     SNAPSHOT_ID,
     TAG,
+    FilePlan,
     ReadOptions,
     ReadView,
+    plan_files,
 )
 from lakecat.spark_ext.source.staging import STAGE_TO
 from lakecat.spark_ext.source.write_jobs import BRANCH as WRITE_BRANCH
 from lakecat.spark_ext.source.write_jobs import CREATE_BRANCH, OVERWRITE_FILTER, OVERWRITE_MODE
+from lakecat.spark_ext.sql.aggregates import Aggregate, NotAnswered, answer_from_metrics
 from lakecat.spark_ext.sql.alter import alter_table
 from lakecat.spark_ext.sql.convert import (
     UnsupportedByCatalog,
@@ -170,6 +173,7 @@ class CatalogBridge:
             "overwrite_filter": self.overwrite_filter,
             "scan_filter": self.scan_filter,
             "plan_scan": self.plan_scan,
+            "aggregate": self.aggregate,
             "begin_row_level": self.begin_row_level,
             "commit_row_level": self.commit_row_level,
             "commit_merge_on_read": self.commit_merge_on_read,
@@ -717,6 +721,25 @@ class CatalogBridge:
         view = self._view(read_options)
         scan = plan_catalog_scan(view, self.catalog.io, prune_filter=parse(filter), columns=columns)
         return scan.to_json()
+
+    def aggregate(
+        self, read_options: Mapping[str, str], filter: str, aggregates: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """Spark's aggregates of a read under a pruning filter that decides its rows, answered
+        from the planned files' metrics (:mod:`lakecat.spark_ext.sql.aggregates`): their
+        ``values``, or null and the ``reason`` Spark must read the rows."""
+        view = self._view(read_options)
+        wanted = [Aggregate.from_json(a) for a in aggregates]
+        if view.snapshot is None:
+            plan = FilePlan((), 0)
+        else:
+            plan = plan_files(self.catalog.io, view, [parse(filter)])
+        try:
+            values = answer_from_metrics(view, plan, wanted)
+        except NotAnswered as exc:
+            log.info("lakecat: %s: aggregates read from the rows: %s", view.metadata_location, exc)
+            return {"values": None, "reason": exc.reason, "files": len(plan.files)}
+        return {"values": values, "reason": None, "files": len(plan.files)}
 
     def begin_row_level(
         self,

@@ -1,15 +1,37 @@
 package lakecat.spark;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
+import org.apache.spark.sql.connector.expressions.aggregate.Count;
+import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
+import org.apache.spark.sql.connector.expressions.aggregate.Max;
+import org.apache.spark.sql.connector.expressions.aggregate.Min;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.connector.read.LocalScan;
 import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
 import org.apache.spark.sql.types.AtomicType;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.Decimal;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
@@ -22,7 +44,10 @@ import org.apache.spark.sql.types.StructType;
  * source). Each query gets its own
  * builder and scan, so no plan is reused between queries.
  */
-final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPushDownRequiredColumns {
+final class LakecatScanBuilder
+    implements SupportsPushDownV2Filters,
+        SupportsPushDownRequiredColumns,
+        SupportsPushDownAggregates {
   private final LakecatTable table;
   private final Map<String, String> options;
   private final Consumer<LakecatScan.RowLevel> operation; // a row-level operation's; null: a read
@@ -30,6 +55,7 @@ final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPus
   private Predicate[] pushed = new Predicate[0];
   private Predicate[] predicates = new Predicate[0];
   private String filter = "true";
+  private Scan aggregated; // the aggregates Spark pushed, answered from the files' metrics
 
   LakecatScanBuilder(
       LakecatTable table,
@@ -102,8 +128,143 @@ final class LakecatScanBuilder implements SupportsPushDownV2Filters, SupportsPus
     return schema.isEmpty() ? schema : new StructType(new StructField[] {schema.fields()[0]});
   }
 
+  /** {@value #AGGREGATES}: true (the default) or false (Spark aggregates the rows read). */
+  static final String AGGREGATES = "spark.lakecat.aggregatePushDown";
+
+  /**
+   * Answers Spark's aggregates from the metrics of the files the read plans, as Iceberg's
+   * runtime does, when lakecat can ({@code spark_ext/sql/aggregates.py}): {@code count(*)},
+   * {@code count(col)}, {@code min(col)} and {@code max(col)} of top-level columns, without
+   * {@code GROUP BY}. Spark offers them only when no filter is left to evaluate on the rows.
+   * The scan is then a local one of a single row: the query's result.
+   */
+  @Override
+  public boolean pushAggregation(Aggregation aggregation) {
+    if (operation != null
+        || aggregation.groupByExpressions().length > 0
+        || "false".equalsIgnoreCase(String.valueOf(LakecatTable.sessionConf(AGGREGATES)))) {
+      return false;
+    }
+    ArrayNode asked = BridgeClient.JSON.createArrayNode();
+    List<StructField> fields = new ArrayList<>();
+    for (AggregateFunc function : aggregation.aggregateExpressions()) {
+      ObjectNode one = asked.addObject();
+      DataType type = DataTypes.LongType;
+      String column = null;
+      if (function instanceof CountStar) {
+        one.put("op", "count_star");
+      } else if (function instanceof Count && !((Count) function).isDistinct()) {
+        one.put("op", "count");
+        column = columnOf(((Count) function).column());
+      } else if (function instanceof Min) {
+        one.put("op", "min");
+        column = columnOf(((Min) function).column());
+      } else if (function instanceof Max) {
+        one.put("op", "max");
+        column = columnOf(((Max) function).column());
+      } else {
+        return false;
+      }
+      if (column != null) {
+        one.put("column", column);
+        if (!(function instanceof Count)) {
+          type = table.schema().apply(column).dataType();
+        }
+      } else if (!(function instanceof CountStar)) {
+        return false; // an expression, or a nested field
+      }
+      fields.add(DataTypes.createStructField(function.toString(), type, true));
+    }
+    JsonNode answer = table.aggregate(options, filter, asked);
+    JsonNode values = answer.get("values");
+    if (values == null || values.isNull()) {
+      return false;
+    }
+    Object[] row = new Object[fields.size()];
+    for (int i = 0; i < row.length; i++) {
+      row[i] = internal(values.get(i), fields.get(i).dataType());
+    }
+    StructType schema = DataTypes.createStructType(fields);
+    String description =
+        "lakecat " + table.name() + " [aggregates from the metrics of "
+            + answer.get("files").asLong() + " files, lakecat-filter=" + filter + "]";
+    aggregated = new Aggregated(schema, new GenericInternalRow(row), description);
+    return true;
+  }
+
+  /**
+   * Whether the answer of {@link #pushAggregation} is the query's result itself: it always is
+   * (one row of the final values), so Spark need not aggregate it again, nor run a job.
+   */
+  @Override
+  public boolean supportCompletePushDown(Aggregation aggregation) {
+    return aggregation.groupByExpressions().length == 0;
+  }
+
+  /** The top-level column an aggregate reads, null for an expression or a nested field. */
+  private String columnOf(Expression expression) {
+    if (!(expression instanceof NamedReference)) {
+      return null;
+    }
+    String[] names = ((NamedReference) expression).fieldNames();
+    if (names.length != 1 || !Arrays.asList(table.schema().fieldNames()).contains(names[0])) {
+      return null;
+    }
+    return names[0];
+  }
+
+  /** A value of the bridge's answer as Spark holds it in a row of {@code type}. */
+  private static Object internal(JsonNode value, DataType type) {
+    if (value == null || value.isNull()) {
+      return null;
+    }
+    if (type instanceof BooleanType) {
+      return value.asBoolean();
+    }
+    if (type instanceof IntegerType || type instanceof DateType) {
+      return value.asInt();
+    }
+    if (type instanceof DecimalType) {
+      DecimalType decimal = (DecimalType) type;
+      return Decimal.apply(
+          new java.math.BigDecimal(value.asText()), decimal.precision(), decimal.scale());
+    }
+    return value.asLong(); // long, timestamp
+  }
+
+  /** The single row of aggregates a pushed aggregation reads. */
+  private static final class Aggregated implements LocalScan {
+    private final StructType schema;
+    private final InternalRow row;
+    private final String description;
+
+    Aggregated(StructType schema, InternalRow row, String description) {
+      this.schema = schema;
+      this.row = row;
+      this.description = description;
+    }
+
+    @Override
+    public InternalRow[] rows() {
+      return new InternalRow[] {row};
+    }
+
+    @Override
+    public StructType readSchema() {
+      return schema;
+    }
+
+    @Override
+    public String description() {
+      return description;
+    }
+  }
+
   @Override
   public Scan build() {
+    if (aggregated != null) {
+      return aggregated;
+    }
     if (operation == null) {
       return new LakecatScan(table, options, required, filter, pushed, predicates);
     }

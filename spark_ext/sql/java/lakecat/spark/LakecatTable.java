@@ -134,6 +134,18 @@ final class LakecatTable extends DescribedTable
     return bridge.call("scan_filter", args);
   }
 
+  /**
+   * Aggregates of a read under this lakecat filter answered from its files' metrics: the
+   * bridge's {@code aggregate} ({@code values}, null when the metrics do not decide them).
+   */
+  JsonNode aggregate(Map<String, String> options, String filter, ArrayNode aggregates) {
+    ObjectNode args = bridge.args();
+    args.set("read_options", Names.object(options));
+    args.put("filter", filter);
+    args.set("aggregates", aggregates);
+    return bridge.call("aggregate", args);
+  }
+
   /** lakecat's plan of a read of these top-level columns under this lakecat filter. */
   JsonNode planScan(Map<String, String> options, String filter, String[] columns) {
     ObjectNode args = bridge.args();
