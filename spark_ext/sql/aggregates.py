@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from lakecat.metadata.errors import ValidationError
+from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.io import metrics_mode
 from lakecat.metadata.manifests import DataFile
 from lakecat.metadata.schema import (
@@ -133,7 +133,10 @@ def _answer(view: ReadView, files: Sequence[DataFile], aggregate: Aggregate) -> 
         raw = None if bounds is None else bounds.get(field.field_id)
         if raw is None:
             raise NotAnswered(f"{f.file_path} has no {aggregate.op} of column {aggregate.column}")
-        values.append(decode_bound(t, raw))
+        try:
+            values.append(decode_bound(t, raw))
+        except CorruptMetadata as exc:  # the read reports it, if it reads the file
+            raise NotAnswered(f"{f.file_path}: {exc}") from exc
     if not bounded:
         return sum(values)
     if not values:

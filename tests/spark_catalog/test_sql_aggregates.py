@@ -161,3 +161,14 @@ def test_a_table_pyiceberg_wrote_is_answered_as_spark_reads_it(lake: Any) -> Non
     )
 
     assert from_metrics and row == (4, 2, -4, 9, 2, 3)
+
+
+def test_bounds_written_before_a_type_promotion_are_read_in_the_new_type(
+    lake: Any, typed: Any
+) -> None:
+    lake.sql("ALTER TABLE lake.db.typed ALTER COLUMN i TYPE bigint")
+    lake.sql("INSERT INTO lake.db.typed (id, i, part) VALUES (1000, 5000000000, 'a')")
+
+    from_metrics, [row] = answered(lake, "SELECT min(i), max(i), count(i) FROM lake.db.typed")
+
+    assert from_metrics and row[1] == 5_000_000_000
