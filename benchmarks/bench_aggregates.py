@@ -82,12 +82,11 @@ def main() -> None:
             rounds.record(round_, seconds)
         spark.stop()
         catalog.close()
-    report.table(
+    rounds.report_to(
+        report,
         f"aggregates of a {rows:,}-row table of {files} files ({repeats} rounds, seconds)",
-        ["query", *MODES, "ratio (min-max)"],
-        rounds.rows(),
+        "query",
     )
-    report.data = rounds.data()
     report.write()
 
 

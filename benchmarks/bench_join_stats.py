@@ -118,12 +118,10 @@ def main() -> None:
             rounds.record(round_, seconds)
         spark.stop()
         catalog.close()
-    report.table(
+    rounds.report_to(
+        report,
         f"joins with small lakecat tables ({repeats} rounds, seconds)",
-        ["statement", *MODES, "ratio (min-max)"],
-        rounds.rows(),
     )
-    report.data = rounds.data()
     report.write()
 
 

@@ -87,12 +87,10 @@ def main() -> None:
             rounds.record(round_, seconds)
         spark.stop()
         catalog.close()
-    report.table(
+    rounds.report_to(
+        report,
         f"native writes of a table with a double column ({repeats} rounds, seconds)",
-        ["statement", *MODES, "ratio (min-max)"],
-        rounds.rows(),
     )
-    report.data = rounds.data()
     report.write()
 
 

@@ -142,6 +142,12 @@ class PairedRounds:
             "ratios": self.ratios,
         }
 
+    def report_to(self, report: Report, title: str, label: str = "statement") -> None:
+        """Put the rounds into ``report``: the table of :meth:`rows` (headed ``label``, the
+        two modes and the ratio) and the raw series (:meth:`data`)."""
+        report.table(title, [label, self.first, self.second, "ratio (min-max)"], self.rows())
+        report.data = self.data()
+
 
 # ---- data and catalogs ----------------------------------------------------------------------
 

@@ -18,7 +18,6 @@ from lakecat.metadata.io.fileio import (
 )
 from lakecat.metadata.io.metrics import (
     ColumnRange,
-    MetricsMode,
     footer_ranges,
     metrics_mode,
 )
@@ -49,7 +48,6 @@ __all__ = [
     "FileIO",
     "FileInfo",
     "LocalFileIO",
-    "MetricsMode",
     "RoutingFileIO",
     "check_storage_properties",
     "data_file_from_footer",

@@ -13,6 +13,7 @@ from typing import Any
 from lakecat.catalog import Catalog
 from lakecat.metadata.io import local_path
 from lakecat.spark_ext import CatalogBridge
+from lakecat.spark_ext.native.write import session_conf
 
 
 @dataclass
@@ -35,6 +36,14 @@ class Lake:
         """The ``BatchScan`` line of the query's physical plan (``EXPLAIN``)."""
         plan: str = self.spark.sql(f"EXPLAIN {query}").collect()[0][0]
         return next(line for line in plan.splitlines() if "BatchScan" in line)
+
+    def read_statistics(self, query: str) -> Any:
+        """The statistics (a JVM ``Statistics``) Spark's optimizer holds for the read of
+        ``query`` (its plan's first leaf), with the cost-based optimizer on, which keeps row
+        counts and column statistics."""
+        with session_conf(self.spark, {"spark.sql.cbo.enabled": "true"}):
+            plan = self.spark.sql(query)._jdf.queryExecution().optimizedPlan()
+            return plan.collectLeaves().head().stats()
 
     def files_on_disk(self, table: Any) -> set[str]:
         """Every file under a (local) table's data folder, as local paths."""

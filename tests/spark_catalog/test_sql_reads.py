@@ -11,7 +11,6 @@ import pyarrow as pa
 import pytest
 
 from lakecat.metadata import StringType
-from lakecat.spark_ext.native.write import session_conf
 from lakecat.spark_ext.sql.plugin import data_format
 
 pytestmark = pytest.mark.spark
@@ -285,9 +284,7 @@ def test_a_reused_dataframe_and_a_self_join_see_every_row(lake, regions) -> None
 
 def plan_stats(lake, query: str) -> tuple[int, int | None]:
     """The size in bytes and the rows Spark's optimizer estimates for the read of ``query``."""
-    with session_conf(lake.spark, {"spark.sql.cbo.enabled": "true"}):  # else no row count
-        plan = lake.spark.sql(query)._jdf.queryExecution().optimizedPlan()
-        stats = plan.collectLeaves().head().stats()
+    stats = lake.read_statistics(query)
     rows = stats.rowCount()
     return int(str(stats.sizeInBytes())), int(str(rows.get())) if rows.isDefined() else None
 

@@ -13,7 +13,6 @@ from lakecat.catalog.maintenance import table_statistics
 from lakecat.metadata.deletes.puffin import ZSTD, blob_data, footer_size, read_footer
 from lakecat.metadata.io import local_path
 from lakecat.metadata.statistics import THETA_BLOB_TYPE, ndvs, parse_theta_sketch
-from lakecat.spark_ext.native.write import session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -175,9 +174,7 @@ def test_an_older_snapshot_is_sketched_as_it_was_and_a_new_run_replaces_its_file
 def reported_ndvs(lake: Any, query: str) -> dict[str, int]:
     """The distinct counts of the columns of ``query``'s read that Spark's cost-based
     optimizer takes from the scan's statistics."""
-    with session_conf(lake.spark, {"spark.sql.cbo.enabled": "true"}):
-        plan = lake.spark.sql(query)._jdf.queryExecution().optimizedPlan()
-        columns = plan.collectLeaves().head().stats().attributeStats().toSeq()
+    columns = lake.read_statistics(query).attributeStats().toSeq()
     out = {}
     for i in range(columns.size()):
         attribute, stat = columns.apply(i)._1(), columns.apply(i)._2()
