@@ -87,6 +87,7 @@ from lakecat.spark_ext.sql.convert import (
     spark_sort_order,
     spark_transforms,
 )
+from lakecat.spark_ext.sql.grouping import data_grouping
 from lakecat.spark_ext.sql.history import describe_sort_order
 from lakecat.spark_ext.sql.metadata_tables import (
     METADATA_TABLE,
@@ -713,14 +714,27 @@ class CatalogBridge:
         return {"filter": str(and_(*parts)), "used": used, "complete": complete}
 
     def plan_scan(
-        self, read_options: Mapping[str, str], filter: str, columns: Sequence[str]
+        self,
+        read_options: Mapping[str, str],
+        filter: str,
+        columns: Sequence[str],
+        group: bool = False,
+        group_fields: Sequence[int] | None = None,
     ) -> dict[str, Any]:
         """The plan of a read of ``columns`` under a pruning filter: its data files, and
         whether Spark's own Parquet reader reads them (with their URIs and sizes) or the
-        Python data source does (:mod:`lakecat.spark_ext.native.scan`)."""
+        Python data source does (:mod:`lakecat.spark_ext.native.scan`). With ``group``, and
+        when Spark's reader reads them, also how the files are grouped by partition
+        (``grouping``, :mod:`lakecat.spark_ext.sql.grouping`; by ``group_fields`` when given):
+        null when nothing groups them."""
         view = self._view(read_options)
         scan = plan_catalog_scan(view, self.catalog.io, prune_filter=parse(filter), columns=columns)
-        return scan.to_json()
+        answer = scan.to_json()
+        grouping = None
+        if group and scan.native is not None:
+            grouping = data_grouping(view.metadata, view.schema, scan.files, columns, group_fields)
+        answer["grouping"] = grouping.to_json() if grouping is not None else None
+        return answer
 
     def aggregate(
         self, read_options: Mapping[str, str], filter: str, aggregates: Sequence[Mapping[str, Any]]

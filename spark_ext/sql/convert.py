@@ -90,7 +90,7 @@ def spark_transforms(table: Table | TableMetadata) -> list[dict[str, Any]]:
     schema = table.schema()
     out: list[dict[str, Any]] = []
     for field in table.spec().fields:
-        transform = _spark_transform(schema, field.source_id, field.transform)
+        transform = spark_transform(schema, field.source_id, field.transform)
         if transform is not None:
             out.append(transform)
     return out
@@ -102,7 +102,7 @@ def spark_sort_order(table: Table | TableMetadata) -> list[dict[str, Any]]:
     schema = table.schema()
     out: list[dict[str, Any]] = []
     for field in table.sort_order().fields:
-        transform = _spark_transform(schema, field.source_id, field.transform)
+        transform = spark_transform(schema, field.source_id, field.transform)
         if transform is None:
             break
         out.append(
@@ -115,7 +115,10 @@ def spark_sort_order(table: Table | TableMetadata) -> list[dict[str, Any]]:
     return out
 
 
-def _spark_transform(schema: Schema, source_id: int, transform: str) -> dict[str, Any] | None:
+def spark_transform(schema: Schema, source_id: int, transform: str) -> dict[str, Any] | None:
+    """A partition or sort field's transform of the column ``source_id`` as a Spark transform
+    (JSON, as the plugin's ``SparkJson.transforms`` reads it); None for ``void`` and for
+    transforms Spark has no name for."""
     # The names from the top-level column down, each as it is ("a.b" stays one name).
     column = {"ref": list(schema.column_path(source_id))}
     if transform == "identity":

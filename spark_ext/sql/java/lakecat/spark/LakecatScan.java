@@ -24,7 +24,11 @@ import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.colstats.ColumnStatistics;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportPartitioning;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.connector.read.partitioning.KeyGroupedPartitioning;
+import org.apache.spark.sql.connector.read.partitioning.Partitioning;
+import org.apache.spark.sql.connector.read.partitioning.UnknownPartitioning;
 import org.apache.spark.sql.connector.read.SupportsRuntimeV2Filtering;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.types.DataTypes;
@@ -41,12 +45,17 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * else the rows are read by the Python data source, asked for exactly these columns and
  * planning with the same filter. The description (what {@code EXPLAIN} prints) names the
  * filters Spark pushed, the lakecat filter they make, the reader ({@code parquet} or {@code
- * lakecat}) and the number of files chosen. A row-level operation's read ({@link RowLevel})
- * fixes its files, which Spark's runtime group filter narrows to those holding affected rows
- * ({@code _file IN (...)}) before anything is read; they are read by the reader the plan
- * chose, as for any read.
+ * lakecat}), the number of files chosen and, when the files are grouped by partition for
+ * Spark ({@link #outputPartitioning}), the transforms of the key. A row-level operation's read
+ * ({@link RowLevel}) fixes its files, which Spark's runtime group filter narrows to those
+ * holding affected rows ({@code _file IN (...)}) before anything is read; they are read by the
+ * reader the plan chose, as for any read.
  */
-class LakecatScan implements Scan, SupportsRuntimeV2Filtering, SupportsReportStatistics {
+class LakecatScan
+    implements Scan,
+        SupportsRuntimeV2Filtering,
+        SupportsReportStatistics,
+        SupportsReportPartitioning {
   static final String FILE = "_file";
   static final String POS = "_pos";
   static final String PRUNE_FILTER = "prune-filter"; // read option: plan files with it
@@ -104,12 +113,39 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering, SupportsReportSta
 
   private Plan planned;
 
+  // Whether the first plan grouped the files by partition, and by which fields: Spark takes
+  // the scan's partitioning once, so a plan made again after a runtime filter keeps it.
+  private Boolean grouped;
+  private int[] groupFields;
+
   /** lakecat's plan of this read (asked when first needed). */
   synchronized Plan plan() {
     if (planned == null) {
-      planned = new Plan(table.planScan(options, filter, readSchema.fieldNames()));
+      boolean group = grouped == null ? DataGrouping.asked() : grouped;
+      planned =
+          new Plan(table.planScan(options, filter, readSchema.fieldNames(), group, groupFields));
+      if (grouped == null) {
+        grouped = planned.grouping != null;
+        groupFields = grouped ? planned.grouping.fieldIds : null;
+      }
     }
     return planned;
+  }
+
+  /**
+   * With {@code spark.lakecat.preserveDataGrouping} on, and where Spark's Parquet reader reads
+   * the files, how the rows are grouped: by the partition transforms the files share, each
+   * task reading the files of one partition key ({@link DataGrouping}). Spark then joins or
+   * aggregates by those keys without a shuffle (a storage-partitioned join). Else nothing.
+   */
+  @Override
+  public Partitioning outputPartitioning() {
+    Plan plan = plan();
+    if (plan.grouping == null || streaming) {
+      return new UnknownPartitioning(0);
+    }
+    return new KeyGroupedPartitioning(
+        plan.grouping.transforms, toBatch().planInputPartitions().length);
   }
 
   /**
@@ -241,8 +277,15 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering, SupportsReportSta
   public String description() {
     String filters =
         Arrays.stream(pushed).map(Predicate::toString).collect(Collectors.joining(", ", "[", "]"));
+    DataGrouping grouping = streaming ? null : plan().grouping;
+    String grouped =
+        grouping == null
+            ? ""
+            : Arrays.stream(grouping.transforms)
+                .map(Transform::describe)
+                .collect(Collectors.joining(", ", ", grouped-by=[", "]"));
     return "lakecat " + table.name() + " [filters=" + filters + ", lakecat-filter=" + filter
-        + ", reader=" + reader() + ", files=" + files().size() + "]";
+        + ", reader=" + reader() + ", files=" + files().size() + grouped + "]";
   }
 
   /** The predicates Spark pushed, for Parquet's row-group pruning. */
@@ -291,6 +334,7 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering, SupportsReportSta
     final String reader;
     final Map<String, Long> ndvs = new HashMap<>(); // by top-level column name
     final List<NativeFile> nativeFiles; // null: the Python data source reads the files
+    final DataGrouping grouping; // null: the files are not grouped by partition
 
     Plan(JsonNode answer) {
       files = Arrays.asList(Names.strings(answer.get("files")));
@@ -300,7 +344,8 @@ class LakecatScan implements Scan, SupportsRuntimeV2Filtering, SupportsReportSta
       JsonNode distinct = answer.path("ndvs");
       distinct.fieldNames().forEachRemaining(name -> ndvs.put(name, distinct.get(name).asLong()));
       JsonNode fast = answer.get("native");
-      nativeFiles = fast == null || fast.isNull() ? null : NativeFile.parse(fast);
+      grouping = DataGrouping.parse(answer.get("grouping"));
+      nativeFiles = fast == null || fast.isNull() ? null : NativeFile.parse(fast, grouping);
     }
 
     private ParquetBatch batch; // the last batch made, and the files it keeps

@@ -25,13 +25,8 @@ import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
 import org.apache.spark.sql.types.AtomicType;
-import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.DateType;
-import org.apache.spark.sql.types.Decimal;
-import org.apache.spark.sql.types.DecimalType;
-import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
@@ -182,7 +177,7 @@ final class LakecatScanBuilder
     }
     Object[] row = new Object[fields.size()];
     for (int i = 0; i < row.length; i++) {
-      row[i] = internal(values.get(i), fields.get(i).dataType());
+      row[i] = SparkJson.internal(values.get(i), fields.get(i).dataType());
     }
     StructType schema = DataTypes.createStructType(fields);
     String description =
@@ -211,25 +206,6 @@ final class LakecatScanBuilder
       return null;
     }
     return names[0];
-  }
-
-  /** A value of the bridge's answer as Spark holds it in a row of {@code type}. */
-  private static Object internal(JsonNode value, DataType type) {
-    if (value == null || value.isNull()) {
-      return null;
-    }
-    if (type instanceof BooleanType) {
-      return value.asBoolean();
-    }
-    if (type instanceof IntegerType || type instanceof DateType) {
-      return value.asInt();
-    }
-    if (type instanceof DecimalType) {
-      DecimalType decimal = (DecimalType) type;
-      return Decimal.apply(
-          new java.math.BigDecimal(value.asText()), decimal.precision(), decimal.scale());
-    }
-    return value.asLong(); // long, timestamp
   }
 
   /** The single row of aggregates a pushed aggregation reads. */

@@ -147,13 +147,25 @@ final class LakecatTable extends DescribedTable
   }
 
   /** lakecat's plan of a read of these top-level columns under this lakecat filter. */
-  JsonNode planScan(Map<String, String> options, String filter, String[] columns) {
+  JsonNode planScan(
+      Map<String, String> options,
+      String filter,
+      String[] columns,
+      boolean group,
+      int[] groupFields) {
     ObjectNode args = bridge.args();
     args.set("read_options", Names.object(options));
     args.put("filter", filter);
     ArrayNode names = args.putArray("columns");
     for (String column : columns) {
       names.add(column);
+    }
+    args.put("group", group);
+    if (groupFields != null) {
+      ArrayNode ids = args.putArray("group_fields");
+      for (int id : groupFields) {
+        ids.add(id);
+      }
     }
     return bridge.call("plan_scan", args);
   }

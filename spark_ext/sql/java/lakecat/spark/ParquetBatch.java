@@ -3,6 +3,7 @@ package lakecat.spark;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
@@ -67,6 +68,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * _last_updated_sequence_number}) are read as the files store them, by name, and {@link
  * PerFileReaders} assigns their nulls from each file's first row id (plus the row index) and
  * data sequence number.
+ *
+ * <p>A read whose files are grouped by partition ({@link DataGrouping}) packs each key's files
+ * into tasks of their own, each task carrying its key.
  *
  * <p>What travels to executors: the partitions, Spark's reader factory and, when the columns
  * need reordering or rows need dropping, its wrapper (with the deleted positions).
@@ -238,11 +242,32 @@ final class ParquetBatch implements Batch {
       total += file.size + openCost;
     }
     long maxSplit = maxSplitBytes(session, conf, total);
+    if (files.isEmpty() || files.get(0).key == null) {
+      return packed(session, files, maxSplit).toArray(new InputPartition[0]);
+    }
+    // grouped by partition (DataGrouping): each task reads splits of one key's files only
+    Map<InternalRow, List<NativeFile>> byKey = new LinkedHashMap<>();
+    for (NativeFile file : files) {
+      byKey.computeIfAbsent(file.key, k -> new ArrayList<>()).add(file);
+    }
+    List<InputPartition> out = new ArrayList<>();
+    for (Map.Entry<InternalRow, List<NativeFile>> group : byKey.entrySet()) {
+      for (FilePartition partition : packed(session, group.getValue(), maxSplit)) {
+        out.add(
+            new DataGrouping.KeyedFilePartition(out.size(), partition.files(), group.getKey()));
+      }
+    }
+    return out.toArray(new InputPartition[0]);
+  }
+
+  /** {@code read}'s splits packed into tasks as Spark packs a Parquet table's files. */
+  private List<FilePartition> packed(
+      org.apache.spark.sql.classic.SparkSession session, List<NativeFile> read, long maxSplit) {
     List<PartitionedFile> splits = new ArrayList<>();
     scala.collection.immutable.Map<String, Object> noMetadata =
         scala.collection.immutable.Map$.MODULE$.empty();
     boolean withFile = !fileSchema.isEmpty();
-    for (NativeFile file : files) {
+    for (NativeFile file : read) {
       SparkPath path = SparkPath.fromUrlString(file.uri);
       long size = file.size;
       InternalRow values =
@@ -259,7 +284,7 @@ final class ParquetBatch implements Batch {
     scala.collection.immutable.Seq<FilePartition> partitions =
         FilePartition.getFilePartitions(
             session, CollectionConverters.asScala(splits).toSeq(), maxSplit);
-    return CollectionConverters.asJava(partitions).toArray(new InputPartition[0]);
+    return CollectionConverters.asJava(partitions);
   }
 
   /** Spark's split size for a read of {@code total} bytes (open costs included). */

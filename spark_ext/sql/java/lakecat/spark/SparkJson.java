@@ -21,9 +21,13 @@ import org.apache.spark.sql.catalyst.util.MapData;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.Decimal;
+import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.MapType;
+import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 
@@ -209,6 +213,31 @@ final class SparkJson {
       return BridgeClient.JSON.getNodeFactory().numberNode(((Number) value).longValue());
     }
     return BridgeClient.JSON.getNodeFactory().textNode(value.toString()); // UTF8String
+  }
+
+  /**
+   * A value the bridge answers as Spark holds it in a row of {@code type}: booleans, integers
+   * and dates (days), longs and timestamps (microseconds), decimals (their text), strings.
+   */
+  static Object internal(JsonNode value, DataType type) {
+    if (value == null || value.isNull()) {
+      return null;
+    }
+    if (type instanceof BooleanType) {
+      return value.asBoolean();
+    }
+    if (type instanceof IntegerType || type instanceof DateType) {
+      return value.asInt();
+    }
+    if (type instanceof DecimalType) {
+      DecimalType decimal = (DecimalType) type;
+      return Decimal.apply(
+          new java.math.BigDecimal(value.asText()), decimal.precision(), decimal.scale());
+    }
+    if (type instanceof StringType) {
+      return UTF8String.fromString(value.asText());
+    }
+    return value.asLong(); // long, timestamp
   }
 
   /** A result row (a JSON array in the schema's order) as Catalyst's internal row. */
