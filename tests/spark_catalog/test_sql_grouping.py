@@ -267,3 +267,34 @@ def test_keys_leave_out_values_spark_orders_otherwise(lake: Lake) -> None:
     rows, plan = run(lake, query, grouped=True)
     assert rows == [("p0", 4), ("p1", 4), ("p2", 4)]
     assert shuffles(plan) == 0
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "shuffled"),
+    [
+        (4, 8, 0),  # the 8 buckets reduced to 4 (bucket % 4)
+        (6, 4, 0),  # both reduced to their greatest common divisor, 2
+        (3, 8, 2),  # no common divisor: both sides shuffled
+    ],
+)
+def test_tables_bucketed_by_different_counts_join_by_their_common_divisor(
+    lake: Lake, left: int, right: int, shuffled: int
+) -> None:
+    for name, buckets, step in (("x", left, 1), ("y", right, 3)):
+        lake.sql(
+            f"CREATE TABLE lake.db.{name} (id bigint, v int) PARTITIONED BY (bucket({buckets}, id))"
+        )
+        lake.sql(
+            f"INSERT INTO lake.db.{name} SELECT id, CAST(id % 11 AS INT) FROM range(0, 300, {step})"
+        )
+    query = "SELECT x.id, x.v, y.v FROM lake.db.x x JOIN lake.db.y y ON x.id = y.id"
+    compatible = {"spark.sql.sources.v2.bucketing.allowCompatibleTransforms.enabled": "true"}
+
+    expected, _ = run(lake, query, grouped=False)
+    rows, plan = run(lake, query, grouped=True, **compatible)
+    _, without = run(lake, query, grouped=True)
+
+    assert shuffles(plan) == shuffled
+    assert rows == expected
+    assert len(rows) == 100
+    assert shuffles(without) == 2  # Spark reduces buckets only when told to

@@ -1,6 +1,7 @@
 package lakecat.spark;
 
 import java.math.BigDecimal;
+import java.io.Serializable;
 import java.math.BigInteger;
 import java.time.LocalDate;
 import java.util.Arrays;
@@ -9,6 +10,8 @@ import java.util.Locale;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.catalog.functions.BoundFunction;
+import org.apache.spark.sql.connector.catalog.functions.Reducer;
+import org.apache.spark.sql.connector.catalog.functions.ReducibleFunction;
 import org.apache.spark.sql.connector.catalog.functions.ScalarFunction;
 import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import org.apache.spark.sql.types.BinaryType;
@@ -38,7 +41,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * since 1970-01-01; {@code bucket} is the 32-bit Murmur3 hash (x86, seed 0) of the value's
  * bytes, non-negative, modulo the number of buckets; {@code truncate} floors numbers to a
  * multiple of the width and cuts strings to that many code points and binary to that many
- * bytes. The catalog also serves the aggregate {@code ndv_sketch} ({@link NdvSketch}), the
+ * bytes. {@code bucket} is a {@link ReducibleFunction}: Spark joins tables bucketed by
+ * different counts of one column without a shuffle where the counts share a divisor ({@link
+ * BoundBucket}). The catalog also serves the aggregate {@code ndv_sketch} ({@link NdvSketch}), the
  * column sketches of {@code compute_table_stats}, and {@code zorder} / {@code zorder_bytes}
  * ({@link ZOrder}), the key of a Z-order compaction.
  */
@@ -207,12 +212,12 @@ final class LakecatFunctions {
           return timestamp ? new Bound(name, value, DataTypes.IntegerType) : null;
         case "bucket":
           if (date || timestamp || integral || value instanceof LongType) {
-            return new Bound(name, value, DataTypes.IntegerType);
+            return new BoundBucket(value);
           }
           if (value instanceof DecimalType
               || value instanceof StringType
               || value instanceof BinaryType) {
-            return new Bound(name, value, DataTypes.IntegerType);
+            return new BoundBucket(value);
           }
           return null;
         case "truncate":
@@ -250,7 +255,7 @@ final class LakecatFunctions {
   }
 
   /** A transform bound to its value's type: computed row by row. */
-  private static final class Bound implements ScalarFunction<Object> {
+  private static class Bound implements ScalarFunction<Object> {
     private final String name;
     private final DataType value;
     private final DataType result;
@@ -378,6 +383,66 @@ final class LakecatFunctions {
             "lakecat " + name + ": " + what + " must be positive, not " + n);
       }
       return n;
+    }
+  }
+  /**
+   * {@code bucket} bound to its value's type, which Spark may reduce to fewer buckets (with
+   * {@code spark.sql.sources.v2.bucketing.allowCompatibleTransforms.enabled}): a value's bucket
+   * among {@code n} is its hash modulo {@code n}, so for any divisor {@code d} of {@code n} the
+   * bucket modulo {@code d} is its bucket among {@code d}. Two tables bucketed by {@code n} and
+   * {@code m} buckets of one column line up by their buckets modulo the greatest common divisor
+   * of {@code n} and {@code m}, where it is above 1 (Iceberg's {@code BucketFunction} does the
+   * same).
+   */
+  private static final class BoundBucket extends Bound
+      implements ReducibleFunction<Integer, Integer> {
+    BoundBucket(DataType value) {
+      super("bucket", value, DataTypes.IntegerType);
+    }
+
+    @Override
+    public Object produceResult(InternalRow input) {
+      // declared here: Spark looks the method up on the function's own class
+      return super.produceResult(input);
+    }
+
+    @Override
+    public Reducer<Integer, Integer> reducer(
+        int thisBuckets, ReducibleFunction<?, ?> other, int otherBuckets) {
+      if (!(other instanceof BoundBucket)) {
+        return null;
+      }
+      int common = BigInteger.valueOf(thisBuckets).gcd(BigInteger.valueOf(otherBuckets)).intValue();
+      return common > 1 && common != thisBuckets ? new BucketReducer(common) : null;
+    }
+
+    @Override
+    public Reducer<Integer, Integer> reducer(ReducibleFunction<?, ?> other) {
+      return null; // a bucket transform always has its number of buckets
+    }
+  }
+
+  /** A bucket number among some multiple of {@code buckets}, as its number among them. */
+  private static final class BucketReducer implements Reducer<Integer, Integer>, Serializable {
+    private final int buckets;
+
+    BucketReducer(int buckets) {
+      this.buckets = buckets;
+    }
+
+    @Override
+    public Integer reduce(Integer bucket) {
+      return bucket % buckets;
+    }
+
+    @Override
+    public DataType resultType() {
+      return DataTypes.IntegerType;
+    }
+
+    @Override
+    public String displayName() {
+      return "bucket % " + buckets;
     }
   }
 }
