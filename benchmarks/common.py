@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +141,30 @@ class PairedRounds:
             "times": {f"{s}/{m}": v for (s, m), v in self.times.items()},
             "ratios": self.ratios,
         }
+
+    def run(
+        self,
+        repeats: int,
+        step: Callable[[str, str, int], tuple[float, Any]],
+        before: Callable[[str, int], None] | None = None,
+    ) -> None:
+        """Run and record ``repeats`` rounds after a warm-up round, the modes in alternating
+        order: per mode, ``before(mode, round)`` (e.g. a fresh copy of a table), then every
+        step, ``step(step, mode, round)`` returning its seconds and answer. The modes' answers
+        to each step must agree (else the run stops)."""
+        for round_ in range(repeats + 1):  # round 0 warms up
+            seconds: dict[tuple[str, str], float] = {}
+            answers: dict[str, set[str]] = {}
+            modes = (self.first, self.second)
+            for mode in modes if round_ % 2 else modes[::-1]:
+                if before is not None:
+                    before(mode, round_)
+                for name in self.steps:
+                    seconds[(name, mode)], answer = step(name, mode, round_)
+                    answers.setdefault(name, set()).add(repr(answer))
+            if any(len(a) != 1 for a in answers.values()):
+                raise SystemExit(f"the modes disagree: {answers}")
+            self.record(round_, seconds)
 
     def report_to(self, report: Report, title: str, label: str = "statement") -> None:
         """Put the rounds into ``report``: the table of :meth:`rows` (headed ``label``, the
@@ -435,6 +459,86 @@ def catalog_session(catalog: Any, app: str, name: str = "lake") -> Any:
     spark.sparkContext.setLogLevel("ERROR")
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name}.db")
     return spark
+
+
+# the SQL benchmarks' rows: ``id``, ``part`` (8 values), ``name`` (1,000), ``value``
+SQL_COLUMNS = "id bigint, part int, name string, value double"
+SQL_ROWS = (
+    "id",
+    "CAST(id % 8 AS int) AS part",
+    "concat('name-', id % 1000) AS name",
+    "CAST(id AS double) * 0.5 AS value",
+)
+
+
+def source_view(spark: Any, rows: int, name: str = "src") -> None:
+    """``rows`` rows of :data:`SQL_COLUMNS` (:data:`SQL_ROWS`), cached as the temp view
+    ``name``."""
+    spark.range(rows).selectExpr(*SQL_ROWS).cache().createOrReplaceTempView(name)
+
+
+def join_and_merge_rounds(
+    spark: Any,
+    steps: Sequence[str],
+    modes: tuple[str, str],
+    repeats: int,
+    *,
+    join: str,
+    spec: str,
+    updated: int,
+    conf: Callable[[str], dict[str, str]],
+    check_plan: Callable[[str, str], str | None],
+) -> PairedRounds:
+    """Time ``steps`` (a join, then a merge-on-read ``MERGE`` from ``lake.db.upd``, ``updated``
+    rows with negated values, on ``id``) in both ``modes`` (:meth:`PairedRounds.run`), each
+    ``MERGE`` into a fresh copy of the ``src`` view partitioned by ``spec``. A mode runs under
+    the session settings ``conf(mode)``; ``check_plan(mode, explain)`` says what is wrong with
+    the plan (``EXPLAIN`` text) of a statement in that mode, or None; the ``MERGE``'s rows are
+    checked (:func:`check_merged`)."""
+    from lakecat.spark_ext.native.write import session_conf
+
+    def target(mode: str, round_: int) -> str:
+        return f"lake.db.t_{round_}_{modes.index(mode)}"
+
+    def fresh_target(mode: str, round_: int) -> None:
+        spark.sql(
+            f"CREATE TABLE {target(mode, round_)} ({SQL_COLUMNS}) {spec} "
+            "TBLPROPERTIES ('write.merge.mode' = 'merge-on-read')"
+        )
+        spark.sql(f"INSERT INTO {target(mode, round_)} SELECT * FROM src")
+
+    def run(step: str, mode: str, round_: int) -> tuple[float, Any]:
+        query = join
+        if step == steps[1]:
+            query = (
+                f"MERGE INTO {target(mode, round_)} t USING lake.db.upd u ON t.id = u.id "
+                "WHEN MATCHED THEN UPDATE SET value = u.value"
+            )
+        with session_conf(spark, conf(mode)):
+            wrong = check_plan(mode, spark.sql(f"EXPLAIN {query}").collect()[0][0])
+            if wrong is not None:
+                raise SystemExit(f"{step}, {mode}: {wrong}")
+            start = time.perf_counter()
+            answer = sorted(spark.sql(query).collect())
+            seconds = time.perf_counter() - start
+        if step == steps[1]:
+            answer = check_merged(spark, target(mode, round_), updated)
+        return seconds, answer
+
+    rounds = PairedRounds(list(steps), *modes)
+    rounds.run(repeats, run, before=fresh_target)
+    return rounds
+
+
+def check_merged(spark: Any, table: str, updated: int) -> list[Any]:
+    """The count and sum of ``table``'s negative values, the rows a benchmark's ``MERGE``
+    updated from its negated copy; stops the run when they are not ``updated`` rows."""
+    answer: list[Any] = spark.sql(
+        f"SELECT count(*), sum(value) FROM {table} WHERE value < 0"
+    ).collect()
+    if answer[0][0] != updated:
+        raise SystemExit(f"the MERGE of {table} updated {answer[0][0]} rows, not {updated}")
+    return answer
 
 
 @contextlib.contextmanager
