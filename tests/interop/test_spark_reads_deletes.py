@@ -199,3 +199,59 @@ def test_equality_deletes_past_the_drivers_bound_go_to_the_data_source(
         plan = spark.sql(f"EXPLAIN {query}").collect()[0][0]
         assert "reader=lakecat" in plan, (name, plan)
         assert spark_rows(spark.sql(query)) == snapshots(java_expected, name)[-1]["rows"], name
+
+
+# the partitioned tables, and the key their files are grouped by for storage-partitioned reads
+# (none where the snapshot's files share no partition field across specs)
+GROUPED_BY = {
+    "pos_identity": "identity(cat)",
+    "pos_bucket": "bucket(4, id)",
+    "dv_identity": "identity(cat)",
+    "eq_identity": "identity(cat)",
+    "pos_spec_evolution": None,
+    "eq_global_after_evolution": None,
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROUPED_BY))
+def test_reads_grouped_by_javas_partition_values_give_javas_rows(
+    spark: Any, lake: Catalog, java_expected: dict[str, Any], name: str
+) -> None:
+    """With ``spark.lakecat.preserveDataGrouping``, the files are grouped by the partition
+    values Java's manifests hold (NULL included): the rows are Java's, and an aggregate by the
+    key column, or a self-join on it, runs without a shuffle."""
+    from collections import Counter
+
+    from lakecat.spark_ext import SparkCatalogError, attach_catalog
+    from lakecat.spark_ext.native.write import session_conf
+
+    try:
+        attach_catalog(spark, "peersgrp", catalog=lake)
+    except SparkCatalogError as exc:
+        pytest.skip(f"the Spark catalog plugin is not available: {exc}")
+    want = snapshots(java_expected, name)[-1]["rows"]
+    table = f"peersgrp.db.{name}"
+    settings = {
+        "spark.lakecat.preserveDataGrouping": "true",
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
+    }
+    with session_conf(spark, settings):
+        plan = spark.sql(f"EXPLAIN SELECT * FROM {table}").collect()[0][0]
+        key = GROUPED_BY[name]
+        assert (f"grouped-by=[{key}]" in plan) if key else ("grouped-by" not in plan), plan
+        assert spark_rows(spark.sql(f"SELECT * FROM {table}")) == want
+        if key == "identity(cat)":
+            query = f"SELECT cat, count(*) AS n FROM {table} GROUP BY cat"
+            expected = Counter(row[1] for row in want)
+        elif key is not None:
+            query = f"SELECT a.id, 1 AS n FROM {table} a JOIN {table} b ON a.id = b.id"
+            expected = Counter(row[0] for row in want)
+        else:
+            return
+        df = spark.sql(query)
+        executed = str(df._jdf.queryExecution().executedPlan().toString())
+        assert "Exchange" not in executed, executed
+        got: Counter[Any] = Counter()
+        for row in df.collect():
+            got[row[0]] += row["n"]
+        assert got == expected
