@@ -26,15 +26,17 @@ case-insensitively, as Spark resolves names) and turn uuid text back into uuids 
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import types as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from lakecat.metadata.errors import SchemaMismatch
+from lakecat.metadata.errors import SchemaMismatch, ValidationError
 from lakecat.metadata.schema import (
     LINEAGE_COLUMNS,
     BinaryType,
@@ -50,6 +52,7 @@ from lakecat.metadata.schema import (
     LongType,
     MapType,
     NestedField,
+    PrimitiveType,
     Schema,
     StringType,
     StructType,
@@ -58,8 +61,10 @@ from lakecat.metadata.schema import (
     TimeType,
     UUIDType,
     arrow_to_schema,
+    from_json_value,
     list_parts,
     map_parts,
+    to_json_value,
 )
 
 # Metadata columns a read adds on request (Iceberg Spark's names): the data file of each row
@@ -78,6 +83,9 @@ FILE_CONSTANTS = (SPEC_ID_COLUMN, PARTITION_COLUMN)
 ROW_ADDRESS_COLUMN = "_lakecat_row_address"
 ROW_ADDRESS_SHIFT = 40
 COMMENT = "comment"  # the key of a Spark column's comment in its field metadata
+# ... and of its default value and its existence default (Spark's ResolveDefaultColumns)
+CURRENT_DEFAULT = "CURRENT_DEFAULT"
+EXISTS_DEFAULT = "EXISTS_DEFAULT"
 
 _SIMPLE: dict[type[IcebergType], Callable[[], st.DataType]] = {
     BooleanType: st.BooleanType,
@@ -137,11 +145,60 @@ def spark_type(
 
 
 def spark_field(
-    f: NestedField, path: str, *, time_as_text: bool = False, comments: bool = False
+    f: NestedField,
+    path: str,
+    *,
+    time_as_text: bool = False,
+    comments: bool = False,
+    defaults: bool = False,
 ) -> st.StructField:
+    """The Spark field of an Iceberg field. ``comments``: its doc as the column's comment;
+    ``defaults``: its ``write-default`` and ``initial-default`` as the column's default
+    (:data:`CURRENT_DEFAULT`) and existence default (:data:`EXISTS_DEFAULT`), Spark SQL
+    literals (:func:`sql_literal`), as Iceberg's Spark runtime reports them: Spark fills a
+    column an ``INSERT`` leaves out, or names as ``DEFAULT``, with the write default."""
     field_type = spark_type(f.field_type, path, time_as_text=time_as_text, comments=comments)
-    metadata = {COMMENT: f.doc} if comments and f.doc else None
-    return st.StructField(f.name, field_type, nullable=not f.required, metadata=metadata)
+    metadata: dict[str, str] = {}
+    if comments and f.doc:
+        metadata[COMMENT] = f.doc
+    if defaults and isinstance(f.field_type, PrimitiveType):
+        for key, value in ((CURRENT_DEFAULT, f.write_default), (EXISTS_DEFAULT, f.initial_default)):
+            if value is not None:
+                metadata[key] = sql_literal(f.field_type, value, path)
+    return st.StructField(f.name, field_type, nullable=not f.required, metadata=metadata or None)
+
+
+def sql_literal(t: PrimitiveType, value: Any, path: str) -> str:
+    """A Spark SQL literal of the value ``value`` (the spec's JSON single-value form) of type
+    ``t``, of exactly Spark's type for ``t``. Raises :class:`SchemaMismatch` for a value that
+    is not one of ``t`` and for ``time``, which Spark has no type for."""
+    try:
+        text = to_json_value(t, from_json_value(t, value))
+    except ValidationError as exc:
+        raise SchemaMismatch(f"column {path!r} has a default that is not a {t}: {exc}") from exc
+    if isinstance(t, BooleanType):
+        return "true" if text else "false"
+    if isinstance(t, IntegerType):
+        return str(text)
+    if isinstance(t, LongType):
+        return f"{text}L"
+    if isinstance(t, FloatType | DoubleType):
+        number = float(text)
+        shown = "NaN" if math.isnan(number) else repr(number).replace("inf", "Infinity")
+        return f"CAST('{shown}' AS {'FLOAT' if isinstance(t, FloatType) else 'DOUBLE'})"
+    if isinstance(t, DecimalType):
+        return f"CAST('{text}' AS DECIMAL({t.precision}, {t.scale}))"
+    if isinstance(t, DateType):
+        return f"DATE '{text}'"
+    if isinstance(t, TimestampType):
+        return f"TIMESTAMP_NTZ '{text}'"
+    if isinstance(t, TimestamptzType):
+        return f"TIMESTAMP_LTZ '{text}'"
+    if isinstance(t, StringType | UUIDType):
+        return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(t, FixedType | BinaryType):
+        return f"X'{text}'"
+    raise SchemaMismatch(f"column {path!r} has a default of type {t}, which Spark has no form for")
 
 
 def spark_schema(
@@ -151,13 +208,15 @@ def spark_schema(
     row_lineage: bool = False,
     row_addresses: bool = False,
     comments: bool = False,
+    defaults: bool = False,
 ) -> st.StructType:
     """The Spark schema of an Iceberg schema, with the row lineage columns (``_row_id``,
     ``_last_updated_sequence_number``; null before format v3), the metadata columns and the
     row address column (:data:`ROW_ADDRESS_COLUMN`) when asked. ``comments``: the fields'
     docs as Spark column comments (the catalog's tables show them in ``DESCRIBE``; reads and
-    writes compare schemas without them)."""
-    fields = [spark_field(f, f.name, comments=comments) for f in schema.fields]
+    writes compare schemas without them); ``defaults``: the top-level columns' defaults
+    (:func:`spark_field`)."""
+    fields = [spark_field(f, f.name, comments=comments, defaults=defaults) for f in schema.fields]
     if row_lineage:
         fields += [
             st.StructField(f.name, st.LongType(), nullable=True)

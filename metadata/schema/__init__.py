@@ -21,7 +21,9 @@ from lakecat.metadata.schema.conversions import (
     MICROS_PER_HOUR,
     decode_bound,
     from_bytes,
+    from_json_value,
     human_string,
+    to_json_value,
     to_python,
 )
 from lakecat.metadata.schema.lineage import (
@@ -101,11 +103,13 @@ __all__ = [
     "decode_bound",
     "fill_lineage",
     "from_bytes",
+    "from_json_value",
     "human_string",
     "list_parts",
     "map_parts",
     "name_mapping_of",
     "schema_to_arrow",
+    "to_json_value",
     "to_python",
     "with_lineage",
 ]

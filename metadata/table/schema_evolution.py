@@ -19,12 +19,14 @@ struct and a map's value struct are reached through the list or map column itsel
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
-from lakecat.metadata.errors import InvalidUpdate, UnknownColumn
+from lakecat.metadata.errors import InvalidUpdate, UnknownColumn, ValidationError
 from lakecat.metadata.properties import column_properties_after
+from lakecat.metadata.schema.conversions import from_python, to_json_value
 from lakecat.metadata.schema.name_mapping import NAME_MAPPING_PROPERTY, name_mapping_of
 from lakecat.metadata.schema.schema import Schema
 from lakecat.metadata.schema.types import (
@@ -34,6 +36,7 @@ from lakecat.metadata.schema.types import (
     ListType,
     MapType,
     NestedField,
+    PrimitiveType,
     StructType,
     can_promote,
 )
@@ -201,8 +204,15 @@ class SchemaUpdate:
         after: str | None = None,
         before: str | None = None,
         first: bool = False,
+        default: Any = None,
     ) -> SchemaUpdate:
         """Add an optional column; ``"a.b"`` or ``("a", "b")`` adds ``b`` to struct ``a``.
+
+        ``default`` (format version 3 and later, a column of a primitive type; any value
+        :func:`~lakecat.metadata.schema.conversions.from_python` takes) is the column's
+        ``initial-default``, the value of rows written before it existed, and its
+        ``write-default``, the value writers fill in when they leave it out; with one, the
+        column may be ``required``.
 
         A string is a path of names separated by dots, so a name that contains a dot must be
         given as a tuple: ``("a.b",)`` adds a top-level column named ``"a.b"``,
@@ -223,11 +233,12 @@ class SchemaUpdate:
         name = parts[-1]
         parent_id, parent_name = self._parent_for_add(parts[:-1])
         full_name = f"{parent_name}.{name}" if parent_name else name
-        if required:
+        if required and default is None:
             raise InvalidUpdate(
                 f"cannot add required column {full_name!r}: existing rows have no value for "
-                "it; add it as optional"
+                "it; add it as optional, or with a default"
             )
+        value = None if default is None else self._default_json(full_name, field_type, default)
         parent_path = () if parent_id == TABLE_ROOT_ID else self._schema.column_path(parent_id)
         existing = self._lookup_path((*parent_path, name))
         if existing is not None and existing.field_id not in self._deletes:
@@ -237,7 +248,13 @@ class SchemaUpdate:
 
         new_id = self._next_id()
         new_field = NestedField(
-            new_id, name, assign_fresh_ids(field_type, self._next_id), required=False, doc=doc
+            new_id,
+            name,
+            assign_fresh_ids(field_type, self._next_id),
+            required=required,
+            doc=doc,
+            initial_default=value,
+            write_default=value,
         )
         self._adds.setdefault(parent_id, []).append(new_field)
         self._added[self._normalize(full_name)] = (new_id, parent_id)
@@ -329,6 +346,44 @@ class SchemaUpdate:
         if pending != field:
             self._updates[field.field_id] = pending
         return self
+
+    def update_column_default(self, name: str, default: Any) -> SchemaUpdate:
+        """Set the column's ``write-default`` (format version 3 and later), the value writers
+        fill in when they leave it out; None removes it. Rows already written, and the
+        ``initial-default`` that rows written before the column existed read, do not change."""
+        if self._normalize(name) in self._added:
+            raise InvalidUpdate(
+                f"cannot change the default of {name!r}: it is added by this change; add it "
+                "with its default"
+            )
+        field = self._existing(name)
+        if field.field_id in self._deletes:
+            raise InvalidUpdate(f"cannot update {name!r}: it is being deleted")
+        value = None if default is None else self._default_json(name, field.field_type, default)
+        pending = replace(self._pending(field), write_default=value)
+        if pending != field:
+            self._updates[field.field_id] = pending
+        else:
+            self._updates.pop(field.field_id, None)
+        return self
+
+    def _default_json(self, name: str, field_type: IcebergType, default: Any) -> Any:
+        """``default`` as the spec's JSON single value of ``field_type``, checked."""
+        if self._metadata.format_version < 3:
+            raise InvalidUpdate(
+                f"cannot give {name!r} a default: column defaults need format version 3 "
+                f"(the table is version {self._metadata.format_version})"
+            )
+        if not isinstance(field_type, PrimitiveType):
+            raise InvalidUpdate(f"cannot give {name!r} a default: it is a {field_type}")
+        try:
+            value = to_json_value(field_type, from_python(field_type, default))
+        except ValidationError as exc:
+            raise InvalidUpdate(f"cannot give {name!r} the default {default!r}: {exc}") from exc
+        if isinstance(value, float) and not math.isfinite(value):
+            # the metadata file is JSON, which has no NaN or infinity
+            raise InvalidUpdate(f"cannot give {name!r} the default {default!r}: not finite")
+        return value
 
     def move_first(self, name: str) -> SchemaUpdate:
         """Make the column the first of its struct."""

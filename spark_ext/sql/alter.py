@@ -1,18 +1,20 @@
 """``ALTER TABLE`` from Spark: column changes as one schema update, property changes.
 
 Spark sends one statement's changes together. Column changes (add, rename, drop, type,
-nullability, comment, position) become one lakecat schema update, validated change by change
-before anything is committed; ``SET/UNSET TBLPROPERTIES`` become property commits. A statement
-never mixes the two; a caller that does gets a :class:`UnsupportedByCatalog` error before
-anything is changed, so that every statement is all or nothing.
+nullability, comment, position, default) become one lakecat schema update, validated change
+by change before anything is committed; ``SET/UNSET TBLPROPERTIES`` become property commits.
+A statement never mixes the two; a caller that does gets a :class:`UnsupportedByCatalog`
+error before anything is changed, so that every statement is all or nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from lakecat.catalog import Table
+from lakecat.metadata.schema import BinaryType, DecimalType, FixedType, IcebergType
 from lakecat.spark_ext.sql.convert import UnsupportedByCatalog, iceberg_type, spark_data_type
 
 _PROPERTY_CHANGES = frozenset({"SetProperty", "RemoveProperty"})
@@ -44,16 +46,16 @@ def _column_change(update: Any, table: Table, change: Mapping[str, Any]) -> None
     name = ".".join(path)
     parent = ".".join(path[:-1])
     if kind == "AddColumn":
-        if change.get("has_default"):
-            raise UnsupportedByCatalog("column default values are not supported")
         first, after = _position(change.get("position"), parent)
+        field_type = iceberg_type(spark_data_type(change["type"]))
         update.add_column(
             tuple(path),
-            iceberg_type(spark_data_type(change["type"])),
+            field_type,
             doc=change.get("comment"),
             required=not change["nullable"],
             first=first,
             after=after,
+            default=_default(name, field_type, change.get("default")),
         )
     elif kind == "RenameColumn":
         update.rename_column(name, change["new_name"])
@@ -67,6 +69,9 @@ def _column_change(update: Any, table: Table, change: Mapping[str, Any]) -> None
         update.update_column(name, required=not change["nullable"])
     elif kind == "UpdateColumnComment":
         update.update_column(name, doc=change["comment"])
+    elif kind == "UpdateColumnDefaultValue":
+        field_type = table.schema().find_field(name).field_type
+        update.update_column_default(name, _default(name, field_type, change["default"]))
     elif kind == "UpdateColumnPosition":
         first, after = _position(change.get("position"), parent)
         if first:
@@ -75,6 +80,25 @@ def _column_change(update: Any, table: Table, change: Mapping[str, Any]) -> None
             update.move_after(name, after)
     else:
         raise UnsupportedByCatalog(f"ALTER TABLE change {kind} is not supported")
+
+
+def _default(name: str, field_type: IcebergType, default: Mapping[str, Any] | None) -> Any:
+    """A default Spark analyzed (``SparkJson.defaultValue``) as a value of ``field_type``
+    :meth:`SchemaUpdate.add_column` takes; None for none."""
+    if default is None:
+        return None
+    if default.get("unknown"):
+        raise UnsupportedByCatalog(
+            f"the default of {name!r} must be a constant (a literal, or an expression of them)"
+        )
+    value = default["value"]
+    if value is None:
+        raise UnsupportedByCatalog(f"the default of {name!r} cannot be NULL (leave it out)")
+    if isinstance(field_type, BinaryType | FixedType):
+        return bytes.fromhex(value)
+    if isinstance(field_type, DecimalType):
+        return Decimal(value)
+    return value
 
 
 def _position(position: str | None, parent: str) -> tuple[bool, str | None]:

@@ -944,7 +944,7 @@ class CatalogBridge:
         return {
             "name": f"{self.name}.{table.name}",
             "identifier": {"namespace": list(namespace), "name": name},
-            "schema": spark_schema(view.schema, comments=True).json(),
+            "schema": spark_schema(view.schema, comments=True, defaults=True).json(),
             "partitioning": spark_transforms(table),
             "properties": properties,
             "format": self.data_format,

@@ -123,3 +123,30 @@ def test_iceberg_java_reads_the_row_lineage_lakecat_wrote(tables: dict[str, Tabl
         if a.get("rows") != canonical_rows(scan.to_arrow(), LINEAGE):
             wrong.append((a["key"], a.get("error") or "lineage differs"))
     assert wrong == []
+
+
+def test_the_peers_read_the_defaults_of_columns_added_with_one(spark: Any, tmp_path: Path) -> None:
+    """A v3 column added by ``ALTER TABLE ... ADD COLUMN ... DEFAULT``: rows written before it
+    read its ``initial-default``, rows an ``INSERT`` left it out of hold the ``write-default``
+    of their time, in every peer."""
+    require_peers()
+    from lakecat.spark_ext import attach_catalog
+
+    with Catalog.embedded(tmp_path) as catalog:
+        catalog.create_namespace("db")
+        attach_catalog(spark, "peerdef", catalog=catalog)
+        spark.sql("CREATE TABLE peerdef.db.t (id bigint) TBLPROPERTIES ('format-version' = '3')")
+        spark.sql("INSERT INTO peerdef.db.t VALUES (1), (2)")
+        spark.sql("ALTER TABLE peerdef.db.t ADD COLUMN region string DEFAULT 'eu'")
+        spark.sql("ALTER TABLE peerdef.db.t ADD COLUMN n int DEFAULT 7")
+        spark.sql("INSERT INTO peerdef.db.t (id) VALUES (3)")
+        spark.sql("ALTER TABLE peerdef.db.t ALTER COLUMN region SET DEFAULT 'us'")
+        spark.sql("INSERT INTO peerdef.db.t (id, n) VALUES (4, 0)")
+        table = catalog.load_table("db.t")
+        want = [[1, "eu", 7], [2, "eu", 7], [3, "eu", 7], [4, "us", 0]]
+        columns = ["id", "region", "n"]
+        assert canonical_rows(table.to_arrow(), columns) == want
+        job = [{"key": "t", "metadata": table.metadata_location, "snapshot": None}]
+        for peer in ("pyiceberg", "duckdb", "spark"):
+            (answer,) = read_rows(peer, [job[0] | {"columns": columns}])
+            assert answer.get("rows") == want, (peer, answer)

@@ -102,6 +102,58 @@ def test_added_column_gets_the_next_id_and_goes_last() -> None:
     assert new.schema().find_field("note").field_id == 17
 
 
+def _v3() -> TableMetadata:
+    base = _table()
+    return replace(base, format_version=3)
+
+
+def test_a_column_added_with_a_default_gets_it_as_initial_and_write_default() -> None:
+    schema = (
+        SchemaUpdate(_v3())
+        .add_column("price2", DecimalType(9, 2), default="14.2")
+        .add_column("seen", TimestamptzType(), required=True, default="2024-02-29T10:00:00Z")
+        .apply()
+    )
+    price2, seen = schema.fields[-2:]
+    assert (price2.initial_default, price2.write_default) == ("14.20", "14.20")
+    assert seen.required
+    assert seen.initial_default == seen.write_default == "2024-02-29T10:00:00.000000+00:00"
+
+
+def test_a_columns_write_default_changes_and_goes_its_initial_default_stays() -> None:
+    base = apply(
+        _v3(),
+        SchemaUpdate(_v3()).add_column("n", IntegerType(), default=3).updates(),
+        now_ms=T0 + 1,
+    )
+    changed = SchemaUpdate(base).update_column_default("n", 5).apply().find_field("n")
+    assert (changed.initial_default, changed.write_default) == (3, 5)
+    dropped = SchemaUpdate(base).update_column_default("n", None).apply().find_field("n")
+    assert (dropped.initial_default, dropped.write_default) == (3, None)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "field_type", "default", "message"),
+    [
+        (_table, IntegerType(), 1, "need format version 3"),
+        (_v3, IntegerType(), "x", "is not a valid int"),
+        (_v3, DoubleType(), float("nan"), "not finite"),
+        (_v3, StructType((NestedField(99, "a", IntegerType()),)), {}, "it is a struct"),
+    ],
+)
+def test_defaults_are_refused_before_v3_for_nested_types_and_bad_values(
+    metadata: object, field_type: object, default: object, message: str
+) -> None:
+    update = SchemaUpdate(metadata())  # type: ignore[operator]
+    with pytest.raises(InvalidUpdate, match=message):
+        update.add_column("x", field_type, default=default)  # type: ignore[arg-type]
+
+
+def test_a_required_column_needs_a_default() -> None:
+    with pytest.raises(InvalidUpdate, match="or with a default"):
+        SchemaUpdate(_v3()).add_column("x", IntegerType(), required=True)
+
+
 def test_nested_columns_are_added_to_structs_list_elements_and_map_values() -> None:
     update = (
         SchemaUpdate(_table())

@@ -6,6 +6,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import org.apache.spark.sql.connector.catalog.ColumnDefaultValue;
+import org.apache.spark.sql.connector.catalog.DefaultValue;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
 import org.apache.spark.sql.connector.catalog.TableChange;
 import org.apache.spark.sql.connector.expressions.Expression;
@@ -135,7 +137,9 @@ final class SparkJson {
         node.put("type", c.dataType().json()).put("nullable", c.isNullable());
         node.put("comment", c.comment());
         node.put("position", position(c.position()));
-        node.put("has_default", c.defaultValue() != null);
+        if (c.defaultValue() != null) {
+          node.set("default", defaultValue(c.defaultValue()));
+        }
       } else if (change instanceof TableChange.RenameColumn) {
         node.put("new_name", ((TableChange.RenameColumn) change).newName());
       } else if (change instanceof TableChange.DeleteColumn) {
@@ -146,9 +150,57 @@ final class SparkJson {
         node.put("nullable", ((TableChange.UpdateColumnNullability) change).nullable());
       } else if (change instanceof TableChange.UpdateColumnComment) {
         node.put("comment", ((TableChange.UpdateColumnComment) change).newComment());
+      } else if (change instanceof TableChange.UpdateColumnDefaultValue) {
+        TableChange.UpdateColumnDefaultValue c = (TableChange.UpdateColumnDefaultValue) change;
+        String sql = c.newDefaultValue();
+        // DROP DEFAULT: no default (Spark passes an empty text)
+        node.set(
+            "default",
+            sql == null || sql.isEmpty()
+                ? BridgeClient.JSON.nullNode()
+                : defaultValue(c.newCurrentDefault()));
+        node.put("sql", sql);
       } else if (change instanceof TableChange.UpdateColumnPosition) {
         node.put("position", position(((TableChange.UpdateColumnPosition) change).position()));
       }
+    }
+    return out;
+  }
+
+  /**
+   * A column default Spark analyzed ({@code ADD COLUMN ... DEFAULT}, {@code ALTER COLUMN ... SET
+   * DEFAULT}) as {@code {"value": ...}}: its constant value (booleans, integers, dates in days,
+   * timestamps in microseconds, floating-point numbers, decimals as their text, strings, binary
+   * as hex), or {@code {"unknown": true}} when Spark passes no constant.
+   */
+  private static JsonNode defaultValue(DefaultValue value) {
+    ObjectNode out = BridgeClient.JSON.createObjectNode();
+    Expression expression =
+        value instanceof ColumnDefaultValue
+            ? ((ColumnDefaultValue) value).getValue()
+            : value == null ? null : value.getExpression();
+    if (!(expression instanceof Literal)) {
+      return out.put("unknown", true);
+    }
+    Object v = ((Literal<?>) expression).value();
+    if (v == null) {
+      out.putNull("value");
+    } else if (v instanceof Boolean) {
+      out.put("value", (Boolean) v);
+    } else if (v instanceof Float || v instanceof Double) {
+      out.put("value", ((Number) v).doubleValue());
+    } else if (v instanceof Number) { // integers, dates (days), timestamps (microseconds)
+      out.put("value", ((Number) v).longValue());
+    } else if (v instanceof Decimal) {
+      out.put("value", ((Decimal) v).toJavaBigDecimal().toPlainString());
+    } else if (v instanceof byte[]) {
+      StringBuilder hex = new StringBuilder();
+      for (byte b : (byte[]) v) {
+        hex.append(String.format("%02x", b));
+      }
+      out.put("value", hex.toString());
+    } else {
+      out.put("value", v.toString()); // UTF8String
     }
     return out;
   }
