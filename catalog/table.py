@@ -74,6 +74,7 @@ from lakecat.metadata.table.updates import (
     RemoveProperties,
     RemoveSnapshotRef,
     SetDefaultSortOrder,
+    SetLocation,
     SetProperties,
     SetSnapshotRef,
     TableRequirement,
@@ -685,6 +686,15 @@ class Table:
 
     def remove_properties(self, *keys: str) -> CommitResult:
         return self.commit_updates(lambda base: ([RemoveProperties(tuple(keys))], ()))
+
+    def set_location(self, location: str) -> CommitResult:
+        """Move the table's base location (a URI or a local path): files written from now on
+        go under it (unless ``write.data.path`` / ``write.metadata.path`` place them); files
+        already written stay where they are and stay the table's."""
+        if not isinstance(location, str) or not location.strip():
+            raise ValidationError(f"a table location is a non-empty string, not {location!r}")
+        uri = to_uri(location)
+        return self.commit_updates(lambda base: ([SetLocation(uri)], ()))
 
     @contextmanager
     def update_schema(self, *, case_sensitive: bool = True) -> Iterator[SchemaUpdate]:

@@ -18,6 +18,7 @@ from lakecat.metadata.schema import BinaryType, DecimalType, FixedType, IcebergT
 from lakecat.spark_ext.sql.convert import UnsupportedByCatalog, iceberg_type, spark_data_type
 
 _PROPERTY_CHANGES = frozenset({"SetProperty", "RemoveProperty"})
+_LOCATION = "location"  # Spark's reserved property for a table's location
 
 
 def alter_table(table: Table, changes: Sequence[Mapping[str, Any]]) -> None:
@@ -34,6 +35,13 @@ def alter_table(table: Table, changes: Sequence[Mapping[str, Any]]) -> None:
         return
     updates = {c["key"]: c["value"] for c in properties if c["change"] == "SetProperty"}
     removals = [c["key"] for c in properties if c["change"] == "RemoveProperty"]
+    location = updates.pop(_LOCATION, None)  # ALTER TABLE ... SET LOCATION: not a property
+    if location is not None:
+        if updates or removals:
+            raise UnsupportedByCatalog(
+                "set the location and the table properties in separate ALTER TABLE statements"
+            )
+        table.set_location(location)
     if updates:
         table.set_properties(updates)
     if removals:

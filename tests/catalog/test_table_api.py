@@ -728,6 +728,23 @@ def test_set_and_remove_properties(table) -> None:
         table.set_properties({"write.delete.isolation-level": "nope"})
 
 
+def test_set_location_moves_where_new_files_go(catalog: Catalog, table) -> None:
+    table.append(rows(range(3), "eu"))
+    new_location = table.location + "-moved"
+    table.set_location(new_location + "/")  # a trailing slash is dropped, as in Java
+    table.append(rows(range(3, 5), "eu"))
+
+    assert table.refresh().location == new_location
+    assert table.metadata_location.startswith(new_location + "/metadata/")
+    paths = [f.file_path for f in table.scan().plan_files()]
+    assert sum(p.startswith(new_location + "/data/") for p in paths) == 1
+    assert ids(table.to_arrow()) == [0, 1, 2, 3, 4]
+    before = table.metadata_location
+    with pytest.raises(ValidationError):
+        table.set_location("  ")
+    assert table.refresh().metadata_location == before
+
+
 def test_a_create_that_loses_the_race_is_a_protocol_change(catalog: Catalog, monkeypatch) -> None:
     """Two writers create the same table at once: the later insert gets ConcurrentCreate."""
     from lakecat.metadata.errors import ConcurrentCreate, ProtocolChanged

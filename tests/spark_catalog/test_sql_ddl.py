@@ -432,6 +432,36 @@ def test_alter_table_with_a_bad_property_changes_nothing(lake) -> None:
     assert [f.name for f in table.schema().fields] == ["id", "ts", "region"]
 
 
+def test_set_location_moves_where_new_files_go_and_keeps_the_old_ones(lake, tmp_path) -> None:
+    lake.sql("CREATE TABLE lake.db.t (id bigint, part string) PARTITIONED BY (part)")
+    lake.sql("INSERT INTO lake.db.t VALUES (1, 'a'), (2, 'b')")
+    moved = tmp_path / "moved table"
+
+    lake.sql(f"ALTER TABLE lake.db.t SET LOCATION '{moved}'")
+    lake.sql("INSERT INTO lake.db.t VALUES (3, 'a')")
+
+    table = lake.catalog.load_table("db.t")
+    uri = f"file://{moved}"  # lakecat's locations keep a path's characters as they are
+    assert table.location == uri
+    assert "location" not in table.properties  # Spark's reserved key is not a property
+    assert table.metadata_location.startswith(uri + "/metadata/")
+    newest = [
+        f for f in table.scan().plan_files() if f.record_count == 1 and "moved" in f.file_path
+    ]
+    assert len(newest) == 1  # the new file under the new location, the old ones where they were
+    assert lake.rows("db.t") == lake.iceberg_rows("db.t") == [(1, "a"), (2, "b"), (3, "a")]
+    described = dict((r[0], r[1]) for r in lake.sql("DESCRIBE TABLE EXTENDED lake.db.t") if r[0])
+    assert described["Location"] == uri
+    with pytest.raises(Exception, match="separate ALTER TABLE"):
+        table_change = [
+            {"change": "SetProperty", "key": "location", "value": str(moved)},
+            {"change": "SetProperty", "key": "team", "value": "ads"},
+        ]
+        from lakecat.spark_ext.sql.alter import alter_table
+
+        alter_table(table, table_change)
+
+
 def test_drop_table_keeps_files_and_purge_deletes_them(lake) -> None:
     kept = lake.catalog.create_table("db.kept", events(range(1), "eu").schema)
     kept.append(events(range(5), "eu"))
