@@ -21,7 +21,33 @@ _PROPERTY_CHANGES = frozenset({"SetProperty", "RemoveProperty"})
 _LOCATION = "location"  # Spark's reserved property for a table's location
 
 
+_COLUMN_CHANGES = frozenset(
+    {
+        "AddColumn",
+        "RenameColumn",
+        "DeleteColumn",
+        "UpdateColumnType",
+        "UpdateColumnNullability",
+        "UpdateColumnComment",
+        "UpdateColumnDefaultValue",
+        "UpdateColumnPosition",
+    }
+)
+# what to use instead of the changes Spark offers that Iceberg tables do not have
+_INSTEAD = {
+    "ClusterBy": "lakecat tables are partitioned (ADD PARTITION FIELD) and sorted (WRITE "
+    "ORDERED BY) instead",
+}
+
+
 def alter_table(table: Table, changes: Sequence[Mapping[str, Any]]) -> None:
+    for change in changes:
+        kind = change["change"]
+        if kind not in _PROPERTY_CHANGES | _COLUMN_CHANGES:
+            instead = _INSTEAD.get(kind)
+            raise UnsupportedByCatalog(
+                f"ALTER TABLE change {kind} is not supported" + (f": {instead}" if instead else "")
+            )
     properties = [c for c in changes if c["change"] in _PROPERTY_CHANGES]
     columns = [c for c in changes if c["change"] not in _PROPERTY_CHANGES]
     if properties and columns:
@@ -86,8 +112,8 @@ def _column_change(update: Any, table: Table, change: Mapping[str, Any]) -> None
             update.move_first(name)
         elif after is not None:
             update.move_after(name, after)
-    else:
-        raise UnsupportedByCatalog(f"ALTER TABLE change {kind} is not supported")
+    else:  # alter_table checked every kind first
+        raise AssertionError(f"unexpected ALTER TABLE change {kind}")
 
 
 def _default(name: str, field_type: IcebergType, default: Mapping[str, Any] | None) -> Any:

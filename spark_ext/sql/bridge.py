@@ -92,6 +92,7 @@ from lakecat.spark_ext.sql.history import describe_sort_order
 from lakecat.spark_ext.sql.metadata_tables import (
     METADATA_TABLE,
     METADATA_TABLES,
+    check_time_travel,
     metadata_table_schema,
 )
 from lakecat.spark_ext.sql.procedures import (
@@ -318,9 +319,10 @@ class CatalogBridge:
             if base is None:
                 raise
             if ref is None:
+                snapshot_id = None
                 if version is not None or timestamp_us is not None:
-                    raise ValidationError("metadata tables have no time travel") from None
-                return self._metadata_table(namespace, name, base)
+                    snapshot_id = _metadata_travel(base, name, version, timestamp_us)
+                return self._metadata_table(namespace, name, base, snapshot_id)
             return self._ref_table(base, namespace, name, *ref, version, timestamp_us)
         travel = time_travel_options(table, version=version, timestamp_us=timestamp_us)
         if wap_branch and not travel and P.get_bool(table.properties, P.WRITE_WAP_ENABLED, False):
@@ -964,8 +966,13 @@ class CatalogBridge:
             "row_level_modes": _row_level_modes(table.metadata),
         }
 
-    def _metadata_table(self, namespace: Sequence[str], kind: str, table: Table) -> dict[str, Any]:
+    def _metadata_table(
+        self, namespace: Sequence[str], kind: str, table: Table, snapshot_id: int | None = None
+    ) -> dict[str, Any]:
         table_name = ".".join(namespace)
+        read_options = {OPTION_TABLE: table_name, METADATA_TABLE: kind}
+        if snapshot_id is not None:
+            read_options[SNAPSHOT_ID] = str(snapshot_id)
         return {
             "name": f"{self.name}.{table_name}.{kind}",
             "identifier": {"namespace": list(namespace), "name": kind},
@@ -973,7 +980,7 @@ class CatalogBridge:
             "partitioning": [],
             "properties": {},
             "format": self.metadata_format,
-            "read_options": {OPTION_TABLE: table_name, METADATA_TABLE: kind},
+            "read_options": read_options,
             "write_options": None,
         }
 
@@ -1038,6 +1045,18 @@ def _stored_properties(properties: Mapping[str, str]) -> dict[str, str]:
         f"a lakecat catalog stores Iceberg tables, not {provider!r} (USING iceberg, lakecat "
         "or parquet, or leave it out)"
     )
+
+
+def _metadata_travel(table: Table, kind: str, version: str | None, timestamp_us: int | None) -> int:
+    """The snapshot ``VERSION AS OF`` / ``TIMESTAMP AS OF`` point a metadata table of
+    ``table`` at (as for the table: a snapshot id, a tag or branch, a time), refused for the
+    tables of the whole history and where the table had no snapshot yet."""
+    check_time_travel(kind)
+    options = time_travel_options(table, version=version, timestamp_us=timestamp_us)
+    view = ReadView.resolve(table.metadata, table.location, ReadOptions.parse(options))
+    if view.snapshot is None:
+        raise NoSuchSnapshot(f"{table.name} had no snapshot at that time")
+    return view.snapshot.snapshot_id
 
 
 def time_travel_options(

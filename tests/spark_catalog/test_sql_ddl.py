@@ -432,6 +432,17 @@ def test_alter_table_with_a_bad_property_changes_nothing(lake) -> None:
     assert [f.name for f in table.schema().fields] == ["id", "ts", "region"]
 
 
+def test_alter_table_changes_iceberg_tables_lack_are_refused_in_one_line(lake) -> None:
+    lake.sql("CREATE TABLE lake.db.t (id bigint, part string)")
+    before = lake.catalog.load_table("db.t").metadata_location
+    with pytest.raises(Exception) as info:
+        lake.sql("ALTER TABLE lake.db.t CLUSTER BY (id)")
+    first = str(info.value).strip().splitlines()[0]
+    assert "lakecat UnsupportedByCatalog: ALTER TABLE change ClusterBy is not supported" in first
+    assert "WRITE ORDERED BY" in first
+    assert lake.catalog.load_table("db.t").metadata_location == before
+
+
 def test_set_location_moves_where_new_files_go_and_keeps_the_old_ones(lake, tmp_path) -> None:
     lake.sql("CREATE TABLE lake.db.t (id bigint, part string) PARTITIONED BY (part)")
     lake.sql("INSERT INTO lake.db.t VALUES (1, 'a'), (2, 'b')")

@@ -781,3 +781,43 @@ def test_readable_bounds_read_promoted_bounds_and_refuse_corrupt_ones() -> None:
             _bound_reader(t)(data)
     with pytest.raises(CorruptMetadata):
         _bound_reader(StringType())(b"\xff\xfe")
+
+
+@pytest.mark.parametrize("name", ["db.t", "db.v3"])
+def test_time_travel_shows_the_metadata_tables_of_an_older_snapshot(lake: Lake, name: str) -> None:
+    table = lake.table(name)
+    for snapshot in table.snapshots():
+        at = f"VERSION AS OF {snapshot.snapshot_id}"
+        m = table.metadata
+        planned = Scan(table.io, m, snapshot, m.schema()).plan()
+        data = Counter(f.file_path for f in planned.files)
+        deletes = Counter(d.file_path for ds in planned.deletes.values() for d in ds)
+        got = Counter(r[0] for r in lake.sql(f"SELECT file_path FROM lake.{name}.files {at}"))
+        assert got == data + deletes, snapshot.snapshot_id
+        iceberg = lake.inspect(name, "files", snapshot.snapshot_id)
+        assert Counter(f["file_path"] for f in iceberg) == got
+        listed = {r[0] for r in lake.sql(f"SELECT path FROM lake.{name}.manifests {at}")}
+        assert listed == {mf.manifest_path for mf in manifests(table, snapshot.snapshot_id)}
+        counted = lake.sql(f"SELECT sum(record_count) FROM lake.{name}.partitions {at}")[0][0]
+        assert counted == sum(f.record_count for f in planned.files)
+        positions = lake.sql(f"SELECT count(*) FROM lake.{name}.position_deletes {at}")[0][0]
+        named = lake.sql(f"SELECT sum(record_count) FROM lake.{name}.files {at} WHERE content = 1")[
+            0
+        ][0]
+        assert positions == (named or 0)
+
+    first = table.snapshots()[0]
+    at_time = dt.datetime.fromtimestamp(first.timestamp_ms / 1000, tz=dt.UTC)
+    by_time = lake.sql(
+        f"SELECT count(*) FROM lake.{name}.files TIMESTAMP AS OF '{at_time.isoformat()}'"
+    )
+    assert by_time[0][0] == 1  # the first append's one file
+
+
+def test_time_travel_of_the_history_tables_is_refused(lake: Lake) -> None:
+    snapshot = lake.table("db.t").snapshots()[0].snapshot_id
+    for kind in ("snapshots", "history", "all_files"):
+        with pytest.raises(Exception, match=f"the {kind} metadata table has no time travel"):
+            lake.sql(f"SELECT * FROM lake.db.t.{kind} VERSION AS OF {snapshot}")
+    with pytest.raises(Exception, match="has no snapshot, tag or branch 'nope'"):
+        lake.sql("SELECT * FROM lake.db.t.files VERSION AS OF 'nope'")

@@ -53,8 +53,10 @@ from pyspark.sql.types import StructType
 from lakecat.metadata.errors import ValidationError
 from lakecat.metadata.manifests import ManifestFile
 from lakecat.spark_ext.settings import CatalogSettings, settings_from_options, table_identifier
+from lakecat.spark_ext.source.planning import SNAPSHOT_ID
 from lakecat.spark_ext.sql.metadata_tables.rows import (
     RowsPlan,
+    check_time_travel,
     deleted_positions,
     metadata_table_schema,
     plan_rows,
@@ -70,6 +72,7 @@ __all__ = [
     "MetadataTableSource",
     "RowsPlan",
     "Shape",
+    "check_time_travel",
     "deleted_positions",
     "metadata_source",
     "metadata_table_schema",
@@ -106,7 +109,8 @@ class MetadataTableSource(DataSource):
         settings = settings_from_options(type(self).settings, self.options)
         with settings.open() as catalog:
             table = catalog.load_table(table_identifier(self.options))
-            plan = plan_rows(table, self._kind())
+            snapshot = self.options.get(SNAPSHOT_ID)  # time travel (the bridge resolved it)
+            plan = plan_rows(table, self._kind(), None if snapshot is None else int(snapshot))
         # the columns the query reads (the plugin prunes them): SchemaMismatch if the table
         # changed shape since the query was planned
         return MetadataReader(plan.pruned(schema), settings, table.location)

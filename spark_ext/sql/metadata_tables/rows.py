@@ -131,11 +131,14 @@ def metadata_table_schema(table: Table, kind: str) -> st.StructType:
     return schema(kind, _Decoder.of(table.metadata).shape())
 
 
-def plan_rows(table: Table, kind: str) -> RowsPlan:
+def plan_rows(table: Table, kind: str, snapshot_id: int | None = None) -> RowsPlan:
     """The plan of one metadata table of ``table``: its rows, or its manifests in groups of
     at most the table's ``read.split.metadata-target-size`` bytes of manifest files each
-    (Iceberg's property and default, 32 MiB; a larger manifest is a group of its own)."""
-    t = _Tables(table)
+    (Iceberg's property and default, 32 MiB; a larger manifest is a group of its own).
+    ``snapshot_id``: time travel, for the tables of one snapshot (:data:`TIME_TRAVEL`)."""
+    if snapshot_id is not None:
+        check_time_travel(kind)
+    t = _Tables(table, snapshot_id)
     per_manifest = _PER_MANIFEST.get(kind)
     if per_manifest is not None:
         size = P.get_int(
@@ -148,6 +151,16 @@ def plan_rows(table: Table, kind: str) -> RowsPlan:
             f"no metadata table {kind!r}: use one of {', '.join(METADATA_TABLES)}"
         )
     return RowsPlan(kind, t.decoder, rows=make(t))
+
+
+def check_time_travel(kind: str) -> None:
+    """Refuse time travel of a metadata table other than those of one snapshot
+    (:data:`TIME_TRAVEL`)."""
+    if kind not in TIME_TRAVEL:
+        raise ValidationError(
+            f"the {kind} metadata table has no time travel (it shows the whole history); "
+            f"the tables of one snapshot have it: {', '.join(sorted(TIME_TRAVEL))}"
+        )
 
 
 def _grouped(
@@ -408,10 +421,11 @@ class _Tables:
     """What the driver reads of one table for its metadata tables: its metadata and
     manifest lists (and, for the tables it makes whole, its manifests)."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, snapshot_id: int | None = None) -> None:
         self.table = table
         self.metadata = table.metadata
         self.decoder = _Decoder.of(self.metadata)
+        self.snapshot_id = snapshot_id  # time travel: the snapshot the "current" tables show
 
     def manifest_list(self, manifest_list: str | None) -> list[ManifestFile]:
         if manifest_list is None:
@@ -419,7 +433,12 @@ class _Tables:
         return read_manifest_list(self.table.io, manifest_list)
 
     def current_manifests(self) -> list[ManifestFile]:
-        snapshot = self.metadata.current_snapshot
+        """The manifests of the current snapshot, or of the one time travel chose."""
+        snapshot = (
+            self.metadata.current_snapshot
+            if self.snapshot_id is None
+            else self.metadata.snapshot_by_id(self.snapshot_id)
+        )
         return self.manifest_list(None if snapshot is None else snapshot.manifest_list)
 
     def reachable_manifests(self) -> list[ManifestFile]:
@@ -682,6 +701,18 @@ _ROWS: dict[str, _Rows] = {
     "partitions": _partitions,
 }
 _CURRENT, _REACHABLE = _Tables.current_manifests, _Tables.reachable_manifests
+# the metadata tables of one snapshot, which VERSION / TIMESTAMP AS OF point at an older one
+TIME_TRAVEL = frozenset(
+    {
+        "manifests",
+        "partitions",
+        "entries",
+        "files",
+        "data_files",
+        "delete_files",
+        "position_deletes",
+    }
+)
 _DATA, _DELETES = ManifestContent.DATA, ManifestContent.DELETES
 _PER_MANIFEST: dict[str, tuple[_Manifests, _ManifestRows]] = {
     "entries": (_CURRENT, _entries),
