@@ -159,7 +159,6 @@ final class SparkJson {
             sql == null || sql.isEmpty()
                 ? BridgeClient.JSON.nullNode()
                 : defaultValue(c.newCurrentDefault()));
-        node.put("sql", sql);
       } else if (change instanceof TableChange.UpdateColumnPosition) {
         node.put("position", position(((TableChange.UpdateColumnPosition) change).position()));
       }
