@@ -309,14 +309,7 @@ class SchemaUpdate:
         doc: str | None = None,
     ) -> SchemaUpdate:
         """Widen a column's type, make a required column optional, or change its doc."""
-        if self._normalize(name) in self._added:
-            raise InvalidUpdate(
-                f"cannot update {name!r}: it is added by this change; add it with its final "
-                "type and doc"
-            )
-        field = self._existing(name)
-        if field.field_id in self._deletes:
-            raise InvalidUpdate(f"cannot update {name!r}: it is being deleted")
+        field = self._to_update(name, "update", "add it with its final type and doc")
         pending = self._pending(field)
         is_map_key = self._is_map_key(field.field_id)
         if field_type is not None and field_type != field.field_type:
@@ -351,14 +344,7 @@ class SchemaUpdate:
         """Set the column's ``write-default`` (format version 3 and later), the value writers
         fill in when they leave it out; None removes it. Rows already written, and the
         ``initial-default`` that rows written before the column existed read, do not change."""
-        if self._normalize(name) in self._added:
-            raise InvalidUpdate(
-                f"cannot change the default of {name!r}: it is added by this change; add it "
-                "with its default"
-            )
-        field = self._existing(name)
-        if field.field_id in self._deletes:
-            raise InvalidUpdate(f"cannot update {name!r}: it is being deleted")
+        field = self._to_update(name, "change the default of", "add it with its default")
         value = None if default is None else self._default_json(name, field.field_type, default)
         pending = replace(self._pending(field), write_default=value)
         if pending != field:
@@ -366,6 +352,15 @@ class SchemaUpdate:
         else:
             self._updates.pop(field.field_id, None)
         return self
+
+    def _to_update(self, name: str, what: str, instead: str) -> NestedField:
+        """The existing column ``name``, which this change neither adds nor deletes."""
+        if self._normalize(name) in self._added:
+            raise InvalidUpdate(f"cannot {what} {name!r}: it is added by this change; {instead}")
+        field = self._existing(name)
+        if field.field_id in self._deletes:
+            raise InvalidUpdate(f"cannot {what} {name!r}: it is being deleted")
+        return field
 
     def _default_json(self, name: str, field_type: IcebergType, default: Any) -> Any:
         """``default`` as the spec's JSON single value of ``field_type``, checked."""
