@@ -67,24 +67,31 @@ def main() -> None:
                 raise SystemExit(f"the write did not run natively: {result.reason}")
 
         step = f"lk.write {rows:,} rows"
+
+        def name(mode: str, round_: int) -> str:
+            return f"t_{'id' if mode == MODES[0] else 'spark'}_{round_}"
+
+        def create(mode: str, round_: int) -> None:
+            spark.sql(
+                f"CREATE TABLE lake.db.{name(mode, round_)} ({COLUMNS}) PARTITIONED BY (part)"
+            )
+
+        def timed_write(_: str, mode: str, round_: int) -> tuple[float, None]:
+            start = time.perf_counter()
+            write(mode, name(mode, round_))
+            seconds = time.perf_counter() - start
+            table = catalog.load_table(f"db.{name(mode, round_)}")
+            value = table.schema().find_field("value").field_id
+            counts = [f.nan_value_counts.get(value) for f in table.scan().plan_files()]
+            expected = nans if mode == MODES[0] else 0
+            if sum(c or 0 for c in counts) != expected or (mode == MODES[0]) != all(
+                c is not None for c in counts
+            ):
+                raise SystemExit(f"{mode}: NaN counts {counts}, expected {expected} in all")
+            return seconds, None
+
         rounds = PairedRounds([step], *MODES)
-        for round_ in range(repeats + 1):  # round 0 warms up
-            seconds: dict[tuple[str, str], float] = {}
-            for mode in MODES if round_ % 2 else MODES[::-1]:
-                name = f"t_{'id' if mode == MODES[0] else 'spark'}_{round_}"
-                spark.sql(f"CREATE TABLE lake.db.{name} ({COLUMNS}) PARTITIONED BY (part)")
-                start = time.perf_counter()
-                write(mode, name)
-                seconds[(step, mode)] = time.perf_counter() - start
-                table = catalog.load_table(f"db.{name}")
-                value = table.schema().find_field("value").field_id
-                counts = [f.nan_value_counts.get(value) for f in table.scan().plan_files()]
-                expected = nans if mode == MODES[0] else 0
-                if sum(c or 0 for c in counts) != expected or (mode == MODES[0]) != all(
-                    c is not None for c in counts
-                ):
-                    raise SystemExit(f"{mode}: NaN counts {counts}, expected {expected} in all")
-            rounds.record(round_, seconds)
+        rounds.run(repeats, timed_write, before=create)
         spark.stop()
         catalog.close()
     rounds.report_to(

@@ -80,26 +80,28 @@ def main() -> None:
             spark.conf.unset(ROW_LEVEL)
 
         steps = [f"lk.write {rows:,} rows", f"merge-on-read UPDATE of {rows // 100:,} rows"]
-        rounds = PairedRounds(steps, *MODES)
-        for round_ in range(repeats + 1):  # round 0 warms up
-            seconds: dict[tuple[str, str], float] = {}
-            for mode in MODES if round_ % 2 else MODES[::-1]:
+        expected = (rows, len(range(7, rows, 100)), 2 * rows - len(range(7, rows, 100)))
+
+        def timed(step: str, mode: str, round_: int) -> tuple[float, None]:
+            if step == steps[0]:
                 written = table("w", mode, round_)
                 start = time.perf_counter()
                 write(mode, written)
-                seconds[(steps[0], mode)] = time.perf_counter() - start
-                updated = table("u", mode, round_)
-                lk.write(frame, f"db.{updated}", catalog=catalog)
-                start = time.perf_counter()
-                update(mode, updated)
-                seconds[(steps[1], mode)] = time.perf_counter() - start
-                counts = spark.sql(
-                    f"SELECT count(*), count_if(value < 0), sum(size(tags)) FROM lake.db.{updated}"
-                ).collect()[0]
-                expected = (rows, len(range(7, rows, 100)), 2 * rows - len(range(7, rows, 100)))
-                if tuple(counts) != expected:
-                    raise SystemExit(f"{mode}: the UPDATE left {tuple(counts)}, not {expected}")
-            rounds.record(round_, seconds)
+                return time.perf_counter() - start, None
+            updated = table("u", mode, round_)
+            lk.write(frame, f"db.{updated}", catalog=catalog)
+            start = time.perf_counter()
+            update(mode, updated)
+            seconds = time.perf_counter() - start
+            counts = spark.sql(
+                f"SELECT count(*), count_if(value < 0), sum(size(tags)) FROM lake.db.{updated}"
+            ).collect()[0]
+            if tuple(counts) != expected:
+                raise SystemExit(f"{mode}: the UPDATE left {tuple(counts)}, not {expected}")
+            return seconds, None
+
+        rounds = PairedRounds(steps, *MODES)
+        rounds.run(repeats, timed)
         spark.stop()
         catalog.close()
     report.table(
