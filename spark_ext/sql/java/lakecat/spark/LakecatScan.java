@@ -144,8 +144,10 @@ class LakecatScan
     if (plan.grouping == null || streaming) {
       return new UnknownPartitioning(0);
     }
-    return new KeyGroupedPartitioning(
-        plan.grouping.transforms, toBatch().planInputPartitions().length);
+    // one partition per key once Spark groups the input partitions by key (as Iceberg
+    // reports its task groups), without packing the files into input partitions here
+    int keys = new HashSet<>(Arrays.asList(plan.grouping.keys)).size();
+    return new KeyGroupedPartitioning(plan.grouping.transforms, keys);
   }
 
   /**
