@@ -67,6 +67,8 @@ FIELD_ID_KEY = "parquet.field.id"
 NESTED_IDS_KEY = "lakecat.parquet.nested.ids"
 # The catalog plugin's Parquet file format that writes those ids (Spark's writes none).
 ID_PARQUET_FORMAT = "lakecat.spark.IdParquetFormat"
+# Its write option: the bytes at which a task rolls to a new file (the table's target size).
+TARGET_SIZE_OPTION = "lakecat.target-file-size"
 
 # Spark types that convert exactly into each Iceberg primitive type (decimals aside).
 _EXACT_SOURCES: dict[type[IcebergType], tuple[type[st.DataType], ...]] = {
@@ -127,18 +129,6 @@ def has_lists_or_maps(t: IcebergType) -> bool:
     if isinstance(t, StructType):
         return any(has_lists_or_maps(f.field_type) for f in t.fields)
     return isinstance(t, (ListType, MapType))
-
-
-def has_floats(schema: Schema) -> bool:
-    """Whether ``schema`` has a float or double field at any depth (:data:`ID_PARQUET_FORMAT`
-    records their NaN counts in the footer, which Parquet's statistics lack)."""
-    stack = list(schema.fields)
-    while stack:
-        field = stack.pop()
-        if isinstance(field.field_type, (FloatType, DoubleType)):
-            return True
-        stack.extend(child_fields(field.field_type))
-    return False
 
 
 def plan_columns(

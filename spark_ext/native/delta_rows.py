@@ -12,9 +12,9 @@ the table's data location; on format v3 each row carries ``_row_id`` and
 ``_last_updated_sequence_number`` last (an updated row keeps its id, and its sequence number
 is null: the commit's applies; an inserted row has neither, so both are inherited), as the
 staged write writes them. A task keeps at most 16 files open and buffers the rows of further
-partitions (up to 64 MiB, then a file per partition), and rolls to a new file when the rows it
-wrote to one reach the target file size uncompressed (Spark's writer does not tell the
-compressed size), so files stay under ``write.target-file-size-bytes``.
+partitions (up to 64 MiB, then a file per partition), and rolls to a new file when one reaches
+``write.target-file-size-bytes`` (the plugin's ``TargetFileSize``: the size Iceberg's Parquet
+writer checks, docs/spark-sql.md, "File sizes").
 
 The commit call then describes the files the tasks reported (:func:`describe_delta_rows`:
 partition from the folders, cross-checked against the footer's ranges, metrics from the

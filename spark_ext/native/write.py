@@ -26,9 +26,14 @@ A native write, step by step:
    the order (identity fields of top-level columns; an order with other fields does not
    qualify), and the files record the order's id;
 3. write it with ``df.write.parquet`` into a fresh folder ``<data location>/<job id>/``
-   (through lakecat's local file system where it can, :mod:`.local_files`; a table with list
-   or map columns with the catalog plugin's ``IdParquetFormat``, Spark's Parquet format that
-   also writes the ids of list elements and map keys and values, :mod:`.columns`).
+   (through lakecat's local file system where it can, :mod:`.local_files`); in a session with
+   a lakecat SQL catalog with the catalog plugin's ``IdParquetFormat``, Spark's Parquet format
+   that also writes the ids of list elements and map keys and values (:mod:`.columns`; a
+   table with list or map columns needs it), the NaN counts of float columns, and rolls to a
+   new file at the table's target size (``write.target-file-size-bytes``, or the write's
+   ``target-file-size-bytes`` option), as Iceberg's writers do; without such a catalog each
+   task writes one file per partition, and a ``target-file-size-bytes`` option does not
+   qualify.
    Spark's file commit protocol leaves there only the output of committed task attempts, so
    retried and speculative tasks never add a file twice; the write mode is ``errorifexists``,
    which never deletes anything. Spark reads a few Parquet settings from the session
@@ -71,6 +76,7 @@ from pyspark.sql.types import StructType
 
 from lakecat.catalog import Catalog, CommitResult
 from lakecat.catalog.engine import data_dir, delete_quietly
+from lakecat.metadata import properties as P
 from lakecat.metadata.errors import CorruptMetadata, ValidationError
 from lakecat.metadata.io import (
     FileInfo,
@@ -87,9 +93,9 @@ from lakecat.metadata.schema import LINEAGE_COLUMNS, Schema, with_lineage
 from lakecat.metadata.table import TableMetadata
 from lakecat.spark_ext.native.columns import (
     ID_PARQUET_FORMAT,
+    TARGET_SIZE_OPTION,
     FieldPlan,
     build_columns,
-    has_floats,
     has_lists_or_maps,
     plan_columns,
     quoted,
@@ -170,8 +176,11 @@ class NativeWritePlan:
     lineage: bool = False
     # the catalog plugin's Parquet format writes the files (columns.ID_PARQUET_FORMAT): it
     # writes the ids of list elements and map keys and values, which a table with list or map
-    # columns needs, and the NaN count of each float and double column into the footer
+    # columns needs, the NaN count of each float and double column into the footer, and rolls
+    # to a new file at the target size
     plugin_format: bool = False
+    # the bytes at which the plugin's format rolls to a new file (with plugin_format)
+    target_file_size: int = P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
 
 
 def plan_native_write(
@@ -194,16 +203,29 @@ def plan_native_write(
     if lineage and not set(LINEAGE_COLUMNS) <= set(source.fieldNames()):
         # a staged write copies rows that keep their lineage: the rows must carry it
         raise NotNative(f"the option {STAGE_TO} on a table with row lineage, without the lineage")
-    if options.get(TARGET_FILE_SIZE):
-        raise NotNative(f"the option {TARGET_FILE_SIZE} (Spark's writer splits files by rows)")
+    if options.get(TARGET_FILE_SIZE) and functions is None:
+        raise NotNative(
+            f"the option {TARGET_FILE_SIZE} without a lakecat SQL catalog in the session, whose "
+            "plugin's Parquet format rolls files at a size (Spark's own splits them by rows)"
+        )
     require_local(data_dir(metadata), "the table's data location")
     schema = metadata.schema()
     writer_options = parquet_write_options(metadata.properties)
     columns = plan_columns(
         with_lineage(schema) if lineage else schema, source, lists_and_maps=functions is not None
     )
-    plugin_format = any(has_lists_or_maps(f.field_type) for f in schema.fields) or (
-        functions is not None and has_floats(schema)
+    # with a lakecat SQL catalog in the session, always: files roll at the target size
+    plugin_format = functions is not None or any(
+        has_lists_or_maps(f.field_type) for f in schema.fields
+    )
+    target_file_size = max(
+        1,
+        int(options.get(TARGET_FILE_SIZE) or 0)
+        or P.get_int(
+            metadata.properties,
+            P.WRITE_TARGET_FILE_SIZE_BYTES,
+            P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
+        ),
     )
     taken = [f.name for f in schema.fields]
     partitions = plan_partitions(metadata.spec(), schema, taken, functions)
@@ -217,7 +239,12 @@ def plan_native_write(
     order = metadata.sort_order()
     if order.is_unsorted:
         return NativeWritePlan(
-            columns, partitions, writer_options, lineage=lineage, plugin_format=plugin_format
+            columns,
+            partitions,
+            writer_options,
+            lineage=lineage,
+            plugin_format=plugin_format,
+            target_file_size=target_file_size,
         )
     sort = column_sort(metadata)
     if len(sort) < len(order.fields):
@@ -233,6 +260,7 @@ def plan_native_write(
         order.order_id,
         lineage=lineage,
         plugin_format=plugin_format,
+        target_file_size=target_file_size,
     )
 
 
@@ -382,6 +410,7 @@ def _run(
     with folder_owned(io, folder):
         with session_conf(df.sparkSession, WRITE_CONFS):
             if plan.plugin_format:
+                writer = writer.option(TARGET_SIZE_OPTION, str(plan.target_file_size))
                 writer.format(ID_PARQUET_FORMAT).save(to_uri(folder))
             else:
                 writer.parquet(to_uri(folder))

@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from small_pages import ordinary_file_sizes
 
 from lakecat.metadata.partitioning import parse_transform
 from lakecat.metadata.schema import LongType, StringType
@@ -174,3 +175,83 @@ def test_a_required_column_left_null_fails_and_commits_nothing(lake) -> None:
 
     assert table.refresh().metadata_location == before
     assert lake.rows("db.req", "id", "n") == [(1, "a")]
+
+
+TARGET = 256 * 1024
+
+
+def _rows(spark, n: int) -> Any:
+    return spark.range(n).selectExpr(
+        "id", "IF(id % 2 = 0, 'eu', 'us') AS region", "CAST(id AS double) * 0.5 AS amount"
+    )
+
+
+def test_the_plugin_reads_the_size_of_the_file_sparks_parquet_writer_writes(spark) -> None:
+    # by reflection into Spark's and parquet-java's writers; without it files roll at the rows'
+    # uncompressed size, far below the target
+    assert spark._jvm.lakecat.spark.TargetFileSize.measured()
+
+
+@ordinary_file_sizes
+def test_insert_rolls_to_a_new_file_at_the_tables_target_size(lake, spark) -> None:
+    table = lake.catalog.create_table(
+        "db.big",
+        SCHEMA,
+        partition_by=["region"],
+        properties={"write.target-file-size-bytes": str(TARGET)},
+    )
+    _rows(spark, 400_000).repartition(1).createOrReplaceTempView("big_rows")
+
+    lake.sql("INSERT INTO lake.db.big SELECT * FROM big_rows")
+
+    files = table.refresh().scan().plan_files()
+    assert writers(table) == {SPARK_WRITER}
+    assert len(table.history()) == 1
+    by_region = {r: [f for f in files if f.partition == (r,)] for r in ("eu", "us")}
+    # one task, two partitions: unrolled, that is one file each of about 1.1 MB
+    assert all(len(fs) >= 3 for fs in by_region.values())
+    assert all(f.file_size_in_bytes <= TARGET for f in files)
+    assert sum(f.record_count for f in files) == 400_000
+    counted = lake.sql("SELECT count(*), count(DISTINCT id), sum(amount) FROM lake.db.big")
+    assert [tuple(r) for r in counted] == [(400_000, 400_000, sum(range(400_000)) * 0.5)]
+
+
+@ordinary_file_sizes
+def test_the_target_file_size_write_option_rolls_a_native_write(lake, spark) -> None:
+    import lakecat.spark_ext as lk
+
+    table = lake.catalog.create_table("db.big", SCHEMA, partition_by=["region"])
+    frame = _rows(spark, 300_000).repartition(1)
+
+    done = lk.write(
+        frame, "db.big", catalog=lake.catalog, **{"target-file-size-bytes": str(TARGET)}
+    )
+
+    assert done.native
+    files = table.refresh().scan().plan_files()
+    assert len(files) >= 6 and all(f.file_size_in_bytes <= TARGET for f in files)
+    assert sorted(r[0] for r in lake.rows("db.big", "id")) == list(range(300_000))
+
+
+def test_a_task_failing_after_it_rolled_files_leaves_no_commit_and_no_files(lake, spark) -> None:
+    from pyspark.errors import PySparkException
+
+    table = lake.catalog.create_table(
+        "db.big",
+        SCHEMA,
+        partition_by=["region"],
+        properties={"write.target-file-size-bytes": "65536"},
+    )
+    lake.sql("INSERT INTO lake.db.big VALUES (1, 'eu', 1.0)")
+    before, on_disk = table.refresh().metadata_location, lake.files_on_disk(table)
+    _rows(spark, 200_000).repartition(1).createOrReplaceTempView("failing_rows")
+
+    with pytest.raises(PySparkException, match="injected"):
+        lake.sql(
+            "INSERT INTO lake.db.big SELECT id, region, "
+            "IF(id = 199000, CAST(raise_error('injected') AS double), amount) FROM failing_rows"
+        )
+
+    assert table.refresh().metadata_location == before
+    assert lake.files_on_disk(table) == on_disk
+    assert lake.rows("db.big", "id", "region", "amount") == [(1, "eu", 1.0)]

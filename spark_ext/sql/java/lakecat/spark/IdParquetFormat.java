@@ -42,6 +42,10 @@ import org.apache.spark.sql.types.StructType;
  * element; a key's id, the ids inside the key, the value's id, the ids inside the value), up to
  * the next struct, whose fields carry their own.
  *
+ * <p>With the write option {@value RollingWriters#TARGET_SIZE_OPTION} (bytes), a task rolls to a
+ * new file when the one it writes reaches that size ({@link RollingWriters}), as Iceberg's
+ * writers do at {@code write.target-file-size-bytes}.
+ *
  * <p>The file layout is Spark's (the standard three-level lists and maps Iceberg reads, {@code
  * spark.sql.parquet.writeLegacyFormat=false}); only the ids are added, so Spark's row writer,
  * which addresses fields by position, writes the rows unchanged.
@@ -60,7 +64,10 @@ public class IdParquetFormat extends ParquetFileFormat {
     // prepareWrite names Spark's write support; the tasks make theirs from this setting
     job.getConfiguration()
         .setClass(ParquetOutputFormat.WRITE_SUPPORT_CLASS, IdWriteSupport.class, WriteSupport.class);
-    return factory;
+    scala.Option<String> target = options.get(RollingWriters.TARGET_SIZE_OPTION);
+    return target.isDefined()
+        ? new RollingWriters(factory, Long.parseLong(target.get().trim()))
+        : factory;
   }
 
   /**

@@ -355,12 +355,12 @@ final class LakecatDeltaWrite implements DeltaWrite, WriteRequirements.Spread {
     @Override
     public void write(InternalRow lineage, InternalRow row) {
       if (rowId < 0) {
-        rows.write(row, NativeRows.size(row));
+        rows.write(row, TargetFileSize.rowBytes(row));
         return;
       }
       ids.update(0, lineage == null || lineage.isNullAt(rowId) ? null : lineage.getLong(rowId));
       ids.setNullAt(1);
-      rows.write(joined.apply(row, ids), NativeRows.size(row) + 16);
+      rows.write(joined.apply(row, ids), TargetFileSize.rowBytes(row) + 16);
     }
 
     @Override

@@ -49,8 +49,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * by Spark's own Parquet writer, as planned by the bridge ({@code
  * lakecat.spark_ext.native.delta_rows}): the table's columns with their field ids, each file in
  * the {@code <hidden column>=<value>} folders of its partition under the statement's job folder.
- * A task keeps one open file per partition it meets, rolls to a new file when the rows written
- * to one reach the table's target file size uncompressed, and reports the files it wrote in its
+ * A task keeps one open file per partition it meets, rolls to a new file when one reaches the
+ * table's target file size ({@link TargetFileSize}), and reports the files it wrote in its
  * commit message ({@link Files}); an aborted task deletes its files. The driver's commit call
  * describes the reported files from their folders and footers and deletes any other file of the
  * job folder.
@@ -327,11 +327,6 @@ final class NativeRows implements Serializable {
     }
   }
 
-  /** About how many bytes a row takes uncompressed (its own size when Spark tells it). */
-  static long size(InternalRow row) {
-    return row instanceof UnsafeRow ? ((UnsafeRow) row).getSizeInBytes() : 8L * row.numFields();
-  }
-
   Writer writer(int partitionId, long taskId) {
     return new Writer(partitionId, taskId);
   }
@@ -372,7 +367,7 @@ final class NativeRows implements Serializable {
       this.context = new TaskAttemptContextImpl(configuration, id);
     }
 
-    /** Write a row of about {@code bytes} bytes uncompressed ({@link #size}). */
+    /** Write a row of about {@code bytes} bytes uncompressed ({@link TargetFileSize#rowBytes}). */
     void write(InternalRow row, long bytes) {
       if (key == null || !sameKey(row)) {
         keyOf(row);
@@ -391,8 +386,7 @@ final class NativeRows implements Serializable {
     /** Write a row to a file; whether the file reached the target size (to be closed). */
     private boolean append(Open target, InternalRow row, long bytes) {
       target.writer.write(row);
-      target.bytes += bytes;
-      return target.bytes >= targetFileSize;
+      return target.size.reached(target.writer, bytes);
     }
 
     private boolean sameKey(InternalRow row) {
@@ -425,7 +419,8 @@ final class NativeRows implements Serializable {
           .append(factory.getFileExtension(context));
       String location = path.toString();
       written.add(location); // before it exists: an abort deletes it whatever happens next
-      return new Open(values, factory.newInstance(location, schema, context));
+      return new Open(
+          values, factory.newInstance(location, schema, context), new TargetFileSize(targetFileSize));
     }
 
     private void buffer(InternalRow row, long bytes) {
@@ -509,11 +504,12 @@ final class NativeRows implements Serializable {
   private static final class Open {
     final List<Object> key;
     final OutputWriter writer;
-    long bytes;
+    final TargetFileSize size;
 
-    Open(List<Object> key, OutputWriter writer) {
+    Open(List<Object> key, OutputWriter writer, TargetFileSize size) {
       this.key = key;
       this.writer = writer;
+      this.size = size;
     }
   }
 
