@@ -233,6 +233,30 @@ def test_the_target_file_size_write_option_rolls_a_native_write(lake, spark) -> 
     assert sorted(r[0] for r in lake.rows("db.big", "id")) == list(range(300_000))
 
 
+@ordinary_file_sizes
+def test_a_copy_on_write_update_rewrites_its_file_in_files_of_the_target_size(lake, spark) -> None:
+    table = lake.catalog.create_table("db.big", SCHEMA, partition_by=["region"])
+    _rows(spark, 200_000).repartition(1).createOrReplaceTempView("big_rows")
+    lake.sql("INSERT INTO lake.db.big SELECT * FROM big_rows")
+    assert len(table.refresh().scan().plan_files()) == 2  # the default target: no roll
+    lake.sql(
+        f"ALTER TABLE lake.db.big SET TBLPROPERTIES ('write.target-file-size-bytes' = '{TARGET}')"
+    )
+
+    lake.sql("UPDATE lake.db.big SET amount = -amount WHERE region = 'eu' AND id < 10")
+
+    files = table.refresh().scan().plan_files()
+    assert writers(table) == {SPARK_WRITER}
+    eu = [f for f in files if f.partition == ("eu",)]
+    assert len(eu) >= 3 and all(f.file_size_in_bytes <= TARGET for f in eu)
+    assert len([f for f in files if f.partition == ("us",)]) == 1  # not rewritten
+    counted = lake.sql("SELECT count(*), sum(amount) FROM lake.db.big WHERE region = 'eu'")
+    expected = sum(i * 0.5 for i in range(0, 200_000, 2)) - 2 * sum(
+        i * 0.5 for i in range(0, 10, 2)
+    )
+    assert [tuple(r) for r in counted] == [(100_000, expected)]
+
+
 def test_a_task_failing_after_it_rolled_files_leaves_no_commit_and_no_files(lake, spark) -> None:
     from pyspark.errors import PySparkException
 
