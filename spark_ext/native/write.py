@@ -143,6 +143,7 @@ from lakecat.spark_ext.source.write_jobs import (
     WriteMode,
     created_table_args,
     plan_write,
+    target_file_size_option,
     write_mode,
 )
 
@@ -203,7 +204,7 @@ def plan_native_write(
     if lineage and not set(LINEAGE_COLUMNS) <= set(source.fieldNames()):
         # a staged write copies rows that keep their lineage: the rows must carry it
         raise NotNative(f"the option {STAGE_TO} on a table with row lineage, without the lineage")
-    if options.get(TARGET_FILE_SIZE) and functions is None:
+    if target_file_size_option(options) is not None and functions is None:
         raise NotNative(
             f"the option {TARGET_FILE_SIZE} without a lakecat SQL catalog in the session, whose "
             "plugin's Parquet format rolls files at a size (Spark's own splits them by rows)"
@@ -218,10 +219,9 @@ def plan_native_write(
     plugin_format = functions is not None or any(
         has_lists_or_maps(f.field_type) for f in schema.fields
     )
-    target_file_size = max(
+    target_file_size = target_file_size_option(options) or max(
         1,
-        int(options.get(TARGET_FILE_SIZE) or 0)
-        or P.get_int(
+        P.get_int(
             metadata.properties,
             P.WRITE_TARGET_FILE_SIZE_BYTES,
             P.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,

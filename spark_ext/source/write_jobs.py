@@ -321,7 +321,7 @@ def plan_write(
             metadata,
             location,
             stage_to=stage_to,
-            target_file_size=_target_file_size(options),
+            target_file_size=target_file_size_option(options),
             record_moves=options.get(RECORD_MOVES, "false").strip().lower() == "true",
             keep_order=options.get(KEEP_ORDER, "false").strip().lower() == "true",
         )
@@ -346,7 +346,7 @@ def plan_write(
             app_version=app_version,
             skip_if_committed=options.get(SKIP_IF_COMMITTED, "true").strip().lower() != "false",
             snapshot_properties=snapshot_properties(options),
-            target_file_size=_target_file_size(options),
+            target_file_size=target_file_size_option(options),
         )
 
 
@@ -383,7 +383,9 @@ class _BlockRecorder:
             self.blocks.append((index, position, count))
 
 
-def _target_file_size(options: Mapping[str, str]) -> int | None:
+def target_file_size_option(options: Mapping[str, str]) -> int | None:
+    """The write's ``target-file-size-bytes`` option (None: unset); :class:`ValidationError`
+    when it is not a positive integer."""
     raw = options.get(TARGET_FILE_SIZE)
     if not raw:
         return None

@@ -257,6 +257,25 @@ def test_a_copy_on_write_update_rewrites_its_file_in_files_of_the_target_size(la
     assert [tuple(r) for r in counted] == [(100_000, expected)]
 
 
+@pytest.mark.parametrize("value", ["big", "0", "-5"])
+def test_a_target_file_size_option_that_is_no_size_is_refused_before_anything_is_written(
+    lake, spark, value
+) -> None:
+    import lakecat.spark_ext as lk
+    from lakecat.metadata.errors import ValidationError
+
+    table = lake.catalog.create_table("db.big", SCHEMA, partition_by=["region"])
+    option = {"target-file-size-bytes": value}
+
+    with pytest.raises(ValidationError, match="target-file-size-bytes must be"):
+        lk.native_write_support(_rows(spark, 10), "db.big", catalog=lake.catalog, **option)
+    with pytest.raises(ValidationError, match="target-file-size-bytes must be"):
+        lk.write(_rows(spark, 10), "db.big", catalog=lake.catalog, **option)
+
+    assert table.refresh().current_snapshot() is None
+    assert lake.files_on_disk(table) == set()
+
+
 def test_a_task_failing_after_it_rolled_files_leaves_no_commit_and_no_files(lake, spark) -> None:
     from pyspark.errors import PySparkException
 
