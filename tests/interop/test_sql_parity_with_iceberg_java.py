@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from java_session import JavaProcess, JavaTables, java_session, lakecat_on
+from small_pages import ordinary_file_sizes
 from table_copies import copy_files, planned_copies
 
 from lakecat.catalog.maintenance import remove_dangling_deletes
@@ -1167,6 +1168,41 @@ def test_statement_distribution_modes_cluster_rewrites_as_iceberg_java_does(
     lakecat: Lakecat, java: JavaTables, mode: str
 ) -> None:
     assert_same(*both(lakecat, java, statement_distribution_answer, mode))
+
+
+def rolled_files_answer(e: Engine, target: int) -> dict[str, Any]:
+    """An unpartitioned table with ``write.target-file-size-bytes`` = ``target``, filled by one
+    INSERT of 200,000 rows from one Spark task (``range`` with one partition; distribution
+    mode none): how many data files and rows, and the largest file's size."""
+    t = table(e, f"rolled_{target}")
+    e.sql(
+        f"CREATE TABLE {t} (id bigint, cat string, amount double) USING iceberg "
+        f"TBLPROPERTIES ('write.target-file-size-bytes' = '{target}', "
+        "'write.distribution-mode' = 'none', 'write.parquet.compression-codec' = 'zstd')"
+    )
+    e.sql(
+        f"INSERT INTO {t} SELECT id, CASE WHEN id % 3 = 0 THEN 'a' ELSE 'b' END, id * 1.5 "
+        "FROM range(0, 200000, 1, 1)"
+    )
+    [[files, records, largest]] = e.query(
+        f"SELECT count(*), sum(record_count), max(file_size_in_bytes) FROM {t}.data_files"
+    )
+    return {"files": files, "records": records, "largest": largest}
+
+
+@ordinary_file_sizes
+@pytest.mark.parametrize("target", [64 * 1024, 1024 * 1024])
+def test_a_write_rolls_its_files_at_the_target_size_as_iceberg_java_s(
+    lakecat: Lakecat, java: JavaTables, target: int
+) -> None:
+    ours, theirs = both(lakecat, java, rolled_files_answer, target)
+    assert ours["records"] == theirs["records"] == 200_000
+    # both roll when the Parquet writer's data size (row groups written, pages buffered)
+    # reaches the target, lakecat checking sooner (Iceberg Java every 1,000 rows), and the
+    # writers encode alike: about as many files (64 KiB: 65 and 50 when written; 1 MiB: the
+    # buffered size never reaches it, one file each), each within the target
+    assert theirs["files"] / 2 <= ours["files"] <= theirs["files"] * 2, (ours, theirs)
+    assert ours["largest"] <= target
 
 
 def _function_rows() -> str:
