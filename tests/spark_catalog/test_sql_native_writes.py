@@ -298,3 +298,72 @@ def test_a_task_failing_after_it_rolled_files_leaves_no_commit_and_no_files(lake
     assert table.refresh().metadata_location == before
     assert lake.files_on_disk(table) == on_disk
     assert lake.rows("db.big", "id", "region", "amount") == [(1, "eu", 1.0)]
+
+
+@pytest.fixture
+def dynamic_mode(spark) -> Any:
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    yield
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "static")
+
+
+def test_a_dynamic_insert_overwrite_is_written_natively_and_replaces_only_its_partitions(
+    lake, sales, dynamic_mode
+) -> None:
+    lake.sql("INSERT INTO lake.db.sales VALUES (1, 'eu', 1.0), (2, 'us', 2.0), (3, 'ap', 3.0)")
+    ap = {f.file_path for f in sales.refresh().scan("region = 'ap'").plan_files()}
+    statement = "INSERT OVERWRITE lake.db.sales VALUES (7, 'eu', 7.0), (8, 'us', 8.0)"
+    plan = "\n".join(r[0] for r in lake.sql(f"EXPLAIN {statement}"))
+    assert "lakecat dynamic overwrite" in plan
+
+    lake.sql(statement)
+
+    snapshot = sales.refresh().current_snapshot()
+    assert snapshot.operation == "overwrite"
+    assert len(sales.history()) == 2
+    assert writers(sales) == {SPARK_WRITER}
+    assert {f.file_path for f in sales.scan("region = 'ap'").plan_files()} == ap  # untouched
+    assert rows_of(lake, "db.sales") == [(3, "ap", 3.0), (7, "eu", 7.0), (8, "us", 8.0)]
+
+
+def test_overwrite_partitions_of_a_dataframe_is_written_natively(lake, sales, spark) -> None:
+    lake.sql("INSERT INTO lake.db.sales VALUES (1, 'eu', 1.0), (2, 'us', 2.0)")
+    df = spark.createDataFrame([(5, "us", 5.0), (6, "us", 6.0)], COLUMNS)
+
+    df.writeTo("lake.db.sales").overwritePartitions()
+
+    assert writers(sales) == {SPARK_WRITER}
+    assert sales.refresh().current_snapshot().operation == "overwrite"
+    assert rows_of(lake, "db.sales") == [(1, "eu", 1.0), (5, "us", 5.0), (6, "us", 6.0)]
+
+
+def test_a_dynamic_overwrite_spark_cannot_write_natively_goes_through_the_data_source(
+    lake, spark, dynamic_mode
+) -> None:
+    table = lake.catalog.create_table(
+        "db.lz4",
+        SCHEMA,
+        partition_by=["region"],
+        properties={"write.parquet.compression-codec": "lz4"},
+    )
+    lake.sql("INSERT INTO lake.db.lz4 VALUES (1, 'eu', 1.0), (2, 'us', 2.0)")
+
+    lake.sql("INSERT OVERWRITE lake.db.lz4 VALUES (9, 'us', 9.0)")
+
+    assert table.refresh().current_snapshot().operation == "overwrite"
+    assert writers(table) == {"parquet-cpp-arrow"}
+    assert rows_of(lake, "db.lz4") == [(1, "eu", 1.0), (9, "us", 9.0)]
+
+
+def test_a_session_can_keep_dynamic_overwrites_in_the_data_source(
+    lake, sales, spark, dynamic_mode
+) -> None:
+    lake.sql("INSERT INTO lake.db.sales VALUES (1, 'eu', 1.0), (2, 'us', 2.0)")
+    spark.conf.set("spark.lakecat.nativeDynamicOverwrites", "false")
+    try:
+        lake.sql("INSERT OVERWRITE lake.db.sales VALUES (4, 'us', 4.0)")
+    finally:
+        spark.conf.unset("spark.lakecat.nativeDynamicOverwrites")
+
+    assert writers(sales) == {SPARK_WRITER, "parquet-cpp-arrow"}
+    assert rows_of(lake, "db.sales") == [(1, "eu", 1.0), (4, "us", 4.0)]

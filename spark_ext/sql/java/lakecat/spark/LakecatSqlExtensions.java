@@ -15,7 +15,8 @@ import scala.runtime.BoxedUnit;
  * Iceberg's SQL statements that Spark's parser lacks ({@code ALTER TABLE ... CREATE/DROP
  * BRANCH/TAG}, {@code ADD/DROP PARTITION FIELD}) on lakecat catalogs, through {@link
  * LakecatSqlParser}; and copy-on-write row-level statements written with Spark's own Parquet
- * writer ({@link NativeRowLevelWrites}); Iceberg's {@code mergeSchema} write option ({@link
+ * writer ({@link NativeRowLevelWrites}), as are dynamic partition overwrites ({@link
+ * NativeDynamicOverwrites}); Iceberg's {@code mergeSchema} write option ({@link
  * MergeSchemaWrites}).
  */
 public final class LakecatSqlExtensions
@@ -34,6 +35,13 @@ public final class LakecatSqlExtensions
           @Override
           public Rule<LogicalPlan> apply(SparkSession session) {
             return new MergeSchemaWrites(session);
+          }
+        });
+    extensions.injectPostHocResolutionRule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new NativeDynamicOverwrites(session);
           }
         });
     extensions.injectPlannerStrategy(

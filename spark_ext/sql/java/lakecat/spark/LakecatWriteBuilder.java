@@ -18,8 +18,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * Builds a catalog table's batch or streaming write with the table's identity and the overwrite
  * mode in its options: an append, a whole-table overwrite (truncate), an overwrite of the rows
  * matching a filter (which the Python side turns into lakecat's filter option) or a dynamic
- * partition overwrite. Batch appends and overwrites by filter are {@link NativeInsert}s; a
- * dynamic overwrite and a streaming write are the Python data source's.
+ * partition overwrite. Batch appends, overwrites by filter and dynamic overwrites that {@link
+ * NativeDynamicOverwrites} rewrote are {@link NativeInsert}s; other dynamic overwrites and
+ * streaming writes are the Python data source's.
  */
 final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicOverwrite {
   private final LakecatTable table;
@@ -29,6 +30,7 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
   private final StructType schema;
   private boolean overwrite;
   private boolean dynamic;
+  private final boolean rewritten; // by NativeDynamicOverwrites: a dynamic overwrite, natively
 
   /** {@code schema}: the rows the Python writer takes (the write command's, or more). */
   LakecatWriteBuilder(
@@ -43,6 +45,11 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
     this.info = info;
     this.options.putAll(info.options().asCaseSensitiveMap());
     this.options.putAll(tableOptions);
+    // a dynamic partition overwrite made an append ({@link NativeDynamicOverwrites})
+    this.rewritten = "true".equals(this.options.remove(NativeDynamicOverwrites.OPTION));
+    if (rewritten) {
+      overwriteDynamicPartitions();
+    }
     // write-audit-publish: the session's WAP id, unless the write names its own
     table
         .wapProperties()
@@ -82,12 +89,17 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
   }
 
   /**
-   * An append or an overwrite (whole table, or by a filter) as a {@link NativeInsert} (Spark's
-   * V1 write: the rows as a DataFrame, written as {@code lk.write} writes one); a dynamic
-   * partition overwrite as the Python data source's write (Spark has no V1 form of it).
+   * An append, an overwrite (whole table, or by a filter) or a dynamic partition overwrite that
+   * {@link NativeDynamicOverwrites} made an append as a {@link NativeInsert} (Spark's V1 write:
+   * the rows as a DataFrame, written as {@code lk.write} writes one); a dynamic partition
+   * overwrite Spark plans as such (without the extension) as the Python data source's write
+   * (Spark has no V1 form of it).
    */
   @Override
   public Write build() {
+    if (rewritten) {
+      return new NativeInsert(table, new HashMap<>(options), true, this::dataSourceWrite);
+    }
     if (dynamic) {
       return dataSourceWrite();
     }

@@ -17,8 +17,9 @@ import org.apache.spark.sql.sources.InsertableRelation;
  * #toInsertableRelation()} as a DataFrame (its V1 write fallback, {@code AppendDataExecV1} /
  * {@code OverwriteByExpressionExecV1}), and the bridge's {@code insert} writes it with Spark's
  * own Parquet writer when the write qualifies, else through the Python data source with the
- * same options; either way one lakecat commit with the write's conflict checks. A dynamic
- * partition overwrite and a streaming write keep the Python data source's write ({@link
+ * same options; either way one lakecat commit with the write's conflict checks. So is a
+ * dynamic partition overwrite that {@link NativeDynamicOverwrites} made an append; one Spark
+ * plans as such, and a streaming write, keep the Python data source's write ({@link
  * LakecatWrite}).
  *
  * <p>The table's {@code write.distribution-mode}: a streaming write's rows are spread over tasks
@@ -27,6 +28,7 @@ import org.apache.spark.sql.sources.InsertableRelation;
  * its optimizer added, so the bridge's write spreads them (as {@code lk.write} does).
  */
 final class NativeInsert implements V1Write, WriteRequirements.Spread {
+  private static final String DYNAMIC_KEY = "overwrite-mode"; // the data source's option
   private final LakecatTable table;
   private final Map<String, String> options;
   private final boolean overwrite;
@@ -52,7 +54,11 @@ final class NativeInsert implements V1Write, WriteRequirements.Spread {
 
   @Override
   public String description() {
-    return "lakecat " + (overwrite ? "overwrite " : "append ") + table.name();
+    String kind =
+        !overwrite
+            ? "append "
+            : "dynamic".equals(options.get(DYNAMIC_KEY)) ? "dynamic overwrite " : "overwrite ";
+    return "lakecat " + kind + table.name();
   }
 
   @Override
