@@ -367,3 +367,15 @@ def test_a_session_can_keep_dynamic_overwrites_in_the_data_source(
 
     assert writers(sales) == {SPARK_WRITER, "parquet-cpp-arrow"}
     assert rows_of(lake, "db.sales") == [(1, "eu", 1.0), (4, "us", 4.0)]
+
+
+def test_the_rewrites_marker_option_given_by_a_user_leaves_an_append_an_append(
+    lake, sales, spark
+) -> None:
+    lake.sql("INSERT INTO lake.db.sales VALUES (1, 'us', 1.0)")
+    df = spark.createDataFrame([(2, "us", 2.0)], COLUMNS)
+
+    df.writeTo("lake.db.sales").option("lakecat.dynamic-overwrite", "true").append()
+
+    assert sales.refresh().current_snapshot().operation == "append"
+    assert rows_of(lake, "db.sales") == [(1, "us", 1.0), (2, "us", 2.0)]

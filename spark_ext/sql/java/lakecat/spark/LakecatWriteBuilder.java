@@ -46,8 +46,10 @@ final class LakecatWriteBuilder implements SupportsOverwriteV2, SupportsDynamicO
     this.options.putAll(info.options().asCaseSensitiveMap());
     this.options.putAll(tableOptions);
     // a dynamic partition overwrite made an append ({@link NativeDynamicOverwrites})
-    this.rewritten = "true".equals(this.options.remove(NativeDynamicOverwrites.OPTION));
+    this.rewritten =
+        NativeDynamicOverwrites.TOKEN.equals(this.options.get(NativeDynamicOverwrites.OPTION));
     if (rewritten) {
+      this.options.remove(NativeDynamicOverwrites.OPTION);
       overwriteDynamicPartitions();
     }
     // write-audit-publish: the session's WAP id, unless the write names its own

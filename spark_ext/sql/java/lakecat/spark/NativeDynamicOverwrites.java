@@ -15,7 +15,8 @@ import scala.Option;
  * qualifies: Spark plans such a write only as a V2 batch write ({@code
  * OverwritePartitionsDynamicExec}, every row through the Python data source), having no V1 form of
  * it. After analysis ({@code injectPostHocResolutionRule}) this rule turns the resolved statement
- * into Spark's {@code AppendData} of the same rows with the write option {@value #OPTION}, which
+ * into Spark's {@code AppendData} of the same rows with the write option {@value #OPTION}
+ * ({@link #TOKEN}), which
  * {@link LakecatWriteBuilder} builds as a {@link NativeInsert} that overwrites dynamically: Spark
  * runs it through its V1 fallback ({@code AppendDataExecV1}), as an {@code INSERT INTO}, and the
  * bridge writes the rows with the overwrite mode {@code dynamic} (the partitions the rows hold are
@@ -27,6 +28,11 @@ import scala.Option;
 final class NativeDynamicOverwrites extends Rule<LogicalPlan> {
   /** The write option that marks the rewritten statement (the builder takes it off). */
   static final String OPTION = "lakecat.dynamic-overwrite";
+  /**
+   * Its value: a token of this JVM, so that no write a user or another engine gives the option
+   * becomes a dynamic overwrite (with another value the option stays, and the write is as given).
+   */
+  static final String TOKEN = java.util.UUID.randomUUID().toString();
   /** The session setting that turns the rule off ({@code false}). */
   static final String ENABLED = "spark.lakecat.nativeDynamicOverwrites";
 
@@ -53,7 +59,7 @@ final class NativeDynamicOverwrites extends Rule<LogicalPlan> {
     return new AppendData(
         write.table(),
         write.query(),
-        write.writeOptions().updated(OPTION, "true"),
+        write.writeOptions().updated(OPTION, TOKEN),
         write.isByName(),
         false,
         Option.empty(),
